@@ -4,7 +4,13 @@ go 1.24.0
 
 require (
 	github.com/kubewharf/katalyst-api v0.5.4
+	github.com/spf13/pflag v1.0.5
 	github.com/stretchr/testify v1.8.4
+	go.uber.org/automaxprocs v1.4.0
+	k8s.io/apiserver v0.30.2
+	k8s.io/client-go v0.30.2
+	k8s.io/component-base v0.30.2
+	k8s.io/klog/v2 v2.120.1
 	volcano.sh/volcano v1.10.0
 )
 
@@ -46,7 +52,7 @@ require (
 	github.com/prometheus/client_model v0.4.0 // indirect
 	github.com/prometheus/common v0.44.0 // indirect
 	github.com/prometheus/procfs v0.10.1 // indirect
-	github.com/spf13/pflag v1.0.5 // indirect
+	github.com/spf13/cobra v1.7.0 // indirect
 	golang.org/x/net v0.24.0 // indirect
 	golang.org/x/oauth2 v0.10.0 // indirect
 	golang.org/x/sys v0.19.0 // indirect
@@ -63,13 +69,9 @@ require (
 	k8s.io/api v0.30.2 // indirect
 	k8s.io/apiextensions-apiserver v0.25.0 // indirect
 	k8s.io/apimachinery v0.30.2 // indirect
-	k8s.io/apiserver v0.30.2 // indirect
-	k8s.io/client-go v0.30.2 // indirect
 	k8s.io/cloud-provider v0.25.0 // indirect
-	k8s.io/component-base v0.30.2 // indirect
 	k8s.io/component-helpers v0.30.2 // indirect
 	k8s.io/csi-translation-lib v0.30.2 // indirect
-	k8s.io/klog/v2 v2.120.1 // indirect
 	k8s.io/kube-openapi v0.0.0-20240620174524-b456828f718b // indirect
 	k8s.io/kube-scheduler v0.24.6 // indirect
 	k8s.io/kubernetes v1.30.2 // indirect
