@@ -80,6 +80,16 @@ const (
 	ReasonBadQuantity ReasonCode = "BadQuantity"
 	// ReasonNameMismatch: the KCNR name does not match the node name.
 	ReasonNameMismatch ReasonCode = "NameMismatch"
+	// ReasonBadProperty: an RDMATOR property value cannot name a leaf (it
+	// carries surrounding spaces, a comma or the reserved UnknownS0Prefix); the
+	// NIC is treated as having no leaf.
+	ReasonBadProperty ReasonCode = "BadProperty"
+	// ReasonDuplicateProperty: two RDMATOR properties name the same NIC with
+	// different leaves; the first one is used.
+	ReasonDuplicateProperty ReasonCode = "DuplicateProperty"
+	// ReasonS1Mismatch: the nodes under one leaf carry different S1 labels;
+	// the leaf takes the S1 of its first node by name.
+	ReasonS1Mismatch ReasonCode = "S1Mismatch"
 )
 
 // Reason is one topology problem: which node (and NIC, if any), its code and a
@@ -180,4 +190,7 @@ type Leaf struct {
 	S1 S1ID
 	// Slots sorted by node name, then zone id.
 	Slots []Slot
+	// Reasons lists problems seen on the leaf as a whole (ReasonS1Mismatch),
+	// sorted by node, code, NIC and message.
+	Reasons []Reason
 }

@@ -1,0 +1,65 @@
+package topology
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
+)
+
+// WithDefaults returns the config with every empty resource name replaced by
+// its default. S1NodeLabel has no default: without it all S0s share one S1.
+func (c Config) WithDefaults() Config {
+	if c.RDMAResource == "" {
+		c.RDMAResource = DefaultRDMAResource
+	}
+	if c.GPUResource == "" {
+		c.GPUResource = DefaultGPUResource
+	}
+	return c
+}
+
+// singleNUMAPrefix starts the name of every katalyst policy that confines a
+// container (or pod) to one NUMA zone.
+const singleNUMAPrefix = "SingleNUMANode"
+
+// PolicyOf reduces a katalyst topology policy to a placement Policy:
+// SingleNUMANode* is PolicySingleNUMA, everything else (None, BestEffort*,
+// Restricted*, Numeric*, unset or unrecognised) is PolicySpanning.
+func PolicyOf(p v1alpha1.TopologyPolicy) Policy {
+	if strings.HasPrefix(string(p), singleNUMAPrefix) {
+		return PolicySingleNUMA
+	}
+	return PolicySpanning
+}
+
+// String names the policy for logs and reports.
+func (p Policy) String() string {
+	switch p {
+	case PolicySingleNUMA:
+		return "SingleNUMA"
+	case PolicySpanning:
+		return "Spanning"
+	default:
+		return "Policy(" + strconv.Itoa(int(p)) + ")"
+	}
+}
+
+// SortReasons orders reasons by node, code, NIC and message, in place.
+func SortReasons(rs []Reason) {
+	sort.Slice(rs, func(i, j int) bool { return reasonLess(rs[i], rs[j]) })
+}
+
+func reasonLess(a, b Reason) bool {
+	if a.Node != b.Node {
+		return a.Node < b.Node
+	}
+	if a.Code != b.Code {
+		return a.Code < b.Code
+	}
+	if a.NIC != b.NIC {
+		return a.NIC < b.NIC
+	}
+	return a.Message < b.Message
+}

@@ -1,0 +1,423 @@
+package topology
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+const (
+	// maxSyntheticNICs bounds the NICs invented for a node whose RDMA
+	// capacity is known only from its Node object.
+	maxSyntheticNICs = 64
+	// maxNUMAID bounds the NUMA ids accepted from zone names.
+	maxNUMAID = 1 << 16
+	// maxResourceValue bounds any single quantity read from cluster data, so
+	// sums never overflow int64.
+	maxResourceValue = 1e12
+	// syntheticNICPrefix prefixes the ids of NICs invented from a Node's RDMA
+	// allocatable when the node has no usable KCNR.
+	syntheticNICPrefix = "rdma-"
+)
+
+// BuildNode reads one node's fabric view from its Node and its KCNR. It is
+// pure and never panics; either argument may be nil:
+//   - node nil: the KCNR alone is read and S1 is unknown;
+//   - cnr nil: the node gets ReasonNoKCNR and one synthetic zone of
+//     topology-unknown NICs if its Node shows RDMA allocatable, else no zones.
+//
+// It returns nil only when both are nil. Problems in the data become Reasons
+// on the returned Node (sorted); the affected zones are skipped and the
+// affected NICs get a synthetic leaf (UnknownS0).
+func BuildNode(cfg Config, node *corev1.Node, cnr *v1alpha1.CustomNodeResource) *Node {
+	if node == nil && cnr == nil {
+		return nil
+	}
+	b := &nodeBuilder{cfg: cfg.WithDefaults(), consumers: map[string]bool{}}
+	out := &Node{Policy: PolicySpanning, Generation: 1}
+	if node != nil {
+		out.Name = node.Name
+		if b.cfg.S1NodeLabel != "" {
+			out.S1 = S1ID(node.Labels[b.cfg.S1NodeLabel])
+		}
+	} else {
+		out.Name = cnr.Name
+	}
+	b.node = out.Name
+
+	switch {
+	case cnr == nil:
+		if b.synthesize(out, node) {
+			b.add(ReasonNoKCNR, "", "node has %s allocatable but no CustomNodeResource", b.cfg.RDMAResource)
+		}
+	default:
+		if node != nil && cnr.Name != node.Name {
+			b.add(ReasonNameMismatch, "", "CustomNodeResource %q is read for node %q", cnr.Name, node.Name)
+		}
+		out.Policy = PolicyOf(cnr.Status.TopologyPolicy)
+		b.collectConsumers(cnr.Status.TopologyZone)
+		b.readTop(cnr.Status.TopologyZone)
+		if len(b.zones) == 0 {
+			b.add(ReasonNoTopology, "", "status.topologyZone has no usable Numa zone")
+			if b.synthesize(out, node) {
+				out.Policy = PolicySpanning
+			}
+		} else {
+			out.Zones = b.zones
+			b.assignLeaves(out, node, cnr)
+		}
+	}
+
+	out.Known = true
+	for zi := range out.Zones {
+		z := &out.Zones[zi]
+		sort.Slice(z.NICs, func(i, j int) bool { return z.NICs[i].ID < z.NICs[j].ID })
+		for _, n := range z.NICs {
+			if n.S0.IsUnknown() {
+				out.Known = false
+			}
+		}
+	}
+	sort.Slice(out.Zones, func(i, j int) bool { return out.Zones[i].ID < out.Zones[j].ID })
+	SortReasons(b.reasons)
+	out.Reasons = b.reasons
+	out.Consumers = b.consumers
+	return out
+}
+
+// nodeBuilder accumulates the state of one BuildNode call.
+type nodeBuilder struct {
+	cfg       Config
+	node      string
+	reasons   []Reason
+	consumers map[string]bool
+	zones     []Zone
+	// numaSeen maps a NUMA id to the path of the zone that declared it.
+	numaSeen map[int]string
+	// nicSeen maps a NIC to the path of the zone that declared it first.
+	nicSeen map[NICID]string
+}
+
+func (b *nodeBuilder) add(code ReasonCode, nic NICID, format string, args ...any) {
+	b.reasons = append(b.reasons, Reason{Node: b.node, NIC: nic, Code: code, Message: fmt.Sprintf(format, args...)})
+}
+
+// synthesize gives the node one zone (id 0) of topology-unknown NICs when its
+// Node object shows RDMA allocatable. It reports whether it did.
+func (b *nodeBuilder) synthesize(out *Node, node *corev1.Node) bool {
+	if node == nil {
+		return false
+	}
+	const field = "status.allocatable"
+	n := b.quantity(node.Status.Allocatable, corev1.ResourceName(b.cfg.RDMAResource), false, field)
+	if n <= 0 {
+		return false
+	}
+	if n > maxSyntheticNICs {
+		b.add(ReasonBadQuantity, "", "%s[%s]=%d exceeds %d NICs; using %d", field, b.cfg.RDMAResource, n, maxSyntheticNICs, maxSyntheticNICs)
+		n = maxSyntheticNICs
+	}
+	z := Zone{
+		ID:           0,
+		FreeGPU:      b.quantity(node.Status.Allocatable, corev1.ResourceName(b.cfg.GPUResource), false, field),
+		FreeCPUMilli: b.quantity(node.Status.Allocatable, corev1.ResourceCPU, true, field),
+		NICs:         make([]NIC, 0, n),
+	}
+	for i := int64(0); i < n; i++ {
+		id := NICID(syntheticNICPrefix + strconv.FormatInt(i, 10))
+		z.NICs = append(z.NICs, NIC{ID: id, NUMA: 0, S0: UnknownS0(out.Name, id), Free: true})
+	}
+	out.Zones = []Zone{z}
+	out.Policy = PolicySpanning
+	return true
+}
+
+// quantity reads list[name] as a whole number (or millis), 0 if absent. A
+// negative or absurdly large value is reported and clamped.
+func (b *nodeBuilder) quantity(list corev1.ResourceList, name corev1.ResourceName, milli bool, field string) int64 {
+	q, ok := list[name]
+	if !ok {
+		return 0
+	}
+	return b.value(q, milli, field+"["+string(name)+"]")
+}
+
+func (b *nodeBuilder) value(q resource.Quantity, milli bool, field string) int64 {
+	if q.Sign() < 0 {
+		b.add(ReasonBadQuantity, "", "%s=%s is negative; using 0", field, q.String())
+		return 0
+	}
+	f := q.AsApproximateFloat64()
+	if milli {
+		f *= 1000
+	}
+	if f > maxResourceValue {
+		b.add(ReasonBadQuantity, "", "%s=%s is out of range; using %d", field, q.String(), int64(maxResourceValue))
+		return maxResourceValue
+	}
+	if milli {
+		return q.MilliValue()
+	}
+	return q.Value()
+}
+
+// listOf dereferences an optional resource list.
+func listOf(l *corev1.ResourceList) corev1.ResourceList {
+	if l == nil {
+		return nil
+	}
+	return *l
+}
+
+// collectConsumers records every allocation consumer in the zone tree, also
+// in zones that are otherwise skipped: the agent saw those pods.
+func (b *nodeBuilder) collectConsumers(zones []*v1alpha1.TopologyZone) {
+	for _, z := range zones {
+		if z == nil {
+			continue
+		}
+		for _, a := range z.Allocations {
+			if a != nil && a.Consumer != "" {
+				b.consumers[a.Consumer] = true
+			}
+		}
+		b.collectConsumers(z.Children)
+	}
+}
+
+// readTop reads the top level of status.topologyZone: Sockets, and Numa
+// zones listed without a Socket.
+func (b *nodeBuilder) readTop(zones []*v1alpha1.TopologyZone) {
+	for i, z := range zones {
+		path := "status.topologyZone[" + strconv.Itoa(i) + "]"
+		switch {
+		case z == nil:
+			b.add(ReasonMalformedZone, "", "%s is null", path)
+		case z.Type == v1alpha1.TopologyTypeSocket:
+			for j, c := range z.Children {
+				cpath := path + ".children[" + strconv.Itoa(j) + "]"
+				switch {
+				case c == nil:
+					b.add(ReasonMalformedZone, "", "%s is null", cpath)
+				case c.Type == v1alpha1.TopologyTypeNuma:
+					b.readNUMA(c, cpath)
+				default:
+					b.misplaced(c, cpath, "a Socket")
+				}
+			}
+		case z.Type == v1alpha1.TopologyTypeNuma:
+			b.readNUMA(z, path)
+		default:
+			b.misplaced(z, path, "the top level")
+		}
+	}
+}
+
+// misplaced reports a zone whose type is unknown or not allowed where it is.
+func (b *nodeBuilder) misplaced(z *v1alpha1.TopologyZone, path, where string) {
+	switch z.Type {
+	case v1alpha1.TopologyTypeSocket, v1alpha1.TopologyTypeNuma, v1alpha1.TopologyTypeNIC, v1alpha1.TopologyTypeGPU:
+		b.add(ReasonMalformedZone, "", "%s (%s %q) is not allowed under %s; skipped", path, z.Type, z.Name, where)
+	default:
+		b.add(ReasonMalformedZone, "", "%s (name %q) has unknown type %q; skipped", path, z.Name, z.Type)
+	}
+}
+
+// parseNUMAID accepts a plain decimal NUMA id.
+func parseNUMAID(name string) (int, bool) {
+	if name == "" || len(name) > 6 {
+		return 0, false
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] < '0' || name[i] > '9' {
+			return 0, false
+		}
+	}
+	id, err := strconv.Atoi(name)
+	if err != nil || id > maxNUMAID {
+		return 0, false
+	}
+	return id, true
+}
+
+// readNUMA reads one Numa zone: free GPUs and CPUs, and its NIC children.
+func (b *nodeBuilder) readNUMA(z *v1alpha1.TopologyZone, path string) {
+	id, ok := parseNUMAID(z.Name)
+	if !ok {
+		b.add(ReasonMalformedZone, "", "%s.name=%q is not a decimal NUMA id; zone skipped", path, z.Name)
+		return
+	}
+	if prev, dup := b.numaSeen[id]; dup {
+		b.add(ReasonMalformedZone, "", "%s repeats NUMA %d of %s; zone skipped", path, id, prev)
+		return
+	}
+	if b.numaSeen == nil {
+		b.numaSeen = map[int]string{}
+	}
+	b.numaSeen[id] = path
+
+	alloc := listOf(z.Resources.Allocatable)
+	afield := path + ".resources.allocatable"
+	gpu := b.quantity(alloc, corev1.ResourceName(b.cfg.GPUResource), false, afield)
+	cpu := b.quantity(alloc, corev1.ResourceCPU, true, afield)
+	for i, a := range z.Allocations {
+		if a == nil {
+			continue
+		}
+		req := listOf(a.Requests)
+		rfield := path + ".allocations[" + strconv.Itoa(i) + "].requests"
+		gpu -= b.quantity(req, corev1.ResourceName(b.cfg.GPUResource), false, rfield)
+		cpu -= b.quantity(req, corev1.ResourceCPU, true, rfield)
+	}
+	zone := Zone{ID: id, FreeGPU: max(gpu, 0), FreeCPUMilli: max(cpu, 0)}
+
+	for j, c := range z.Children {
+		cpath := path + ".children[" + strconv.Itoa(j) + "]"
+		switch {
+		case c == nil:
+			b.add(ReasonMalformedZone, "", "%s is null", cpath)
+		case c.Type == v1alpha1.TopologyTypeNIC:
+			if nic, ok := b.readNIC(c, cpath, id); ok {
+				zone.NICs = append(zone.NICs, nic)
+			}
+		case c.Type == v1alpha1.TopologyTypeGPU:
+			// GPU zones carry nothing placement needs; free GPUs are counted
+			// on the Numa zone.
+		default:
+			b.misplaced(c, cpath, "a Numa zone")
+		}
+	}
+	b.zones = append(b.zones, zone)
+}
+
+// readNIC reads one NIC zone. The leaf is assigned later.
+func (b *nodeBuilder) readNIC(z *v1alpha1.TopologyZone, path string, numa int) (NIC, bool) {
+	id := NICID(strings.ToLower(z.Name))
+	if id == "" {
+		b.add(ReasonMalformedZone, "", "%s is a NIC with an empty name; skipped", path)
+		return NIC{}, false
+	}
+	if prev, dup := b.nicSeen[id]; dup {
+		b.add(ReasonDuplicateNIC, id, "%s lists the NIC again (first at %s); counted once", path, prev)
+		return NIC{}, false
+	}
+	if b.nicSeen == nil {
+		b.nicSeen = map[NICID]string{}
+	}
+	b.nicSeen[id] = path
+
+	rdma := corev1.ResourceName(b.cfg.RDMAResource)
+	afield := path + ".resources.allocatable"
+	free := int64(1)
+	if alloc := listOf(z.Resources.Allocatable); alloc != nil {
+		if _, ok := alloc[rdma]; ok {
+			free = b.quantity(alloc, rdma, false, afield)
+		}
+	}
+	var consumers []string
+	for i, a := range z.Allocations {
+		if a == nil {
+			continue
+		}
+		free -= b.quantity(listOf(a.Requests), rdma, false, path+".allocations["+strconv.Itoa(i)+"].requests")
+		if a.Consumer != "" {
+			consumers = append(consumers, a.Consumer)
+		}
+	}
+	if len(consumers) > 1 {
+		sort.Strings(consumers)
+		consumers = compactStrings(consumers)
+	}
+	return NIC{ID: id, NUMA: numa, Free: free > 0, Consumers: consumers}, true
+}
+
+// compactStrings drops adjacent duplicates of a sorted slice.
+func compactStrings(s []string) []string {
+	out := s[:1]
+	for _, v := range s[1:] {
+		if v != out[len(out)-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// assignLeaves sets every NIC's S0 from the RDMATOR/<pci> properties.
+func (b *nodeBuilder) assignLeaves(out *Node, node *corev1.Node, cnr *v1alpha1.CustomNodeResource) {
+	if node != nil && node.Labels[RDMAModeLabel] != RDMAModeShared {
+		b.add(ReasonNotShared, "", "node label %s=%q is not %q; every NIC is topology-unknown",
+			RDMAModeLabel, node.Labels[RDMAModeLabel], RDMAModeShared)
+		for zi := range out.Zones {
+			for ni := range out.Zones[zi].NICs {
+				n := &out.Zones[zi].NICs[ni]
+				n.S0 = UnknownS0(out.Name, n.ID)
+			}
+		}
+		return
+	}
+
+	leaves := map[NICID]S0ID{}
+	// failed marks NICs whose only properties were unusable: they already
+	// carry a reason naming the property.
+	failed := map[NICID]bool{}
+	for i, p := range cnr.Spec.NodeResourceProperties {
+		field := "spec.nodeResourceProperties[" + strconv.Itoa(i) + "]"
+		if p == nil {
+			b.add(ReasonEmptyProperty, "", "%s is null", field)
+			continue
+		}
+		if !strings.HasPrefix(p.PropertyName, RDMATorPrefix) {
+			continue
+		}
+		nic := NICID(strings.ToLower(strings.TrimPrefix(p.PropertyName, RDMATorPrefix)))
+		if len(p.PropertyValues) == 0 || p.PropertyValues[0] == "" {
+			b.add(ReasonEmptyProperty, nic, "%s (%s) has no propertyValues[0]", field, p.PropertyName)
+			failed[nic] = true
+			continue
+		}
+		v := p.PropertyValues[0]
+		if strings.TrimSpace(v) != v || strings.Contains(v, ",") || strings.HasPrefix(v, UnknownS0Prefix) {
+			b.add(ReasonBadProperty, nic, "%s (%s) value %q has spaces, a comma or the reserved prefix %q",
+				field, p.PropertyName, v, UnknownS0Prefix)
+			failed[nic] = true
+			continue
+		}
+		if prev, dup := leaves[nic]; dup {
+			if prev != S0ID(v) {
+				b.add(ReasonDuplicateProperty, nic, "%s (%s) says leaf %q, an earlier entry says %q; using %q",
+					field, p.PropertyName, v, prev, prev)
+			}
+			continue
+		}
+		leaves[nic] = S0ID(v)
+	}
+
+	for zi := range out.Zones {
+		for ni := range out.Zones[zi].NICs {
+			n := &out.Zones[zi].NICs[ni]
+			if s0, ok := leaves[n.ID]; ok {
+				n.S0 = s0
+				continue
+			}
+			n.S0 = UnknownS0(out.Name, n.ID)
+			b.add(ReasonNICWithoutLeaf, n.ID, "no usable spec.nodeResourceProperties entry %s%s", RDMATorPrefix, n.ID)
+		}
+	}
+	for nic := range leaves {
+		if _, ok := b.nicSeen[nic]; !ok {
+			b.add(ReasonLeafWithoutNIC, nic, "property %s%s names a NIC that is in no Numa zone", RDMATorPrefix, nic)
+		}
+	}
+	for nic := range failed {
+		if _, ok := b.nicSeen[nic]; !ok {
+			if _, ok := leaves[nic]; !ok {
+				b.add(ReasonLeafWithoutNIC, nic, "property %s%s names a NIC that is in no Numa zone", RDMATorPrefix, nic)
+			}
+		}
+	}
+}

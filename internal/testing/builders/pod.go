@@ -1,0 +1,115 @@
+package builders
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// GroupNameAnnotation names a pod's PodGroup (Volcano's key).
+const GroupNameAnnotation = "scheduling.k8s.io/group-name"
+
+// PodWrapper builds a corev1.Pod with one container.
+type PodWrapper struct{ pod corev1.Pod }
+
+// MakePod starts a pending Pod with one container "main" and no requests.
+// Its UID defaults to "uid-<namespace>-<name>".
+func MakePod(namespace, name string) *PodWrapper {
+	return &PodWrapper{pod: corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: namespace,
+			Name:      name,
+			UID:       types.UID("uid-" + namespace + "-" + name),
+		},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name:      "main",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{}, Limits: corev1.ResourceList{}},
+		}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending},
+	}}
+}
+
+// UID sets metadata.uid.
+func (w *PodWrapper) UID(uid string) *PodWrapper {
+	w.pod.UID = types.UID(uid)
+	return w
+}
+
+// Node binds the pod (spec.nodeName) and marks it Running.
+func (w *PodWrapper) Node(name string) *PodWrapper {
+	w.pod.Spec.NodeName = name
+	w.pod.Status.Phase = corev1.PodRunning
+	return w
+}
+
+// Phase sets status.phase.
+func (w *PodWrapper) Phase(p corev1.PodPhase) *PodWrapper {
+	w.pod.Status.Phase = p
+	return w
+}
+
+// Req sets a request (and, for extended resources, the equal limit) on the
+// pod's container.
+func (w *PodWrapper) Req(name corev1.ResourceName, qty string) *PodWrapper {
+	q := resource.MustParse(qty)
+	c := &w.pod.Spec.Containers[0]
+	c.Resources.Requests[name] = q
+	if name != corev1.ResourceCPU && name != corev1.ResourceMemory {
+		c.Resources.Limits[name] = q
+	}
+	return w
+}
+
+// Container adds another container with the given requests.
+func (w *PodWrapper) Container(name string, req corev1.ResourceList) *PodWrapper {
+	w.pod.Spec.Containers = append(w.pod.Spec.Containers, corev1.Container{
+		Name:      name,
+		Resources: corev1.ResourceRequirements{Requests: req.DeepCopy()},
+	})
+	return w
+}
+
+// Annotation sets an annotation.
+func (w *PodWrapper) Annotation(key, value string) *PodWrapper {
+	if w.pod.Annotations == nil {
+		w.pod.Annotations = map[string]string{}
+	}
+	w.pod.Annotations[key] = value
+	return w
+}
+
+// Group puts the pod in a PodGroup of its namespace.
+func (w *PodWrapper) Group(podGroup string) *PodWrapper {
+	return w.Annotation(GroupNameAnnotation, podGroup)
+}
+
+// Label sets a label.
+func (w *PodWrapper) Label(key, value string) *PodWrapper {
+	if w.pod.Labels == nil {
+		w.pod.Labels = map[string]string{}
+	}
+	w.pod.Labels[key] = value
+	return w
+}
+
+// Created sets metadata.creationTimestamp.
+func (w *PodWrapper) Created(t time.Time) *PodWrapper {
+	w.pod.CreationTimestamp = metav1.NewTime(t)
+	return w
+}
+
+// Terminating sets metadata.deletionTimestamp.
+func (w *PodWrapper) Terminating(t time.Time) *PodWrapper {
+	ts := metav1.NewTime(t)
+	w.pod.DeletionTimestamp = &ts
+	return w
+}
+
+// Obj returns a copy of the Pod built so far.
+func (w *PodWrapper) Obj() *corev1.Pod {
+	return w.pod.DeepCopy()
+}
