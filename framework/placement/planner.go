@@ -1,0 +1,650 @@
+package placement
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+)
+
+// maxVerify bounds the candidates of one tier that are verified by a full
+// fill after the capacity estimate admitted them.
+const maxVerify = 8
+
+// Plan places the gang's pods against the state, tightest tier first:
+// one node, one S0, the fewest S0s within one S1, the fewest S0s anywhere; in
+// hard mode it stops at the gang's highest tier. Among feasible candidates of
+// a tier it takes the best fit (least free NIC capacity left over), ties
+// broken by name, so large leaves stay whole for large gangs.
+//
+// It tries to place every pending pod; if that fails and Need is smaller, it
+// tries exactly Need pods. The state is not changed: the caller applies the
+// plan through the session (which calls Apply per pod).
+func (s *State) Plan(g Gang) (*Plan, *Failure) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(g.Pods) == 0 {
+		return &Plan{Tier: TierNone}, nil
+	}
+	p := &planner{s: s, g: &g, main: mainShape(g.Pods)}
+	plan, fail := p.run(g.Pods)
+	if plan == nil && g.Need > 0 && g.Need < len(g.Pods) {
+		if smaller, _ := p.run(g.Pods[:g.Need]); smaller != nil {
+			return smaller, nil
+		}
+	}
+	return plan, fail
+}
+
+// planner carries one Plan call.
+type planner struct {
+	s    *State
+	g    *Gang
+	main Shape
+	// leaves caches per-leaf statistics for the main shape.
+	leaves map[topology.S0ID]*leafStat
+}
+
+// leafStat is a leaf's free capacity for the gang's main shape.
+type leafStat struct {
+	id    topology.S0ID
+	s1    topology.S1ID
+	nodes []string
+	// pods is how many pods of the main shape fit under the leaf alone.
+	pods int
+	// nics is the number of free NICs under the leaf.
+	nics int64
+}
+
+// candidate is a verified placement of one tier.
+type candidate struct {
+	assign []Assignment
+	leaves map[topology.S0ID]bool
+	// leftover free NICs in the chosen scope after placement.
+	leftover int64
+	key      string
+}
+
+// better orders candidates: fewer leaves, less left over, then by key.
+func (c *candidate) better(o *candidate) bool {
+	if o == nil {
+		return true
+	}
+	if len(c.leaves) != len(o.leaves) {
+		return len(c.leaves) < len(o.leaves)
+	}
+	if c.leftover != o.leftover {
+		return c.leftover < o.leftover
+	}
+	return c.key < o.key
+}
+
+func (p *planner) run(pods []Pod) (*Plan, *Failure) {
+	limit := TierCluster
+	if p.g.Mode == ModeHard {
+		limit = p.g.HighestTier
+	}
+	p.leaves = nil
+	for tier := TierNode; tier <= limit; tier++ {
+		var c *candidate
+		switch tier {
+		case TierNode:
+			c = p.tryNode(pods)
+		case TierS0:
+			c = p.tryS0(pods)
+		case TierS1:
+			c = p.tryGroups(pods, true)
+		case TierCluster:
+			c = p.tryGroups(pods, false)
+		}
+		if c != nil {
+			return p.finish(c), nil
+		}
+	}
+	return nil, p.failure(pods, limit)
+}
+
+// finish turns a candidate into a plan, with the tier of the whole gang.
+func (p *planner) finish(c *candidate) *Plan {
+	nodes := map[string]bool{}
+	s0s := map[topology.S0ID]bool{}
+	s1s := map[topology.S1ID]bool{}
+	if h := p.g.Held; !h.Empty() {
+		for n := range h.Nodes {
+			nodes[n] = true
+		}
+		for id := range h.S0s {
+			s0s[id] = true
+		}
+		for id := range h.S1s {
+			s1s[id] = true
+		}
+	}
+	for _, a := range c.assign {
+		nodes[a.Node] = true
+		for _, nic := range a.NICs() {
+			if leaf, ok := p.s.fabric.NICLeaf(a.Node, nic); ok {
+				s0s[leaf] = true
+				if l, ok := p.s.fabric.Leaf(leaf); ok {
+					s1s[l.S1] = true
+				}
+			}
+		}
+	}
+	plan := &Plan{Assignments: c.assign, S0s: sortedS0s(s0s), Leftover: c.leftover}
+	for id := range s1s {
+		plan.S1s = append(plan.S1s, id)
+	}
+	sort.Slice(plan.S1s, func(i, j int) bool { return plan.S1s[i] < plan.S1s[j] })
+	plan.Tier = TierOf(len(nodes), len(s0s), len(s1s))
+	return plan
+}
+
+// TierOf is the tier of a placement spanning the given numbers of nodes,
+// S0s and S1s (an unknown S1 counts as one).
+func TierOf(nodes, s0s, s1s int) Tier {
+	switch {
+	case nodes <= 1:
+		return TierNode
+	case s0s <= 1:
+		return TierS0
+	case s1s <= 1:
+		return TierS1
+	}
+	return TierCluster
+}
+
+// allowedNode reports whether a node may take pods of group.
+func (p *planner) allowedNode(node string, group int) bool {
+	if p.g.Exclude[node] {
+		return false
+	}
+	return p.g.Allowed == nil || p.g.Allowed(node, group)
+}
+
+// tryNode looks for one node that holds every pod.
+func (p *planner) tryNode(pods []Pod) *candidate {
+	h := p.g.Held
+	var names []string
+	if !h.Empty() {
+		if len(h.Nodes) != 1 {
+			return nil
+		}
+		for n := range h.Nodes {
+			names = append(names, n)
+		}
+	} else {
+		names = p.s.fabric.NodeNames()
+	}
+	type opt struct {
+		name string
+		left int64
+	}
+	var opts []opt
+	need := gangNICs(pods)
+	for _, n := range names {
+		if !p.allowedNode(n, pods[0].Group) {
+			continue
+		}
+		v := p.s.view(n)
+		if v == nil {
+			continue
+		}
+		w := newWork(v)
+		free := w.freeNICCount(nil)
+		if free < need || quickCap(v, p.main, "") < countShape(pods, p.main) {
+			continue
+		}
+		opts = append(opts, opt{n, free - need})
+	}
+	sort.Slice(opts, func(i, j int) bool {
+		if opts[i].left != opts[j].left {
+			return opts[i].left < opts[j].left
+		}
+		return opts[i].name < opts[j].name
+	})
+	for i, o := range opts {
+		if i >= maxVerify {
+			break
+		}
+		if assign, ok := p.fill(pods, []string{o.name}, nil); ok {
+			return &candidate{assign: assign, leaves: p.leavesOf(assign), leftover: o.left, key: o.name}
+		}
+	}
+	return nil
+}
+
+// tryS0 looks for the best-fit single leaf that holds every pod.
+func (p *planner) tryS0(pods []Pod) *candidate {
+	stats := p.leafStats()
+	h := p.g.Held
+	need := gangNICs(pods)
+	var opts []*leafStat
+	for _, st := range stats {
+		if !h.Empty() && (len(h.S0s) != 1 || !h.S0s[st.id]) {
+			continue
+		}
+		if st.nics < need || st.pods < countShape(pods, p.main) {
+			continue
+		}
+		opts = append(opts, st)
+	}
+	sort.Slice(opts, func(i, j int) bool {
+		if opts[i].nics != opts[j].nics {
+			return opts[i].nics < opts[j].nics
+		}
+		return opts[i].id < opts[j].id
+	})
+	for i, st := range opts {
+		if i >= maxVerify {
+			break
+		}
+		set := map[topology.S0ID]bool{st.id: true}
+		if assign, ok := p.fill(pods, st.nodes, set); ok {
+			return &candidate{assign: assign, leaves: set, leftover: st.nics - need, key: string(st.id)}
+		}
+	}
+	return nil
+}
+
+// tryGroups looks for the fewest leaves that hold every pod, within one S1
+// (perS1) or anywhere, and among equals the best fit.
+func (p *planner) tryGroups(pods []Pod, perS1 bool) *candidate {
+	stats := p.leafStats()
+	h := p.g.Held
+	groups := map[topology.S1ID][]*leafStat{}
+	for _, st := range stats {
+		key := topology.S1ID("")
+		if perS1 {
+			key = st.s1
+			if !h.Empty() && (len(h.S1s) != 1 || !h.S1s[key]) {
+				continue
+			}
+		}
+		groups[key] = append(groups[key], st)
+	}
+	keys := make([]topology.S1ID, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	var best *candidate
+	for _, k := range keys {
+		if c := p.fewestLeaves(pods, groups[k], string(k)); c != nil && c.better(best) {
+			best = c
+		}
+	}
+	return best
+}
+
+// fewestLeaves picks the fewest leaves of a group that hold the gang:
+// held leaves first, then the largest by capacity, the last one swapped for
+// the smallest leaf that still completes the gang (best fit). A fill
+// verifies the choice; if it fails, the next leaf is added.
+func (p *planner) fewestLeaves(pods []Pod, group []*leafStat, key string) *candidate {
+	want := countShape(pods, p.main)
+	needNICs := gangNICs(pods)
+	var forced, rest []*leafStat
+	for _, st := range group {
+		if !p.g.Held.Empty() && p.g.Held.S0s[st.id] {
+			forced = append(forced, st)
+		} else if st.pods > 0 {
+			rest = append(rest, st)
+		}
+	}
+	sort.Slice(rest, func(i, j int) bool {
+		if rest[i].pods != rest[j].pods {
+			return rest[i].pods > rest[j].pods
+		}
+		return rest[i].id < rest[j].id
+	})
+	total := 0
+	var nics int64
+	for _, st := range append(forced, rest...) {
+		total += st.pods
+		nics += st.nics
+	}
+	if total < want || nics < needNICs {
+		return nil
+	}
+	chosen := append([]*leafStat(nil), forced...)
+	got := 0
+	for _, st := range forced {
+		got += st.pods
+	}
+	next := 0
+	for got < want && next < len(rest) {
+		chosen = append(chosen, rest[next])
+		got += rest[next].pods
+		next++
+	}
+	// Best fit for the last leaf: the smallest unchosen leaf that still
+	// completes the gang.
+	if len(chosen) > len(forced) {
+		last := chosen[len(chosen)-1]
+		short := want - (got - last.pods)
+		for i := len(rest) - 1; i >= next; i-- {
+			if rest[i].pods >= short {
+				if rest[i].pods < last.pods {
+					chosen[len(chosen)-1] = rest[i]
+					rest[next-1], rest[i] = rest[i], rest[next-1]
+				}
+				break
+			}
+		}
+	}
+	for attempt := 0; attempt < maxVerify; attempt++ {
+		set := map[topology.S0ID]bool{}
+		var nodes []string
+		var free int64
+		for _, st := range chosen {
+			set[st.id] = true
+			nodes = append(nodes, st.nodes...)
+			free += st.nics
+		}
+		if assign, ok := p.fill(pods, dedupe(nodes), set); ok {
+			return &candidate{assign: assign, leaves: set, leftover: free - needNICs, key: key}
+		}
+		if next >= len(rest) {
+			return nil
+		}
+		chosen = append(chosen, rest[next])
+		next++
+	}
+	return nil
+}
+
+// leafStats computes (once per Plan) every leaf's capacity for the main
+// shape and its free NICs, considering only nodes the gang may use.
+func (p *planner) leafStats() []*leafStat {
+	if p.leaves == nil {
+		p.leaves = map[topology.S0ID]*leafStat{}
+		for _, id := range p.s.fabric.LeafIDs() {
+			leaf, ok := p.s.fabric.Leaf(id)
+			if !ok {
+				continue
+			}
+			st := &leafStat{id: id, s1: leaf.S1}
+			seen := map[string]bool{}
+			for _, slot := range leaf.Slots {
+				name := slot.Node.Name
+				if seen[name] || !p.allowedNode(name, p.g.Pods[0].Group) {
+					continue
+				}
+				seen[name] = true
+				v := p.s.view(name)
+				if v == nil {
+					continue
+				}
+				w := newWork(v)
+				n := w.freeNICCount(func(l topology.S0ID) bool { return l == id })
+				if n == 0 && p.main.NICs > 0 {
+					continue
+				}
+				st.nodes = append(st.nodes, name)
+				st.nics += n
+				st.pods += quickCap(v, p.main, id)
+			}
+			if len(st.nodes) > 0 {
+				p.leaves[id] = st
+			}
+		}
+	}
+	out := make([]*leafStat, 0, len(p.leaves))
+	for _, st := range p.leaves {
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+// fill places the pods on the given nodes using only NICs of the allowed
+// leaves (nil: any), pods of one node filling its zones before the next node
+// is opened. A new node is the best fit: the smallest capacity that still
+// holds the pods left, else the largest.
+func (p *planner) fill(pods []Pod, nodes []string, allowed map[topology.S0ID]bool) ([]Assignment, bool) {
+	ok := leafFilter(allowed)
+	type cand struct {
+		w   *work
+		cap int
+	}
+	var cands []*cand
+	for _, n := range nodes {
+		v := p.s.view(n)
+		if v == nil {
+			continue
+		}
+		w := newWork(v)
+		cands = append(cands, &cand{w: w, cap: w.capacity(p.main, ok)})
+	}
+	sort.SliceStable(cands, func(i, j int) bool {
+		if cands[i].cap != cands[j].cap {
+			return cands[i].cap < cands[j].cap
+		}
+		return cands[i].w.name < cands[j].w.name
+	})
+	order := bySize(pods)
+	assign := make([]Assignment, len(pods))
+	var open []*cand
+	used := map[*cand]bool{}
+	for k, idx := range order {
+		pod := pods[idx]
+		placed := false
+		for _, c := range open {
+			if !p.allowedNode(c.w.name, pod.Group) {
+				continue
+			}
+			if zones, fit := c.w.place(pod.Shape, ok); fit {
+				assign[idx] = Assignment{PodUID: pod.UID, Node: c.w.name, Zones: zones}
+				placed = true
+				break
+			}
+		}
+		if placed {
+			continue
+		}
+		left := len(order) - k
+		var pick *cand
+		for _, c := range cands {
+			if used[c] || !p.allowedNode(c.w.name, pod.Group) || c.cap == 0 && pod.Shape == p.main {
+				continue
+			}
+			if c.cap >= left {
+				pick = c
+				break
+			}
+			pick = c // largest so far, as cands ascend
+		}
+		if pick == nil {
+			return nil, false
+		}
+		zones, fit := pick.w.place(pod.Shape, ok)
+		if !fit {
+			// The capacity estimate was for the main shape; try the others.
+			for _, c := range cands {
+				if used[c] || c == pick || !p.allowedNode(c.w.name, pod.Group) {
+					continue
+				}
+				if zones, fit = c.w.place(pod.Shape, ok); fit {
+					pick = c
+					break
+				}
+			}
+			if !fit {
+				return nil, false
+			}
+		}
+		used[pick] = true
+		open = append(open, pick)
+		assign[idx] = Assignment{PodUID: pod.UID, Node: pick.w.name, Zones: zones}
+	}
+	return assign, true
+}
+
+// leavesOf returns the leaves an assignment list uses.
+func (p *planner) leavesOf(assign []Assignment) map[topology.S0ID]bool {
+	out := map[topology.S0ID]bool{}
+	for _, a := range assign {
+		for _, nic := range a.NICs() {
+			if id, ok := p.s.fabric.NICLeaf(a.Node, nic); ok {
+				out[id] = true
+			}
+		}
+	}
+	return out
+}
+
+// failure explains why no tier up to limit holds the gang.
+func (p *planner) failure(pods []Pod, limit Tier) *Failure {
+	want := countShape(pods, p.main)
+	desc := fmt.Sprintf("%d pods of %s", len(pods), p.main)
+	if want != len(pods) {
+		desc = fmt.Sprintf("%d pods (%d of %s)", len(pods), want, p.main)
+	}
+	stats := p.leafStats()
+	if len(stats) == 0 {
+		return &Failure{Code: ReasonNoNodes, Message: fmt.Sprintf("no node with free RDMA NICs passes the filters of %s", p.g.Job)}
+	}
+	largestLeaf, total := 0, 0
+	perS1 := map[topology.S1ID]int{}
+	for _, st := range stats {
+		largestLeaf = max(largestLeaf, st.pods)
+		total += st.pods
+		perS1[st.s1] += st.pods
+	}
+	largestS1 := 0
+	for _, n := range perS1 {
+		largestS1 = max(largestS1, n)
+	}
+	held := ""
+	if !p.g.Held.Empty() {
+		held = fmt.Sprintf(" next to the %d pods it holds", p.g.Held.Pods)
+	}
+	if limit == TierCluster || total < want {
+		return &Failure{Code: ReasonNoCapacity, Largest: total,
+			Message: fmt.Sprintf("the cluster cannot hold %s%s; free capacity holds %d", desc, held, total)}
+	}
+	switch limit {
+	case TierNode:
+		return &Failure{Code: ReasonTierLimit, Message: fmt.Sprintf("no node can hold %s%s", desc, held)}
+	case TierS0:
+		return &Failure{Code: ReasonTierLimit, Largest: largestLeaf,
+			Message: fmt.Sprintf("no S0 can hold %s%s; the largest holds %d", desc, held, largestLeaf)}
+	default:
+		return &Failure{Code: ReasonTierLimit, Largest: largestS1,
+			Message: fmt.Sprintf("no S1 can hold %s%s; the largest holds %d", desc, held, largestS1)}
+	}
+}
+
+// quickCap estimates how many pods of sh fit on a node using NICs of leaf
+// (any leaf when ""): per zone the minimum over NICs, GPUs and CPUs, summed,
+// bounded by the node cap; a shape no zone can hold counts whole-node fits
+// on spanning nodes.
+func quickCap(v *nodeFree, sh Shape, leaf topology.S0ID) int {
+	var sum, totGPU, totCPU, totNIC int64
+	for i := range v.zones {
+		z := &v.zones[i]
+		var nics int64
+		for _, l := range z.leaves {
+			if leaf == "" || l == leaf {
+				nics++
+			}
+		}
+		totGPU += z.gpu
+		totCPU += z.cpuMilli
+		totNIC += nics
+		sum += perZone(z.gpu, z.cpuMilli, nics, sh)
+	}
+	if sum == 0 && v.node.Policy == topology.PolicySpanning {
+		sum = perZone(totGPU, totCPU, totNIC, sh)
+	}
+	if v.cap != nil {
+		sum = min(sum, perZone(v.cap.GPU, v.cap.CPUMilli, v.cap.NICs, sh))
+	}
+	return int(min(sum, 1<<20))
+}
+
+// perZone counts pods of sh fitting the given free amounts.
+func perZone(gpu, cpu, nics int64, sh Shape) int64 {
+	n := int64(1 << 20)
+	if sh.GPU > 0 {
+		n = min(n, gpu/sh.GPU)
+	}
+	if sh.CPUMilli > 0 {
+		n = min(n, cpu/sh.CPUMilli)
+	}
+	if sh.NICs > 0 {
+		n = min(n, nics/sh.NICs)
+	}
+	return max(n, 0)
+}
+
+// mainShape is the most common shape of the pods (the larger on ties).
+func mainShape(pods []Pod) Shape {
+	counts := map[Shape]int{}
+	for _, p := range pods {
+		counts[p.Shape]++
+	}
+	var best Shape
+	bestN := -1
+	for sh, n := range counts {
+		if n > bestN || n == bestN && larger(sh, best) {
+			best, bestN = sh, n
+		}
+	}
+	return best
+}
+
+// larger orders shapes by NICs, GPUs, CPU.
+func larger(a, b Shape) bool {
+	if a.NICs != b.NICs {
+		return a.NICs > b.NICs
+	}
+	if a.GPU != b.GPU {
+		return a.GPU > b.GPU
+	}
+	return a.CPUMilli > b.CPUMilli
+}
+
+// bySize returns pod indexes, largest shape first (stable).
+func bySize(pods []Pod) []int {
+	idx := make([]int, len(pods))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(i, j int) bool { return larger(pods[idx[i]].Shape, pods[idx[j]].Shape) })
+	return idx
+}
+
+// countShape counts the pods of shape sh.
+func countShape(pods []Pod, sh Shape) int {
+	n := 0
+	for _, p := range pods {
+		if p.Shape == sh {
+			n++
+		}
+	}
+	return n
+}
+
+// gangNICs sums the NICs the pods need.
+func gangNICs(pods []Pod) int64 {
+	var n int64
+	for _, p := range pods {
+		n += p.Shape.NICs
+	}
+	return n
+}
+
+// dedupe removes repeated names, keeping the first.
+func dedupe(names []string) []string {
+	seen := make(map[string]bool, len(names))
+	out := names[:0]
+	for _, n := range names {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}

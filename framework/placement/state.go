@@ -1,0 +1,416 @@
+package placement
+
+import (
+	"sort"
+	"sync"
+
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+)
+
+// Cap bounds what a node can still give, as the scheduler session sees it
+// (its idle resources). It catches what a lagging KCNR has not reported yet.
+type Cap struct {
+	GPU      int64
+	CPUMilli int64
+	NICs     int64
+}
+
+// zoneFree is the free view of one NUMA zone.
+type zoneFree struct {
+	id       int
+	gpu      int64
+	cpuMilli int64
+	// nics are free NICs (KCNR free and not held in the ledger), sorted.
+	nics []topology.NICID
+	// leaf of each entry of nics.
+	leaves []topology.S0ID
+}
+
+// nodeFree is the free view of one node, computed lazily and dropped when a
+// reservation on the node changes.
+type nodeFree struct {
+	node  *topology.Node
+	zones []zoneFree
+	cap   *Cap
+}
+
+// State is the mutable free view a session plans against: a fabric snapshot
+// minus every ledger reservation (held NICs; GPUs and CPUs of reservations a
+// KCNR does not list yet), bounded by per-node caps. It is safe for
+// concurrent use (session predicates run on many goroutines).
+type State struct {
+	mu     sync.Mutex
+	fabric *topology.Fabric
+	// taken maps node -> NIC -> holder pod UID.
+	taken map[string]map[topology.NICID]string
+	// used maps node -> NUMA id -> GPU/CPU of reservations not in the KCNR.
+	used map[string]map[int]Cap
+	// caps are optional per-node bounds (session idle).
+	caps map[string]Cap
+	// views caches nodeFree per node; invalidated on change.
+	views map[string]*nodeFree
+}
+
+// NewState builds the free view of f after the reservations in l.
+func NewState(f *topology.Fabric, l *ledger.Ledger) *State {
+	s := &State{
+		fabric: f,
+		taken:  map[string]map[topology.NICID]string{},
+		used:   map[string]map[int]Cap{},
+		caps:   map[string]Cap{},
+		views:  map[string]*nodeFree{},
+	}
+	if l != nil {
+		for _, r := range l.All() {
+			s.apply(r.UID, r.Node, r.Zones, !r.Confirmed, false)
+		}
+	}
+	return s
+}
+
+// Fabric returns the snapshot the state is built on.
+func (s *State) Fabric() *topology.Fabric { return s.fabric }
+
+// SetCap bounds what node can still give (its session idle resources).
+func (s *State) SetCap(node string, c Cap) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.caps[node] = c
+	delete(s.views, node)
+}
+
+// Apply records a reservation made in the session (a task allocated).
+func (s *State) Apply(uid string, a Assignment) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.apply(uid, a.Node, a.Zones, true, true)
+}
+
+// Unapply reverts Apply (a task deallocated, a statement discarded).
+func (s *State) Unapply(uid string, a Assignment) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m := s.taken[a.Node]; m != nil {
+		for _, z := range a.Zones {
+			for _, nic := range z.NICs {
+				if m[nic] == uid {
+					delete(m, nic)
+				}
+			}
+		}
+	}
+	if u := s.used[a.Node]; u != nil {
+		for _, z := range a.Zones {
+			c := u[z.NUMA]
+			c.GPU -= z.GPU
+			c.CPUMilli -= z.CPUMilli
+			u[z.NUMA] = c
+		}
+	}
+	if c, ok := s.caps[a.Node]; ok {
+		for _, z := range a.Zones {
+			c.GPU += z.GPU
+			c.CPUMilli += z.CPUMilli
+			c.NICs += int64(len(z.NICs))
+		}
+		s.caps[a.Node] = c
+	}
+	delete(s.views, a.Node)
+}
+
+// apply marks the zones' NICs held by uid; countUse adds their GPU/CPU to the
+// zone usage (reservations the KCNR does not list yet); capUse lowers the
+// node cap (allocations the session's idle figures were read before).
+func (s *State) apply(uid, node string, zones []ledger.ZoneUse, countUse, capUse bool) {
+	m := s.taken[node]
+	if m == nil {
+		m = map[topology.NICID]string{}
+		s.taken[node] = m
+	}
+	for _, z := range zones {
+		for _, nic := range z.NICs {
+			m[nic] = uid
+		}
+	}
+	if countUse {
+		u := s.used[node]
+		if u == nil {
+			u = map[int]Cap{}
+			s.used[node] = u
+		}
+		for _, z := range zones {
+			c := u[z.NUMA]
+			c.GPU += z.GPU
+			c.CPUMilli += z.CPUMilli
+			u[z.NUMA] = c
+		}
+	}
+	if c, ok := s.caps[node]; ok && capUse {
+		for _, z := range zones {
+			c.GPU -= z.GPU
+			c.CPUMilli -= z.CPUMilli
+			c.NICs -= int64(len(z.NICs))
+		}
+		s.caps[node] = c
+	}
+	delete(s.views, node)
+}
+
+// HolderOf returns the pod holding a NIC in this state, if any.
+func (s *State) HolderOf(node string, nic topology.NICID) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	uid, ok := s.taken[node][nic]
+	return uid, ok
+}
+
+// view returns the free view of a node (nil if the fabric does not know it).
+// Callers hold s.mu.
+func (s *State) view(name string) *nodeFree {
+	if v, ok := s.views[name]; ok {
+		return v
+	}
+	n, ok := s.fabric.Node(name)
+	if !ok {
+		s.views[name] = nil
+		return nil
+	}
+	v := &nodeFree{node: n, zones: make([]zoneFree, 0, len(n.Zones))}
+	if c, ok := s.caps[name]; ok {
+		cc := c
+		v.cap = &cc
+	}
+	taken := s.taken[name]
+	used := s.used[name]
+	for _, z := range n.Zones {
+		zf := zoneFree{id: z.ID, gpu: z.FreeGPU, cpuMilli: z.FreeCPUMilli}
+		if u, ok := used[z.ID]; ok {
+			zf.gpu = max(zf.gpu-u.GPU, 0)
+			zf.cpuMilli = max(zf.cpuMilli-u.CPUMilli, 0)
+		}
+		for _, nic := range z.NICs {
+			if !nic.Free {
+				continue
+			}
+			if _, held := taken[nic.ID]; held {
+				continue
+			}
+			zf.nics = append(zf.nics, nic.ID)
+			zf.leaves = append(zf.leaves, nic.S0)
+		}
+		v.zones = append(v.zones, zf)
+	}
+	s.views[name] = v
+	return v
+}
+
+// Fit says whether a pod of shape sh can go on node now, NUMA-aligned as the
+// node's policy demands, and if so where (the NICs it would get). It is the
+// check behind the plugin's predicate. allowed, if non-nil, limits the NICs
+// to those leaves.
+func (s *State) Fit(node string, sh Shape, allowed map[topology.S0ID]bool) (Assignment, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := s.view(node)
+	if v == nil {
+		return Assignment{}, false
+	}
+	w := newWork(v)
+	zones, ok := w.place(sh, leafFilter(allowed))
+	if !ok {
+		return Assignment{}, false
+	}
+	return Assignment{Node: node, Zones: zones}, true
+}
+
+// leafFilter turns a leaf set into a predicate; nil allows every leaf.
+func leafFilter(allowed map[topology.S0ID]bool) func(topology.S0ID) bool {
+	if allowed == nil {
+		return nil
+	}
+	return func(id topology.S0ID) bool { return allowed[id] }
+}
+
+// work is a scratch copy of one node's free view that a fill consumes.
+type work struct {
+	name  string
+	node  *topology.Node
+	zones []zoneFree
+	cap   *Cap
+	// usedNICs marks NICs taken during this fill.
+	usedNICs map[topology.NICID]bool
+}
+
+func newWork(v *nodeFree) *work {
+	w := &work{name: v.node.Name, node: v.node, zones: make([]zoneFree, len(v.zones))}
+	copy(w.zones, v.zones)
+	if v.cap != nil {
+		c := *v.cap
+		w.cap = &c
+	}
+	return w
+}
+
+// freeNICs lists zone i's NICs still free in this fill and allowed by ok.
+func (w *work) freeNICs(i int, ok func(topology.S0ID) bool) []topology.NICID {
+	z := &w.zones[i]
+	var out []topology.NICID
+	for j, nic := range z.nics {
+		if w.usedNICs[nic] {
+			continue
+		}
+		if ok != nil && !ok(z.leaves[j]) {
+			continue
+		}
+		out = append(out, nic)
+	}
+	return out
+}
+
+// capFits reports whether the node cap still admits sh.
+func (w *work) capFits(sh Shape) bool {
+	if w.cap == nil {
+		return true
+	}
+	return w.cap.GPU >= sh.GPU && w.cap.CPUMilli >= sh.CPUMilli && w.cap.NICs >= sh.NICs
+}
+
+// place puts one pod of shape sh on the node, taking what it uses from the
+// scratch view. Single-NUMA nodes only take one zone; spanning nodes take one
+// zone when one suffices, else several. The zone chosen is the best fit: the
+// one left with the fewest free NICs, then the lowest id.
+func (w *work) place(sh Shape, ok func(topology.S0ID) bool) ([]ledger.ZoneUse, bool) {
+	if !w.capFits(sh) {
+		return nil, false
+	}
+	best, bestLeft := -1, 0
+	var bestNICs []topology.NICID
+	for i := range w.zones {
+		z := &w.zones[i]
+		if z.gpu < sh.GPU || z.cpuMilli < sh.CPUMilli {
+			continue
+		}
+		nics := w.freeNICs(i, ok)
+		if int64(len(nics)) < sh.NICs {
+			continue
+		}
+		left := len(nics) - int(sh.NICs)
+		if best < 0 || left < bestLeft {
+			best, bestLeft, bestNICs = i, left, nics
+		}
+	}
+	if best >= 0 {
+		use := ledger.ZoneUse{NUMA: w.zones[best].id, GPU: sh.GPU, CPUMilli: sh.CPUMilli, NICs: append([]topology.NICID(nil), bestNICs[:sh.NICs]...)}
+		w.take(best, use)
+		return []ledger.ZoneUse{use}, true
+	}
+	if w.node.Policy != topology.PolicySpanning || len(w.zones) < 2 {
+		return nil, false
+	}
+	return w.span(sh, ok)
+}
+
+// span places a pod across zones in zone order (spanning policies only).
+func (w *work) span(sh Shape, ok func(topology.S0ID) bool) ([]ledger.ZoneUse, bool) {
+	var totalGPU, totalCPU, totalNIC int64
+	for i := range w.zones {
+		totalGPU += w.zones[i].gpu
+		totalCPU += w.zones[i].cpuMilli
+		totalNIC += int64(len(w.freeNICs(i, ok)))
+	}
+	if totalGPU < sh.GPU || totalCPU < sh.CPUMilli || totalNIC < sh.NICs {
+		return nil, false
+	}
+	needGPU, needCPU, needNIC := sh.GPU, sh.CPUMilli, sh.NICs
+	var uses []ledger.ZoneUse
+	for i := range w.zones {
+		if needGPU == 0 && needCPU == 0 && needNIC == 0 {
+			break
+		}
+		z := &w.zones[i]
+		nics := w.freeNICs(i, ok)
+		u := ledger.ZoneUse{NUMA: z.id, GPU: min(needGPU, z.gpu), CPUMilli: min(needCPU, z.cpuMilli)}
+		k := min(needNIC, int64(len(nics)))
+		u.NICs = append([]topology.NICID(nil), nics[:k]...)
+		if u.GPU == 0 && u.CPUMilli == 0 && len(u.NICs) == 0 {
+			continue
+		}
+		needGPU -= u.GPU
+		needCPU -= u.CPUMilli
+		needNIC -= k
+		uses = append(uses, u)
+	}
+	for _, u := range uses {
+		for i := range w.zones {
+			if w.zones[i].id == u.NUMA {
+				w.take(i, u)
+			}
+		}
+	}
+	return uses, true
+}
+
+// take removes a zone use from the scratch view.
+func (w *work) take(i int, u ledger.ZoneUse) {
+	z := &w.zones[i]
+	z.gpu -= u.GPU
+	z.cpuMilli -= u.CPUMilli
+	if w.usedNICs == nil {
+		w.usedNICs = map[topology.NICID]bool{}
+	}
+	for _, nic := range u.NICs {
+		w.usedNICs[nic] = true
+	}
+	if w.cap != nil {
+		w.cap.GPU -= u.GPU
+		w.cap.CPUMilli -= u.CPUMilli
+		w.cap.NICs -= int64(len(u.NICs))
+	}
+}
+
+// capacity counts how many pods of shape sh fit on the node, without
+// changing it.
+func (w *work) capacity(sh Shape, ok func(topology.S0ID) bool) int {
+	c := &work{name: w.name, node: w.node, zones: make([]zoneFree, len(w.zones))}
+	copy(c.zones, w.zones)
+	if w.cap != nil {
+		cc := *w.cap
+		c.cap = &cc
+	}
+	if len(w.usedNICs) > 0 {
+		c.usedNICs = make(map[topology.NICID]bool, len(w.usedNICs))
+		for k := range w.usedNICs {
+			c.usedNICs[k] = true
+		}
+	}
+	n := 0
+	for {
+		if _, placed := c.place(sh, ok); !placed {
+			return n
+		}
+		n++
+		if n >= 64 {
+			return n
+		}
+	}
+}
+
+// freeNICCount counts the node's free NICs allowed by ok.
+func (w *work) freeNICCount(ok func(topology.S0ID) bool) int64 {
+	var n int64
+	for i := range w.zones {
+		n += int64(len(w.freeNICs(i, ok)))
+	}
+	return n
+}
+
+// sortedS0s returns the keys of a leaf set, sorted.
+func sortedS0s(m map[topology.S0ID]bool) []topology.S0ID {
+	out := make([]topology.S0ID, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}

@@ -1,0 +1,212 @@
+// Package placement plans where a whole gang goes: every pod on a node, a
+// NUMA zone and RDMA NICs, under as few S0 leaf switches as possible, or
+// nowhere. It is pure Go (no Volcano import): the rdma-topology plugin and the
+// topology-allocate action feed it a fabric snapshot, the ledger and the gang.
+package placement
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+)
+
+// Tier is how far apart a gang's pods are; lower is tighter.
+type Tier int
+
+// Tiers, tightest first. TierNone marks "no placement" (and non-RDMA jobs).
+const (
+	TierNode Tier = iota
+	TierS0
+	TierS1
+	TierCluster
+	TierNone Tier = -1
+)
+
+// String returns the DESIGN.md name of the tier ("" for TierNone).
+func (t Tier) String() string {
+	switch t {
+	case TierNode:
+		return "node"
+	case TierS0:
+		return "s0"
+	case TierS1:
+		return "s1"
+	case TierCluster:
+		return "cluster"
+	}
+	return ""
+}
+
+// ParseTier reads a tier name as written in rdmatopo.io/highest-tier.
+func ParseTier(s string) (Tier, error) {
+	switch strings.TrimSpace(s) {
+	case "node":
+		return TierNode, nil
+	case "s0":
+		return TierS0, nil
+	case "s1":
+		return TierS1, nil
+	case "cluster":
+		return TierCluster, nil
+	}
+	return TierNone, fmt.Errorf("unknown tier %q (want node, s0, s1 or cluster)", s)
+}
+
+// Mode says whether the highest tier is a limit (hard) or a preference (soft).
+type Mode int
+
+const (
+	// ModeSoft places the gang at the tightest tier available, however wide.
+	ModeSoft Mode = iota
+	// ModeHard never places the gang wider than its highest tier.
+	ModeHard
+)
+
+// String returns "soft" or "hard".
+func (m Mode) String() string {
+	if m == ModeHard {
+		return "hard"
+	}
+	return "soft"
+}
+
+// ParseMode reads rdmatopo.io/mode.
+func ParseMode(s string) (Mode, error) {
+	switch strings.TrimSpace(s) {
+	case "soft":
+		return ModeSoft, nil
+	case "hard":
+		return ModeHard, nil
+	}
+	return ModeSoft, fmt.Errorf("unknown mode %q (want hard or soft)", s)
+}
+
+// Defaults of the job contract (DESIGN.md "Job contract").
+const (
+	DefaultMode        = ModeSoft
+	DefaultHighestTier = TierS1
+)
+
+// Shape is what one pod needs on one node.
+type Shape struct {
+	GPU      int64
+	NICs     int64
+	CPUMilli int64
+}
+
+// String renders a shape for reasons, e.g. "4 GPU + 2 RDMA".
+func (s Shape) String() string {
+	var parts []string
+	if s.GPU > 0 {
+		parts = append(parts, fmt.Sprintf("%d GPU", s.GPU))
+	}
+	if s.NICs > 0 {
+		parts = append(parts, fmt.Sprintf("%d RDMA", s.NICs))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, fmt.Sprintf("%dm CPU", s.CPUMilli))
+	}
+	return strings.Join(parts, " + ")
+}
+
+// Pod is one pending pod of a gang.
+type Pod struct {
+	// UID identifies the pod; assignments are keyed by it.
+	UID string
+	// Name is "namespace/name", for messages.
+	Name  string
+	Shape Shape
+	// Group indexes the pod's node filter (pods of one task share one).
+	Group int
+}
+
+// Held is what a gang already holds (bound or allocated pods).
+type Held struct {
+	Nodes map[string]bool
+	S0s   map[topology.S0ID]bool
+	S1s   map[topology.S1ID]bool
+	// Pods counts the held pods that use RDMA.
+	Pods int
+}
+
+// Empty reports whether nothing is held.
+func (h *Held) Empty() bool { return h == nil || len(h.Nodes) == 0 }
+
+// Gang is the request: the gang's pending RDMA pods and its contract.
+type Gang struct {
+	// Job is "namespace/podgroup", for messages and ledger entries.
+	Job string
+	// Pods are the pending pods that request RDMA, in the job's task order.
+	Pods []Pod
+	// Need is how many of Pods must be placed for the gang to run (minMember
+	// minus pods already placed); the planner places all Pods if it can,
+	// else exactly Need of them.
+	Need int
+	// Mode and HighestTier come from the PodGroup annotations.
+	Mode        Mode
+	HighestTier Tier
+	// Held is the placement the gang already has, if some pods are placed.
+	Held *Held
+	// Allowed filters nodes per pod group (node selectors, tolerations,
+	// affinity, session predicates). Nil allows every node.
+	Allowed func(node string, group int) bool
+	// Exclude lists nodes a previous attempt found unusable.
+	Exclude map[string]bool
+}
+
+// Assignment is where one pod goes.
+type Assignment struct {
+	PodUID string
+	Node   string
+	// Zones are the NUMA zones used (one unless the pod spans zones).
+	Zones []ledger.ZoneUse
+}
+
+// NICs lists the assignment's NICs in zone order.
+func (a Assignment) NICs() []topology.NICID {
+	var out []topology.NICID
+	for _, z := range a.Zones {
+		out = append(out, z.NICs...)
+	}
+	return out
+}
+
+// Plan is a complete placement for a gang.
+type Plan struct {
+	Tier Tier
+	// S0s and S1s used by the whole gang (held pods included), sorted.
+	S0s []topology.S0ID
+	S1s []topology.S1ID
+	// Assignments in the order of Gang.Pods (only placed pods).
+	Assignments []Assignment
+	// Leftover is the free NIC count left in the chosen leaves (best-fit key).
+	Leftover int64
+}
+
+// ReasonCode is the typed cause of an unplaced gang.
+type ReasonCode string
+
+// Reason codes for unplaced gangs.
+const (
+	// ReasonNoCapacity: the whole fabric cannot hold the gang.
+	ReasonNoCapacity ReasonCode = "NoCapacity"
+	// ReasonTierLimit: the gang fits only wider than its hard highest tier.
+	ReasonTierLimit ReasonCode = "TierLimit"
+	// ReasonNoNodes: no node passes the gang's node filters.
+	ReasonNoNodes ReasonCode = "NoNodes"
+)
+
+// Failure says why a gang could not be placed.
+type Failure struct {
+	Code ReasonCode
+	// Message is human-readable, e.g. "no S0 can hold 8 pods of 4 GPU + 2
+	// RDMA; the largest holds 5".
+	Message string
+	// Largest is the most pods of the gang's main shape one unit of the
+	// limiting tier can hold.
+	Largest int
+}
+
+func (f *Failure) Error() string { return string(f.Code) + ": " + f.Message }

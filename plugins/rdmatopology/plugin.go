@@ -1,0 +1,122 @@
+// Package rdmatopology is the rdma-topology Volcano session plugin. It keeps
+// the NIC ledger in step with the session (Allocate / Deallocate event
+// handlers, so a discarded Statement releases every NIC), filters nodes by
+// NUMA-aligned NIC fit and hard-mode tier limits, prefers the nodes a gang's
+// plan chose, vetoes partial gangs, writes the rdmatopo.io/* annotations that
+// bind with each pod, and reports why a gang waits on its PodGroup.
+//
+// The gang planner itself is framework/placement; the topology-allocate
+// action drives it through Session (see ForSession).
+package rdmatopology
+
+import (
+	"sync"
+
+	"k8s.io/klog/v2"
+	"volcano.sh/volcano/pkg/scheduler/api"
+	"volcano.sh/volcano/pkg/scheduler/framework"
+	"volcano.sh/volcano/pkg/scheduler/plugins/util"
+
+)
+
+// PluginName is the name of the plugin in volcano-scheduler.conf.
+const PluginName = "rdma-topology"
+
+// Reasons this plugin gives in predicate failures.
+const (
+	// ErrReasonNoNICFit: no NUMA zone of the node has the free GPUs and NICs.
+	ErrReasonNoNICFit = "no NUMA zone with enough free GPUs and RDMA NICs"
+	// ErrReasonTierLimit: the node would widen a hard-mode gang beyond its
+	// highest tier.
+	ErrReasonTierLimit = "node is outside the gang's hard topology tier"
+)
+
+func init() {
+	framework.RegisterPluginBuilder(PluginName, New)
+}
+
+// plugin is one session's instance.
+type plugin struct {
+	args    *Args
+	argsErr error
+}
+
+// New builds the plugin from its conf arguments. Invalid arguments are
+// reported at session open and make the plugin refuse every RDMA pod (rather
+// than silently use defaults).
+func New(arguments framework.Arguments) framework.Plugin {
+	args, err := ParseArgs(arguments)
+	if err != nil {
+		klog.ErrorS(err, "Invalid rdma-topology arguments; RDMA pods will not be scheduled")
+	}
+	return &plugin{args: args, argsErr: err}
+}
+
+func (p *plugin) Name() string { return PluginName }
+
+var (
+	sessionsMu sync.Mutex
+	sessions   = map[string]*Session{}
+	logArgs    sync.Once
+)
+
+// ForSession returns the plugin's state in ssn, or nil if the plugin is not
+// enabled in the session.
+func ForSession(ssn *framework.Session) *Session {
+	sessionsMu.Lock()
+	defer sessionsMu.Unlock()
+	return sessions[string(ssn.UID)]
+}
+
+func (p *plugin) OnSessionOpen(ssn *framework.Session) {
+	if p.argsErr != nil {
+		err := p.argsErr
+		ssn.AddPredicateFn(PluginName, func(task *api.TaskInfo, node *api.NodeInfo) error {
+			if requestsRDMA(task, topologyDefaultsRDMA) {
+				return api.NewFitError(task, node, "rdma-topology arguments are invalid: "+err.Error())
+			}
+			return nil
+		})
+		return
+	}
+	logArgs.Do(func() { klog.InfoS("rdma-topology plugin configured", "args", p.args.String()) })
+	s := openSession(ssn, p.args)
+	sessionsMu.Lock()
+	sessions[string(ssn.UID)] = s
+	sessionsMu.Unlock()
+
+	ssn.AddPredicateFn(PluginName, s.predicate)
+	ssn.AddNodeOrderFn(PluginName, s.nodeOrder)
+	ssn.AddJobReadyFn(PluginName, func(obj interface{}) bool {
+		job, ok := obj.(*api.JobInfo)
+		return !ok || s.jobReady(job)
+	})
+	ssn.AddJobPipelinedFn(PluginName, func(obj interface{}) int {
+		job, ok := obj.(*api.JobInfo)
+		if ok && s.isRDMAJob(job) {
+			// A gang that must be whole never holds resources while it
+			// waits for others to be released.
+			return util.Reject
+		}
+		return util.Abstain
+	})
+	ssn.AddEventHandler(&framework.EventHandler{
+		AllocateFunc:   func(e *framework.Event) { s.allocate(e.Task) },
+		DeallocateFunc: func(e *framework.Event) { s.deallocate(e.Task) },
+	})
+}
+
+func (p *plugin) OnSessionClose(ssn *framework.Session) {
+	sessionsMu.Lock()
+	s := sessions[string(ssn.UID)]
+	delete(sessions, string(ssn.UID))
+	sessionsMu.Unlock()
+	if s != nil {
+		s.close()
+	}
+}
+
+// topologyDefaultsRDMA is the RDMA resource assumed when the arguments are
+// invalid (to still recognise RDMA pods).
+const topologyDefaultsRDMA = "vke.volcengine.com/rdma"
+

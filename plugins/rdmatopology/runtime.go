@@ -1,0 +1,181 @@
+package rdmatopology
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	katalystclient "github.com/kubewharf/katalyst-api/pkg/client/clientset/versioned"
+	katalystinformers "github.com/kubewharf/katalyst-api/pkg/client/informers/externalversions"
+	nodev1alpha1 "github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"volcano.sh/volcano/pkg/scheduler/api"
+	"volcano.sh/volcano/pkg/scheduler/framework"
+
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+)
+
+// Runtime is the process-wide state that outlives sessions: the fabric cache
+// (fed by Node and KCNR events) and the NIC ledger. Volcano rebuilds plugins
+// every session; the Runtime is what they share.
+//
+// In the vc-scheduler binary the first session starts a KCNR informer from
+// the session's client config and feeds the cache. Simulators and tests build
+// their own Runtime, feed it directly and install it with SetRuntime.
+type Runtime struct {
+	// Fabric is the long-lived, incrementally updated fabric cache.
+	Fabric *topology.Cache
+	// Ledger is the only record of NIC reservations.
+	Ledger *ledger.Ledger
+
+	// external is true when the fabric is fed by the caller (simulate,
+	// tests) rather than by an informer this package starts.
+	external bool
+	// nodes remembers the Node object last fed to the fabric per name, so an
+	// unchanged node is not rebuilt every session.
+	nodes map[string]*v1.Node
+	// recorder emits Events on PodGroups (nil: events are not recorded).
+	recorder record.EventRecorder
+	// stop ends the informer started by this runtime.
+	stop chan struct{}
+}
+
+// NewRuntime returns a Runtime whose fabric the caller feeds (UpsertNode,
+// UpsertCNR, ...). cfg selects resources and the S1 node label.
+func NewRuntime(cfg topology.Config) *Runtime {
+	return &Runtime{
+		Fabric:   topology.NewCache(cfg.WithDefaults()),
+		Ledger:   ledger.New(),
+		external: true,
+		nodes:    map[string]*v1.Node{},
+	}
+}
+
+// informerSyncTimeout bounds the wait for the KCNR cache at start-up; nodes
+// whose KCNR has not arrived are topology-unknown until it does.
+const informerSyncTimeout = 30 * time.Second
+
+// ensureRuntime returns the installed runtime, creating the production one on
+// first use: a KCNR informer built with the katalyst clientset from the
+// session's client config, and an event recorder on its kube client.
+func ensureRuntime(ssn *framework.Session, args *Args) *Runtime {
+	runtimeMu.Lock()
+	defer runtimeMu.Unlock()
+	if current != nil {
+		return current
+	}
+	rt := NewRuntime(args.TopologyConfig())
+	rt.external = false
+	if cfg := ssn.ClientConfig(); cfg != nil {
+		if err := rt.startInformer(cfg); err != nil {
+			klog.ErrorS(err, "Cannot watch CustomNodeResources; RDMA nodes are topology-unknown")
+		}
+	}
+	if kc := ssn.KubeClient(); kc != nil {
+		b := record.NewBroadcaster()
+		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kc.CoreV1().Events("")})
+		rt.recorder = b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "vc-scheduler-" + PluginName})
+	}
+	current = rt
+	return rt
+}
+
+// startInformer watches KCNRs and feeds the fabric cache.
+func (rt *Runtime) startInformer(cfg *rest.Config) error {
+	client, err := katalystclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	rt.stop = make(chan struct{})
+	factory := katalystinformers.NewSharedInformerFactory(client, 0)
+	inf := factory.Node().V1alpha1().CustomNodeResources().Informer()
+	_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { rt.upsertCNR(obj) },
+		UpdateFunc: func(_, obj interface{}) { rt.upsertCNR(obj) },
+		DeleteFunc: func(obj interface{}) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if cnr, ok := obj.(*nodev1alpha1.CustomNodeResource); ok {
+				rt.Fabric.DeleteCNR(cnr.Name)
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	factory.Start(rt.stop)
+	ctx, cancel := context.WithTimeout(context.Background(), informerSyncTimeout)
+	defer cancel()
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		klog.InfoS("CustomNodeResource cache not synced yet; continuing", "timeout", informerSyncTimeout)
+	}
+	klog.InfoS("Watching CustomNodeResources for RDMA topology")
+	return nil
+}
+
+func (rt *Runtime) upsertCNR(obj interface{}) {
+	if cnr, ok := obj.(*nodev1alpha1.CustomNodeResource); ok {
+		rt.Fabric.UpsertCNR(cnr)
+	}
+}
+
+// syncNodes feeds the session's Node objects into the fabric; unchanged
+// objects (same pointer from the scheduler cache) are skipped.
+func (rt *Runtime) syncNodes(ssn *framework.Session) {
+	runtimeMu.Lock()
+	defer runtimeMu.Unlock()
+	if rt.nodes == nil {
+		rt.nodes = map[string]*v1.Node{}
+	}
+	for name, ni := range ssn.Nodes {
+		if ni.Node == nil || rt.nodes[name] == ni.Node {
+			continue
+		}
+		rt.nodes[name] = ni.Node
+		rt.Fabric.UpsertNode(ni.Node)
+	}
+}
+
+// recordEvent emits an Event on the job's PodGroup, if a recorder exists.
+func (rt *Runtime) recordEvent(job *api.JobInfo, normal bool, reason, msg string) {
+	if rt.recorder == nil || job.PodGroup == nil {
+		return
+	}
+	kind := v1.EventTypeWarning
+	if normal {
+		kind = v1.EventTypeNormal
+	}
+	ref := &v1.ObjectReference{Kind: "PodGroup", APIVersion: "scheduling.volcano.sh/v1beta1",
+		Namespace: job.Namespace, Name: job.Name, UID: job.PodGroup.UID}
+	rt.recorder.Event(ref, kind, reason, msg)
+}
+
+var (
+	runtimeMu sync.Mutex
+	// current is the installed runtime; nil until the first session or
+	// SetRuntime.
+	current *Runtime
+)
+
+// SetRuntime installs rt as the process-wide runtime (nil uninstalls it, so
+// the next session starts from nothing, as after a scheduler restart).
+func SetRuntime(rt *Runtime) {
+	runtimeMu.Lock()
+	defer runtimeMu.Unlock()
+	current = rt
+}
+
+// CurrentRuntime returns the installed runtime, or nil.
+func CurrentRuntime() *Runtime {
+	runtimeMu.Lock()
+	defer runtimeMu.Unlock()
+	return current
+}

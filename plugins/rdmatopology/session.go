@@ -1,0 +1,301 @@
+package rdmatopology
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	"volcano.sh/volcano/pkg/scheduler/api"
+	"volcano.sh/volcano/pkg/scheduler/framework"
+
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+)
+
+// Session is the plugin's state in one scheduling session. The
+// topology-allocate action reads it through ForSession to plan gangs and to
+// hand each task its planned NICs before allocating it.
+//
+// Invariant: every RDMA task allocated in the session holds exactly one
+// ledger reservation, recorded in reserved, and the State reflects it;
+// Deallocate undoes both.
+type Session struct {
+	ssn  *framework.Session
+	args *Args
+	rt   *Runtime
+
+	// Fabric is the snapshot taken when the session opened.
+	Fabric *topology.Fabric
+	// State is the free view after the ledger, kept in step with it.
+	State *placement.State
+
+	mu sync.Mutex
+	// planned holds the assignment the action chose for a task, consumed by
+	// the Allocate handler.
+	planned map[api.TaskID]placement.Assignment
+	// reserved holds the reservations made in this session.
+	reserved map[api.TaskID]placement.Assignment
+	// broken marks jobs with a task allocated without NICs: never ready.
+	broken map[api.JobID]string
+	// failures records why a gang was not placed in this session.
+	failures map[api.JobID]*placement.Failure
+	// held caches each job's current placement; dropped on change.
+	held map[api.JobID]*placement.Held
+}
+
+// openSession builds the session state: the runtime (started on first use),
+// nodes synced into the fabric, the ledger reconciled with the session's
+// pods, and the free view.
+func openSession(ssn *framework.Session, args *Args) *Session {
+	rt := ensureRuntime(ssn, args)
+	rt.syncNodes(ssn)
+	f := rt.Fabric.Snapshot()
+	s := &Session{
+		ssn: ssn, args: args, rt: rt, Fabric: f,
+		planned:  map[api.TaskID]placement.Assignment{},
+		reserved: map[api.TaskID]placement.Assignment{},
+		broken:   map[api.JobID]string{},
+		failures: map[api.JobID]*placement.Failure{},
+		held:     map[api.JobID]*placement.Held{},
+	}
+	s.reconcile()
+	s.State = placement.NewState(f, rt.Ledger)
+	for name, ni := range ssn.Nodes {
+		s.State.SetCap(name, s.capOf(ni))
+	}
+	return s
+}
+
+// capOf reads what a node can still give from the session's idle figures.
+func (s *Session) capOf(ni *api.NodeInfo) placement.Cap {
+	if ni.Idle == nil {
+		return placement.Cap{}
+	}
+	return placement.Cap{
+		GPU:      int64(ni.Idle.ScalarResources[v1.ResourceName(s.args.GPUResource)] / 1000),
+		NICs:     int64(ni.Idle.ScalarResources[v1.ResourceName(s.args.RDMAResource)] / 1000),
+		CPUMilli: int64(ni.Idle.MilliCPU),
+	}
+}
+
+// reconcile brings the long-lived ledger in line with the session's pods:
+// reservations of pods that are gone, finished, back to pending (a failed
+// bind) or on another node are released; bound pods that carry the
+// scheduler's annotations but have no reservation (after a restart) get one
+// back; reservations the KCNRs list are confirmed.
+func (s *Session) reconcile() {
+	tasks := map[string]*api.TaskInfo{}
+	for _, job := range s.ssn.Jobs {
+		for _, t := range job.Tasks {
+			tasks[string(t.UID)] = t
+		}
+	}
+	l := s.rt.Ledger
+	for _, r := range l.All() {
+		t, ok := tasks[r.UID]
+		var why string
+		switch {
+		case !ok:
+			why = "pod is gone"
+		case t.NodeName != r.Node:
+			why = "pod is not on the reserved node"
+		case t.Status == api.Pending || t.Status == api.Pipelined:
+			why = "pod is pending again (bind failed)"
+		case t.Status == api.Succeeded || t.Status == api.Failed:
+			why = "pod finished"
+		case t.Pod != nil && t.Pod.DeletionTimestamp != nil:
+			why = "pod is being deleted"
+		}
+		if why != "" {
+			l.Release(r.UID)
+			klog.V(3).InfoS("Released NIC reservation", "pod", r.Namespace+"/"+r.Name, "node", r.Node, "nics", r.NICs(), "reason", why)
+		}
+	}
+	var missing []*v1.Pod
+	for uid, t := range tasks {
+		if _, ok := l.Get(uid); ok || t.Pod == nil || t.NodeName == "" {
+			continue
+		}
+		if !api.AllocatedStatus(t.Status) || t.Status == api.Allocated {
+			continue
+		}
+		if _, ok := t.Pod.Annotations[ledger.AnnotationNICs]; ok {
+			missing = append(missing, t.Pod)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Slice(missing, func(i, j int) bool { return missing[i].UID < missing[j].UID })
+		rebuilt, errs := ledger.Rebuild(s.args.TopologyConfig(), missing, s.Fabric)
+		for _, err := range errs {
+			klog.ErrorS(err, "Ignoring NIC annotations of a bound pod")
+		}
+		for _, r := range rebuilt.All() {
+			if job, ok := tasks[r.UID]; ok {
+				r.Job = string(job.Job)
+			}
+			if err := l.Reserve(r); err != nil {
+				klog.ErrorS(err, "Cannot restore NIC reservation of a bound pod", "pod", r.Namespace+"/"+r.Name)
+			} else {
+				klog.V(3).InfoS("Restored NIC reservation from pod annotations", "pod", r.Namespace+"/"+r.Name, "node", r.Node, "nics", r.NICs())
+			}
+		}
+	}
+	l.Confirm(s.Fabric)
+}
+
+// requestsRDMA reports whether a task asks for the RDMA resource.
+func requestsRDMA(task *api.TaskInfo, rdma string) bool {
+	return task.InitResreq != nil && task.InitResreq.ScalarResources[v1.ResourceName(rdma)] > 0
+}
+
+// RequestsRDMA reports whether the task asks for RDMA NICs.
+func (s *Session) RequestsRDMA(task *api.TaskInfo) bool { return requestsRDMA(task, s.args.RDMAResource) }
+
+// IsRDMAJob reports whether any task of the job asks for RDMA NICs.
+func (s *Session) isRDMAJob(job *api.JobInfo) bool {
+	for _, t := range job.Tasks {
+		if s.RequestsRDMA(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// IsRDMAJob reports whether any task of the job asks for RDMA NICs.
+func (s *Session) IsRDMAJob(job *api.JobInfo) bool { return s.isRDMAJob(job) }
+
+// Shape is the task's per-pod need.
+func (s *Session) Shape(task *api.TaskInfo) placement.Shape {
+	r := task.InitResreq
+	if r == nil {
+		return placement.Shape{}
+	}
+	return placement.Shape{
+		GPU:      int64(r.ScalarResources[v1.ResourceName(s.args.GPUResource)] / 1000),
+		NICs:     int64(r.ScalarResources[v1.ResourceName(s.args.RDMAResource)] / 1000),
+		CPUMilli: int64(r.MilliCPU),
+	}
+}
+
+// Contract reads the job's mode and highest tier from its PodGroup. A value
+// that does not parse is reported and the default used.
+func Contract(job *api.JobInfo) (placement.Mode, placement.Tier, error) {
+	mode, tier := placement.DefaultMode, placement.DefaultHighestTier
+	if job.PodGroup == nil {
+		return mode, tier, nil
+	}
+	ann := job.PodGroup.Annotations
+	var errs []error
+	if v, ok := ann[ledger.AnnotationMode]; ok {
+		m, err := placement.ParseMode(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("PodGroup %s/%s annotation %s: %w", job.Namespace, job.Name, ledger.AnnotationMode, err))
+		} else {
+			mode = m
+		}
+	}
+	if v, ok := ann[ledger.AnnotationHighestTier]; ok {
+		t, err := placement.ParseTier(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("PodGroup %s/%s annotation %s: %w", job.Namespace, job.Name, ledger.AnnotationHighestTier, err))
+		} else {
+			tier = t
+		}
+	}
+	if len(errs) > 0 {
+		return mode, tier, errs[0]
+	}
+	return mode, tier, nil
+}
+
+// Held returns the placement the job currently holds: its reservations in
+// the ledger (bound pods and pods allocated in this session).
+func (s *Session) Held(jobID api.JobID) *placement.Held {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.heldLocked(jobID)
+}
+
+func (s *Session) heldLocked(jobID api.JobID) *placement.Held {
+	if h, ok := s.held[jobID]; ok {
+		return h
+	}
+	h := &placement.Held{Nodes: map[string]bool{}, S0s: map[topology.S0ID]bool{}, S1s: map[topology.S1ID]bool{}}
+	for _, r := range s.rt.Ledger.All() {
+		if r.Job != string(jobID) {
+			continue
+		}
+		h.Pods++
+		h.Nodes[r.Node] = true
+		for _, nic := range r.NICs() {
+			if leaf, ok := s.Fabric.NICLeaf(r.Node, nic); ok {
+				h.S0s[leaf] = true
+				if l, ok := s.Fabric.Leaf(leaf); ok {
+					h.S1s[l.S1] = true
+				}
+			}
+		}
+	}
+	s.held[jobID] = h
+	return h
+}
+
+// tierLimit returns the leaves a task of the job may use on node under its
+// hard tier (nil: any), or false if the node itself is out of bounds.
+func (s *Session) tierLimit(job *api.JobInfo, node string) (map[topology.S0ID]bool, bool) {
+	mode, tier, _ := Contract(job)
+	if mode != placement.ModeHard {
+		return nil, true
+	}
+	h := s.Held(job.UID)
+	if h.Empty() {
+		return nil, true
+	}
+	switch tier {
+	case placement.TierNode:
+		return nil, h.Nodes[node]
+	case placement.TierS0:
+		return h.S0s, true
+	case placement.TierS1:
+		allowed := map[topology.S0ID]bool{}
+		for s1 := range h.S1s {
+			for _, id := range s.Fabric.LeavesOf(s1) {
+				allowed[id] = true
+			}
+		}
+		return allowed, true
+	}
+	return nil, true
+}
+
+// SetPlanned hands the Allocate handler the assignment chosen for a task.
+func (s *Session) SetPlanned(uid api.TaskID, a placement.Assignment) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.planned[uid] = a
+}
+
+// ClearPlanned forgets planned assignments (after a commit or discard).
+func (s *Session) ClearPlanned() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.planned = map[api.TaskID]placement.Assignment{}
+}
+
+// RecordFailure notes why a gang was not placed; shown on its PodGroup.
+func (s *Session) RecordFailure(job *api.JobInfo, f *placement.Failure) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failures[job.UID] = f
+}
+
+// jobReady vetoes a job with an RDMA task allocated without NICs.
+func (s *Session) jobReady(job *api.JobInfo) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, broken := s.broken[job.UID]
+	return !broken
+}
