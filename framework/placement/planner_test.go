@@ -1,0 +1,346 @@
+package placement
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
+)
+
+// fixture builds a small cluster node by node.
+type fixture struct {
+	nodes []*corev1.Node
+	cnrs  []*v1alpha1.CustomNodeResource
+}
+
+// node adds a provider-shaped node (2 NUMA x 4 GPU x 2 NICs) whose NUMA-0
+// NICs go to leaf0 and NUMA-1 NICs to leaf1, in miniPod s1.
+func (f *fixture) node(name, s1, leaf0, leaf1 string) *builders.CNRWrapper {
+	f.nodes = append(f.nodes, builders.MakeNode(name).Shared().GPU(8).RDMA(4).CPU("128").S1(s1).Obj())
+	w := builders.MakeCNR(name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
+		Zone(0, 4, 64000).Zone(1, 4, 64000).
+		NIC(builders.NUMANICs[0][0], 0, leaf0).NIC(builders.NUMANICs[0][1], 0, leaf0).
+		NIC(builders.NUMANICs[1][0], 1, leaf1).NIC(builders.NUMANICs[1][1], 1, leaf1)
+	return w
+}
+
+// add finishes a node's KCNR.
+func (f *fixture) add(w *builders.CNRWrapper) { f.cnrs = append(f.cnrs, w.Obj()) }
+
+// usedZone marks both NICs and all GPUs of a NUMA zone taken in the KCNR.
+func usedZone(w *builders.CNRWrapper, numa int) *builders.CNRWrapper {
+	c := builders.Consumer("other", fmt.Sprintf("busy-%d", numa), fmt.Sprintf("uid-busy-%d", numa))
+	w.UseNIC(builders.NUMANICs[numa][0], c).UseNIC(builders.NUMANICs[numa][1], c)
+	return w.Alloc(numa, c, corev1.ResourceList{builders.GPUResource: resource.MustParse("4")})
+}
+
+func (f *fixture) fabric() *topology.Fabric {
+	return topology.Build(topology.Config{S1NodeLabel: builders.S1Label}.WithDefaults(), f.nodes, f.cnrs)
+}
+
+// std builds n standard nodes "n1".."nN" in s1 with the given leaves.
+func (f *fixture) std(n int, prefix, s1, leaf0, leaf1 string) *fixture {
+	for i := 1; i <= n; i++ {
+		f.add(f.node(fmt.Sprintf("%s%d", prefix, i), s1, leaf0, leaf1))
+	}
+	return f
+}
+
+var (
+	worker = Shape{GPU: 4, NICs: 2, CPUMilli: 8000}
+	master = Shape{GPU: 1, NICs: 1, CPUMilli: 4000}
+	whole  = Shape{GPU: 8, NICs: 4, CPUMilli: 16000}
+)
+
+// gang builds n pods of one shape.
+func gang(n int, sh Shape) Gang {
+	g := Gang{Job: "ns/job", Mode: ModeSoft, HighestTier: TierS1, Need: n}
+	for i := 0; i < n; i++ {
+		g.Pods = append(g.Pods, Pod{UID: fmt.Sprintf("p%d", i), Name: fmt.Sprintf("ns/p%d", i), Shape: sh})
+	}
+	return g
+}
+
+func hard(g Gang, t Tier) Gang {
+	g.Mode, g.HighestTier = ModeHard, t
+	return g
+}
+
+// outcome is what a test compares.
+type outcome struct {
+	Tier   string
+	S0s    []string
+	Pods   int
+	Nodes  int
+	Reason ReasonCode
+	Msg    string
+}
+
+func summarize(p *Plan, f *Failure) outcome {
+	if p == nil {
+		return outcome{Reason: f.Code, Msg: f.Message}
+	}
+	o := outcome{Tier: p.Tier.String(), Pods: len(p.Assignments)}
+	for _, s := range p.S0s {
+		o.S0s = append(o.S0s, string(s))
+	}
+	nodes := map[string]bool{}
+	for _, a := range p.Assignments {
+		nodes[a.Node] = true
+	}
+	o.Nodes = len(nodes)
+	return o
+}
+
+func TestPlan(t *testing.T) {
+	// Four nodes under leaves A (NUMA 0) and B (NUMA 1), one B zone busy.
+	bestFit := func() *fixture {
+		f := &fixture{}
+		f.std(3, "n", "s1-0", "A", "B")
+		f.add(usedZone(f.node("n4", "s1-0", "A", "B"), 1))
+		return f
+	}
+	twoS1 := func() *fixture {
+		f := &fixture{}
+		f.std(4, "a", "s1-0", "A", "B")
+		f.std(4, "c", "s1-1", "C", "D")
+		f.add(usedZone(f.node("c5", "s1-1", "E", "F"), 1))
+		return f
+	}
+	cases := map[string]struct {
+		f    *fixture
+		g    Gang
+		want outcome
+	}{
+		"two pods fit one node": {
+			f: bestFit(), g: gang(2, worker),
+			want: outcome{Tier: "node", S0s: []string{"A", "B"}, Pods: 2, Nodes: 1},
+		},
+		"best-fit leaf leaves the larger leaf whole": {
+			f: bestFit(), g: gang(3, worker),
+			want: outcome{Tier: "s0", S0s: []string{"B"}, Pods: 3, Nodes: 3},
+		},
+		"split node: NICs follow the leaf, not the node": {
+			f: bestFit(), g: gang(4, worker),
+			want: outcome{Tier: "s0", S0s: []string{"A"}, Pods: 4, Nodes: 4},
+		},
+		"hard s0 too big stays unplaced with a reason": {
+			f: bestFit(), g: hard(gang(5, worker), TierS0),
+			want: outcome{Reason: ReasonTierLimit, Msg: "no S0 can hold 5 pods of 4 GPU + 2 RDMA; the largest holds 4"},
+		},
+		"hard node too big": {
+			f: bestFit(), g: hard(gang(3, worker), TierNode),
+			want: outcome{Reason: ReasonTierLimit, Msg: "no node can hold 3 pods of 4 GPU + 2 RDMA"},
+		},
+		"soft uses the fewest S0s": {
+			f: bestFit(), g: gang(6, worker),
+			want: outcome{Tier: "s1", S0s: []string{"A", "B"}, Pods: 6, Nodes: 3},
+		},
+		"two S1s: stays in one S1": {
+			f: twoS1(), g: gang(7, worker),
+			want: outcome{Tier: "s1", S0s: []string{"A", "B"}, Pods: 7, Nodes: 4},
+		},
+		"two S1s: the tighter S1 wins on leftover": {
+			f: twoS1(), g: gang(5, worker),
+			want: outcome{Tier: "s1", S0s: []string{"C", "E"}, Pods: 5, Nodes: 5},
+		},
+		"bigger than any S1 goes cluster-wide": {
+			f: twoS1(), g: gang(12, worker),
+			want: outcome{Tier: "cluster", S0s: []string{"A", "B", "C"}, Pods: 12, Nodes: 8},
+		},
+		"hard s1 too big": {
+			f: twoS1(), g: hard(gang(12, worker), TierS1),
+			want: outcome{Reason: ReasonTierLimit, Msg: "no S1 can hold 12 pods of 4 GPU + 2 RDMA; the largest holds 9"},
+		},
+		"more than the cluster": {
+			f: bestFit(), g: gang(9, worker),
+			want: outcome{Reason: ReasonNoCapacity, Msg: "the cluster cannot hold 9 pods of 4 GPU + 2 RDMA; free capacity holds 7"},
+		},
+		"need fewer than all: places exactly need": {
+			f: bestFit(), g: func() Gang { g := hard(gang(5, worker), TierS0); g.Need = 4; return g }(),
+			want: outcome{Tier: "s0", S0s: []string{"A"}, Pods: 4, Nodes: 4},
+		},
+		"master and workers share one leaf": {
+			f: bestFit(), g: func() Gang {
+				g := gang(3, worker)
+				g.Pods = append([]Pod{{UID: "m", Name: "ns/m", Shape: master}}, g.Pods...)
+				return g
+			}(),
+			want: outcome{Tier: "s0", S0s: []string{"A"}, Pods: 4, Nodes: 4},
+		},
+		"single-NUMA nodes refuse whole-node pods": {
+			f: bestFit(), g: gang(1, whole),
+			want: outcome{Reason: ReasonNoCapacity, Msg: "the cluster cannot hold 1 pods of 8 GPU + 4 RDMA; free capacity holds 0"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := NewState(tc.f.fabric(), ledger.New())
+			plan, fail := s.Plan(tc.g)
+			if diff := cmp.Diff(tc.want, summarize(plan, fail)); diff != "" {
+				t.Errorf("Plan() mismatch (-want,+got):\n%s", diff)
+			}
+			if plan != nil {
+				checkPlan(t, s, tc.g, plan)
+			}
+		})
+	}
+}
+
+// checkPlan verifies a plan against the state: NUMA-aligned, free NICs, no
+// NIC twice, pod GPU counts within zones.
+func checkPlan(t *testing.T, s *State, g Gang, p *Plan) {
+	t.Helper()
+	seen := map[string]bool{}
+	shapes := map[string]Shape{}
+	for _, pod := range g.Pods {
+		shapes[pod.UID] = pod.Shape
+	}
+	for _, a := range p.Assignments {
+		n, ok := s.Fabric().Node(a.Node)
+		if !ok {
+			t.Fatalf("assignment on unknown node %s", a.Node)
+		}
+		sh := shapes[a.PodUID]
+		if n.Policy == topology.PolicySingleNUMA && len(a.Zones) != 1 {
+			t.Errorf("pod %s spans %d zones on single-NUMA node %s", a.PodUID, len(a.Zones), a.Node)
+		}
+		var gpus, nics int64
+		for _, z := range a.Zones {
+			gpus += z.GPU
+			nics += int64(len(z.NICs))
+			for _, nic := range z.NICs {
+				key := a.Node + "/" + string(nic)
+				if seen[key] {
+					t.Errorf("NIC %s given twice", key)
+				}
+				seen[key] = true
+				if holder, held := s.HolderOf(a.Node, nic); held {
+					t.Errorf("NIC %s already held by %s", key, holder)
+				}
+				if !nicOnZone(n, nic, z.NUMA) {
+					t.Errorf("NIC %s is not on NUMA %d", key, z.NUMA)
+				}
+			}
+		}
+		if gpus != sh.GPU || nics != sh.NICs {
+			t.Errorf("pod %s got %d GPU / %d NICs, wants %s", a.PodUID, gpus, nics, sh)
+		}
+	}
+}
+
+func nicOnZone(n *topology.Node, nic topology.NICID, numa int) bool {
+	for _, z := range n.Zones {
+		if z.ID != numa {
+			continue
+		}
+		for _, x := range z.NICs {
+			if x.ID == nic && x.Free {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func TestPlanHonoursLedger(t *testing.T) {
+	f := &fixture{}
+	f.std(3, "n", "s1-0", "A", "B")
+	// A pod bound on n1 NUMA 0 that the KCNR does not list yet.
+	l := ledger.New()
+	if err := l.Reserve(ledger.Reservation{UID: "bound", Namespace: "ns", Name: "bound", Node: "n1",
+		Zones: []ledger.ZoneUse{{NUMA: 0, GPU: 4, NICs: []topology.NICID{topology.NICID(builders.NUMANICs[0][0]), topology.NICID(builders.NUMANICs[0][1])}}}}); err != nil {
+		t.Fatal(err)
+	}
+	s := NewState(f.fabric(), l)
+	plan, fail := s.Plan(hard(gang(3, worker), TierS0))
+	if plan == nil {
+		t.Fatalf("Plan() failed: %v", fail)
+	}
+	for _, a := range plan.Assignments {
+		if a.Node == "n1" && a.Zones[0].NUMA == 0 {
+			t.Errorf("pod %s placed on the NICs a lagging KCNR still shows free", a.PodUID)
+		}
+	}
+	// Two NUMA-0 zones are left under A, so A cannot take three pods: the
+	// plan uses leaf B (NUMA 1 of n1..n3).
+	if diff := cmp.Diff([]topology.S0ID{"B"}, plan.S0s); diff != "" {
+		t.Errorf("S0s (-want,+got):\n%s", diff)
+	}
+	checkPlan(t, s, gang(3, worker), plan)
+}
+
+func TestPlanHeldPlacement(t *testing.T) {
+	f := &fixture{}
+	f.std(4, "n", "s1-0", "A", "B")
+	held := &Held{Nodes: map[string]bool{"n1": true}, S0s: map[topology.S0ID]bool{"B": true}, S1s: map[topology.S1ID]bool{"s1-0": true}, Pods: 1}
+	g := hard(gang(3, worker), TierS0)
+	g.Held = held
+	s := NewState(f.fabric(), ledger.New())
+	plan, fail := s.Plan(g)
+	if plan == nil {
+		t.Fatalf("Plan() failed: %v", fail)
+	}
+	if diff := cmp.Diff(outcome{Tier: "s0", S0s: []string{"B"}, Pods: 3, Nodes: 3}, summarize(plan, nil)); diff != "" {
+		t.Errorf("(-want,+got):\n%s", diff)
+	}
+}
+
+func TestPlanSpanningNode(t *testing.T) {
+	f := &fixture{}
+	f.nodes = append(f.nodes, builders.MakeNode("big").Shared().GPU(8).RDMA(4).CPU("128").S1("s1-0").Obj())
+	f.add(builders.MakeCNR("big").Policy(v1alpha1.TopologyPolicyNone).
+		Zone(0, 4, 64000).Zone(1, 4, 64000).
+		NIC(builders.NUMANICs[0][0], 0, "A").NIC(builders.NUMANICs[0][1], 0, "A").
+		NIC(builders.NUMANICs[1][0], 1, "B").NIC(builders.NUMANICs[1][1], 1, "B"))
+	s := NewState(f.fabric(), ledger.New())
+	plan, fail := s.Plan(gang(1, whole))
+	if plan == nil {
+		t.Fatalf("Plan() failed: %v", fail)
+	}
+	a := plan.Assignments[0]
+	var numa []string
+	for _, z := range a.Zones {
+		numa = append(numa, fmt.Sprint(z.NUMA))
+	}
+	sort.Strings(numa)
+	if got := strings.Join(numa, ","); got != "0,1" || len(a.NICs()) != 4 {
+		t.Errorf("whole-node pod got zones %s and %d NICs, want 0,1 and 4", got, len(a.NICs()))
+	}
+	checkPlan(t, s, gang(1, whole), plan)
+}
+
+func TestFitAndApply(t *testing.T) {
+	f := &fixture{}
+	f.std(1, "n", "s1-0", "A", "B")
+	s := NewState(f.fabric(), ledger.New())
+	var got []Assignment
+	for i := 0; i < 3; i++ {
+		a, ok := s.Fit("n1", worker, nil)
+		if !ok {
+			got = append(got, Assignment{})
+			continue
+		}
+		s.Apply(fmt.Sprintf("p%d", i), a)
+		got = append(got, a)
+	}
+	if got[0].Node != "n1" || got[1].Node != "n1" || got[2].Node != "" {
+		t.Fatalf("Fit sequence = %+v, want two fits then none", got)
+	}
+	s.Unapply("p0", got[0])
+	if _, ok := s.Fit("n1", worker, nil); !ok {
+		t.Errorf("Fit after Unapply failed")
+	}
+	if _, ok := s.Fit("n1", worker, map[topology.S0ID]bool{"B": true}); ok {
+		t.Errorf("Fit limited to leaf B succeeded although B's zone is taken")
+	}
+}
