@@ -170,8 +170,8 @@ func TestBuildNodeReasons(t *testing.T) {
 			wantNICs: allKnown, wantKnown: true, wantZones: []int{0, 1},
 		},
 		"NIC without leaf": {
-			node: sharedNode("n1").Obj(),
-			cnr:  provider("n1").NIC("0000:AA:00.0", 1, "").Obj(),
+			node:      sharedNode("n1").Obj(),
+			cnr:       provider("n1").NIC("0000:AA:00.0", 1, "").Obj(),
 			wantCodes: []string{"NICWithoutLeaf@0000:aa:00.0"},
 			wantNICs: merge(allKnown, map[topology.NICID]nicView{
 				"0000:aa:00.0": {1, unknown("0000:aa:00.0"), true},
@@ -204,8 +204,8 @@ func TestBuildNodeReasons(t *testing.T) {
 			wantNICs:  allKnown, wantKnown: true, wantZones: []int{0, 1},
 		},
 		"duplicate NIC keeps the first zone": {
-			node: sharedNode("n1").Obj(),
-			cnr:  provider("n1").NIC(nicA0, 1, "").Obj(),
+			node:      sharedNode("n1").Obj(),
+			cnr:       provider("n1").NIC(nicA0, 1, "").Obj(),
 			wantCodes: []string{"DuplicateNIC@" + nicA0},
 			wantNICs:  allKnown, wantKnown: true, wantZones: []int{0, 1},
 		},
@@ -350,7 +350,7 @@ func TestPolicyOf(t *testing.T) {
 		v1alpha1.TopologyPolicyBestEffortContainerLevel:     topology.PolicySpanning,
 		v1alpha1.TopologyPolicyRestrictedPodLevel:           topology.PolicySpanning,
 		v1alpha1.TopologyPolicyNumericContainerLevel:        topology.PolicySpanning,
-		"":                                                  topology.PolicySpanning,
+		"": topology.PolicySpanning,
 	}
 	for in, want := range cases {
 		t.Run(string(in), func(t *testing.T) {

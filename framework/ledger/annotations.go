@@ -1,0 +1,173 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+)
+
+// Annotation keys. The scheduler writes the pod and PodGroup placement keys;
+// users set the job contract keys (mode, highest-tier) on their job.
+const (
+	// AnnotationNICs (Pod): comma-separated PCI addresses reserved for the pod.
+	AnnotationNICs = "rdmatopo.io/nics"
+	// AnnotationNUMA (Pod): comma-separated NUMA ids of those NICs.
+	AnnotationNUMA = "rdmatopo.io/numa"
+	// AnnotationS0 (Pod): comma-separated S0 ids of those NICs.
+	AnnotationS0 = "rdmatopo.io/s0"
+	// AnnotationPlacement (PodGroup): JSON summary of the gang's placement.
+	AnnotationPlacement = "rdmatopo.io/placement"
+	// AnnotationMode (PodGroup): "hard" or "soft".
+	AnnotationMode = "rdmatopo.io/mode"
+	// AnnotationHighestTier (PodGroup): widest tier a hard-mode job accepts.
+	AnnotationHighestTier = "rdmatopo.io/highest-tier"
+	// GroupNameAnnotation names a pod's PodGroup (the key Volcano uses).
+	GroupNameAnnotation = "scheduling.k8s.io/group-name"
+)
+
+// ErrBadAnnotation marks a malformed annotation value.
+var ErrBadAnnotation = errors.New("malformed annotation value")
+
+// maxNUMAID bounds NUMA ids accepted in annotations.
+const maxNUMAID = 1 << 16
+
+// FormatNICs joins NIC ids with commas, in the given order.
+func FormatNICs(nics []topology.NICID) string {
+	parts := make([]string, len(nics))
+	for i, n := range nics {
+		parts[i] = string(n)
+	}
+	return strings.Join(parts, ",")
+}
+
+// ParseNICs splits a comma-separated list of PCI addresses. Each must have the
+// shape dddd:bb:dd.f (hexadecimal, any case; returned lower case), with no
+// duplicates and no empty items. An empty string is an empty list.
+func ParseNICs(s string) ([]topology.NICID, error) {
+	items, err := splitList(s)
+	if err != nil || items == nil {
+		return nil, err
+	}
+	out := make([]topology.NICID, 0, len(items))
+	seen := make(map[topology.NICID]bool, len(items))
+	for _, item := range items {
+		id := topology.NICID(strings.ToLower(item))
+		if !isPCIAddress(string(id)) {
+			return nil, fmt.Errorf("%w: %q is not a PCI address dddd:bb:dd.f", ErrBadAnnotation, item)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("%w: NIC %s is listed twice", ErrBadAnnotation, id)
+		}
+		seen[id] = true
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// isPCIAddress checks the lower-case shape dddd:bb:dd.f in hexadecimal.
+func isPCIAddress(s string) bool {
+	const shape = "hhhh:hh:hh.h"
+	if len(s) != len(shape) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if shape[i] != 'h' {
+			if c != shape[i] {
+				return false
+			}
+			continue
+		}
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// FormatNUMA joins NUMA ids with commas, in the given order.
+func FormatNUMA(ids []int) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.Itoa(id)
+	}
+	return strings.Join(parts, ",")
+}
+
+// ParseNUMA splits a comma-separated list of decimal NUMA ids (digits only,
+// no duplicates). An empty string is an empty list.
+func ParseNUMA(s string) ([]int, error) {
+	items, err := splitList(s)
+	if err != nil || items == nil {
+		return nil, err
+	}
+	out := make([]int, 0, len(items))
+	seen := make(map[int]bool, len(items))
+	for _, item := range items {
+		id, ok := parseDecimal(item)
+		if !ok {
+			return nil, fmt.Errorf("%w: %q is not a NUMA id (0..%d)", ErrBadAnnotation, item, maxNUMAID)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("%w: NUMA %d is listed twice", ErrBadAnnotation, id)
+		}
+		seen[id] = true
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+func parseDecimal(s string) (int, bool) {
+	if s == "" || len(s) > 6 {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	v, err := strconv.Atoi(s)
+	return v, err == nil && v <= maxNUMAID
+}
+
+// FormatS0 joins leaf ids with commas, in the given order.
+func FormatS0(ids []topology.S0ID) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = string(id)
+	}
+	return strings.Join(parts, ",")
+}
+
+// ParseS0 splits a comma-separated list of leaf ids. Items must be non-empty;
+// repeats are allowed (one item per NIC). An empty string is an empty list.
+func ParseS0(s string) ([]topology.S0ID, error) {
+	items, err := splitList(s)
+	if err != nil || items == nil {
+		return nil, err
+	}
+	out := make([]topology.S0ID, len(items))
+	for i, item := range items {
+		out[i] = topology.S0ID(item)
+	}
+	return out, nil
+}
+
+// splitList splits s at commas and trims spaces around items. It returns nil
+// for an empty (or all-space) s and an error for an empty item.
+func splitList(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	items := strings.Split(s, ",")
+	for i, item := range items {
+		items[i] = strings.TrimSpace(item)
+		if items[i] == "" {
+			return nil, fmt.Errorf("%w: empty item %d in %q", ErrBadAnnotation, i, s)
+		}
+	}
+	return items, nil
+}

@@ -1,0 +1,397 @@
+// Package ledger is the scheduler's only record of RDMA NIC reservations: which
+// pod holds which NICs (and GPUs / CPUs of which NUMA zones) on which node,
+// and whether the node's KCNR already shows the pod.
+//
+// A KCNR lags reality: a freshly bound pod is not yet in its allocations. The
+// ledger keeps every reservation until the pod is gone; Confirm marks those the
+// KCNR has caught up with, so callers count only unconfirmed reservations on
+// top of the KCNR's own free figures.
+//
+// The package never imports Volcano. A Ledger is safe for concurrent use:
+// readers take a read lock, so predicates may query it from many goroutines.
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+)
+
+// Errors returned by Reserve; test with errors.Is.
+var (
+	// ErrPodReserved: the pod (by UID) already has a reservation.
+	ErrPodReserved = errors.New("pod already has a reservation")
+	// ErrNICTaken: a requested NIC is held by another pod on that node.
+	ErrNICTaken = errors.New("NIC already reserved")
+	// ErrInvalidReservation: the reservation itself is malformed.
+	ErrInvalidReservation = errors.New("invalid reservation")
+)
+
+// ZoneUse is what a pod takes from one NUMA zone of its node.
+type ZoneUse struct {
+	// NUMA is the zone id.
+	NUMA int
+	// GPU and CPUMilli are the GPUs and CPU millicores taken from the zone.
+	GPU      int64
+	CPUMilli int64
+	// NICs are the zone's NICs reserved for the pod, sorted.
+	NICs []topology.NICID
+}
+
+// Reservation is one pod's hold on a node's NICs and zone resources.
+type Reservation struct {
+	// UID, Namespace and Name identify the pod.
+	UID, Namespace, Name string
+	// Job is the pod's gang as "namespace/podgroup"; may be empty.
+	Job string
+	// Node is the node the pod is placed on.
+	Node string
+	// Zones lists one entry per NUMA zone used, sorted by NUMA.
+	Zones []ZoneUse
+	// Confirmed is true once the node's KCNR lists Consumer().
+	Confirmed bool
+}
+
+// Consumer is the pod's KCNR consumer id, "namespace/name/uid".
+func (r Reservation) Consumer() string {
+	return r.Namespace + "/" + r.Name + "/" + r.UID
+}
+
+// NICs returns every NIC of the reservation, sorted.
+func (r Reservation) NICs() []topology.NICID {
+	var out []topology.NICID
+	for _, z := range r.Zones {
+		out = append(out, z.NICs...)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// NUMAs returns the NUMA ids of the reservation's zones, sorted.
+func (r Reservation) NUMAs() []int {
+	out := make([]int, len(r.Zones))
+	for i, z := range r.Zones {
+		out[i] = z.NUMA
+	}
+	return out
+}
+
+// String names the pod for messages: "namespace/name (uid)".
+func (r Reservation) String() string {
+	return fmt.Sprintf("%s/%s (%s)", r.Namespace, r.Name, r.UID)
+}
+
+// clone deep-copies the reservation so callers never share slices with the
+// ledger.
+func (r Reservation) clone() Reservation {
+	if r.Zones != nil {
+		zones := make([]ZoneUse, len(r.Zones))
+		for i, z := range r.Zones {
+			z.NICs = append([]topology.NICID(nil), z.NICs...)
+			zones[i] = z
+		}
+		r.Zones = zones
+	}
+	return r
+}
+
+// validate checks the reservation's own shape.
+func (r Reservation) validate() error {
+	if r.UID == "" {
+		return fmt.Errorf("%w: pod %s/%s has no UID", ErrInvalidReservation, r.Namespace, r.Name)
+	}
+	if r.Node == "" {
+		return fmt.Errorf("%w: pod %s has no node", ErrInvalidReservation, r)
+	}
+	seen := map[topology.NICID]bool{}
+	for i, z := range r.Zones {
+		if i > 0 && z.NUMA <= r.Zones[i-1].NUMA {
+			return fmt.Errorf("%w: pod %s: zones not strictly sorted by NUMA (%d after %d)",
+				ErrInvalidReservation, r, z.NUMA, r.Zones[i-1].NUMA)
+		}
+		if z.NUMA < 0 || z.GPU < 0 || z.CPUMilli < 0 {
+			return fmt.Errorf("%w: pod %s: zone %d has a negative value", ErrInvalidReservation, r, z.NUMA)
+		}
+		for j, n := range z.NICs {
+			if n == "" || strings.ToLower(string(n)) != string(n) {
+				return fmt.Errorf("%w: pod %s: NIC %q is empty or not lower case", ErrInvalidReservation, r, n)
+			}
+			if j > 0 && n <= z.NICs[j-1] {
+				return fmt.Errorf("%w: pod %s: NICs of NUMA %d not strictly sorted", ErrInvalidReservation, r, z.NUMA)
+			}
+			if seen[n] {
+				return fmt.Errorf("%w: pod %s: NIC %s listed in two zones", ErrInvalidReservation, r, n)
+			}
+			seen[n] = true
+		}
+	}
+	return nil
+}
+
+// nicKey identifies a NIC cluster-wide.
+type nicKey struct {
+	node string
+	nic  topology.NICID
+}
+
+// Ledger holds reservations. The zero value is not usable; call New.
+//
+// Invariants (checked by CheckInvariants): every reservation is valid, is
+// stored under its UID and is listed in byNode under its node; holder maps
+// exactly the NICs of the stored reservations to their UIDs, so no NIC of a
+// node is held twice.
+type Ledger struct {
+	mu     sync.RWMutex
+	byUID  map[string]*Reservation
+	holder map[nicKey]string
+	byNode map[string]map[string]struct{}
+}
+
+// New returns an empty ledger.
+func New() *Ledger {
+	return &Ledger{
+		byUID:  map[string]*Reservation{},
+		holder: map[nicKey]string{},
+		byNode: map[string]map[string]struct{}{},
+	}
+}
+
+// Reserve records a reservation. It fails, with no effect, if the pod already
+// has one (ErrPodReserved), if any of its NICs is held on that node
+// (ErrNICTaken; the message names NIC, node and holder) or if the reservation
+// is malformed (ErrInvalidReservation: zones and NICs must be sorted, NICs
+// lower case and unique).
+func (l *Ledger) Reserve(r Reservation) error {
+	if err := r.validate(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if prev, ok := l.byUID[r.UID]; ok {
+		return fmt.Errorf("%w: pod %s holds NICs %s on node %s", ErrPodReserved, prev, FormatNICs(prev.NICs()), prev.Node)
+	}
+	for _, z := range r.Zones {
+		for _, n := range z.NICs {
+			if uid, ok := l.holder[nicKey{r.Node, n}]; ok {
+				return fmt.Errorf("%w: NIC %s on node %s is held by pod %s, cannot reserve it for pod %s",
+					ErrNICTaken, n, r.Node, l.byUID[uid], r)
+			}
+		}
+	}
+	l.insert(r.clone())
+	return nil
+}
+
+// insert stores r (owned by the ledger). l.mu must be held for writing.
+func (l *Ledger) insert(r Reservation) {
+	l.byUID[r.UID] = &r
+	for _, z := range r.Zones {
+		for _, n := range z.NICs {
+			l.holder[nicKey{r.Node, n}] = r.UID
+		}
+	}
+	uids := l.byNode[r.Node]
+	if uids == nil {
+		uids = map[string]struct{}{}
+		l.byNode[r.Node] = uids
+	}
+	uids[r.UID] = struct{}{}
+}
+
+// Release drops the pod's reservation and returns it.
+func (l *Ledger) Release(uid string) (Reservation, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, ok := l.byUID[uid]
+	if !ok {
+		return Reservation{}, false
+	}
+	delete(l.byUID, uid)
+	for _, z := range r.Zones {
+		for _, n := range z.NICs {
+			delete(l.holder, nicKey{r.Node, n})
+		}
+	}
+	if uids := l.byNode[r.Node]; uids != nil {
+		delete(uids, uid)
+		if len(uids) == 0 {
+			delete(l.byNode, r.Node)
+		}
+	}
+	return *r, true
+}
+
+// Get returns a copy of the pod's reservation.
+func (l *Ledger) Get(uid string) (Reservation, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	r, ok := l.byUID[uid]
+	if !ok {
+		return Reservation{}, false
+	}
+	return r.clone(), true
+}
+
+// Holder returns the UID of the pod holding a node's NIC.
+func (l *Ledger) Holder(node string, nic topology.NICID) (string, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	uid, ok := l.holder[nicKey{node, nic}]
+	return uid, ok
+}
+
+// HeldNICs maps every held NIC of a node to its holder's UID (a fresh map).
+func (l *Ledger) HeldNICs(node string) map[topology.NICID]string {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	out := map[topology.NICID]string{}
+	for uid := range l.byNode[node] {
+		for _, z := range l.byUID[uid].Zones {
+			for _, n := range z.NICs {
+				out[n] = uid
+			}
+		}
+	}
+	return out
+}
+
+// Confirm marks every reservation whose node's KCNR (in f) lists its consumer
+// as Confirmed and returns how many became confirmed by this call. A nil
+// fabric confirms nothing. Confirmation is never withdrawn: a reservation
+// lives until Release.
+func (l *Ledger) Confirm(f *topology.Fabric) int {
+	if f == nil {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, r := range l.byUID {
+		if r.Confirmed {
+			continue
+		}
+		if node, ok := f.Node(r.Node); ok && node.Consumers[r.Consumer()] {
+			r.Confirmed = true
+			n++
+		}
+	}
+	return n
+}
+
+// Unconfirmed returns copies of the node's reservations the KCNR does not
+// show yet, sorted by UID.
+func (l *Ledger) Unconfirmed(node string) []Reservation {
+	return l.onNode(node, true)
+}
+
+// OnNode returns copies of every reservation on the node, sorted by UID.
+func (l *Ledger) OnNode(node string) []Reservation {
+	return l.onNode(node, false)
+}
+
+func (l *Ledger) onNode(node string, onlyUnconfirmed bool) []Reservation {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var out []Reservation
+	for uid := range l.byNode[node] {
+		r := l.byUID[uid]
+		if onlyUnconfirmed && r.Confirmed {
+			continue
+		}
+		out = append(out, r.clone())
+	}
+	sortByUID(out)
+	return out
+}
+
+// All returns copies of every reservation, sorted by UID.
+func (l *Ledger) All() []Reservation {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	out := make([]Reservation, 0, len(l.byUID))
+	for _, r := range l.byUID {
+		out = append(out, r.clone())
+	}
+	sortByUID(out)
+	return out
+}
+
+func sortByUID(rs []Reservation) {
+	sort.Slice(rs, func(i, j int) bool { return rs[i].UID < rs[j].UID })
+}
+
+// Len is the number of reservations.
+func (l *Ledger) Len() int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.byUID)
+}
+
+// Clone returns an independent deep copy.
+func (l *Ledger) Clone() *Ledger {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	out := New()
+	for _, r := range l.byUID {
+		out.insert(r.clone())
+	}
+	return out
+}
+
+// CheckInvariants verifies the ledger's internal consistency (see Ledger) and
+// returns every violation found, joined.
+func (l *Ledger) CheckInvariants() error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var errs []error
+	nics := 0
+	for uid, r := range l.byUID {
+		if r.UID != uid {
+			errs = append(errs, fmt.Errorf("reservation %s stored under UID %q", r, uid))
+		}
+		if err := r.validate(); err != nil {
+			errs = append(errs, err)
+		}
+		if _, ok := l.byNode[r.Node][uid]; !ok {
+			errs = append(errs, fmt.Errorf("reservation %s missing from the index of node %s", r, r.Node))
+		}
+		for _, z := range r.Zones {
+			for _, n := range z.NICs {
+				nics++
+				if h, ok := l.holder[nicKey{r.Node, n}]; !ok || h != uid {
+					errs = append(errs, fmt.Errorf("NIC %s on node %s of pod %s is indexed as held by %q", n, r.Node, r, h))
+				}
+			}
+		}
+	}
+	if nics != len(l.holder) {
+		errs = append(errs, fmt.Errorf("NIC index has %d entries, reservations hold %d NICs", len(l.holder), nics))
+	}
+	for k, uid := range l.holder {
+		r, ok := l.byUID[uid]
+		if !ok || r.Node != k.node {
+			errs = append(errs, fmt.Errorf("NIC %s on node %s indexed to pod UID %q, which holds no NIC there", k.nic, k.node, uid))
+		}
+	}
+	count := 0
+	for node, uids := range l.byNode {
+		if len(uids) == 0 {
+			errs = append(errs, fmt.Errorf("node %s has an empty index entry", node))
+		}
+		for uid := range uids {
+			count++
+			if r, ok := l.byUID[uid]; !ok || r.Node != node {
+				errs = append(errs, fmt.Errorf("node %s index lists pod UID %q, which is not reserved there", node, uid))
+			}
+		}
+	}
+	if count != len(l.byUID) {
+		errs = append(errs, fmt.Errorf("node index lists %d pods, ledger has %d", count, len(l.byUID)))
+	}
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+	return errors.Join(errs...)
+}
