@@ -1,0 +1,44 @@
+# syntax=docker/dockerfile:1
+#
+# The rdmatopo vc-scheduler image: Volcano v1.10.0's scheduler with the
+# rdma-topology plugin and the topology-allocate action compiled in. It is a
+# drop-in for docker.io/volcanosh/vc-scheduler:v1.10.0 (same entrypoint path,
+# same flags); see config/kustomize for the Deployment change.
+#
+#   docker build -t registry.example.com/rdmatopo/vc-scheduler:v0.1.0 \
+#     --build-arg VERSION=v0.1.0 --build-arg GIT_SHA=$(git rev-parse HEAD) .
+
+# Go release used to build; go.mod's go line is the minimum.
+ARG GO_VERSION=1.24
+
+FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS builder
+ARG TARGETOS=linux
+ARG TARGETARCH=amd64
+ARG VERSION=dev
+ARG GIT_SHA=unknown
+WORKDIR /src
+
+# Module downloads are their own layer: they change only with go.mod/go.sum.
+COPY go.mod go.sum ./
+RUN --mount=type=cache,target=/go/pkg/mod go mod download
+
+COPY . .
+# Static binary (no cgo), version stamped into Volcano's version package so
+# that `vc-scheduler --version` reports what was built.
+RUN --mount=type=cache,target=/go/pkg/mod \
+    --mount=type=cache,target=/root/.cache/go-build \
+    CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
+    go build -trimpath \
+      -ldflags "-s -w \
+        -X 'volcano.sh/volcano/pkg/version.Version=${VERSION}' \
+        -X 'volcano.sh/volcano/pkg/version.GitSHA=${GIT_SHA}' \
+        -X 'volcano.sh/volcano/pkg/version.Built=$(date -u '+%Y-%m-%d %H:%M:%S')'" \
+      -o /out/vc-scheduler ./cmd/vc-scheduler
+
+# Distroless static: no shell, no package manager, CA certificates and tzdata
+# only. It runs as root like the stock alpine image, because the stock
+# Deployment mounts a hostPath (/tmp/klog-socks) where the scheduler creates
+# its log-level socket; see docs/security.md for running as non-root.
+FROM gcr.io/distroless/static-debian12
+COPY --from=builder /out/vc-scheduler /vc-scheduler
+ENTRYPOINT ["/vc-scheduler"]
