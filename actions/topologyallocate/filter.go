@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 )
 

@@ -16,7 +16,6 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 	"volcano.sh/volcano/pkg/scheduler/plugins/util"
-
 )
 
 // PluginName is the name of the plugin in volcano-scheduler.conf.
@@ -119,4 +118,3 @@ func (p *plugin) OnSessionClose(ssn *framework.Session) {
 // topologyDefaultsRDMA is the RDMA resource assumed when the arguments are
 // invalid (to still recognise RDMA pods).
 const topologyDefaultsRDMA = "vke.volcengine.com/rdma"
-

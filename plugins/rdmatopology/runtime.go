@@ -5,9 +5,9 @@ import (
 	"sync"
 	"time"
 
+	nodev1alpha1 "github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 	katalystclient "github.com/kubewharf/katalyst-api/pkg/client/clientset/versioned"
 	katalystinformers "github.com/kubewharf/katalyst-api/pkg/client/informers/externalversions"
-	nodev1alpha1 "github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"

@@ -87,7 +87,14 @@ func (s *Session) capOf(ni *api.NodeInfo) placement.Cap {
 // scheduler's annotations but have no reservation (after a restart) get one
 // back; reservations the KCNRs list are confirmed.
 func (s *Session) reconcile() {
+	// Pods of the session's jobs, plus every pod on a node (pods of other
+	// schedulers or without a group are only there).
 	tasks := map[string]*api.TaskInfo{}
+	for _, node := range s.ssn.Nodes {
+		for _, t := range node.Tasks {
+			tasks[string(t.UID)] = t
+		}
+	}
 	for _, job := range s.ssn.Jobs {
 		for _, t := range job.Tasks {
 			tasks[string(t.UID)] = t
@@ -152,7 +159,9 @@ func requestsRDMA(task *api.TaskInfo, rdma string) bool {
 }
 
 // RequestsRDMA reports whether the task asks for RDMA NICs.
-func (s *Session) RequestsRDMA(task *api.TaskInfo) bool { return requestsRDMA(task, s.args.RDMAResource) }
+func (s *Session) RequestsRDMA(task *api.TaskInfo) bool {
+	return requestsRDMA(task, s.args.RDMAResource)
+}
 
 // IsRDMAJob reports whether any task of the job asks for RDMA NICs.
 func (s *Session) isRDMAJob(job *api.JobInfo) bool {

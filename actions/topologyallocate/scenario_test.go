@@ -1,0 +1,393 @@
+package topologyallocate_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	"volcano.sh/volcano/cmd/scheduler/app/options"
+	"volcano.sh/volcano/pkg/scheduler"
+	"volcano.sh/volcano/pkg/scheduler/api"
+	"volcano.sh/volcano/pkg/scheduler/cache"
+	"volcano.sh/volcano/pkg/scheduler/framework"
+	_ "volcano.sh/volcano/pkg/scheduler/actions"
+	_ "volcano.sh/volcano/pkg/scheduler/plugins"
+	"volcano.sh/volcano/pkg/scheduler/util"
+
+	"github.com/rdmatopo/rdmatopo/actions/topologyallocate"
+	"github.com/rdmatopo/rdmatopo/config"
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
+	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
+)
+
+var optionsOnce sync.Once
+
+// cluster is a scenario's input.
+type cluster struct {
+	nodes []*corev1.Node
+	cnrs  []*v1alpha1.CustomNodeResource
+	pods  []*corev1.Pod
+	pgs   []*schedulingv1beta1.PodGroup
+}
+
+// addNode adds a provider-shaped node whose NUMA-0 NICs go to leaf0 and
+// NUMA-1 NICs to leaf1.
+func (c *cluster) addNode(name, leaf0, leaf1 string) {
+	c.nodes = append(c.nodes, builders.MakeNode(name).Shared().GPU(8).RDMA(4).CPU("128").
+		Resource("pods", "110").Resource("memory", "512Gi").Obj())
+	c.cnrs = append(c.cnrs, builders.MakeCNR(name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
+		Zone(0, 4, 64000).Zone(1, 4, 64000).
+		NIC(builders.NUMANICs[0][0], 0, leaf0).NIC(builders.NUMANICs[0][1], 0, leaf0).
+		NIC(builders.NUMANICs[1][0], 1, leaf1).NIC(builders.NUMANICs[1][1], 1, leaf1).Obj())
+}
+
+// addJob adds a PodGroup and n pods of gpu GPUs and nics NICs each.
+func (c *cluster) addJob(name string, n, gpu, nics int, ann map[string]string) {
+	c.pgs = append(c.pgs, &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Annotations: ann, UID: types.UID("pg-ns-" + name)},
+		Spec:       schedulingv1beta1.PodGroupSpec{MinMember: int32(n), Queue: "default"},
+		Status:     schedulingv1beta1.PodGroupStatus{Phase: schedulingv1beta1.PodGroupInqueue},
+	})
+	for i := 0; i < n; i++ {
+		w := builders.MakePod("ns", fmt.Sprintf("%s-%d", name, i)).Group(name).Req("cpu", "4").Req("memory", "8Gi")
+		if gpu > 0 {
+			w = w.Req(builders.GPUResource, fmt.Sprint(gpu))
+		}
+		if nics > 0 {
+			w = w.Req(builders.RDMAResource, fmt.Sprint(nics))
+		}
+		p := w.Obj()
+		p.Spec.SchedulerName = "volcano"
+		c.pods = append(c.pods, p)
+	}
+}
+
+// outcome is what one session produced.
+type outcome struct {
+	binds  map[string]*api.TaskInfo // ns/name -> bound task
+	pgs    map[string]*api.PodGroup // ns/name -> PodGroup as written back
+	ledger *ledger.Ledger
+}
+
+// pgRecorder is a status updater that records the PodGroups the session
+// writes back (the fake one returns nil).
+type pgRecorder struct {
+	mu  sync.Mutex
+	pgs map[string]*api.PodGroup
+}
+
+func (r *pgRecorder) UpdatePodStatus(pod *corev1.Pod) (*corev1.Pod, error) { return pod, nil }
+
+func (r *pgRecorder) UpdatePodGroup(pg *api.PodGroup) (*api.PodGroup, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pgs[pg.Namespace+"/"+pg.Name] = pg.Clone()
+	return pg, nil
+}
+
+func (r *pgRecorder) UpdateQueueStatus(*api.QueueInfo) error { return nil }
+
+// runSession runs one session of the project's conf over the cluster, with
+// rt as the plugin runtime, and returns the binds it dispatched.
+func runSession(t *testing.T, c *cluster, rt *rdmatopology.Runtime) *outcome {
+	t.Helper()
+	optionsOnce.Do(func() { options.Default() })
+	actions, tiers, cfgs, _, err := scheduler.UnmarshalSchedulerConf(config.SchedulerConf)
+	if err != nil {
+		t.Fatalf("default conf: %v", err)
+	}
+	updater := &pgRecorder{pgs: map[string]*api.PodGroup{}}
+	sc := cache.NewCustomMockSchedulerCache("volcano", util.NewFakeBinder(0), util.NewFakeEvictor(0),
+		updater, nil, &util.FakeVolumeBinder{}, record.NewFakeRecorder(1000))
+	for _, n := range c.nodes {
+		sc.AddOrUpdateNode(n)
+	}
+	for _, p := range c.pods {
+		sc.AddPod(p)
+	}
+	for _, pg := range c.pgs {
+		sc.AddPodGroupV1beta1(pg)
+	}
+	sc.AddQueueV1beta1(&schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: schedulingv1beta1.QueueSpec{Weight: 1}, Status: schedulingv1beta1.QueueStatus{State: schedulingv1beta1.QueueStateOpen}})
+	for _, cnr := range c.cnrs {
+		rt.Fabric.UpsertCNR(cnr)
+	}
+	rdmatopology.SetRuntime(rt)
+	t.Cleanup(func() { rdmatopology.SetRuntime(nil) })
+
+	ssn := framework.OpenSession(sc, tiers, cfgs)
+	for _, a := range actions {
+		if a.Name() == "enqueue" {
+			continue
+		}
+		a.Execute(ssn)
+	}
+	framework.CloseSession(ssn)
+	out := &outcome{binds: map[string]*api.TaskInfo{}, pgs: updater.pgs, ledger: rt.Ledger}
+	for {
+		select {
+		case task := <-sc.BindFlowChannel:
+			out.binds[task.Namespace+"/"+task.Name] = task
+			continue
+		default:
+		}
+		break
+	}
+	if err := rt.Ledger.CheckInvariants(); err != nil {
+		t.Errorf("ledger invariants: %v", err)
+	}
+	return out
+}
+
+func newRuntime() *rdmatopology.Runtime {
+	return rdmatopology.NewRuntime(topology.Config{}.WithDefaults())
+}
+
+// leavesOf returns the S0 annotations of the bound pods of a job, sorted.
+func leavesOf(o *outcome, job string) []string {
+	set := map[string]bool{}
+	for name, task := range o.binds {
+		if !strings.HasPrefix(name, "ns/"+job+"-") {
+			continue
+		}
+		for _, s := range strings.Split(task.Pod.Annotations[ledger.AnnotationS0], ",") {
+			set[s] = true
+		}
+	}
+	var out []string
+	for s := range set {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func bound(o *outcome, job string) int {
+	n := 0
+	for name := range o.binds {
+		if strings.HasPrefix(name, "ns/"+job+"-") {
+			n++
+		}
+	}
+	return n
+}
+
+func TestGangScenarios(t *testing.T) {
+	hardS0 := map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s0"}
+	cases := map[string]struct {
+		build      func(c *cluster)
+		wantBound  map[string]int
+		wantLeaves map[string][]string
+		wantReason map[string]string
+	}{
+		"gang committed whole under one S0": {
+			build: func(c *cluster) {
+				for i := 1; i <= 4; i++ {
+					c.addNode(fmt.Sprintf("n%d", i), "A", "B")
+				}
+				c.addJob("train", 4, 4, 2, hardS0)
+			},
+			wantBound:  map[string]int{"train": 4},
+			wantLeaves: map[string][]string{"train": {"A"}},
+		},
+		"gang that does not fit leaves nothing bound": {
+			build: func(c *cluster) {
+				for i := 1; i <= 4; i++ {
+					c.addNode(fmt.Sprintf("n%d", i), "A", "B")
+				}
+				c.addJob("big", 5, 4, 2, hardS0)
+			},
+			wantBound:  map[string]int{"big": 0},
+			wantReason: map[string]string{"big": "no S0 can hold 5 pods of 4 GPU + 2 RDMA; the largest holds 4"},
+		},
+		"non-RDMA job is scheduled as stock Volcano would": {
+			build: func(c *cluster) {
+				c.addNode("n1", "A", "B")
+				c.addJob("cpu", 2, 0, 0, nil)
+			},
+			wantBound: map[string]int{"cpu": 2},
+		},
+		"two gangs share the fabric without sharing NICs": {
+			build: func(c *cluster) {
+				for i := 1; i <= 4; i++ {
+					c.addNode(fmt.Sprintf("n%d", i), "A", "B")
+				}
+				c.addJob("one", 3, 4, 2, hardS0)
+				c.addJob("two", 3, 4, 2, hardS0)
+			},
+			wantBound:  map[string]int{"one": 3, "two": 3},
+			wantLeaves: map[string][]string{"one": {"A"}, "two": {"B"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := &cluster{}
+			tc.build(c)
+			o := runSession(t, c, newRuntime())
+			for job, want := range tc.wantBound {
+				if got := bound(o, job); got != want {
+					t.Errorf("job %s: %d pods bound, want %d", job, got, want)
+				}
+			}
+			for job, want := range tc.wantLeaves {
+				if diff := cmp.Diff(want, leavesOf(o, job)); diff != "" {
+					t.Errorf("job %s leaves (-want,+got):\n%s", job, diff)
+				}
+			}
+			for job, want := range tc.wantReason {
+				if got := condition(o.pgs["ns/"+job]); got != want {
+					t.Errorf("job %s condition message = %q, want %q", job, got, want)
+				}
+			}
+			checkBinds(t, o)
+		})
+	}
+}
+
+// condition returns the message of the plugin's PodGroup condition.
+func condition(pg *api.PodGroup) string {
+	if pg == nil {
+		return "<PodGroup not written>"
+	}
+	for _, c := range pg.Status.Conditions {
+		if c.Type == rdmatopology.ConditionType {
+			return c.Message
+		}
+	}
+	return ""
+}
+
+// checkBinds checks every bound RDMA pod: its annotations match its ledger
+// reservation, NICs are on one NUMA zone, and no NIC is given twice.
+func checkBinds(t *testing.T, o *outcome) {
+	t.Helper()
+	seen := map[string]string{}
+	for name, task := range o.binds {
+		ann := task.Pod.Annotations
+		nicsAnn, ok := ann[ledger.AnnotationNICs]
+		r, held := o.ledger.Get(string(task.UID))
+		if !ok {
+			if held {
+				t.Errorf("%s holds NICs %v but carries no %s annotation", name, r.NICs(), ledger.AnnotationNICs)
+			}
+			continue
+		}
+		if !held {
+			t.Errorf("%s carries %s=%s without a reservation", name, ledger.AnnotationNICs, nicsAnn)
+			continue
+		}
+		nics, err := ledger.ParseNICs(nicsAnn)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if diff := cmp.Diff(r.NICs(), nics); diff != "" {
+			t.Errorf("%s annotation vs ledger (-ledger,+annotation):\n%s", name, diff)
+		}
+		if len(r.Zones) != 1 || ann[ledger.AnnotationNUMA] != fmt.Sprint(r.Zones[0].NUMA) {
+			t.Errorf("%s: NUMA annotation %q, zones %+v: want one zone", name, ann[ledger.AnnotationNUMA], r.Zones)
+		}
+		for _, nic := range nics {
+			key := task.NodeName + "/" + string(nic)
+			if other, dup := seen[key]; dup {
+				t.Errorf("NIC %s given to %s and %s", key, other, name)
+			}
+			seen[key] = name
+		}
+	}
+}
+
+func TestForgedAnnotationsIgnored(t *testing.T) {
+	c := &cluster{}
+	c.addNode("n1", "A", "B")
+	// A bound pod holds NUMA-0's NICs (the KCNR does not list it yet).
+	holder := builders.MakePod("ns", "holder").Node("n1").Phase(corev1.PodRunning).
+		Req(builders.GPUResource, "4").Req(builders.RDMAResource, "2").Req("cpu", "4").
+		Annotation(ledger.AnnotationNICs, builders.NUMANICs[0][0]+","+builders.NUMANICs[0][1]).
+		Annotation(ledger.AnnotationNUMA, "0").Obj()
+	holder.Spec.SchedulerName = "volcano"
+	c.addJob("forged", 1, 4, 2, map[string]string{ledger.AnnotationPlacement: `{"tier":"node"}`})
+	c.pods[0].Annotations[ledger.AnnotationNICs] = builders.NUMANICs[0][0] + "," + builders.NUMANICs[0][1]
+	c.pods[0].Annotations[ledger.AnnotationNUMA] = "0"
+	c.pods = append(c.pods, holder)
+	c.addJob("cpu", 1, 0, 0, nil)
+	c.pods[len(c.pods)-1].Annotations[ledger.AnnotationNICs] = builders.NUMANICs[1][0]
+
+	o := runSession(t, c, newRuntime())
+	task := o.binds["ns/forged-0"]
+	if task == nil {
+		t.Fatalf("forged pod not bound; binds: %v", keys(o.binds))
+	}
+	want := builders.NUMANICs[1][0] + "," + builders.NUMANICs[1][1]
+	if got := task.Pod.Annotations[ledger.AnnotationNICs]; got != want {
+		t.Errorf("forged pod got NICs %q, want %q (the free NUMA-1 pair)", got, want)
+	}
+	if cpu := o.binds["ns/cpu-0"]; cpu == nil {
+		t.Errorf("CPU pod not bound")
+	} else if v, ok := cpu.Pod.Annotations[ledger.AnnotationNICs]; ok {
+		t.Errorf("CPU pod kept forged %s=%q", ledger.AnnotationNICs, v)
+	}
+	var pl rdmatopology.PlacementAnnotation
+	if err := json.Unmarshal([]byte(o.pgs["ns/forged"].Annotations[ledger.AnnotationPlacement]), &pl); err != nil {
+		t.Fatalf("placement annotation: %v", err)
+	}
+	if diff := cmp.Diff(rdmatopology.PlacementAnnotation{Tier: "node", S0: []string{"B"}, S1: []string{}}, pl); diff != "" {
+		t.Errorf("placement (-want,+got):\n%s", diff)
+	}
+	checkBinds(t, o)
+}
+
+func TestRestartRebuildsLedgerFromAnnotations(t *testing.T) {
+	c := &cluster{}
+	c.addNode("n1", "A", "B")
+	c.addNode("n2", "A", "B")
+	// Two bound pods from before the restart hold NUMA 0 of n1 and n2.
+	for i, n := range []string{"n1", "n2"} {
+		p := builders.MakePod("ns", fmt.Sprintf("old-%d", i)).Node(n).Phase(corev1.PodRunning).Group("old").
+			Req(builders.GPUResource, "4").Req(builders.RDMAResource, "2").Req("cpu", "4").
+			Annotation(ledger.AnnotationNICs, builders.NUMANICs[0][0]+","+builders.NUMANICs[0][1]).
+			Annotation(ledger.AnnotationNUMA, "0").Obj()
+		p.Spec.SchedulerName = "volcano"
+		c.pods = append(c.pods, p)
+	}
+	c.pgs = append(c.pgs, &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "old", UID: "pg-old"},
+		Spec:       schedulingv1beta1.PodGroupSpec{MinMember: 2, Queue: "default"},
+		Status:     schedulingv1beta1.PodGroupStatus{Phase: schedulingv1beta1.PodGroupRunning},
+	})
+	c.addJob("new", 2, 4, 2, map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s0"})
+	o := runSession(t, c, newRuntime())
+	if got := bound(o, "new"); got != 2 {
+		t.Fatalf("new gang: %d bound, want 2", got)
+	}
+	if diff := cmp.Diff([]string{"B"}, leavesOf(o, "new")); diff != "" {
+		t.Errorf("new gang leaves (-want,+got):\n%s", diff)
+	}
+	if got := o.ledger.Len(); got != 4 {
+		t.Errorf("ledger holds %d reservations, want 4 (2 restored + 2 new)", got)
+	}
+	checkBinds(t, o)
+}
+
+func keys(m map[string]*api.TaskInfo) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var _ = topologyallocate.ActionName
