@@ -1,0 +1,624 @@
+// Package sim runs the real Volcano scheduler, session after session, on
+// Volcano's mock scheduler cache: the actions and plugins of a
+// volcano-scheduler.conf, a recording binder instead of an API server, and
+// a small store of objects standing in for the API server (binds, pod
+// status and PodGroup status are written back between cycles, as the
+// informers would deliver them).
+//
+// It is the engine of `rdmatopo simulate`, and a library for benchmarks and
+// soak tests: a bind hook can fail binds, a per-cycle callback observes each
+// cycle, and nodes, KCNRs, pods and PodGroups can be added or removed
+// between cycles.
+//
+// Volcano keeps process-wide state (registries, scheduler options, the
+// enabled-action map, the rdma-topology runtime). Cycles of different
+// Simulators are therefore serialised by a package lock, and a Simulator
+// itself is not safe for concurrent use.
+package sim
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	schedulingscheme "volcano.sh/apis/pkg/apis/scheduling/scheme"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	"volcano.sh/volcano/cmd/scheduler/app/options"
+	"volcano.sh/volcano/pkg/scheduler/api"
+	"volcano.sh/volcano/pkg/scheduler/cache"
+	volcanoconf "volcano.sh/volcano/pkg/scheduler/conf"
+	"volcano.sh/volcano/pkg/scheduler/framework"
+
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/workload"
+	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
+)
+
+// Options tune a Simulator. The zero value is ready to use.
+type Options struct {
+	// SchedulerName is the scheduler the pods must name; default "volcano".
+	SchedulerName string
+	// BindHook, when set, decides whether each bind succeeds.
+	BindHook BindHook
+	// OnCycle, when set, is called after every cycle with its report.
+	OnCycle func(*CycleReport)
+	// NodesToFindPercent is Volcano's percentage-nodes-to-find: how many of
+	// the feasible nodes the predicate step collects per pod. 0 means 100:
+	// every node, which keeps simulations reproducible (Volcano's own
+	// default is adaptive, and which nodes its parallel workers find first
+	// varies). Negative selects Volcano's adaptive default.
+	NodesToFindPercent int32
+}
+
+// CycleReport says what one scheduling cycle did.
+type CycleReport struct {
+	// Cycle is 1-based.
+	Cycle int
+	// Duration covers the session only: OpenSession, every action's
+	// Execute and CloseSession (not the simulator's write-back).
+	Duration time.Duration
+	// Binds lists the successful binds, in the order Volcano issued them.
+	Binds []BindRecord
+	// FailedBinds lists the binds the hook failed; their pods are pending
+	// again.
+	FailedBinds []BindRecord
+	// Evicted lists the pods ("namespace/name") the cycle evicted; they are
+	// deleted.
+	Evicted []string
+}
+
+// Progress reports whether the cycle changed the cluster.
+func (r *CycleReport) Progress() bool { return len(r.Binds) > 0 || len(r.Evicted) > 0 }
+
+// PodState is a pod as the simulated API server holds it.
+type PodState struct {
+	// Pod is a copy of the current object.
+	Pod *corev1.Pod
+	// Workload is true for pods submitted for scheduling (false for pods
+	// that were bound when the simulation started).
+	Workload bool
+	// BoundCycle is the cycle that bound the pod (0: not bound by the
+	// simulator).
+	BoundCycle int
+	// Evicted is the eviction reason of a pod the scheduler evicted (the
+	// pod is then gone from the cluster).
+	Evicted string
+}
+
+// podEntry is the store's record of a pod.
+type podEntry struct {
+	pod        *corev1.Pod
+	workload   bool
+	boundCycle int
+	evicted    string
+	deleted    bool
+}
+
+// Simulator drives Volcano sessions over a simulated cluster.
+type Simulator struct {
+	conf    *Conf
+	opts    Options
+	tiers   []volcanoconf.Tier
+	cache   *cache.SchedulerCache
+	runtime *rdmatopology.Runtime
+	binder  *recordingBinder
+	evictor *recordingEvictor
+	status  *statusRecorder
+	events  *eventRecorder
+
+	// The simulated API server: objects by key, and keys in arrival order.
+	nodes     map[string]*corev1.Node
+	nodeOrder []string
+	cnrs      map[string]*v1alpha1.CustomNodeResource
+	cnrOrder  []string
+	pods      map[string]*podEntry
+	podOrder  []string
+	podGroups map[string]*schedulingv1beta1.PodGroup
+	pgOrder   []string
+	queues    map[string]bool
+	classes   map[string]bool
+
+	cycle int
+	rv    int64
+}
+
+var (
+	// cycleMu serialises sessions of all simulators (Volcano's global
+	// state is shared).
+	cycleMu sync.Mutex
+	// optionsOnce installs Volcano's scheduler options once.
+	optionsOnce sync.Once
+)
+
+// ensureOptions installs Volcano's default scheduler options (what
+// options.Default does, without touching the process's command-line flags).
+func ensureOptions() {
+	optionsOnce.Do(func() {
+		if options.ServerOpts != nil {
+			return
+		}
+		s := options.NewServerOption()
+		s.AddFlags(pflag.NewFlagSet("rdmatopo-sim", pflag.ContinueOnError))
+		s.RegisterOptions()
+	})
+}
+
+// New builds a simulator over cluster (nodes, KCNRs and bound pods). The
+// conf's actions and plugins run every cycle; the rdma-topology plugin gets
+// a runtime fed with the cluster's nodes and KCNRs.
+func New(c *Conf, cluster *workload.Cluster, opts Options) (*Simulator, error) {
+	if c == nil {
+		return nil, fmt.Errorf("sim.New: nil conf")
+	}
+	if cluster == nil {
+		cluster = &workload.Cluster{}
+	}
+	if opts.SchedulerName == "" {
+		opts.SchedulerName = workload.DefaultSchedulerName
+	}
+	ensureOptions()
+	s := &Simulator{
+		conf:      c,
+		opts:      opts,
+		tiers:     withTieBreak(c.Tiers),
+		runtime:   rdmatopology.NewRuntime(c.Topology),
+		binder:    &recordingBinder{hook: opts.BindHook},
+		evictor:   &recordingEvictor{},
+		status:    &statusRecorder{},
+		events:    &eventRecorder{},
+		nodes:     map[string]*corev1.Node{},
+		cnrs:      map[string]*v1alpha1.CustomNodeResource{},
+		pods:      map[string]*podEntry{},
+		podGroups: map[string]*schedulingv1beta1.PodGroup{},
+		queues:    map[string]bool{},
+		classes:   map[string]bool{},
+	}
+	s.cache = cache.NewCustomMockSchedulerCache(opts.SchedulerName, s.binder, s.evictor, s.status, nil, nil, s.events)
+	for _, n := range cluster.Nodes {
+		s.UpsertNode(n)
+	}
+	for _, cnr := range cluster.CNRs {
+		s.UpsertCNR(cnr)
+	}
+	for _, p := range cluster.Pods {
+		if p.Spec.NodeName == "" {
+			return nil, fmt.Errorf("cluster pod %s/%s is not bound", p.Namespace, p.Name)
+		}
+		if err := s.addPod(p, false); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// nextRV returns a fresh resourceVersion.
+func (s *Simulator) nextRV() string {
+	s.rv++
+	return fmt.Sprint(s.rv)
+}
+
+// Submit adds a workload: its Queues, PriorityClasses, PodGroups and
+// pending Pods. Names must not clash with objects already present.
+func (s *Simulator) Submit(set *workload.Set) error {
+	for _, q := range set.Queues {
+		if s.queues[q.Name] {
+			continue
+		}
+		s.queues[q.Name] = true
+		s.cache.AddQueueV1beta1(q.DeepCopy())
+	}
+	for _, pc := range set.PriorityClasses {
+		if s.classes[pc.Name] {
+			continue
+		}
+		s.classes[pc.Name] = true
+		s.cache.AddPriorityClass(pc.DeepCopy())
+	}
+	for _, pg := range set.PodGroups {
+		if err := s.AddPodGroup(pg); err != nil {
+			return err
+		}
+	}
+	for _, p := range set.Pods {
+		if p.Spec.NodeName != "" {
+			return fmt.Errorf("workload pod %s/%s is already bound", p.Namespace, p.Name)
+		}
+		if err := s.addPod(p, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AddPriorityClass adds a PriorityClass (ignored if one of the name exists).
+func (s *Simulator) AddPriorityClass(pc *schedulingv1.PriorityClass) {
+	if !s.classes[pc.Name] {
+		s.classes[pc.Name] = true
+		s.cache.AddPriorityClass(pc.DeepCopy())
+	}
+}
+
+// AddPodGroup adds a PodGroup.
+func (s *Simulator) AddPodGroup(pg *schedulingv1beta1.PodGroup) error {
+	key := pg.Namespace + "/" + pg.Name
+	if _, ok := s.podGroups[key]; ok {
+		return fmt.Errorf("PodGroup %s already exists", key)
+	}
+	obj := pg.DeepCopy()
+	obj.ResourceVersion = s.nextRV()
+	s.podGroups[key] = obj
+	s.pgOrder = append(s.pgOrder, key)
+	s.cache.AddPodGroupV1beta1(obj.DeepCopy())
+	return nil
+}
+
+// DeletePodGroup removes a PodGroup (its pods stay until deleted).
+func (s *Simulator) DeletePodGroup(namespace, name string) error {
+	key := namespace + "/" + name
+	pg, ok := s.podGroups[key]
+	if !ok {
+		return fmt.Errorf("PodGroup %s does not exist", key)
+	}
+	delete(s.podGroups, key)
+	s.pgOrder = removeKey(s.pgOrder, key)
+	s.cache.DeletePodGroupV1beta1(pg)
+	return nil
+}
+
+// AddPod adds a pod: pending (spec.nodeName empty) pods are submitted for
+// scheduling, bound ones occupy their node.
+func (s *Simulator) AddPod(p *corev1.Pod) error {
+	return s.addPod(p, p.Spec.NodeName == "")
+}
+
+func (s *Simulator) addPod(p *corev1.Pod, pending bool) error {
+	key := p.Namespace + "/" + p.Name
+	if e, ok := s.pods[key]; ok && !e.deleted {
+		return fmt.Errorf("pod %s already exists", key)
+	}
+	obj := p.DeepCopy()
+	obj.ResourceVersion = s.nextRV()
+	if !pending && obj.Status.Phase == "" {
+		obj.Status.Phase = corev1.PodRunning
+	}
+	if pending && obj.Status.Phase == "" {
+		obj.Status.Phase = corev1.PodPending
+	}
+	if _, ok := s.pods[key]; !ok {
+		s.podOrder = append(s.podOrder, key)
+	}
+	s.pods[key] = &podEntry{pod: obj, workload: pending}
+	s.cache.AddPod(obj.DeepCopy())
+	return nil
+}
+
+// DeletePod removes a pod (a finished or deleted pod frees its node).
+func (s *Simulator) DeletePod(namespace, name string) error {
+	key := namespace + "/" + name
+	e, ok := s.pods[key]
+	if !ok || e.deleted {
+		return fmt.Errorf("pod %s does not exist", key)
+	}
+	e.deleted = true
+	s.cache.DeletePod(e.pod)
+	return nil
+}
+
+// UpsertNode adds or replaces a Node (in the scheduler cache and in the
+// rdma-topology fabric).
+func (s *Simulator) UpsertNode(n *corev1.Node) {
+	obj := n.DeepCopy()
+	obj.ResourceVersion = s.nextRV()
+	if _, ok := s.nodes[obj.Name]; !ok {
+		s.nodeOrder = append(s.nodeOrder, obj.Name)
+	}
+	s.nodes[obj.Name] = obj
+	_ = s.cache.AddOrUpdateNode(obj.DeepCopy()) // never fails
+	s.runtime.Fabric.UpsertNode(obj)
+}
+
+// DeleteNode removes a Node; pods bound to it stay until deleted.
+func (s *Simulator) DeleteNode(name string) error {
+	if _, ok := s.nodes[name]; !ok {
+		return fmt.Errorf("node %s does not exist", name)
+	}
+	delete(s.nodes, name)
+	s.nodeOrder = removeKey(s.nodeOrder, name)
+	s.runtime.Fabric.DeleteNode(name)
+	return s.cache.RemoveNode(name)
+}
+
+// UpsertCNR adds or replaces a KCNR in the rdma-topology fabric.
+func (s *Simulator) UpsertCNR(cnr *v1alpha1.CustomNodeResource) {
+	obj := cnr.DeepCopy()
+	obj.ResourceVersion = s.nextRV()
+	if _, ok := s.cnrs[obj.Name]; !ok {
+		s.cnrOrder = append(s.cnrOrder, obj.Name)
+	}
+	s.cnrs[obj.Name] = obj
+	s.runtime.Fabric.UpsertCNR(obj)
+}
+
+// DeleteCNR removes a KCNR from the fabric.
+func (s *Simulator) DeleteCNR(name string) error {
+	if _, ok := s.cnrs[name]; !ok {
+		return fmt.Errorf("CustomNodeResource %s does not exist", name)
+	}
+	delete(s.cnrs, name)
+	s.cnrOrder = removeKey(s.cnrOrder, name)
+	s.runtime.Fabric.DeleteCNR(name)
+	return nil
+}
+
+// removeKey deletes one key from an order slice.
+func removeKey(keys []string, key string) []string {
+	for i, k := range keys {
+		if k == key {
+			return append(keys[:i:i], keys[i+1:]...)
+		}
+	}
+	return keys
+}
+
+// Run runs cycles until one binds and evicts nothing, or maxCycles cycles
+// ran (maxCycles <= 0: no limit). It returns the reports of every cycle,
+// the last one included; running out of cycles while still binding is an
+// error.
+func (s *Simulator) Run(maxCycles int) ([]*CycleReport, error) {
+	var reports []*CycleReport
+	for i := 0; maxCycles <= 0 || i < maxCycles; i++ {
+		rep, err := s.RunCycle()
+		if err != nil {
+			return reports, err
+		}
+		reports = append(reports, rep)
+		if !rep.Progress() {
+			return reports, nil
+		}
+	}
+	return reports, fmt.Errorf("still binding after %d cycles", maxCycles)
+}
+
+// RunCycle runs one scheduling cycle: a session with every action of the
+// conf, then the write-back of binds, evictions and status. A panic inside
+// Volcano or a plugin is returned as an error.
+func (s *Simulator) RunCycle() (rep *CycleReport, err error) {
+	cycleMu.Lock()
+	defer cycleMu.Unlock()
+	s.cycle++
+	s.events.setCycle(s.cycle)
+	s.install()
+	rep = &CycleReport{Cycle: s.cycle}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("scheduling cycle %d panicked: %v", s.cycle, r)
+		}
+	}()
+	start := time.Now()
+	ssn := framework.OpenSession(s.cache, s.tiers, s.conf.Configurations)
+	for _, a := range s.conf.Actions {
+		a.Execute(ssn)
+	}
+	framework.CloseSession(ssn)
+	rep.Duration = time.Since(start)
+
+	s.applyBinds(rep)
+	s.applyEvictions(rep)
+	s.applyStatus()
+	if s.opts.OnCycle != nil {
+		s.opts.OnCycle(rep)
+	}
+	return rep, nil
+}
+
+// install sets Volcano's and rdma-topology's process-wide state for this
+// simulator (caller holds cycleMu).
+func (s *Simulator) install() {
+	enabled := make(map[string]bool, len(s.conf.Actions))
+	for _, a := range s.conf.Actions {
+		enabled[a.Name()] = true
+	}
+	volcanoconf.EnabledActionMap = enabled
+	pct := s.opts.NodesToFindPercent
+	switch {
+	case pct == 0:
+		pct = 100
+	case pct < 0:
+		pct = 0
+	}
+	options.ServerOpts.PercentageOfNodesToFind = pct
+	rdmatopology.SetRuntime(s.runtime)
+}
+
+// applyBinds hands the cycle's bind requests to the cache's binder (as
+// Volcano's bind worker would), then writes each outcome back: a bound pod
+// gets its node, the annotations it carried at bind time (the API server
+// merges a Binding's annotations into the pod) and phase Running; a pod
+// whose bind failed is re-added as pending, as a resync from the API
+// server would.
+func (s *Simulator) applyBinds(rep *CycleReport) {
+	var tasks []*api.TaskInfo
+	for drained := false; !drained; {
+		select {
+		case t := <-s.cache.BindFlowChannel:
+			tasks = append(tasks, t)
+		default:
+			drained = true
+		}
+	}
+	if len(tasks) > 0 {
+		s.cache.Bind(tasks)
+	}
+	for _, rec := range s.binder.take() {
+		key := rec.Pod.Namespace + "/" + rec.Pod.Name
+		e, ok := s.pods[key]
+		if !ok || e.deleted {
+			continue
+		}
+		old := e.pod
+		if rec.Err != nil {
+			rep.FailedBinds = append(rep.FailedBinds, rec)
+			s.cache.DeletePod(old)
+			s.cache.AddPod(old.DeepCopy())
+			continue
+		}
+		bound := old.DeepCopy()
+		for k, v := range rec.Pod.Annotations {
+			if bound.Annotations == nil {
+				bound.Annotations = map[string]string{}
+			}
+			bound.Annotations[k] = v
+		}
+		bound.Spec.NodeName = rec.Node
+		bound.Status.Phase = corev1.PodRunning
+		bound.Status.Conditions = []corev1.PodCondition{{
+			Type: corev1.PodScheduled, Status: corev1.ConditionTrue,
+		}}
+		bound.ResourceVersion = s.nextRV()
+		s.cache.UpdatePod(old, bound.DeepCopy())
+		e.pod, e.boundCycle = bound, s.cycle
+		rep.Binds = append(rep.Binds, rec)
+	}
+}
+
+// applyEvictions deletes the pods the cycle evicted: the tasks the cache
+// now holds as Releasing whose pods are not already terminating.
+func (s *Simulator) applyEvictions(rep *CycleReport) {
+	var keys []string
+	s.cache.Mutex.Lock()
+	for _, job := range s.cache.Jobs {
+		for _, t := range job.Tasks {
+			if t.Status == api.Releasing && t.Pod.DeletionTimestamp == nil {
+				keys = append(keys, t.Namespace+"/"+t.Name)
+			}
+		}
+	}
+	s.cache.Mutex.Unlock()
+	sort.Strings(keys)
+	for _, key := range keys {
+		e, ok := s.pods[key]
+		if !ok || e.deleted {
+			continue
+		}
+		e.evicted = s.evictionReason(key)
+		e.deleted = true
+		s.cache.DeletePod(e.pod)
+		rep.Evicted = append(rep.Evicted, key)
+	}
+}
+
+// evictionReason waits briefly for Volcano's evict goroutine to report the
+// reason of an eviction (it always runs; the wait is bounded).
+func (s *Simulator) evictionReason(key string) string {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		s.evictor.mu.Lock()
+		reason, ok := s.evictor.reasons[key]
+		s.evictor.mu.Unlock()
+		if ok {
+			return reason
+		}
+		if time.Now().After(deadline) {
+			return "evicted"
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// applyStatus writes the PodGroup status (and annotations) the session
+// produced back into the store and the cache, with a new resourceVersion
+// (the cache ignores updates that keep it), and keeps the pod conditions
+// Volcano wrote on pending pods.
+func (s *Simulator) applyStatus() {
+	pgs, pods := s.status.take()
+	ids := make([]string, 0, len(pgs))
+	for id := range pgs {
+		ids = append(ids, string(id))
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		old, ok := s.podGroups[id]
+		if !ok {
+			continue
+		}
+		next := &schedulingv1beta1.PodGroup{}
+		if err := schedulingscheme.Scheme.Convert(&pgs[api.JobID(id)].PodGroup, next, nil); err != nil {
+			continue // cannot happen for a PodGroup Volcano itself converted
+		}
+		next.TypeMeta = old.TypeMeta
+		next.ResourceVersion = s.nextRV()
+		s.cache.UpdatePodGroupV1beta1(old, next.DeepCopy())
+		s.podGroups[id] = next
+	}
+	for key, p := range pods {
+		e, ok := s.pods[key]
+		if !ok || e.deleted || e.pod.Spec.NodeName != "" {
+			continue
+		}
+		cur := e.pod.DeepCopy()
+		cur.Status.Conditions = p.Status.Conditions
+		cur.Status.NominatedNodeName = p.Status.NominatedNodeName
+		e.pod = cur
+	}
+}
+
+// Cycle returns the number of cycles run so far.
+func (s *Simulator) Cycle() int { return s.cycle }
+
+// Conf returns the simulator's scheduler conf.
+func (s *Simulator) Conf() *Conf { return s.conf }
+
+// Pods returns every pod ever added, in arrival order, with its state.
+// Deleted pods are left out unless they were evicted.
+func (s *Simulator) Pods() []PodState {
+	out := make([]PodState, 0, len(s.podOrder))
+	for _, key := range s.podOrder {
+		e := s.pods[key]
+		if e.deleted && e.evicted == "" {
+			continue
+		}
+		out = append(out, PodState{Pod: e.pod.DeepCopy(), Workload: e.workload, BoundCycle: e.boundCycle, Evicted: e.evicted})
+	}
+	return out
+}
+
+// PodGroups returns the PodGroups in arrival order, as last written.
+func (s *Simulator) PodGroups() []*schedulingv1beta1.PodGroup {
+	out := make([]*schedulingv1beta1.PodGroup, 0, len(s.pgOrder))
+	for _, key := range s.pgOrder {
+		out = append(out, s.podGroups[key].DeepCopy())
+	}
+	return out
+}
+
+// Nodes returns the nodes in arrival order.
+func (s *Simulator) Nodes() []*corev1.Node {
+	out := make([]*corev1.Node, 0, len(s.nodeOrder))
+	for _, name := range s.nodeOrder {
+		out = append(out, s.nodes[name].DeepCopy())
+	}
+	return out
+}
+
+// CNRs returns the KCNRs in arrival order.
+func (s *Simulator) CNRs() []*v1alpha1.CustomNodeResource {
+	out := make([]*v1alpha1.CustomNodeResource, 0, len(s.cnrOrder))
+	for _, name := range s.cnrOrder {
+		out = append(out, s.cnrs[name].DeepCopy())
+	}
+	return out
+}
+
+// Events returns every event emitted so far, in order.
+func (s *Simulator) Events() []Event { return s.events.all() }
+
+// Fabric builds the RDMA fabric of the current nodes and KCNRs, with the
+// conf's topology configuration.
+func (s *Simulator) Fabric() *topology.Fabric {
+	return topology.Build(s.conf.Topology, s.Nodes(), s.CNRs())
+}

@@ -1,0 +1,142 @@
+package workload
+
+import (
+	"time"
+
+	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Cluster is the state a simulation starts from: Nodes, their katalyst
+// CustomNodeResources (KCNRs) and the Pods already bound to them. Slices
+// keep input order.
+type Cluster struct {
+	Nodes []*corev1.Node
+	CNRs  []*v1alpha1.CustomNodeResource
+	// Pods are bound (spec.nodeName set) and not yet finished, or finished.
+	Pods []*corev1.Pod
+}
+
+// LoadCluster reads a cluster file: multi-document YAML or JSON holding
+// v1 Nodes, CustomNodeResources and bound v1 Pods (a v1 List of them also
+// works). file names the input in errors.
+func LoadCluster(file string, data []byte) (*Cluster, error) {
+	objs, err := readObjects(file, data)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{}
+	reg := registry{}
+	var clk clock
+	clk.next = Epoch.Add(-24 * time.Hour) // bound pods predate the workload
+	for _, r := range objs {
+		if ierr := clusterKinds.check(r); ierr != nil {
+			return nil, ierr
+		}
+		switch r.kind {
+		case KindNode:
+			n := &corev1.Node{}
+			if ierr := decodeStrict(r, n); ierr != nil {
+				return nil, ierr
+			}
+			if ierr := prepareNode(r, n, reg); ierr != nil {
+				return nil, ierr
+			}
+			c.Nodes = append(c.Nodes, n)
+		case KindCNR:
+			cnr := &v1alpha1.CustomNodeResource{}
+			if ierr := decodeStrict(r, cnr); ierr != nil {
+				return nil, ierr
+			}
+			if cnr.Name == "" {
+				return nil, r.errorf("metadata.name", "required (the KCNR is named like its node)")
+			}
+			if ierr := reg.add(r.origin, KindCNR, "", cnr.Name); ierr != nil {
+				return nil, ierr
+			}
+			c.CNRs = append(c.CNRs, cnr)
+		case KindPod:
+			p := &corev1.Pod{}
+			if ierr := decodeStrict(r, p); ierr != nil {
+				return nil, ierr
+			}
+			if ierr := prepareBoundPod(r, p, reg, &clk); ierr != nil {
+				return nil, ierr
+			}
+			c.Pods = append(c.Pods, p)
+		}
+	}
+	// A bound pod must sit on a node of the file.
+	nodes := make(map[string]bool, len(c.Nodes))
+	for _, n := range c.Nodes {
+		nodes[n.Name] = true
+	}
+	for _, p := range c.Pods {
+		if !nodes[p.Spec.NodeName] {
+			o := reg[objectKey{KindPod, p.Namespace, p.Name}]
+			return nil, o.errorf(KindPod, p.Namespace, p.Name, "spec.nodeName", "node %q is not defined in the cluster file", p.Spec.NodeName)
+		}
+	}
+	return c, nil
+}
+
+// prepareNode validates a Node and fills what a kubelet would have set.
+func prepareNode(r *rawObject, n *corev1.Node, reg registry) *InputError {
+	if n.Name == "" {
+		return r.errorf("metadata.name", "required")
+	}
+	r.name = n.Name
+	if ierr := reg.add(r.origin, KindNode, "", n.Name); ierr != nil {
+		return ierr
+	}
+	if n.Namespace != "" {
+		return r.errorf("metadata.namespace", "a Node is cluster-scoped; remove the namespace")
+	}
+	if len(n.Status.Allocatable) == 0 && len(n.Status.Capacity) > 0 {
+		n.Status.Allocatable = n.Status.Capacity.DeepCopy()
+	}
+	if len(n.Status.Allocatable) == 0 {
+		return r.errorf("status.allocatable", "required: a node without allocatable resources can hold no pod")
+	}
+	if n.UID == "" {
+		n.UID = StableUID(KindNode, "", n.Name)
+	}
+	return nil
+}
+
+// prepareBoundPod validates a Pod of the cluster file: it must be bound.
+func prepareBoundPod(r *rawObject, p *corev1.Pod, reg registry, clk *clock) *InputError {
+	if ierr := preparePod(r, p, reg, clk); ierr != nil {
+		return ierr
+	}
+	if p.Spec.NodeName == "" {
+		return r.errorf("spec.nodeName", "required: pods in the cluster file are already bound (pending pods belong in the workload)")
+	}
+	if p.Status.Phase == "" || p.Status.Phase == corev1.PodPending {
+		p.Status.Phase = corev1.PodRunning
+	}
+	return nil
+}
+
+// preparePod validates what every pod needs and applies API defaulting.
+func preparePod(r *rawObject, p *corev1.Pod, reg registry, clk *clock) *InputError {
+	if p.Name == "" {
+		return r.errorf("metadata.name", "required")
+	}
+	if p.Namespace == "" {
+		p.Namespace = DefaultNamespace
+	}
+	r.name, r.namespace = p.Name, p.Namespace
+	if ierr := reg.add(r.origin, KindPod, p.Namespace, p.Name); ierr != nil {
+		return ierr
+	}
+	if len(p.Spec.Containers) == 0 {
+		return r.errorf("spec.containers", "required: a pod needs at least one container")
+	}
+	defaultRequests(&p.Spec)
+	if p.UID == "" {
+		p.UID = StableUID(KindPod, p.Namespace, p.Name)
+	}
+	p.CreationTimestamp = timeOr(p.CreationTimestamp, clk)
+	return nil
+}

@@ -1,0 +1,83 @@
+package workload
+
+import (
+	"fmt"
+	"strings"
+)
+
+// InputError reports unusable input: the file, the object (kind and name,
+// or the document index when the object cannot be named) and the field.
+// Error() renders it as one line, fit for a CLI's stderr.
+type InputError struct {
+	// File is the input's name as the user gave it.
+	File string
+	// Doc is the 1-based YAML document index in File (0: the whole file).
+	Doc int
+	// Item is the 1-based index inside a List document (0: not in a List).
+	Item int
+	// Kind, Namespace and Name identify the object, when known.
+	Kind      string
+	Namespace string
+	Name      string
+	// Field is the JSON path of the offending field (e.g. spec.minMember),
+	// empty when the problem is the document as a whole.
+	Field string
+	// Msg says what is wrong.
+	Msg string
+}
+
+// Error renders "FILE: document N (Kind ns/name): FIELD: MSG".
+func (e *InputError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	b.WriteString(": ")
+	if e.Doc > 0 {
+		fmt.Fprintf(&b, "document %d", e.Doc)
+		if e.Item > 0 {
+			fmt.Fprintf(&b, " item %d", e.Item)
+		}
+		b.WriteString(" ")
+	}
+	if obj := e.object(); obj != "" {
+		b.WriteString("(" + obj + ")")
+	}
+	s := strings.TrimRight(b.String(), " ")
+	if e.Field != "" {
+		s += ": " + e.Field
+	}
+	msg := strings.ReplaceAll(e.Msg, "\n", " ")
+	return s + ": " + msg
+}
+
+// object renders "Kind ns/name", "Kind name" or "" when nothing is known.
+func (e *InputError) object() string {
+	id := e.Name
+	if e.Namespace != "" && e.Name != "" {
+		id = e.Namespace + "/" + e.Name
+	}
+	switch {
+	case e.Kind != "" && id != "":
+		return e.Kind + " " + id
+	case e.Kind != "":
+		return e.Kind
+	default:
+		return id
+	}
+}
+
+// origin records where an object came from, so later (cross-object)
+// validation can name it.
+type origin struct {
+	file string
+	doc  int
+	item int
+}
+
+// errorf builds an InputError for an object of this origin.
+func (o origin) errorf(kind, namespace, name, field, format string, args ...any) *InputError {
+	return &InputError{
+		File: o.file, Doc: o.doc, Item: o.item,
+		Kind: kind, Namespace: namespace, Name: name,
+		Field: field, Msg: fmt.Sprintf(format, args...),
+	}
+}

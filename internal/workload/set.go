@@ -1,0 +1,324 @@
+package workload
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+)
+
+// Set is a workload: the objects submitted for scheduling, with Volcano
+// Jobs and PyTorchJobs already expanded into PodGroups and Pods. Slices keep
+// input order (a job's pods in the order its controller creates them).
+type Set struct {
+	Queues          []*schedulingv1beta1.Queue
+	PriorityClasses []*schedulingv1.PriorityClass
+	PodGroups       []*schedulingv1beta1.PodGroup
+	Pods            []*corev1.Pod
+}
+
+// groupAnnotationField is the field path of a pod's PodGroup annotation.
+var groupAnnotationField = fmt.Sprintf("metadata.annotations[%q]", schedulingv1beta1.KubeGroupNameAnnotationKey)
+
+// pgSource remembers where a PodGroup came from, to name it in errors.
+type pgSource struct {
+	origin
+	kind, namespace, name string
+	// queueField is the field naming the queue in the source object.
+	queueField string
+}
+
+// podSource remembers where a Pod came from.
+type podSource struct {
+	origin
+	kind, namespace, name string
+	// prefix turns a pod field into the source object's field (for pods
+	// expanded from a job template).
+	prefix string
+}
+
+// LoadWorkload reads a workload file: multi-document YAML or JSON holding
+// Queues, PodGroups and Pods (scheduling.k8s.io/group-name annotation
+// required), Volcano Jobs, PyTorchJobs and PriorityClasses. A "default"
+// Queue is added unless the file defines Queues.
+func LoadWorkload(file string, data []byte) (*Set, error) {
+	objs, err := readObjects(file, data)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range objs {
+		if ierr := workloadKinds.check(r); ierr != nil {
+			return nil, ierr
+		}
+	}
+	b := &setBuilder{set: &Set{}, reg: registry{}, classes: map[string]int32{}}
+	// Priority classes first: jobs anywhere in the file may name them.
+	for _, r := range objs {
+		if r.kind == KindPriorityClass {
+			if ierr := b.addPriorityClass(r); ierr != nil {
+				return nil, ierr
+			}
+		}
+	}
+	for _, r := range objs {
+		if ierr := b.add(r); ierr != nil {
+			return nil, ierr
+		}
+	}
+	if ierr := b.finish(); ierr != nil {
+		return nil, ierr
+	}
+	return b.set, nil
+}
+
+// setBuilder accumulates a Set and what cross-object checks need.
+type setBuilder struct {
+	set     *Set
+	reg     registry
+	clk     clock
+	classes map[string]int32
+	pgs     map[string]pgSource // by namespace/name
+	pods    []podSource         // parallel to set.Pods
+}
+
+// add decodes one object and adds it (expanded) to the set.
+func (b *setBuilder) add(r *rawObject) *InputError {
+	switch r.kind {
+	case KindQueue:
+		q := &schedulingv1beta1.Queue{}
+		if ierr := decodeStrict(r, q); ierr != nil {
+			return ierr
+		}
+		return b.addQueue(r, q)
+	case KindPodGroup:
+		pg := &schedulingv1beta1.PodGroup{}
+		if ierr := decodeStrict(r, pg); ierr != nil {
+			return ierr
+		}
+		return b.addPodGroup(r, pg)
+	case KindPod:
+		p := &corev1.Pod{}
+		if ierr := decodeStrict(r, p); ierr != nil {
+			return ierr
+		}
+		return b.addPod(r, p)
+	case KindVolcanoJob:
+		job := &batchv1alpha1.Job{}
+		if ierr := decodeStrict(r, job); ierr != nil {
+			return ierr
+		}
+		if ierr := b.reg.add(r.origin, KindVolcanoJob, job.Namespace, job.Name); ierr != nil {
+			return ierr
+		}
+		pg, pods, ierr := expandVolcanoJob(r, job, b.classes, &b.clk)
+		if ierr != nil {
+			return ierr
+		}
+		return b.addExpanded(r, pg, pods, "spec.queue", "spec.tasks[].template.")
+	case KindPyTorchJob:
+		job := &PyTorchJob{}
+		if ierr := decodeStrict(r, job); ierr != nil {
+			return ierr
+		}
+		if ierr := b.reg.add(r.origin, KindPyTorchJob, job.Namespace, job.Name); ierr != nil {
+			return ierr
+		}
+		pg, pods, ierr := expandPyTorchJob(r, job, b.classes, &b.clk)
+		if ierr != nil {
+			return ierr
+		}
+		return b.addExpanded(r, pg, pods, "spec.runPolicy.schedulingPolicy.queue", "spec.pytorchReplicaSpecs[].template.")
+	}
+	return nil // PriorityClasses were added first
+}
+
+// addPriorityClass decodes a PriorityClass.
+func (b *setBuilder) addPriorityClass(r *rawObject) *InputError {
+	pc := &schedulingv1.PriorityClass{}
+	if ierr := decodeStrict(r, pc); ierr != nil {
+		return ierr
+	}
+	if pc.Name == "" {
+		return r.errorf("metadata.name", "required")
+	}
+	r.name = pc.Name
+	if ierr := b.reg.add(r.origin, KindPriorityClass, "", pc.Name); ierr != nil {
+		return ierr
+	}
+	b.classes[pc.Name] = pc.Value
+	b.set.PriorityClasses = append(b.set.PriorityClasses, pc)
+	return nil
+}
+
+// addQueue validates a Queue and applies Volcano's defaults (weight 1,
+// reclaimable, state Open).
+func (b *setBuilder) addQueue(r *rawObject, q *schedulingv1beta1.Queue) *InputError {
+	if q.Name == "" {
+		return r.errorf("metadata.name", "required")
+	}
+	r.name = q.Name
+	if ierr := b.reg.add(r.origin, KindQueue, "", q.Name); ierr != nil {
+		return ierr
+	}
+	if q.Spec.Weight < 0 {
+		return r.errorf("spec.weight", "must be >= 0, got %d", q.Spec.Weight)
+	}
+	if q.Spec.Weight == 0 {
+		q.Spec.Weight = 1
+	}
+	if q.Spec.Reclaimable == nil {
+		t := true
+		q.Spec.Reclaimable = &t
+	}
+	if q.Status.State == "" {
+		q.Status.State = schedulingv1beta1.QueueStateOpen
+	}
+	if q.UID == "" {
+		q.UID = StableUID(KindQueue, "", q.Name)
+	}
+	q.CreationTimestamp = timeOr(q.CreationTimestamp, &b.clk)
+	b.set.Queues = append(b.set.Queues, q)
+	return nil
+}
+
+// addPodGroup validates a PodGroup of the file.
+func (b *setBuilder) addPodGroup(r *rawObject, pg *schedulingv1beta1.PodGroup) *InputError {
+	if pg.Name == "" {
+		return r.errorf("metadata.name", "required")
+	}
+	if pg.Namespace == "" {
+		pg.Namespace = DefaultNamespace
+	}
+	r.name, r.namespace = pg.Name, pg.Namespace
+	if pg.Spec.MinMember < 0 {
+		return r.errorf("spec.minMember", "must be >= 0, got %d", pg.Spec.MinMember)
+	}
+	if pg.UID == "" {
+		pg.UID = StableUID(KindPodGroup, pg.Namespace, pg.Name)
+	}
+	pg.CreationTimestamp = timeOr(pg.CreationTimestamp, &b.clk)
+	src := pgSource{origin: r.origin, kind: KindPodGroup, namespace: pg.Namespace, name: pg.Name, queueField: "spec.queue"}
+	return b.putPodGroup(src, pg)
+}
+
+// putPodGroup defaults and records a PodGroup.
+func (b *setBuilder) putPodGroup(src pgSource, pg *schedulingv1beta1.PodGroup) *InputError {
+	if ierr := b.reg.add(src.origin, KindPodGroup, pg.Namespace, pg.Name); ierr != nil {
+		ierr.Kind, ierr.Namespace, ierr.Name = src.kind, src.namespace, src.name
+		ierr.Msg = fmt.Sprintf("PodGroup %s/%s is defined twice (%s)", pg.Namespace, pg.Name, ierr.Msg)
+		return ierr
+	}
+	if pg.Spec.Queue == "" {
+		pg.Spec.Queue = DefaultQueue
+	}
+	if pg.Status.Phase == "" {
+		pg.Status.Phase = schedulingv1beta1.PodGroupPending
+	}
+	if b.pgs == nil {
+		b.pgs = map[string]pgSource{}
+	}
+	b.pgs[pg.Namespace+"/"+pg.Name] = src
+	b.set.PodGroups = append(b.set.PodGroups, pg)
+	return nil
+}
+
+// addPod validates a pending Pod of the file.
+func (b *setBuilder) addPod(r *rawObject, p *corev1.Pod) *InputError {
+	if ierr := preparePod(r, p, b.reg, &b.clk); ierr != nil {
+		return ierr
+	}
+	src := podSource{origin: r.origin, kind: KindPod, namespace: p.Namespace, name: p.Name}
+	if p.Spec.NodeName != "" {
+		return r.errorf("spec.nodeName", "must be empty: workload pods are pending (bound pods belong in the cluster file)")
+	}
+	if p.Annotations[schedulingv1beta1.KubeGroupNameAnnotationKey] == "" {
+		return r.errorf(groupAnnotationField, "required: every workload pod belongs to a PodGroup")
+	}
+	switch p.Spec.SchedulerName {
+	case "":
+		p.Spec.SchedulerName = DefaultSchedulerName
+	case DefaultSchedulerName:
+	default:
+		return r.errorf("spec.schedulerName", "%q: only pods for the %q scheduler are simulated", p.Spec.SchedulerName, DefaultSchedulerName)
+	}
+	return b.putPod(src, p)
+}
+
+// addExpanded records a job's PodGroup and pods.
+func (b *setBuilder) addExpanded(r *rawObject, pg *schedulingv1beta1.PodGroup, pods []*corev1.Pod, queueField, podPrefix string) *InputError {
+	src := pgSource{origin: r.origin, kind: r.kind, namespace: r.namespace, name: r.name, queueField: queueField}
+	if ierr := b.putPodGroup(src, pg); ierr != nil {
+		return ierr
+	}
+	for _, p := range pods {
+		if ierr := b.reg.add(r.origin, KindPod, p.Namespace, p.Name); ierr != nil {
+			ierr.Kind, ierr.Namespace, ierr.Name = r.kind, r.namespace, r.name
+			ierr.Msg = fmt.Sprintf("generated pod %s/%s clashes with another pod (%s)", p.Namespace, p.Name, ierr.Msg)
+			return ierr
+		}
+		psrc := podSource{origin: r.origin, kind: r.kind, namespace: r.namespace, name: r.name, prefix: podPrefix}
+		if ierr := b.putPod(psrc, p); ierr != nil {
+			return ierr
+		}
+	}
+	return nil
+}
+
+// putPod applies the priority admission and records a pod.
+func (b *setBuilder) putPod(src podSource, p *corev1.Pod) *InputError {
+	if name := p.Spec.PriorityClassName; name != "" {
+		v, ok := b.classes[name]
+		if !ok && !strings.HasPrefix(name, "system-") {
+			return src.origin.errorf(src.kind, src.namespace, src.name, src.prefix+"spec.priorityClassName", "no PriorityClass named %q in the workload", name)
+		}
+		p.Spec.Priority = &v
+	}
+	b.pods = append(b.pods, src)
+	b.set.Pods = append(b.set.Pods, p)
+	return nil
+}
+
+// finish adds the default queue and checks references between objects.
+func (b *setBuilder) finish() *InputError {
+	if len(b.set.Queues) == 0 {
+		b.set.Queues = append(b.set.Queues, NewDefaultQueue())
+	}
+	queues := make(map[string]bool, len(b.set.Queues))
+	for _, q := range b.set.Queues {
+		queues[q.Name] = true
+	}
+	for _, pg := range b.set.PodGroups {
+		if !queues[pg.Spec.Queue] {
+			src := b.pgs[pg.Namespace+"/"+pg.Name]
+			return src.origin.errorf(src.kind, src.namespace, src.name, src.queueField, "queue %q is not defined in the workload", pg.Spec.Queue)
+		}
+	}
+	for i, p := range b.set.Pods {
+		group := p.Annotations[schedulingv1beta1.KubeGroupNameAnnotationKey]
+		if _, ok := b.pgs[p.Namespace+"/"+group]; !ok {
+			src := b.pods[i]
+			return src.origin.errorf(src.kind, src.namespace, src.name, groupAnnotationField, "PodGroup %s/%s is not defined in the workload", p.Namespace, group)
+		}
+	}
+	return nil
+}
+
+// NewDefaultQueue returns the "default" Queue Volcano creates at start-up.
+func NewDefaultQueue() *schedulingv1beta1.Queue {
+	reclaimable := true
+	return &schedulingv1beta1.Queue{
+		TypeMeta: metav1.TypeMeta{APIVersion: APIVersionScheduling, Kind: KindQueue},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              DefaultQueue,
+			UID:               StableUID(KindQueue, "", DefaultQueue),
+			CreationTimestamp: metav1.NewTime(Epoch.Add(-48 * time.Hour)),
+		},
+		Spec:   schedulingv1beta1.QueueSpec{Weight: 1, Reclaimable: &reclaimable},
+		Status: schedulingv1beta1.QueueStatus{State: schedulingv1beta1.QueueStateOpen},
+	}
+}
