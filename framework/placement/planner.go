@@ -174,6 +174,13 @@ func (p *planner) tryNode(pods []Pod) *candidate {
 			names = append(names, n)
 		}
 	} else {
+		var gpu int64
+		for _, pod := range pods {
+			gpu += pod.Shape.GPU
+		}
+		if big := p.s.largestNode(); gpu > big.GPU || gangNICs(pods) > big.NICs {
+			return nil
+		}
 		names = p.s.fabric.NodeNames()
 	}
 	type opt struct {
@@ -190,9 +197,8 @@ func (p *planner) tryNode(pods []Pod) *candidate {
 		if v == nil {
 			continue
 		}
-		w := newWork(v)
-		free := w.freeNICCount(nil)
-		if free < need || quickCap(v, p.main, "") < countShape(pods, p.main) {
+		free := countFree(v, "")
+		if free < need || quickCap(v, p.main, nil) < countShape(pods, p.main) {
 			continue
 		}
 		opts = append(opts, opt{n, free - need})
@@ -248,7 +254,9 @@ func (p *planner) tryS0(pods []Pod) *candidate {
 }
 
 // tryGroups looks for the fewest leaves that hold every pod, within one S1
-// (perS1) or anywhere, and among equals the best fit.
+// (perS1) or anywhere, and among equals the best fit. Each group's choice is
+// estimated from leaf capacities; only the most promising groups are
+// verified by a full fill.
 func (p *planner) tryGroups(pods []Pod, perS1 bool) *candidate {
 	stats := p.leafStats()
 	h := p.g.Held
@@ -263,34 +271,66 @@ func (p *planner) tryGroups(pods []Pod, perS1 bool) *candidate {
 		}
 		groups[key] = append(groups[key], st)
 	}
-	keys := make([]topology.S1ID, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
-	var best *candidate
-	for _, k := range keys {
-		if c := p.fewestLeaves(pods, groups[k], string(k)); c != nil && c.better(best) {
-			best = c
+	var choices []*groupChoice
+	for k, members := range groups {
+		if c := p.chooseLeaves(pods, members, string(k)); c != nil {
+			choices = append(choices, c)
 		}
 	}
-	return best
+	sort.Slice(choices, func(i, j int) bool {
+		a, b := choices[i], choices[j]
+		if len(a.chosen) != len(b.chosen) {
+			return len(a.chosen) < len(b.chosen)
+		}
+		if a.free != b.free {
+			return a.free < b.free
+		}
+		return a.key < b.key
+	})
+	for i, c := range choices {
+		if i >= maxVerify {
+			break
+		}
+		if cand := p.verify(pods, c); cand != nil {
+			return cand
+		}
+	}
+	return nil
 }
 
-// fewestLeaves picks the fewest leaves of a group that hold the gang:
+// groupChoice is the estimated fewest-leaves choice within one group.
+type groupChoice struct {
+	key    string
+	chosen []*leafStat
+	// rest are the group's other leaves, largest first, used when a
+	// verification fails and one more leaf is needed.
+	rest []*leafStat
+	// free is the chosen leaves' free NIC count.
+	free int64
+}
+
+// chooseLeaves estimates the fewest leaves of a group that hold the gang:
 // held leaves first, then the largest by capacity, the last one swapped for
-// the smallest leaf that still completes the gang (best fit). A fill
-// verifies the choice; if it fails, the next leaf is added.
-func (p *planner) fewestLeaves(pods []Pod, group []*leafStat, key string) *candidate {
+// the smallest leaf that still completes the gang (best fit).
+func (p *planner) chooseLeaves(pods []Pod, group []*leafStat, key string) *groupChoice {
 	want := countShape(pods, p.main)
 	needNICs := gangNICs(pods)
 	var forced, rest []*leafStat
+	total := 0
+	var nics int64
 	for _, st := range group {
 		if !p.g.Held.Empty() && p.g.Held.S0s[st.id] {
 			forced = append(forced, st)
 		} else if st.pods > 0 {
 			rest = append(rest, st)
+		} else {
+			continue
 		}
+		total += st.pods
+		nics += st.nics
+	}
+	if total < want || nics < needNICs {
+		return nil
 	}
 	sort.Slice(rest, func(i, j int) bool {
 		if rest[i].pods != rest[j].pods {
@@ -298,43 +338,46 @@ func (p *planner) fewestLeaves(pods []Pod, group []*leafStat, key string) *candi
 		}
 		return rest[i].id < rest[j].id
 	})
-	total := 0
-	var nics int64
-	for _, st := range append(forced, rest...) {
-		total += st.pods
-		nics += st.nics
-	}
-	if total < want || nics < needNICs {
-		return nil
-	}
-	chosen := append([]*leafStat(nil), forced...)
+	c := &groupChoice{key: key, chosen: append([]*leafStat(nil), forced...)}
 	got := 0
 	for _, st := range forced {
 		got += st.pods
 	}
 	next := 0
 	for got < want && next < len(rest) {
-		chosen = append(chosen, rest[next])
+		c.chosen = append(c.chosen, rest[next])
 		got += rest[next].pods
 		next++
 	}
-	// Best fit for the last leaf: the smallest unchosen leaf that still
-	// completes the gang.
-	if len(chosen) > len(forced) {
-		last := chosen[len(chosen)-1]
-		short := want - (got - last.pods)
+	if len(c.chosen) > len(forced) {
+		last := len(c.chosen) - 1
+		short := want - (got - c.chosen[last].pods)
+		// rest[next:] ascends from its end: the first fitting leaf found
+		// from the end is the smallest that completes the gang.
 		for i := len(rest) - 1; i >= next; i-- {
 			if rest[i].pods >= short {
-				if rest[i].pods < last.pods {
-					chosen[len(chosen)-1] = rest[i]
+				if rest[i].pods < c.chosen[last].pods {
 					rest[next-1], rest[i] = rest[i], rest[next-1]
+					c.chosen[last] = rest[next-1]
 				}
 				break
 			}
 		}
 	}
+	c.rest = rest[next:]
+	for _, st := range c.chosen {
+		c.free += st.nics
+	}
+	return c
+}
+
+// verify fills the gang into a group choice, adding the group's next
+// largest leaf when the estimate was optimistic.
+func (p *planner) verify(pods []Pod, c *groupChoice) *candidate {
+	needNICs := gangNICs(pods)
+	chosen := c.chosen
 	for attempt := 0; attempt < maxVerify; attempt++ {
-		set := map[topology.S0ID]bool{}
+		set := make(map[topology.S0ID]bool, len(chosen))
 		var nodes []string
 		var free int64
 		for _, st := range chosen {
@@ -343,13 +386,12 @@ func (p *planner) fewestLeaves(pods []Pod, group []*leafStat, key string) *candi
 			free += st.nics
 		}
 		if assign, ok := p.fill(pods, dedupe(nodes), set); ok {
-			return &candidate{assign: assign, leaves: set, leftover: free - needNICs, key: key}
+			return &candidate{assign: assign, leaves: set, leftover: free - needNICs, key: c.key}
 		}
-		if next >= len(rest) {
+		if attempt >= len(c.rest) {
 			return nil
 		}
-		chosen = append(chosen, rest[next])
-		next++
+		chosen = append(chosen, c.rest[attempt])
 	}
 	return nil
 }
@@ -365,25 +407,26 @@ func (p *planner) leafStats() []*leafStat {
 				continue
 			}
 			st := &leafStat{id: id, s1: leaf.S1}
-			seen := map[string]bool{}
+			under := func(l topology.S0ID) bool { return l == id }
+			last := ""
 			for _, slot := range leaf.Slots {
+				// Slots are sorted by node: a node's zones are adjacent.
 				name := slot.Node.Name
-				if seen[name] || !p.allowedNode(name, p.g.Pods[0].Group) {
+				if name == last || !p.allowedNode(name, p.g.Pods[0].Group) {
 					continue
 				}
-				seen[name] = true
+				last = name
 				v := p.s.view(name)
 				if v == nil {
 					continue
 				}
-				w := newWork(v)
-				n := w.freeNICCount(func(l topology.S0ID) bool { return l == id })
+				n := countFree(v, id)
 				if n == 0 && p.main.NICs > 0 {
 					continue
 				}
 				st.nodes = append(st.nodes, name)
 				st.nics += n
-				st.pods += quickCap(v, p.main, id)
+				st.pods += quickCap(v, p.main, under)
 			}
 			if len(st.nodes) > 0 {
 				p.leaves[id] = st
@@ -414,8 +457,7 @@ func (p *planner) fill(pods []Pod, nodes []string, allowed map[topology.S0ID]boo
 		if v == nil {
 			continue
 		}
-		w := newWork(v)
-		cands = append(cands, &cand{w: w, cap: w.capacity(p.main, ok)})
+		cands = append(cands, &cand{w: newWork(v), cap: quickCap(v, p.main, ok)})
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		if cands[i].cap != cands[j].cap {
@@ -536,17 +578,30 @@ func (p *planner) failure(pods []Pod, limit Tier) *Failure {
 	}
 }
 
-// quickCap estimates how many pods of sh fit on a node using NICs of leaf
-// (any leaf when ""): per zone the minimum over NICs, GPUs and CPUs, summed,
-// bounded by the node cap; a shape no zone can hold counts whole-node fits
-// on spanning nodes.
-func quickCap(v *nodeFree, sh Shape, leaf topology.S0ID) int {
+// countFree counts a node's free NICs under leaf (any leaf when "").
+func countFree(v *nodeFree, leaf topology.S0ID) int64 {
+	var n int64
+	for i := range v.zones {
+		for _, l := range v.zones[i].leaves {
+			if leaf == "" || l == leaf {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// quickCap estimates how many pods of sh fit on a node using NICs of the
+// leaves ok admits (any when nil): per zone the minimum over NICs, GPUs and
+// CPUs, summed, bounded by the node cap; a shape no zone can hold counts
+// whole-node fits on spanning nodes.
+func quickCap(v *nodeFree, sh Shape, ok func(topology.S0ID) bool) int {
 	var sum, totGPU, totCPU, totNIC int64
 	for i := range v.zones {
 		z := &v.zones[i]
 		var nics int64
 		for _, l := range z.leaves {
-			if leaf == "" || l == leaf {
+			if ok == nil || ok(l) {
 				nics++
 			}
 		}

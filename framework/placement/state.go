@@ -50,6 +50,28 @@ type State struct {
 	caps map[string]Cap
 	// views caches nodeFree per node; invalidated on change.
 	views map[string]*nodeFree
+	// maxNode is the most GPUs and NICs any one node has (free or not),
+	// computed on first use; it rules out the node tier for large gangs
+	// without scanning nodes.
+	maxNode *Cap
+}
+
+// largestNode returns the most GPUs and NICs of any node. Callers hold s.mu.
+func (s *State) largestNode() Cap {
+	if s.maxNode == nil {
+		var c Cap
+		for _, name := range s.fabric.NodeNames() {
+			n, _ := s.fabric.Node(name)
+			var gpu, nics int64
+			for _, z := range n.Zones {
+				gpu += z.FreeGPU
+				nics += int64(len(z.NICs))
+			}
+			c.GPU, c.NICs = max(c.GPU, gpu), max(c.NICs, nics)
+		}
+		s.maxNode = &c
+	}
+	return *s.maxNode
 }
 
 // NewState builds the free view of f after the reservations in l.
@@ -367,42 +389,6 @@ func (w *work) take(i int, u ledger.ZoneUse) {
 		w.cap.CPUMilli -= u.CPUMilli
 		w.cap.NICs -= int64(len(u.NICs))
 	}
-}
-
-// capacity counts how many pods of shape sh fit on the node, without
-// changing it.
-func (w *work) capacity(sh Shape, ok func(topology.S0ID) bool) int {
-	c := &work{name: w.name, node: w.node, zones: make([]zoneFree, len(w.zones))}
-	copy(c.zones, w.zones)
-	if w.cap != nil {
-		cc := *w.cap
-		c.cap = &cc
-	}
-	if len(w.usedNICs) > 0 {
-		c.usedNICs = make(map[topology.NICID]bool, len(w.usedNICs))
-		for k := range w.usedNICs {
-			c.usedNICs[k] = true
-		}
-	}
-	n := 0
-	for {
-		if _, placed := c.place(sh, ok); !placed {
-			return n
-		}
-		n++
-		if n >= 64 {
-			return n
-		}
-	}
-}
-
-// freeNICCount counts the node's free NICs allowed by ok.
-func (w *work) freeNICCount(ok func(topology.S0ID) bool) int64 {
-	var n int64
-	for i := range w.zones {
-		n += int64(len(w.freeNICs(i, ok)))
-	}
-	return n
 }
 
 // sortedS0s returns the keys of a leaf set, sorted.
