@@ -2,6 +2,7 @@ package topology
 
 import (
 	"maps"
+	"slices"
 	"sort"
 	"sync"
 
@@ -183,7 +184,7 @@ func (c *Cache) rebuildLeaf(id S0ID, name string, next *Node) {
 	}
 	var l *Leaf
 	if len(slots) > 0 {
-		sort.SliceStable(slots, func(i, j int) bool { return slotLess(slots[i], slots[j]) })
+		slices.SortStableFunc(slots, compareSlots)
 		l = newLeaf(id, slots)
 		c.leaves[id] = l
 	} else {

@@ -1,7 +1,7 @@
 package topology
 
 import (
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -48,18 +48,18 @@ func (p Policy) String() string {
 
 // SortReasons orders reasons by node, code, NIC and message, in place.
 func SortReasons(rs []Reason) {
-	sort.Slice(rs, func(i, j int) bool { return reasonLess(rs[i], rs[j]) })
+	slices.SortFunc(rs, compareReasons)
 }
 
-func reasonLess(a, b Reason) bool {
-	if a.Node != b.Node {
-		return a.Node < b.Node
+func compareReasons(a, b Reason) int {
+	if c := strings.Compare(a.Node, b.Node); c != 0 {
+		return c
 	}
-	if a.Code != b.Code {
-		return a.Code < b.Code
+	if c := strings.Compare(string(a.Code), string(b.Code)); c != 0 {
+		return c
 	}
-	if a.NIC != b.NIC {
-		return a.NIC < b.NIC
+	if c := strings.Compare(string(a.NIC), string(b.NIC)); c != 0 {
+		return c
 	}
-	return a.Message < b.Message
+	return strings.Compare(a.Message, b.Message)
 }

@@ -1,6 +1,8 @@
 package topology
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
@@ -24,15 +26,18 @@ var cnrDecoder = func() runtime.Decoder {
 var cnrKind = v1alpha1.SchemeGroupVersion.WithKind("CustomNodeResource")
 
 // DecodeCNR decodes one KCNR from YAML or JSON. A document without
-// apiVersion/kind is taken as a KCNR; any other kind, an unknown field or a
-// wrongly typed value is an error naming the object and the field. It never
-// panics.
+// apiVersion/kind is taken as a KCNR; an empty document, a missing
+// metadata.name, any other kind, an unknown field or a wrongly typed value is
+// an error naming the object and the field. It never panics.
 func DecodeCNR(data []byte) (cnr *v1alpha1.CustomNodeResource, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			cnr, err = nil, fmt.Errorf("decode CustomNodeResource%s: malformed document: %v", nameOf(data), r)
 		}
 	}()
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, errors.New("decode CustomNodeResource: empty document")
+	}
 	obj, gvk, err := cnrDecoder.Decode(data, &cnrKind, nil)
 	if err != nil {
 		return nil, fmt.Errorf("decode CustomNodeResource%s: %w", nameOf(data), err)
@@ -40,6 +45,9 @@ func DecodeCNR(data []byte) (cnr *v1alpha1.CustomNodeResource, err error) {
 	out, ok := obj.(*v1alpha1.CustomNodeResource)
 	if !ok {
 		return nil, fmt.Errorf("decode CustomNodeResource%s: document is a %s", nameOf(data), gvk)
+	}
+	if out.Name == "" {
+		return nil, errors.New("decode CustomNodeResource: metadata.name is empty")
 	}
 	return out, nil
 }

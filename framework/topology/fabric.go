@@ -2,7 +2,8 @@ package topology
 
 import (
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
@@ -55,12 +56,13 @@ func Build(cfg Config, nodes []*corev1.Node, cnrs []*v1alpha1.CustomNodeResource
 			names = append(names, name)
 		}
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 
 	built := make(map[string]*Node, len(names))
 	slots := map[S0ID][]Slot{}
+	var b nodeBuilder
 	for _, name := range names {
-		n := BuildNode(cfg, nodeByName[name], cnrByName[name])
+		n := b.build(cfg, nodeByName[name], cnrByName[name])
 		built[name] = n
 		forEachSlot(n, func(leaf S0ID, s Slot) { slots[leaf] = append(slots[leaf], s) })
 	}
@@ -74,7 +76,7 @@ func Build(cfg Config, nodes []*corev1.Node, cnrs []*v1alpha1.CustomNodeResource
 		s1[l.S1] = append(s1[l.S1], id)
 	}
 	for _, ids := range s1 {
-		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+		slices.Sort(ids)
 	}
 	return &Fabric{nodes: built, leaves: leaves, s1: s1, nodeNames: names}
 }
@@ -130,12 +132,12 @@ func leavesOfNode(n *Node) []S0ID {
 	return out
 }
 
-// slotLess orders slots by node name, then zone id.
-func slotLess(a, b Slot) bool {
-	if a.Node.Name != b.Node.Name {
-		return a.Node.Name < b.Node.Name
+// compareSlots orders slots by node name, then zone id.
+func compareSlots(a, b Slot) int {
+	if c := strings.Compare(a.Node.Name, b.Node.Name); c != 0 {
+		return c
 	}
-	return a.Node.Zones[a.Zone].ID < b.Node.Zones[b.Zone].ID
+	return a.Node.Zones[a.Zone].ID - b.Node.Zones[b.Zone].ID
 }
 
 // newLeaf makes a leaf of sorted, non-empty slots and settles its S1: the S1
@@ -230,19 +232,19 @@ func (f *Fabric) index() {
 			for name := range f.nodes {
 				f.nodeNames = append(f.nodeNames, name)
 			}
-			sort.Strings(f.nodeNames)
+			slices.Sort(f.nodeNames)
 		}
 		f.leafIDs = make([]S0ID, 0, len(f.leaves))
 		for id, l := range f.leaves {
 			f.leafIDs = append(f.leafIDs, id)
 			f.reasons = append(f.reasons, l.Reasons...)
 		}
-		sort.Slice(f.leafIDs, func(i, j int) bool { return f.leafIDs[i] < f.leafIDs[j] })
+		slices.Sort(f.leafIDs)
 		f.s1IDs = make([]S1ID, 0, len(f.s1))
 		for id := range f.s1 {
 			f.s1IDs = append(f.s1IDs, id)
 		}
-		sort.Slice(f.s1IDs, func(i, j int) bool { return f.s1IDs[i] < f.s1IDs[j] })
+		slices.Sort(f.s1IDs)
 		for _, n := range f.nodes {
 			f.reasons = append(f.reasons, n.Reasons...)
 		}

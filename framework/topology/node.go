@@ -2,13 +2,12 @@ package topology
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 const (
@@ -35,10 +34,16 @@ const (
 // on the returned Node (sorted); the affected zones are skipped and the
 // affected NICs get a synthetic leaf (UnknownS0).
 func BuildNode(cfg Config, node *corev1.Node, cnr *v1alpha1.CustomNodeResource) *Node {
+	return (&nodeBuilder{}).build(cfg.WithDefaults(), node, cnr)
+}
+
+// build is BuildNode on a reusable builder (cfg already defaulted); Build
+// reads a whole cluster with one builder.
+func (b *nodeBuilder) build(cfg Config, node *corev1.Node, cnr *v1alpha1.CustomNodeResource) *Node {
 	if node == nil && cnr == nil {
 		return nil
 	}
-	b := &nodeBuilder{cfg: cfg.WithDefaults(), consumers: map[string]bool{}}
+	b.reset(cfg)
 	out := &Node{Policy: PolicySpanning, Generation: 1}
 	if node != nil {
 		out.Name = node.Name
@@ -76,14 +81,14 @@ func BuildNode(cfg Config, node *corev1.Node, cnr *v1alpha1.CustomNodeResource) 
 	out.Known = true
 	for zi := range out.Zones {
 		z := &out.Zones[zi]
-		sort.Slice(z.NICs, func(i, j int) bool { return z.NICs[i].ID < z.NICs[j].ID })
+		slices.SortFunc(z.NICs, func(a, b NIC) int { return strings.Compare(string(a.ID), string(b.ID)) })
 		for _, n := range z.NICs {
 			if n.S0.IsUnknown() {
 				out.Known = false
 			}
 		}
 	}
-	sort.Slice(out.Zones, func(i, j int) bool { return out.Zones[i].ID < out.Zones[j].ID })
+	slices.SortFunc(out.Zones, func(a, b Zone) int { return a.ID - b.ID })
 	SortReasons(b.reasons)
 	out.Reasons = b.reasons
 	out.Consumers = b.consumers
@@ -92,15 +97,25 @@ func BuildNode(cfg Config, node *corev1.Node, cnr *v1alpha1.CustomNodeResource) 
 
 // nodeBuilder accumulates the state of one BuildNode call.
 type nodeBuilder struct {
-	cfg       Config
-	node      string
-	reasons   []Reason
+	cfg     Config
+	node    string
+	reasons []Reason
+	// consumers is nil until a consumer is seen.
 	consumers map[string]bool
 	zones     []Zone
 	// numaSeen maps a NUMA id to the path of the zone that declared it.
-	numaSeen map[int]string
+	numaSeen smallIndex[int, zpath]
 	// nicSeen maps a NIC to the path of the zone that declared it first.
-	nicSeen map[NICID]string
+	nicSeen smallIndex[NICID, zpath]
+}
+
+// reset readies the builder for another node. Slices handed to the previous
+// Node are dropped, not reused.
+func (b *nodeBuilder) reset(cfg Config) {
+	b.cfg, b.node = cfg, ""
+	b.reasons, b.consumers, b.zones = nil, nil, nil
+	b.numaSeen.reset()
+	b.nicSeen.reset()
 }
 
 func (b *nodeBuilder) add(code ReasonCode, nic NICID, format string, args ...any) {
@@ -113,7 +128,7 @@ func (b *nodeBuilder) synthesize(out *Node, node *corev1.Node) bool {
 	if node == nil {
 		return false
 	}
-	const field = "status.allocatable"
+	field := field{node: true}
 	n := b.quantity(node.Status.Allocatable, corev1.ResourceName(b.cfg.RDMAResource), false, field)
 	if n <= 0 {
 		return false
@@ -139,17 +154,13 @@ func (b *nodeBuilder) synthesize(out *Node, node *corev1.Node) bool {
 
 // quantity reads list[name] as a whole number (or millis), 0 if absent. A
 // negative or absurdly large value is reported and clamped.
-func (b *nodeBuilder) quantity(list corev1.ResourceList, name corev1.ResourceName, milli bool, field string) int64 {
+func (b *nodeBuilder) quantity(list corev1.ResourceList, name corev1.ResourceName, milli bool, at field) int64 {
 	q, ok := list[name]
 	if !ok {
 		return 0
 	}
-	return b.value(q, milli, field+"["+string(name)+"]")
-}
-
-func (b *nodeBuilder) value(q resource.Quantity, milli bool, field string) int64 {
 	if q.Sign() < 0 {
-		b.add(ReasonBadQuantity, "", "%s=%s is negative; using 0", field, q.String())
+		b.add(ReasonBadQuantity, "", "%s[%s]=%s is negative; using 0", at, name, q.String())
 		return 0
 	}
 	f := q.AsApproximateFloat64()
@@ -157,7 +168,7 @@ func (b *nodeBuilder) value(q resource.Quantity, milli bool, field string) int64
 		f *= 1000
 	}
 	if f > maxResourceValue {
-		b.add(ReasonBadQuantity, "", "%s=%s is out of range; using %d", field, q.String(), int64(maxResourceValue))
+		b.add(ReasonBadQuantity, "", "%s[%s]=%s is out of range; using %d", at, name, q.String(), int64(maxResourceValue))
 		return maxResourceValue
 	}
 	if milli {
@@ -183,6 +194,9 @@ func (b *nodeBuilder) collectConsumers(zones []*v1alpha1.TopologyZone) {
 		}
 		for _, a := range z.Allocations {
 			if a != nil && a.Consumer != "" {
+				if b.consumers == nil {
+					b.consumers = map[string]bool{}
+				}
 				b.consumers[a.Consumer] = true
 			}
 		}
@@ -194,13 +208,13 @@ func (b *nodeBuilder) collectConsumers(zones []*v1alpha1.TopologyZone) {
 // zones listed without a Socket.
 func (b *nodeBuilder) readTop(zones []*v1alpha1.TopologyZone) {
 	for i, z := range zones {
-		path := "status.topologyZone[" + strconv.Itoa(i) + "]"
+		path := zpath{}.child(i)
 		switch {
 		case z == nil:
 			b.add(ReasonMalformedZone, "", "%s is null", path)
 		case z.Type == v1alpha1.TopologyTypeSocket:
 			for j, c := range z.Children {
-				cpath := path + ".children[" + strconv.Itoa(j) + "]"
+				cpath := path.child(j)
 				switch {
 				case c == nil:
 					b.add(ReasonMalformedZone, "", "%s is null", cpath)
@@ -219,7 +233,7 @@ func (b *nodeBuilder) readTop(zones []*v1alpha1.TopologyZone) {
 }
 
 // misplaced reports a zone whose type is unknown or not allowed where it is.
-func (b *nodeBuilder) misplaced(z *v1alpha1.TopologyZone, path, where string) {
+func (b *nodeBuilder) misplaced(z *v1alpha1.TopologyZone, path zpath, where string) {
 	switch z.Type {
 	case v1alpha1.TopologyTypeSocket, v1alpha1.TopologyTypeNuma, v1alpha1.TopologyTypeNIC, v1alpha1.TopologyTypeGPU:
 		b.add(ReasonMalformedZone, "", "%s (%s %q) is not allowed under %s; skipped", path, z.Type, z.Name, where)
@@ -246,23 +260,20 @@ func parseNUMAID(name string) (int, bool) {
 }
 
 // readNUMA reads one Numa zone: free GPUs and CPUs, and its NIC children.
-func (b *nodeBuilder) readNUMA(z *v1alpha1.TopologyZone, path string) {
+func (b *nodeBuilder) readNUMA(z *v1alpha1.TopologyZone, path zpath) {
 	id, ok := parseNUMAID(z.Name)
 	if !ok {
 		b.add(ReasonMalformedZone, "", "%s.name=%q is not a decimal NUMA id; zone skipped", path, z.Name)
 		return
 	}
-	if prev, dup := b.numaSeen[id]; dup {
+	if prev, dup := b.numaSeen.get(id); dup {
 		b.add(ReasonMalformedZone, "", "%s repeats NUMA %d of %s; zone skipped", path, id, prev)
 		return
 	}
-	if b.numaSeen == nil {
-		b.numaSeen = map[int]string{}
-	}
-	b.numaSeen[id] = path
+	b.numaSeen.put(id, path)
 
 	alloc := listOf(z.Resources.Allocatable)
-	afield := path + ".resources.allocatable"
+	afield := field{zone: path, alloc: -1}
 	gpu := b.quantity(alloc, corev1.ResourceName(b.cfg.GPUResource), false, afield)
 	cpu := b.quantity(alloc, corev1.ResourceCPU, true, afield)
 	for i, a := range z.Allocations {
@@ -270,14 +281,17 @@ func (b *nodeBuilder) readNUMA(z *v1alpha1.TopologyZone, path string) {
 			continue
 		}
 		req := listOf(a.Requests)
-		rfield := path + ".allocations[" + strconv.Itoa(i) + "].requests"
+		rfield := field{zone: path, alloc: i}
 		gpu -= b.quantity(req, corev1.ResourceName(b.cfg.GPUResource), false, rfield)
 		cpu -= b.quantity(req, corev1.ResourceCPU, true, rfield)
 	}
 	zone := Zone{ID: id, FreeGPU: max(gpu, 0), FreeCPUMilli: max(cpu, 0)}
+	if len(z.Children) > 0 {
+		zone.NICs = make([]NIC, 0, len(z.Children))
+	}
 
 	for j, c := range z.Children {
-		cpath := path + ".children[" + strconv.Itoa(j) + "]"
+		cpath := path.child(j)
 		switch {
 		case c == nil:
 			b.add(ReasonMalformedZone, "", "%s is null", cpath)
@@ -296,23 +310,20 @@ func (b *nodeBuilder) readNUMA(z *v1alpha1.TopologyZone, path string) {
 }
 
 // readNIC reads one NIC zone. The leaf is assigned later.
-func (b *nodeBuilder) readNIC(z *v1alpha1.TopologyZone, path string, numa int) (NIC, bool) {
+func (b *nodeBuilder) readNIC(z *v1alpha1.TopologyZone, path zpath, numa int) (NIC, bool) {
 	id := NICID(strings.ToLower(z.Name))
 	if id == "" {
 		b.add(ReasonMalformedZone, "", "%s is a NIC with an empty name; skipped", path)
 		return NIC{}, false
 	}
-	if prev, dup := b.nicSeen[id]; dup {
+	if prev, dup := b.nicSeen.get(id); dup {
 		b.add(ReasonDuplicateNIC, id, "%s lists the NIC again (first at %s); counted once", path, prev)
 		return NIC{}, false
 	}
-	if b.nicSeen == nil {
-		b.nicSeen = map[NICID]string{}
-	}
-	b.nicSeen[id] = path
+	b.nicSeen.put(id, path)
 
 	rdma := corev1.ResourceName(b.cfg.RDMAResource)
-	afield := path + ".resources.allocatable"
+	afield := field{zone: path, alloc: -1}
 	free := int64(1)
 	if alloc := listOf(z.Resources.Allocatable); alloc != nil {
 		if _, ok := alloc[rdma]; ok {
@@ -324,13 +335,13 @@ func (b *nodeBuilder) readNIC(z *v1alpha1.TopologyZone, path string, numa int) (
 		if a == nil {
 			continue
 		}
-		free -= b.quantity(listOf(a.Requests), rdma, false, path+".allocations["+strconv.Itoa(i)+"].requests")
+		free -= b.quantity(listOf(a.Requests), rdma, false, field{zone: path, alloc: i})
 		if a.Consumer != "" {
 			consumers = append(consumers, a.Consumer)
 		}
 	}
 	if len(consumers) > 1 {
-		sort.Strings(consumers)
+		slices.Sort(consumers)
 		consumers = compactStrings(consumers)
 	}
 	return NIC{ID: id, NUMA: numa, Free: free > 0, Consumers: consumers}, true
@@ -361,10 +372,10 @@ func (b *nodeBuilder) assignLeaves(out *Node, node *corev1.Node, cnr *v1alpha1.C
 		return
 	}
 
-	leaves := map[NICID]S0ID{}
-	// failed marks NICs whose only properties were unusable: they already
-	// carry a reason naming the property.
-	failed := map[NICID]bool{}
+	var leaves smallIndex[NICID, S0ID]
+	// failed lists NICs with an unusable property: they already carry a
+	// reason naming the property.
+	var failed []NICID
 	for i, p := range cnr.Spec.NodeResourceProperties {
 		field := "spec.nodeResourceProperties[" + strconv.Itoa(i) + "]"
 		if p == nil {
@@ -377,30 +388,30 @@ func (b *nodeBuilder) assignLeaves(out *Node, node *corev1.Node, cnr *v1alpha1.C
 		nic := NICID(strings.ToLower(strings.TrimPrefix(p.PropertyName, RDMATorPrefix)))
 		if len(p.PropertyValues) == 0 || p.PropertyValues[0] == "" {
 			b.add(ReasonEmptyProperty, nic, "%s (%s) has no propertyValues[0]", field, p.PropertyName)
-			failed[nic] = true
+			failed = append(failed, nic)
 			continue
 		}
 		v := p.PropertyValues[0]
 		if strings.TrimSpace(v) != v || strings.Contains(v, ",") || strings.HasPrefix(v, UnknownS0Prefix) {
 			b.add(ReasonBadProperty, nic, "%s (%s) value %q has spaces, a comma or the reserved prefix %q",
 				field, p.PropertyName, v, UnknownS0Prefix)
-			failed[nic] = true
+			failed = append(failed, nic)
 			continue
 		}
-		if prev, dup := leaves[nic]; dup {
+		if prev, dup := leaves.get(nic); dup {
 			if prev != S0ID(v) {
 				b.add(ReasonDuplicateProperty, nic, "%s (%s) says leaf %q, an earlier entry says %q; using %q",
 					field, p.PropertyName, v, prev, prev)
 			}
 			continue
 		}
-		leaves[nic] = S0ID(v)
+		leaves.put(nic, S0ID(v))
 	}
 
 	for zi := range out.Zones {
 		for ni := range out.Zones[zi].NICs {
 			n := &out.Zones[zi].NICs[ni]
-			if s0, ok := leaves[n.ID]; ok {
+			if s0, ok := leaves.get(n.ID); ok {
 				n.S0 = s0
 				continue
 			}
@@ -408,16 +419,111 @@ func (b *nodeBuilder) assignLeaves(out *Node, node *corev1.Node, cnr *v1alpha1.C
 			b.add(ReasonNICWithoutLeaf, n.ID, "no usable spec.nodeResourceProperties entry %s%s", RDMATorPrefix, n.ID)
 		}
 	}
-	for nic := range leaves {
-		if _, ok := b.nicSeen[nic]; !ok {
-			b.add(ReasonLeafWithoutNIC, nic, "property %s%s names a NIC that is in no Numa zone", RDMATorPrefix, nic)
+	var reported []NICID
+	for _, nic := range append(slices.Clone(leaves.keys), failed...) {
+		if _, ok := b.nicSeen.get(nic); ok || slices.Contains(reported, nic) {
+			continue
 		}
+		reported = append(reported, nic)
+		b.add(ReasonLeafWithoutNIC, nic, "property %s%s names a NIC that is in no Numa zone", RDMATorPrefix, nic)
 	}
-	for nic := range failed {
-		if _, ok := b.nicSeen[nic]; !ok {
-			if _, ok := leaves[nic]; !ok {
-				b.add(ReasonLeafWithoutNIC, nic, "property %s%s names a NIC that is in no Numa zone", RDMATorPrefix, nic)
+}
+
+// smallIndex is an insertion-ordered map that avoids hashing for the handful
+// of entries a node usually has, switching to a map beyond smallIndexMax.
+type smallIndex[K comparable, V any] struct {
+	keys []K
+	vals []V
+	pos  map[K]int
+	// kbuf and vbuf back keys and vals while they are short.
+	kbuf [8]K
+	vbuf [8]V
+}
+
+const smallIndexMax = 16
+
+func (s *smallIndex[K, V]) reset() {
+	s.keys, s.vals, s.pos = nil, nil, nil
+}
+
+func (s *smallIndex[K, V]) get(k K) (V, bool) {
+	if s.pos != nil {
+		if i, ok := s.pos[k]; ok {
+			return s.vals[i], true
+		}
+	} else {
+		for i, key := range s.keys {
+			if key == k {
+				return s.vals[i], true
 			}
 		}
+	}
+	var zero V
+	return zero, false
+}
+
+// put adds k, which must not be present.
+func (s *smallIndex[K, V]) put(k K, v V) {
+	if s.keys == nil {
+		s.keys, s.vals = s.kbuf[:0], s.vbuf[:0]
+	}
+	s.keys = append(s.keys, k)
+	s.vals = append(s.vals, v)
+	switch {
+	case s.pos != nil:
+		s.pos[k] = len(s.keys) - 1
+	case len(s.keys) > smallIndexMax:
+		s.pos = make(map[K]int, 2*len(s.keys))
+		for i, key := range s.keys {
+			s.pos[key] = i
+		}
+	}
+}
+
+// zpath locates a zone in status.topologyZone by child indexes; it is turned
+// into text only when a reason is reported.
+type zpath struct {
+	depth int
+	idx   [3]int
+}
+
+// child returns the path of the i-th child (the i-th top-level zone for the
+// zero path).
+func (p zpath) child(i int) zpath {
+	if p.depth < len(p.idx) {
+		p.idx[p.depth] = i
+	}
+	p.depth++
+	return p
+}
+
+func (p zpath) String() string {
+	var sb strings.Builder
+	sb.WriteString("status.topologyZone")
+	for d := 0; d < p.depth && d < len(p.idx); d++ {
+		if d > 0 {
+			sb.WriteString(".children")
+		}
+		sb.WriteString("[" + strconv.Itoa(p.idx[d]) + "]")
+	}
+	return sb.String()
+}
+
+// field names a resource list: the Node's status.allocatable, or a zone's
+// resources.allocatable (alloc < 0) or allocations[alloc].requests.
+type field struct {
+	node  bool
+	zone  zpath
+	alloc int
+}
+
+func (f field) String() string {
+	switch {
+	case f.node:
+		return "status.allocatable"
+	case f.alloc < 0:
+		return f.zone.String() + ".resources.allocatable"
+	default:
+		return f.zone.String() + ".allocations[" + strconv.Itoa(f.alloc) + "].requests"
 	}
 }
