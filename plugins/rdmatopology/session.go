@@ -107,7 +107,7 @@ func (s *Session) reconcile() {
 		switch {
 		case !ok:
 			why = "pod is gone"
-		case t.NodeName != r.Node:
+		case nodeOf(t) != "" && nodeOf(t) != r.Node:
 			why = "pod is not on the reserved node"
 		case t.Status == api.Pending || t.Status == api.Pipelined:
 			why = "pod is pending again (bind failed)"
@@ -123,7 +123,7 @@ func (s *Session) reconcile() {
 	}
 	var missing []*v1.Pod
 	for uid, t := range tasks {
-		if _, ok := l.Get(uid); ok || t.Pod == nil || t.NodeName == "" {
+		if _, ok := l.Get(uid); ok || t.Pod == nil || nodeOf(t) == "" {
 			continue
 		}
 		if !api.AllocatedStatus(t.Status) || t.Status == api.Allocated {
@@ -151,6 +151,18 @@ func (s *Session) reconcile() {
 		}
 	}
 	l.Confirm(s.Fabric)
+}
+
+// nodeOf is the node a task is on or being bound to. While a bind is in
+// flight the scheduler cache's task has no node name yet, but its pod does.
+func nodeOf(t *api.TaskInfo) string {
+	if t.NodeName != "" {
+		return t.NodeName
+	}
+	if t.Pod != nil {
+		return t.Pod.Spec.NodeName
+	}
+	return ""
 }
 
 // requestsRDMA reports whether a task asks for the RDMA resource.
