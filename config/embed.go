@@ -9,6 +9,8 @@ import (
 	_ "embed"
 )
 
+//go:generate go run ./internal/syncconf
+
 // SchedulerConfFile is the file name of the scheduler conf, both in this
 // directory and as the key of the volcano-scheduler-configmap ConfigMap.
 const SchedulerConfFile = "volcano-scheduler.conf"

@@ -10,10 +10,41 @@ import (
 	yamlv2 "gopkg.in/yaml.v2"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+	"volcano.sh/volcano/pkg/scheduler"
+	_ "volcano.sh/volcano/pkg/scheduler/actions"
 	"volcano.sh/volcano/pkg/scheduler/conf"
+	"volcano.sh/volcano/pkg/scheduler/framework"
+	_ "volcano.sh/volcano/pkg/scheduler/plugins"
 
+	_ "github.com/rdmatopo/rdmatopo/actions/topologyallocate"
 	"github.com/rdmatopo/rdmatopo/config"
+	_ "github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
+
+// TestSchedulerConfLoads loads the conf the way vc-scheduler does, with the
+// same actions and plugins registered: every action must resolve (Volcano
+// rejects the whole conf otherwise) and every plugin must have a builder
+// (Volcano would only log a missing one when a session opens).
+func TestSchedulerConfLoads(t *testing.T) {
+	actions, tiers, _, _, err := scheduler.UnmarshalSchedulerConf(config.SchedulerConf)
+	if err != nil {
+		t.Fatalf("%s: %v", config.SchedulerConfFile, err)
+	}
+	var names []string
+	for _, a := range actions {
+		names = append(names, a.Name())
+	}
+	if diff := cmp.Diff([]string{"enqueue", "topology-allocate", "backfill"}, names); diff != "" {
+		t.Errorf("actions (-want,+got):\n%s", diff)
+	}
+	for _, tier := range tiers {
+		for _, p := range tier.Plugins {
+			if _, ok := framework.GetPluginBuilder(p.Name); !ok {
+				t.Errorf("plugin %q: no builder registered", p.Name)
+			}
+		}
+	}
+}
 
 // TestSchedulerConfShape pins the actions and plugin tiers of the shipped
 // conf: the topology action replaces allocate, and rdma-topology runs next
@@ -41,9 +72,12 @@ func TestSchedulerConfShape(t *testing.T) {
 		}
 		tiers = append(tiers, names)
 	}
+	// rdma-topology sits in the first tier, next to gang: Volcano lets the
+	// first tier that votes decide whether a job may be pipelined, and the
+	// plugin's veto on pipelining a partial RDMA gang must not be overruled.
 	wantTiers := [][]string{
-		{"priority", "gang", "conformance"},
-		{"predicates", "proportion", "nodeorder", "binpack", "rdma-topology"},
+		{"priority", "gang", "conformance", "rdma-topology"},
+		{"predicates", "proportion", "nodeorder", "binpack"},
 	}
 	if diff := cmp.Diff(wantTiers, tiers); diff != "" {
 		t.Errorf("plugin tiers (-want,+got):\n%s", diff)
@@ -85,7 +119,7 @@ func TestManifestsCarryTheSameConf(t *testing.T) {
 	for name, read := range cases {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(config.SchedulerConf, read(t)); diff != "" {
-				t.Errorf("%s differs from the embedded conf; copy config/%s over it (-want,+got):\n%s",
+				t.Errorf("%s differs from the embedded conf; run `go generate ./config` to copy config/%s over it (-want,+got):\n%s",
 					name, config.SchedulerConfFile, diff)
 			}
 		})

@@ -41,6 +41,10 @@ import (
 	// Volcano's assertion hooks (panic or log on broken invariants,
 	// controlled by the PANIC_ON_ERROR environment variable).
 	_ "volcano.sh/volcano/pkg/scheduler/util/assert"
+
+	// rdmatopo: the topology-allocate action and the rdma-topology plugin.
+	_ "github.com/rdmatopo/rdmatopo/actions/topologyallocate"
+	_ "github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
 // logFlushFrequency bounds how long buffered klog output may wait before it
