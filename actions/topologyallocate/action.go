@@ -8,6 +8,7 @@ package topologyallocate
 
 import (
 	"fmt"
+	"time"
 
 	"k8s.io/klog/v2"
 	"volcano.sh/volcano/pkg/scheduler/api"
@@ -138,7 +139,9 @@ func allocateGang(ssn *framework.Session, topo *rdmatopology.Session, queue *api
 		byUID[string(t.UID)] = t
 	}
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		start := time.Now()
 		plan, fail := topo.State.Plan(g)
+		rdmatopology.ObservePlan(time.Since(start))
 		if plan == nil {
 			klog.V(3).InfoS("No placement for gang", "job", job.UID, "reason", fail.Message)
 			topo.RecordFailure(job, fail)
@@ -152,6 +155,7 @@ func allocateGang(ssn *framework.Session, topo *rdmatopology.Session, queue *api
 			if ssn.JobReady(job) {
 				stmt.Commit()
 				topo.ClearPlanned()
+				rdmatopology.ObservePlaced(plan)
 				return
 			}
 			err = fmt.Errorf("gang is not ready after its plan was applied")

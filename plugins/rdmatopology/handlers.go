@@ -230,6 +230,7 @@ type PlacementAnnotation struct {
 // annotation and a True condition once placed, a False condition with the
 // reason while it waits. User-set placement annotations are replaced.
 func (s *Session) close() {
+	defer s.observeSession()
 	for _, job := range s.ssn.Jobs {
 		if job.PodGroup == nil {
 			continue

@@ -1,0 +1,84 @@
+package rdmatopology
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/rdmatopo/rdmatopo/framework/placement"
+)
+
+// Metrics on the scheduler's existing Prometheus endpoint (the default
+// registry Volcano serves), under the subsystem "rdmatopo".
+const metricsSubsystem = "rdmatopo"
+
+var (
+	// gangsPlaced counts gangs committed, by the tier they were placed at.
+	gangsPlaced = promauto.NewCounterVec(prometheus.CounterOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "gangs_placed_total",
+		Help:      "RDMA gangs placed, by placement tier (node, s0, s1, cluster).",
+	}, []string{"tier"})
+
+	// gangS0s observes how many S0 switches each placed gang spans.
+	gangS0s = promauto.NewHistogram(prometheus.HistogramOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "gang_s0_switches",
+		Help:      "Number of S0 leaf switches a placed RDMA gang spans.",
+		Buckets:   []float64{1, 2, 3, 4, 6, 8, 12, 16, 32},
+	})
+
+	// gangsPending is the number of RDMA gangs left unplaced in the last
+	// session, by reason code.
+	gangsPending = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "gangs_pending",
+		Help:      "RDMA gangs not placed in the last session, by reason.",
+	}, []string{"reason"})
+
+	// planDuration observes the planner's time per gang.
+	planDuration = promauto.NewHistogram(prometheus.HistogramOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "plan_duration_seconds",
+		Help:      "Time to plan one RDMA gang.",
+		Buckets:   prometheus.ExponentialBuckets(0.0001, 2, 16),
+	})
+
+	// nicsUnconfirmed is the number of NICs reserved for pods the KCNRs do
+	// not list yet.
+	nicsUnconfirmed = promauto.NewGauge(prometheus.GaugeOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "nics_reserved_unconfirmed",
+		Help:      "NICs reserved for bound pods that no CustomNodeResource lists yet.",
+	})
+)
+
+// ObservePlan records one planner call: its duration, and for a plan that
+// was committed, its tier and S0 count.
+func ObservePlan(d time.Duration) { planDuration.Observe(d.Seconds()) }
+
+// ObservePlaced records a committed gang.
+func ObservePlaced(p *placement.Plan) {
+	gangsPlaced.WithLabelValues(p.Tier.String()).Inc()
+	gangS0s.Observe(float64(len(p.S0s)))
+}
+
+// observeSession refreshes the per-session gauges.
+func (s *Session) observeSession() {
+	var unconfirmed int
+	for _, r := range s.rt.Ledger.All() {
+		if !r.Confirmed {
+			unconfirmed += len(r.NICs())
+		}
+	}
+	nicsUnconfirmed.Set(float64(unconfirmed))
+	gangsPending.Reset()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, f := range s.failures {
+		if job := s.ssn.Jobs[id]; job != nil && job.ReadyTaskNum() < job.MinAvailable {
+			gangsPending.WithLabelValues(string(f.Code)).Inc()
+		}
+	}
+}
