@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/conf"
@@ -211,9 +212,14 @@ func buildGang(ssn *framework.Session, topo *rdmatopology.Session, job *api.JobI
 	filters := newNodeFilter(ssn)
 	g := placement.Gang{Job: string(job.UID), Mode: mode, HighestTier: tier, Held: topo.Held(job.UID),
 		Exclude: map[string]bool{}, Allowed: filters.allowed}
+	pods := make([]*v1.Pod, 0, len(rdma))
 	for _, t := range rdma {
 		g.Pods = append(g.Pods, placement.Pod{UID: string(t.UID), Name: t.Namespace + "/" + t.Name,
 			Shape: topo.Shape(t), Group: filters.group(t.Pod)})
+		pods = append(pods, t.Pod)
+	}
+	if !filters.constrained(pods) {
+		g.Allowed = nil
 	}
 	need := int(job.MinAvailable) - int(job.ReadyTaskNum()) - others
 	g.Need = max(0, min(need, len(rdma)))

@@ -21,6 +21,9 @@ type nodeFilter struct {
 	groups map[[32]byte]int
 	specs  []filterSpec
 	cache  []map[string]bool
+	// blocking are the session's distinct NoSchedule/NoExecute taints,
+	// computed on first use.
+	blocking []v1.Taint
 }
 
 // filterSpec is one group's constraints.
@@ -31,6 +34,51 @@ type filterSpec struct {
 
 func newNodeFilter(ssn *framework.Session) *nodeFilter {
 	return &nodeFilter{ssn: ssn, groups: map[[32]byte]int{}}
+}
+
+// constrained reports whether some group may not use every usable node the
+// same way: it has a node selector or required node affinity, or tolerates
+// a taint present on a session node. Unconstrained gangs are planned
+// without a filter, on the state's usable nodes and shared statistics.
+func (f *nodeFilter) constrained(pods []*v1.Pod) bool {
+	for _, pod := range pods {
+		if pod == nil {
+			continue
+		}
+		if len(pod.Spec.NodeSelector) > 0 {
+			return true
+		}
+		if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+			return true
+		}
+		for _, taint := range f.taints() {
+			if corev1helpers.TolerationsTolerateTaint(pod.Spec.Tolerations, &taint) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// taints lists the distinct blocking taints of the session's nodes.
+func (f *nodeFilter) taints() []v1.Taint {
+	if f.blocking == nil {
+		f.blocking = []v1.Taint{}
+		seen := map[string]bool{}
+		for _, ni := range f.ssn.Nodes {
+			if ni.Node == nil {
+				continue
+			}
+			for _, t := range ni.Node.Spec.Taints {
+				key := t.Key + "=" + t.Value + ":" + string(t.Effect)
+				if (t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute) && !seen[key] {
+					seen[key] = true
+					f.blocking = append(f.blocking, t)
+				}
+			}
+		}
+	}
+	return f.blocking
 }
 
 // group returns the constraint group of a pod.

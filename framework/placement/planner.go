@@ -41,8 +41,8 @@ type planner struct {
 	s    *State
 	g    *Gang
 	main Shape
-	// leaves caches per-leaf statistics for the main shape.
-	leaves map[topology.S0ID]*leafStat
+	// stats are the per-leaf statistics for the main shape, sorted by id.
+	stats []*leafStat
 }
 
 // leafStat is a leaf's free capacity for the gang's main shape.
@@ -84,7 +84,7 @@ func (p *planner) run(pods []Pod) (*Plan, *Failure) {
 	if p.g.Mode == ModeHard {
 		limit = p.g.HighestTier
 	}
-	p.leaves = nil
+	p.stats = nil
 	for tier := TierNode; tier <= limit; tier++ {
 		var c *candidate
 		switch tier {
@@ -156,7 +156,7 @@ func TierOf(nodes, s0s, s1s int) Tier {
 
 // allowedNode reports whether a node may take pods of group.
 func (p *planner) allowedNode(node string, group int) bool {
-	if p.g.Exclude[node] {
+	if p.g.Exclude[node] || p.s.unusable[node] {
 		return false
 	}
 	return p.g.Allowed == nil || p.g.Allowed(node, group)
@@ -181,7 +181,7 @@ func (p *planner) tryNode(pods []Pod) *candidate {
 		if big := p.s.largestNode(); gpu > big.GPU || gangNICs(pods) > big.NICs {
 			return nil
 		}
-		names = p.s.fabric.NodeNames()
+		names = p.nodeCandidates()
 	}
 	type opt struct {
 		name string
@@ -218,6 +218,39 @@ func (p *planner) tryNode(pods []Pod) *candidate {
 		}
 	}
 	return nil
+}
+
+// nodeCandidates lists nodes for the node tier without scanning the
+// cluster: the nodes of the leaves with the fewest free NICs that still have
+// need of them (the most fragmented first, so small gangs fill holes and
+// large leaves stay whole), until enough nodes are found.
+func (p *planner) nodeCandidates() []string {
+	var leaves []*leafStat
+	for _, st := range p.leafStats() {
+		if st.nics > 0 {
+			leaves = append(leaves, st)
+		}
+	}
+	sort.Slice(leaves, func(i, j int) bool {
+		if leaves[i].nics != leaves[j].nics {
+			return leaves[i].nics < leaves[j].nics
+		}
+		return leaves[i].id < leaves[j].id
+	})
+	seen := map[string]bool{}
+	var names []string
+	for _, st := range leaves {
+		if len(names) >= 4*maxVerify {
+			break
+		}
+		for _, n := range st.nodes {
+			if !seen[n] {
+				seen[n] = true
+				names = append(names, n)
+			}
+		}
+	}
+	return names
 }
 
 // tryS0 looks for the best-fit single leaf that holds every pod.
@@ -396,49 +429,80 @@ func (p *planner) verify(pods []Pod, c *groupChoice) *candidate {
 	return nil
 }
 
-// leafStats computes (once per Plan) every leaf's capacity for the main
-// shape and its free NICs, considering only nodes the gang may use.
+// leafStats returns (once per Plan) every leaf's capacity for the main
+// shape and its free NICs, over the nodes the gang may use, sorted by id.
+// Gangs without node constraints of their own share the state's cache,
+// which is kept per shape and dropped per leaf when a node under it changes,
+// so a plan costs a map lookup per leaf rather than a scan of every node.
 func (p *planner) leafStats() []*leafStat {
-	if p.leaves == nil {
-		p.leaves = map[topology.S0ID]*leafStat{}
-		for _, id := range p.s.fabric.LeafIDs() {
-			leaf, ok := p.s.fabric.Leaf(id)
-			if !ok {
-				continue
-			}
-			st := &leafStat{id: id, s1: leaf.S1}
-			under := func(l topology.S0ID) bool { return l == id }
-			last := ""
-			for _, slot := range leaf.Slots {
-				// Slots are sorted by node: a node's zones are adjacent.
-				name := slot.Node.Name
-				if name == last || !p.allowedNode(name, p.g.Pods[0].Group) {
-					continue
-				}
-				last = name
-				v := p.s.view(name)
-				if v == nil {
-					continue
-				}
-				n := countFree(v, id)
-				if n == 0 && p.main.NICs > 0 {
-					continue
-				}
-				st.nodes = append(st.nodes, name)
-				st.nics += n
-				st.pods += quickCap(v, p.main, under)
-			}
-			if len(st.nodes) > 0 {
-				p.leaves[id] = st
-			}
+	if p.stats != nil {
+		return p.stats
+	}
+	var cache map[topology.S0ID]*leafStat
+	if p.g.Allowed == nil && len(p.g.Exclude) == 0 {
+		cache = p.s.leafCache[p.main]
+		if cache == nil {
+			cache = map[topology.S0ID]*leafStat{}
+			p.s.leafCache[p.main] = cache
 		}
 	}
-	out := make([]*leafStat, 0, len(p.leaves))
-	for _, st := range p.leaves {
-		out = append(out, st)
+	ids := p.s.fabric.LeafIDs()
+	p.stats = make([]*leafStat, 0, len(ids))
+	for _, id := range ids {
+		st, ok := cache[id]
+		if !ok {
+			st = p.computeLeaf(id)
+			if cache != nil {
+				cache[id] = st
+			}
+		}
+		if st != nil {
+			p.stats = append(p.stats, st)
+		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
-	return out
+	return p.stats
+}
+
+// computeLeaf counts a leaf's free NICs and capacity for the main shape over
+// the nodes the gang may use; nil when no such node has a free NIC there.
+func (p *planner) computeLeaf(id topology.S0ID) *leafStat {
+	leaf, ok := p.s.fabric.Leaf(id)
+	if !ok {
+		return nil
+	}
+	st := &leafStat{id: id, s1: leaf.S1}
+	under := func(l topology.S0ID) bool { return l == id }
+	last := ""
+	for _, slot := range leaf.Slots {
+		// Slots are sorted by node: a node's zones are adjacent.
+		name := slot.Node.Name
+		if name == last || !p.allowedNode(name, p.g.Pods[0].Group) {
+			continue
+		}
+		last = name
+		v := p.s.view(name)
+		if v == nil {
+			continue
+		}
+		n := countFree(v, id)
+		if n == 0 && p.main.NICs > 0 {
+			continue
+		}
+		st.nodes = append(st.nodes, name)
+		st.nics += n
+		c := quickCap(v, p.main, under)
+		if c == 0 && v.node.Policy == topology.PolicySpanning {
+			// A pod that spans zones may need NICs under several leaves;
+			// count it under each (an over-estimate the fill corrects by
+			// adding leaves).
+			c = quickCap(v, p.main, nil)
+		}
+		st.pods += c
+	}
+	if len(st.nodes) == 0 {
+		return nil
+	}
+	return st
 }
 
 // fill places the pods on the given nodes using only NICs of the allowed

@@ -344,3 +344,60 @@ func TestFitAndApply(t *testing.T) {
 		t.Errorf("Fit limited to leaf B succeeded although B's zone is taken")
 	}
 }
+
+func TestPlanAfterApplySeesCachedLeavesChange(t *testing.T) {
+	f := &fixture{}
+	f.std(4, "n", "s1-0", "A", "B")
+	s := NewState(f.fabric(), ledger.New())
+	var used []Assignment
+	for i, want := range []string{"A", "B", ""} {
+		g := hard(gang(4, worker), TierS0)
+		for j := range g.Pods {
+			g.Pods[j].UID = fmt.Sprintf("g%d-p%d", i, j)
+		}
+		plan, fail := s.Plan(g)
+		if want == "" {
+			if plan != nil {
+				t.Fatalf("gang %d placed under %v although both leaves are full", i, plan.S0s)
+			}
+			continue
+		}
+		if plan == nil {
+			t.Fatalf("gang %d not placed: %v", i, fail)
+		}
+		if diff := cmp.Diff([]topology.S0ID{topology.S0ID(want)}, plan.S0s); diff != "" {
+			t.Errorf("gang %d S0s (-want,+got):\n%s", i, diff)
+		}
+		checkPlan(t, s, g, plan)
+		for _, a := range plan.Assignments {
+			s.Apply(a.PodUID, a)
+			used = append(used, a)
+		}
+	}
+	// Releasing the first gang makes leaf A whole again.
+	for _, a := range used[:4] {
+		s.Unapply(a.PodUID, a)
+	}
+	if plan, fail := s.Plan(hard(gang(4, worker), TierS0)); plan == nil || plan.S0s[0] != "A" {
+		t.Errorf("after release: plan %+v, failure %v; want leaf A", plan, fail)
+	}
+}
+
+func TestPlanWholeNodePodsAcrossSplitLeaves(t *testing.T) {
+	f := &fixture{}
+	for _, name := range []string{"big1", "big2"} {
+		f.nodes = append(f.nodes, builders.MakeNode(name).Shared().GPU(8).RDMA(4).CPU("128").S1("s1-0").Obj())
+		f.add(builders.MakeCNR(name).Policy(v1alpha1.TopologyPolicyNone).
+			Zone(0, 4, 64000).Zone(1, 4, 64000).
+			NIC(builders.NUMANICs[0][0], 0, "A").NIC(builders.NUMANICs[0][1], 0, "A").
+			NIC(builders.NUMANICs[1][0], 1, "B").NIC(builders.NUMANICs[1][1], 1, "B"))
+	}
+	s := NewState(f.fabric(), ledger.New())
+	plan, fail := s.Plan(gang(2, whole))
+	if diff := cmp.Diff(outcome{Tier: "s1", S0s: []string{"A", "B"}, Pods: 2, Nodes: 2}, summarize(plan, fail)); diff != "" {
+		t.Errorf("(-want,+got):\n%s", diff)
+	}
+	if plan != nil {
+		checkPlan(t, s, gang(2, whole), plan)
+	}
+}

@@ -50,6 +50,13 @@ type State struct {
 	caps map[string]Cap
 	// views caches nodeFree per node; invalidated on change.
 	views map[string]*nodeFree
+	// leafCache holds per-leaf statistics per pod shape for gangs without
+	// node constraints; an entry is dropped when a node under the leaf
+	// changes.
+	leafCache map[Shape]map[topology.S0ID]*leafStat
+	// unusable marks nodes no pod may use (not in the session,
+	// unschedulable, tainted).
+	unusable map[string]bool
 	// maxNode is the most GPUs and NICs any one node has (free or not),
 	// computed on first use; it rules out the node tier for large gangs
 	// without scanning nodes.
@@ -82,6 +89,9 @@ func NewState(f *topology.Fabric, l *ledger.Ledger) *State {
 		used:   map[string]map[int]Cap{},
 		caps:   map[string]Cap{},
 		views:  map[string]*nodeFree{},
+
+		leafCache: map[Shape]map[topology.S0ID]*leafStat{},
+		unusable:  map[string]bool{},
 	}
 	if l != nil {
 		for _, r := range l.All() {
@@ -99,7 +109,37 @@ func (s *State) SetCap(node string, c Cap) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.caps[node] = c
+	s.invalidate(node)
+}
+
+// SetUnusable marks a node that no pod may use in this session (not ready,
+// unschedulable, or tainted against pods without tolerations). Gangs with
+// constraints of their own decide through Gang.Allowed instead.
+func (s *State) SetUnusable(node string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unusable[node] = true
+	s.invalidate(node)
+}
+
+// invalidate drops what is cached about a node: its free view and the
+// statistics of every leaf it has a NIC under. Callers hold s.mu.
+func (s *State) invalidate(node string) {
 	delete(s.views, node)
+	if len(s.leafCache) == 0 {
+		return
+	}
+	n, ok := s.fabric.Node(node)
+	if !ok {
+		return
+	}
+	for _, z := range n.Zones {
+		for _, nic := range z.NICs {
+			for _, m := range s.leafCache {
+				delete(m, nic.S0)
+			}
+		}
+	}
 }
 
 // Apply records a reservation made in the session (a task allocated).
@@ -138,7 +178,7 @@ func (s *State) Unapply(uid string, a Assignment) {
 		}
 		s.caps[a.Node] = c
 	}
-	delete(s.views, a.Node)
+	s.invalidate(a.Node)
 }
 
 // apply marks the zones' NICs held by uid; countUse adds their GPU/CPU to the
@@ -176,7 +216,7 @@ func (s *State) apply(uid, node string, zones []ledger.ZoneUse, countUse, capUse
 		}
 		s.caps[node] = c
 	}
-	delete(s.views, node)
+	s.invalidate(node)
 }
 
 // HolderOf returns the pod holding a NIC in this state, if any.

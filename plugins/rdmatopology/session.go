@@ -65,8 +65,27 @@ func openSession(ssn *framework.Session, args *Args) *Session {
 	s.State = placement.NewState(f, rt.Ledger)
 	for name, ni := range ssn.Nodes {
 		s.State.SetCap(name, s.capOf(ni))
+		if ni.Node == nil || ni.Node.Spec.Unschedulable || hasBlockingTaint(ni.Node) {
+			s.State.SetUnusable(name)
+		}
+	}
+	for _, name := range f.NodeNames() {
+		if _, ok := ssn.Nodes[name]; !ok {
+			s.State.SetUnusable(name)
+		}
 	}
 	return s
+}
+
+// hasBlockingTaint reports a NoSchedule or NoExecute taint: such nodes are
+// left to gangs that tolerate them (planned with their own node filter).
+func hasBlockingTaint(n *v1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute {
+			return true
+		}
+	}
+	return false
 }
 
 // capOf reads what a node can still give from the session's idle figures.
