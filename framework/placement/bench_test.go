@@ -34,10 +34,28 @@ func benchState(b *testing.B, nodes int, taken float64) *State {
 	return NewState(f, l)
 }
 
+// BenchmarkPlan times one gang's plan. mode=warm reuses the state's leaf
+// statistics (every gang after the first in a session); mode=cold starts
+// from a fresh state (the first gang of a session: every leaf counted).
 func BenchmarkPlan(b *testing.B) {
 	for _, nodes := range []int{1000, 4000, 10000} {
 		for _, size := range []int{8, 64} {
-			b.Run(fmt.Sprintf("nodes=%d/gang=%d", nodes, size), func(b *testing.B) {
+			b.Run(fmt.Sprintf("nodes=%d/gang=%d/mode=cold", nodes, size), func(b *testing.B) {
+				base := benchState(b, nodes, 0.3)
+				g := gang(size, worker)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					s := &State{fabric: base.fabric, taken: base.taken, used: base.used, caps: base.caps,
+						views: map[string]*nodeFree{}, leafCache: map[Shape]map[topology.S0ID]*leafStat{}, unusable: map[string]bool{}}
+					b.StartTimer()
+					if p, f := s.Plan(g); p == nil {
+						b.Fatalf("gang not placed: %v", f)
+					}
+				}
+			})
+			b.Run(fmt.Sprintf("nodes=%d/gang=%d/mode=warm", nodes, size), func(b *testing.B) {
 				s := benchState(b, nodes, 0.3)
 				g := gang(size, worker)
 				// Correctness before timing: the gang must be placeable.

@@ -88,7 +88,7 @@ func NewState(f *topology.Fabric, l *ledger.Ledger) *State {
 		taken:  map[string]map[topology.NICID]string{},
 		used:   map[string]map[int]Cap{},
 		caps:   map[string]Cap{},
-		views:  map[string]*nodeFree{},
+		views:  make(map[string]*nodeFree, f.Len()),
 
 		leafCache: map[Shape]map[topology.S0ID]*leafStat{},
 		unusable:  map[string]bool{},
@@ -245,12 +245,21 @@ func (s *State) view(name string) *nodeFree {
 	}
 	taken := s.taken[name]
 	used := s.used[name]
+	// One backing array for all zones' NICs and leaves (views are built for
+	// every node of the cluster once per session).
+	total := 0
+	for _, z := range n.Zones {
+		total += len(z.NICs)
+	}
+	nics := make([]topology.NICID, 0, total)
+	leaves := make([]topology.S0ID, 0, total)
 	for _, z := range n.Zones {
 		zf := zoneFree{id: z.ID, gpu: z.FreeGPU, cpuMilli: z.FreeCPUMilli}
 		if u, ok := used[z.ID]; ok {
 			zf.gpu = max(zf.gpu-u.GPU, 0)
 			zf.cpuMilli = max(zf.cpuMilli-u.CPUMilli, 0)
 		}
+		start := len(nics)
 		for _, nic := range z.NICs {
 			if !nic.Free {
 				continue
@@ -258,9 +267,11 @@ func (s *State) view(name string) *nodeFree {
 			if _, held := taken[nic.ID]; held {
 				continue
 			}
-			zf.nics = append(zf.nics, nic.ID)
-			zf.leaves = append(zf.leaves, nic.S0)
+			nics = append(nics, nic.ID)
+			leaves = append(leaves, nic.S0)
 		}
+		zf.nics = nics[start:len(nics):len(nics)]
+		zf.leaves = leaves[start:len(leaves):len(leaves)]
 		v.zones = append(v.zones, zf)
 	}
 	s.views[name] = v
