@@ -1,0 +1,154 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/rdmatopo/rdmatopo/internal/sim"
+)
+
+// jsonPod is one element of "pods" in `simulate -o json` (DESIGN.md, the
+// simulate contract). Field order is the documented one.
+type jsonPod struct {
+	Namespace string   `json:"namespace"`
+	Name      string   `json:"name"`
+	Job       string   `json:"job"`
+	Node      string   `json:"node"`
+	NUMA      int      `json:"numa"`
+	NICs      []string `json:"nics"`
+	S0        []string `json:"s0"`
+	S1        []string `json:"s1"`
+}
+
+// jsonJob is one element of "jobs".
+type jsonJob struct {
+	Namespace string   `json:"namespace"`
+	Name      string   `json:"name"`
+	MinMember int32    `json:"minMember"`
+	Placed    bool     `json:"placed"`
+	BoundPods int      `json:"boundPods"`
+	Tier      string   `json:"tier"`
+	S0        []string `json:"s0"`
+	S1        []string `json:"s1"`
+	Reason    string   `json:"reason"`
+}
+
+// jsonReport is the single object `simulate -o json` prints.
+type jsonReport struct {
+	Pods []jsonPod `json:"pods"`
+	Jobs []jsonJob `json:"jobs"`
+}
+
+// nonNil returns s, or an empty list for nil (lists are never null).
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// toJSON converts a report to the contract's shape.
+func toJSON(rep *sim.Report) jsonReport {
+	out := jsonReport{Pods: make([]jsonPod, 0, len(rep.Pods)), Jobs: make([]jsonJob, 0, len(rep.Jobs))}
+	for _, p := range rep.Pods {
+		out.Pods = append(out.Pods, jsonPod{
+			Namespace: p.Namespace, Name: p.Name, Job: p.Job, Node: p.Node, NUMA: p.NUMA,
+			NICs: nonNil(p.NICs), S0: nonNil(p.S0), S1: nonNil(p.S1),
+		})
+	}
+	for _, j := range rep.Jobs {
+		out.Jobs = append(out.Jobs, jsonJob{
+			Namespace: j.Namespace, Name: j.Name, MinMember: j.MinMember, Placed: j.Placed,
+			BoundPods: j.BoundPods, Tier: j.Tier, S0: nonNil(j.S0), S1: nonNil(j.S1), Reason: j.Reason,
+		})
+	}
+	return out
+}
+
+// writeJSON prints the report as one indented JSON object.
+func writeJSON(w io.Writer, rep *sim.Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(toJSON(rep))
+}
+
+// shortID abbreviates an S0 hash for the table (the JSON has it whole).
+func shortID(id string) string {
+	if strings.HasPrefix(id, "unknown:") {
+		return "?" + id[strings.LastIndex(id, "/")+1:]
+	}
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// listCell renders up to three items and a count of the rest.
+func listCell(items []string, short func(string) string) string {
+	if len(items) == 0 {
+		return "-"
+	}
+	parts := make([]string, 0, 4)
+	for i, it := range items {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("+%d", len(items)-3))
+			break
+		}
+		parts = append(parts, short(it))
+	}
+	return strings.Join(parts, ",")
+}
+
+// writeTable prints one line per job and a summary.
+func writeTable(w io.Writer, rep *sim.Report) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tFROM\tPLACED\tTIER\tS0\tS1\tPODS\tREASON")
+	tiers := map[string]int{}
+	placed, bound, pods := 0, 0, 0
+	for _, j := range rep.Jobs {
+		from := j.Owner
+		if from == "" {
+			from = "PodGroup"
+		}
+		yes, tier, reason := "no", j.Tier, j.Reason
+		if j.Placed {
+			yes = "yes"
+			placed++
+			if tier == "" {
+				tier = "-"
+				tiers["no RDMA"]++
+			} else {
+				tiers[j.Tier]++
+			}
+		} else if tier == "" {
+			tier = "-"
+		}
+		if reason == "" {
+			reason = "-"
+		}
+		bound += j.BoundPods
+		pods += j.Pods
+		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", j.Namespace, j.Name, from, yes, tier,
+			listCell(j.S0, shortID), listCell(j.S1, func(s string) string { return s }), j.BoundPods, j.MinMember, reason)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var byTier []string
+	for _, t := range []string{"node", "s0", "s1", "cluster", "no RDMA"} {
+		if tiers[t] > 0 {
+			byTier = append(byTier, fmt.Sprintf("%d %s", tiers[t], t))
+		}
+	}
+	detail := ""
+	if len(byTier) > 0 {
+		detail = " (" + strings.Join(byTier, ", ") + ")"
+	}
+	_, err := fmt.Fprintf(w, "\n%d jobs: %d placed%s, %d waiting; %d of %d pods bound in %d scheduling cycles.\n",
+		len(rep.Jobs), placed, detail, len(rep.Jobs)-placed, bound, pods, rep.Cycles)
+	return err
+}

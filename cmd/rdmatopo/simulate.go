@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/rdmatopo/rdmatopo/examples"
+	"github.com/rdmatopo/rdmatopo/internal/sim"
+	"github.com/rdmatopo/rdmatopo/internal/workload"
+)
+
+// Output formats of simulate.
+const (
+	outputTable = "table"
+	outputJSON  = "json"
+)
+
+// simulateOpts are simulate's flags.
+type simulateOpts struct {
+	cluster    string
+	workload   string
+	conf       string
+	output     string
+	mapFile    string
+	kubeconfig string
+	maxCycles  int
+}
+
+// runSimulate implements `rdmatopo simulate`.
+func runSimulate(args []string, stdout io.Writer) error {
+	var o simulateOpts
+	fs := newFlags("simulate", "[--cluster FILE] [--workload FILE] [--scheduler-conf FILE] [-o table|json] [--map FILE.svg] [--kubeconfig FILE]", stdout)
+	fs.StringVar(&o.cluster, "cluster", "", "cluster file: Nodes, CustomNodeResources and bound Pods (default: the built-in sample cluster)")
+	fs.StringVar(&o.workload, "workload", "", "workload file: Queues, PodGroups, Pods, Volcano Jobs, PyTorchJobs (default: the built-in sample workload)")
+	fs.StringVar(&o.conf, "scheduler-conf", "", "volcano-scheduler.conf (default: the built-in conf of config/)")
+	fs.StringVarP(&o.output, "output", "o", outputTable, "output format: table or json")
+	fs.StringVar(&o.mapFile, "map", "", "also write an SVG map of the fabric and the placements to this file")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "read the cluster (Nodes, CustomNodeResources, bound Pods) from a live cluster, read-only")
+	fs.IntVar(&o.maxCycles, "max-cycles", 1000, "stop with an error if the scheduler still binds after this many cycles")
+	if err := fs.parse(args, 0); err != nil {
+		return err
+	}
+	if o.output != outputTable && o.output != outputJSON {
+		return badInputf("simulate: -o %q: must be table or json", o.output)
+	}
+	if o.cluster != "" && o.kubeconfig != "" {
+		return badInputf("simulate: --cluster and --kubeconfig are exclusive (the live cluster is the cluster)")
+	}
+	if o.maxCycles < 1 {
+		return badInputf("simulate: --max-cycles must be at least 1, got %d", o.maxCycles)
+	}
+
+	c, err := loadConf(o.conf)
+	if err != nil {
+		return err
+	}
+	var cluster *workload.Cluster
+	if o.kubeconfig != "" {
+		if cluster, err = loadLiveCluster(o.kubeconfig); err != nil {
+			return err
+		}
+	} else if cluster, err = loadCluster(o.cluster); err != nil {
+		return err
+	}
+	set, err := loadWorkload(o.workload)
+	if err != nil {
+		return err
+	}
+	if err := checkDisjoint(cluster, set, nameOr(o.workload, examples.WorkloadFile)); err != nil {
+		return err
+	}
+
+	s, err := sim.New(c, cluster, sim.Options{})
+	if err != nil {
+		return err
+	}
+	if err := s.Submit(set); err != nil {
+		return badInput(err)
+	}
+	if _, err := s.Run(o.maxCycles); err != nil {
+		return err
+	}
+	rep := sim.BuildReport(s)
+
+	if o.mapFile != "" {
+		svg := renderMap(s.Fabric(), rep, s.Pods())
+		if err := os.WriteFile(o.mapFile, svg, 0o644); err != nil {
+			return fmt.Errorf("writing the map: %w", err)
+		}
+	}
+	if o.output == outputJSON {
+		return writeJSON(stdout, rep)
+	}
+	return writeTable(stdout, rep)
+}

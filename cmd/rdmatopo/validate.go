@@ -1,0 +1,53 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/rdmatopo/rdmatopo/examples"
+)
+
+// runValidate implements `rdmatopo validate`: it parses and checks a
+// scheduler conf (the built-in one by default) and, when given, a cluster
+// and a workload file, exactly as simulate would, without scheduling.
+func runValidate(args []string, stdout io.Writer) error {
+	var confPath, clusterPath, workloadPath string
+	fs := newFlags("validate", "[--scheduler-conf FILE] [--cluster FILE] [--workload FILE]", stdout)
+	fs.StringVar(&confPath, "scheduler-conf", "", "volcano-scheduler.conf to check (default: the built-in conf)")
+	fs.StringVar(&clusterPath, "cluster", "", "cluster file to check")
+	fs.StringVar(&workloadPath, "workload", "", "workload file to check")
+	if err := fs.parse(args, 0); err != nil {
+		return err
+	}
+	c, err := loadConf(confPath)
+	if err != nil {
+		return err
+	}
+	var plugins []string
+	for _, t := range c.Tiers {
+		var names []string
+		for _, p := range t.Plugins {
+			names = append(names, p.Name)
+		}
+		plugins = append(plugins, strings.Join(names, ", "))
+	}
+	fmt.Fprintf(stdout, "%s: ok: actions %s; plugin tiers [%s]\n", nameOr(confPath, builtinConfName),
+		strings.Join(c.ActionNames(), ", "), strings.Join(plugins, "] ["))
+	if clusterPath != "" {
+		cl, err := loadCluster(clusterPath)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s: ok: %d nodes, %d CustomNodeResources, %d bound pods\n", clusterPath, len(cl.Nodes), len(cl.CNRs), len(cl.Pods))
+	}
+	if workloadPath != "" {
+		set, err := loadWorkload(workloadPath)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s: ok: %d PodGroups, %d pods, %d queues\n", nameOr(workloadPath, examples.WorkloadFile),
+			len(set.PodGroups), len(set.Pods), len(set.Queues))
+	}
+	return nil
+}
