@@ -148,6 +148,12 @@ func (s *Session) reconcile() {
 		if !api.AllocatedStatus(t.Status) || t.Status == api.Allocated {
 			continue
 		}
+		// A Binding adds annotations but cannot remove them: a pod that
+		// requests no RDMA may still carry a key a user forged. Only RDMA
+		// pods' annotations are ours.
+		if !s.RequestsRDMA(t) {
+			continue
+		}
 		if _, ok := t.Pod.Annotations[ledger.AnnotationNICs]; ok {
 			missing = append(missing, t.Pod)
 		}
