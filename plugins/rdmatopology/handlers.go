@@ -138,7 +138,7 @@ func (s *Session) allocate(task *api.TaskInfo) {
 	s.State.Apply(string(task.UID), a)
 	s.mu.Lock()
 	s.reserved[task.UID] = a
-	delete(s.held, task.Job)
+	s.indexLocked(r)
 	s.mu.Unlock()
 	s.annotate(task, a)
 	klog.V(4).InfoS("Reserved NICs", "pod", klog.KRef(task.Namespace, task.Name), "node", task.NodeName, "nics", a.NICs())
@@ -150,6 +150,7 @@ func (s *Session) deallocate(task *api.TaskInfo) {
 	s.mu.Lock()
 	a, ok := s.reserved[task.UID]
 	delete(s.reserved, task.UID)
+	delete(s.byJob[task.Job], string(task.UID))
 	delete(s.held, task.Job)
 	delete(s.broken, task.Job)
 	s.mu.Unlock()

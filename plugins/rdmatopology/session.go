@@ -44,6 +44,9 @@ type Session struct {
 	failures map[api.JobID]*placement.Failure
 	// held caches each job's current placement; dropped on change.
 	held map[api.JobID]*placement.Held
+	// byJob indexes the ledger's reservations by job (pod UID ->
+	// reservation), kept in step by allocate and deallocate.
+	byJob map[api.JobID]map[string]ledger.Reservation
 }
 
 // openSession builds the session state: the runtime (started on first use),
@@ -60,8 +63,12 @@ func openSession(ssn *framework.Session, args *Args) *Session {
 		broken:   map[api.JobID]string{},
 		failures: map[api.JobID]*placement.Failure{},
 		held:     map[api.JobID]*placement.Held{},
+		byJob:    map[api.JobID]map[string]ledger.Reservation{},
 	}
 	s.reconcile()
+	for _, r := range rt.Ledger.All() {
+		s.indexLocked(r)
+	}
 	s.State = placement.NewState(f, rt.Ledger)
 	for name, ni := range ssn.Nodes {
 		s.State.SetCap(name, s.capOf(ni))
@@ -270,10 +277,7 @@ func (s *Session) heldLocked(jobID api.JobID) *placement.Held {
 		return h
 	}
 	h := &placement.Held{Nodes: map[string]bool{}, S0s: map[topology.S0ID]bool{}, S1s: map[topology.S1ID]bool{}}
-	for _, r := range s.rt.Ledger.All() {
-		if r.Job != string(jobID) {
-			continue
-		}
+	for _, r := range s.byJob[jobID] {
 		h.Pods++
 		h.Nodes[r.Node] = true
 		for _, nic := range r.NICs() {
@@ -287,6 +291,19 @@ func (s *Session) heldLocked(jobID api.JobID) *placement.Held {
 	}
 	s.held[jobID] = h
 	return h
+}
+
+// indexLocked adds a reservation to the by-job index. Callers hold s.mu (or
+// own s exclusively).
+func (s *Session) indexLocked(r ledger.Reservation) {
+	id := api.JobID(r.Job)
+	m := s.byJob[id]
+	if m == nil {
+		m = map[string]ledger.Reservation{}
+		s.byJob[id] = m
+	}
+	m[r.UID] = r
+	delete(s.held, id)
 }
 
 // tierLimit returns the leaves a task of the job may use on node under its
