@@ -1,0 +1,172 @@
+package bench
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+)
+
+// Report is the benchmark's JSON output.
+type Report struct {
+	Nodes int    `json:"nodes"`
+	Gangs int    `json:"gangs"`
+	Seed  uint64 `json:"seed"`
+	// Runs holds one result per conf, keyed by ConfRDMATopo and ConfBaseline.
+	Runs map[string]*RunResult `json:"runs"`
+}
+
+// Options select a benchmark run.
+type Options struct {
+	Nodes int
+	Gangs int
+	Seed  uint64
+}
+
+// Validate checks the options.
+func (o Options) Validate() error {
+	switch {
+	case o.Nodes < 1:
+		return fmt.Errorf("--nodes must be at least 1, got %d", o.Nodes)
+	case o.Gangs < 1:
+		return fmt.Errorf("--gangs must be at least 1, got %d", o.Gangs)
+	}
+	return nil
+}
+
+// runOrder is the order the confs replay the trace in. rdmatopo goes first,
+// so one-time warm-up costs in Volcano's packages count against it.
+var runOrder = []string{ConfRDMATopo, ConfBaseline}
+
+// Run generates the cluster and trace of o and replays the trace through
+// both confs, one after the other, in this process.
+func Run(o Options) (*Report, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	confs, err := Confs()
+	if err != nil {
+		return nil, err
+	}
+	trace := NewTrace(o.Gangs, o.Seed)
+	rep := &Report{Nodes: o.Nodes, Gangs: o.Gangs, Seed: o.Seed, Runs: map[string]*RunResult{}}
+	for _, name := range runOrder {
+		// A fresh cluster per run: the simulator owns the objects it gets.
+		cluster := NewCluster(o.Nodes, o.Seed)
+		runtime.GC()
+		res, err := Replay(confs[name], cluster, trace)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		rep.Runs[name] = res
+	}
+	return rep, nil
+}
+
+// Output formats.
+const (
+	outputTable = "table"
+	outputJSON  = "json"
+)
+
+// Exit codes of Main.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// Main is `rdmatopo bench`: it parses args (without the command name), runs
+// the benchmark and prints the report to stdout as a table or JSON. It
+// returns the process exit code: 2 for bad flags, 1 when the run fails.
+func Main(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("rdmatopo bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	nodes := fs.Int("nodes", 1000, "number of nodes of the generated cluster")
+	gangs := fs.Int("gangs", 0, "number of gangs in the trace (default: nodes/5)")
+	seed := fs.Uint64("seed", 1, "seed of the cluster and trace generators")
+	out := fs.String("o", outputTable, "output format: table or json")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: rdmatopo bench [--nodes N] [--gangs G] [--seed S] [-o table|json]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "rdmatopo bench: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	if *out != outputTable && *out != outputJSON {
+		fmt.Fprintf(stderr, "rdmatopo bench: -o must be %s or %s, got %q\n", outputTable, outputJSON, *out)
+		return exitUsage
+	}
+	o := Options{Nodes: *nodes, Gangs: *gangs, Seed: *seed}
+	if o.Gangs == 0 {
+		o.Gangs = max(o.Nodes/5, 1)
+	}
+	if err := o.Validate(); err != nil {
+		fmt.Fprintln(stderr, "rdmatopo bench:", err)
+		return exitUsage
+	}
+	rep, err := Run(o)
+	if err != nil {
+		fmt.Fprintln(stderr, "rdmatopo bench:", err)
+		return exitError
+	}
+	if *out == outputJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			fmt.Fprintln(stderr, "rdmatopo bench:", err)
+			return exitError
+		}
+		return exitOK
+	}
+	if err := WriteTable(stdout, rep); err != nil {
+		fmt.Fprintln(stderr, "rdmatopo bench:", err)
+		return exitError
+	}
+	return exitOK
+}
+
+// WriteTable prints a report as an aligned table, one column per conf.
+func WriteTable(w io.Writer, rep *Report) error {
+	fmt.Fprintf(w, "nodes=%d gangs=%d seed=%d\n", rep.Nodes, rep.Gangs, rep.Seed)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "metric\t%s\t\n", strings.Join(runOrder, "\t"))
+	rows := []struct {
+		name string
+		f    func(*RunResult) string
+	}{
+		{"gangs placed", func(r *RunResult) string { return fmt.Sprint(r.Placed) }},
+		{"pods placed", func(r *RunResult) string { return fmt.Sprint(r.Pods) }},
+		{"multi-pod RDMA gangs", func(r *RunResult) string { return fmt.Sprint(r.RDMAGangs) }},
+		{"mean S0 per gang", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.MeanS0) }},
+		{"at optimum", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.AtOptimumFrac) }},
+		{"fragmentation", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.Fragmentation) }},
+		{"NUMA-misaligned pods", func(r *RunResult) string { return fmt.Sprint(r.Misaligned) }},
+		{"session seconds", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.Seconds) }},
+		{"seconds per pod", func(r *RunResult) string { return fmt.Sprintf("%.6f", r.SecondsPerPod) }},
+		{"peak heap MiB", func(r *RunResult) string { return fmt.Sprintf("%.1f", float64(r.PeakHeapBytes)/(1<<20)) }},
+	}
+	for _, row := range rows {
+		fmt.Fprint(tw, row.name)
+		for _, name := range runOrder {
+			r := rep.Runs[name]
+			if r == nil {
+				return fmt.Errorf("report has no %s run", name)
+			}
+			fmt.Fprintf(tw, "\t%s", row.f(r))
+		}
+		fmt.Fprintln(tw, "\t")
+	}
+	return tw.Flush()
+}

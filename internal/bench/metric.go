@@ -1,0 +1,318 @@
+package bench
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+)
+
+// Tracker is the benchmark's own record of who holds which GPUs and NICs,
+// independent of the scheduler under test. It answers the placement-quality
+// questions: how many S0s a gang's NICs span, the fewest S0s the gang could
+// have used, and how many S0s are partly used.
+//
+// Its fabric is built without an S1 label, so every leaf is in one S1 and
+// the planner's S1 tier is "the fewest S0s anywhere": planning a gang in
+// soft mode then yields the fewest S0s possible for it (exact for gangs
+// whose pods share one shape, which every trace gang does).
+type Tracker struct {
+	fabric *topology.Fabric
+	state  *placement.State
+	// held maps pod UID to its assignment.
+	held map[string]placement.Assignment
+	// onNode maps node to the UIDs holding something on it.
+	onNode map[string]map[string]bool
+	// leafUsed counts held NICs per leaf; leafNICs is each leaf's NIC count.
+	leafUsed map[topology.S0ID]int
+	leafNICs map[topology.S0ID]int
+	leaves   []topology.S0ID
+	// Misaligned counts pods whose NICs and GPUs could not come from one
+	// NUMA zone on a single-NUMA node (kubelet would refuse them).
+	Misaligned int
+}
+
+// NewTracker starts an empty tracker over the fabric of nodes and cnrs.
+func NewTracker(nodes []*corev1.Node, cnrs []*v1alpha1.CustomNodeResource) *Tracker {
+	f := topology.Build(topology.Config{}.WithDefaults(), nodes, cnrs)
+	t := &Tracker{
+		fabric:   f,
+		state:    placement.NewState(f, nil),
+		held:     map[string]placement.Assignment{},
+		onNode:   map[string]map[string]bool{},
+		leafUsed: map[topology.S0ID]int{},
+		leafNICs: map[topology.S0ID]int{},
+		leaves:   f.LeafIDs(),
+	}
+	for _, id := range t.leaves {
+		l, _ := f.Leaf(id)
+		for _, s := range l.Slots {
+			t.leafNICs[id] += len(s.NICs)
+		}
+	}
+	return t
+}
+
+// Fabric returns the tracker's fabric (one S1).
+func (t *Tracker) Fabric() *topology.Fabric { return t.fabric }
+
+// Reserve records that pod uid holds a. A UID already held is an error.
+func (t *Tracker) Reserve(uid string, a placement.Assignment) error {
+	if _, ok := t.held[uid]; ok {
+		return fmt.Errorf("pod %s already holds resources on node %s", uid, t.held[uid].Node)
+	}
+	t.held[uid] = a
+	if t.onNode[a.Node] == nil {
+		t.onNode[a.Node] = map[string]bool{}
+	}
+	t.onNode[a.Node][uid] = true
+	t.state.Apply(uid, a)
+	for _, nic := range a.NICs() {
+		if leaf, ok := t.fabric.NICLeaf(a.Node, nic); ok {
+			t.leafUsed[leaf]++
+		}
+	}
+	return nil
+}
+
+// Release forgets what pod uid holds (no-op if it holds nothing).
+func (t *Tracker) Release(uid string) {
+	a, ok := t.held[uid]
+	if !ok {
+		return
+	}
+	delete(t.held, uid)
+	delete(t.onNode[a.Node], uid)
+	t.state.Unapply(uid, a)
+	for _, nic := range a.NICs() {
+		if leaf, ok := t.fabric.NICLeaf(a.Node, nic); ok {
+			t.leafUsed[leaf]--
+		}
+	}
+}
+
+// FromAnnotations turns the rdmatopo.io/nics annotation of a pod bound to
+// node into an assignment: each NIC in the zone the fabric lists it under,
+// the pod's GPUs split evenly over those zones. ok is false when the pod
+// carries no NIC annotation.
+func (t *Tracker) FromAnnotations(node string, annotations map[string]string, sh placement.Shape) (placement.Assignment, bool, error) {
+	raw := annotations[ledger.AnnotationNICs]
+	if raw == "" {
+		return placement.Assignment{}, false, nil
+	}
+	nics, err := ledger.ParseNICs(raw)
+	if err != nil {
+		return placement.Assignment{}, false, fmt.Errorf("node %s: annotation %s: %w", node, ledger.AnnotationNICs, err)
+	}
+	n, ok := t.fabric.Node(node)
+	if !ok {
+		return placement.Assignment{}, false, fmt.Errorf("node %s is not in the fabric", node)
+	}
+	byZone := map[int][]topology.NICID{}
+	for _, nic := range nics {
+		found := false
+		for _, z := range n.Zones {
+			for _, c := range z.NICs {
+				if c.ID == nic {
+					byZone[z.ID] = append(byZone[z.ID], nic)
+					found = true
+				}
+			}
+		}
+		if !found {
+			return placement.Assignment{}, false, fmt.Errorf("node %s has no NIC %s (annotation %s)", node, nic, ledger.AnnotationNICs)
+		}
+	}
+	ids := make([]int, 0, len(byZone))
+	for id := range byZone {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	gpus := ledger.SplitEvenly(sh.GPU, len(ids))
+	a := placement.Assignment{Node: node}
+	for i, id := range ids {
+		list := byZone[id]
+		sort.Slice(list, func(x, y int) bool { return list[x] < list[y] })
+		a.Zones = append(a.Zones, ledger.ZoneUse{NUMA: id, GPU: gpus[i], NICs: list})
+	}
+	return a, true, nil
+}
+
+// zoneFree is what one NUMA zone of a node has left in the tracker.
+type zoneFree struct {
+	id   int
+	gpu  int64
+	nics []topology.NICID
+}
+
+// freeZones lists the zones of node with their free GPUs and NICs.
+func (t *Tracker) freeZones(node string) ([]zoneFree, *topology.Node, bool) {
+	n, ok := t.fabric.Node(node)
+	if !ok {
+		return nil, nil, false
+	}
+	usedGPU := map[int]int64{}
+	usedNIC := map[topology.NICID]bool{}
+	for uid := range t.onNode[node] {
+		for _, z := range t.held[uid].Zones {
+			usedGPU[z.NUMA] += z.GPU
+			for _, nic := range z.NICs {
+				usedNIC[nic] = true
+			}
+		}
+	}
+	out := make([]zoneFree, 0, len(n.Zones))
+	for _, z := range n.Zones {
+		zf := zoneFree{id: z.ID, gpu: z.FreeGPU - usedGPU[z.ID]}
+		for _, c := range z.NICs {
+			if c.Free && !usedNIC[c.ID] {
+				zf.nics = append(zf.nics, c.ID)
+			}
+		}
+		out = append(out, zf)
+	}
+	return out, n, true
+}
+
+// NodeAssign models the node agent (kubelet's topology manager with
+// katalyst's QRM plugins) for a pod a topology-blind scheduler bound to
+// node: it takes the GPUs and NICs from the one NUMA zone that fits and is
+// left with the fewest free NICs (then the lowest id). When no zone fits —
+// the scheduler only counted GPUs and NICs per node — it takes them from the
+// zones in id order, and counts the pod in Misaligned if the node's policy
+// is single-NUMA (kubelet would reject such a pod; the benchmark keeps it
+// running so both schedulers are compared on the same pods).
+func (t *Tracker) NodeAssign(node string, sh placement.Shape) (placement.Assignment, error) {
+	zones, n, ok := t.freeZones(node)
+	if !ok {
+		return placement.Assignment{}, fmt.Errorf("node %s is not in the fabric", node)
+	}
+	best := -1
+	for i, z := range zones {
+		if z.gpu < sh.GPU || int64(len(z.nics)) < sh.NICs {
+			continue
+		}
+		if best < 0 || len(z.nics) < len(zones[best].nics) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		z := zones[best]
+		return placement.Assignment{Node: node, Zones: []ledger.ZoneUse{{
+			NUMA: z.id, GPU: sh.GPU, NICs: append([]topology.NICID(nil), z.nics[:sh.NICs]...)}}}, nil
+	}
+	var gpu, nics int64
+	for _, z := range zones {
+		gpu += z.gpu
+		nics += int64(len(z.nics))
+	}
+	if gpu < sh.GPU || nics < sh.NICs {
+		return placement.Assignment{}, fmt.Errorf("node %s: %s does not fit (free %d GPU, %d NICs)", node, sh, gpu, nics)
+	}
+	if n.Policy == topology.PolicySingleNUMA {
+		t.Misaligned++
+	}
+	a := placement.Assignment{Node: node}
+	needGPU, needNIC := sh.GPU, sh.NICs
+	for _, z := range zones {
+		u := ledger.ZoneUse{NUMA: z.id, GPU: min(needGPU, z.gpu)}
+		k := min(needNIC, int64(len(z.nics)))
+		u.NICs = append([]topology.NICID(nil), z.nics[:k]...)
+		needGPU -= u.GPU
+		needNIC -= k
+		if u.GPU > 0 || len(u.NICs) > 0 {
+			a.Zones = append(a.Zones, u)
+		}
+	}
+	return a, nil
+}
+
+// S0Count is the number of distinct leaves the assignments' NICs use.
+func (t *Tracker) S0Count(assign []placement.Assignment) int {
+	seen := map[topology.S0ID]bool{}
+	for _, a := range assign {
+		for _, nic := range a.NICs() {
+			if leaf, ok := t.fabric.NICLeaf(a.Node, nic); ok {
+				seen[leaf] = true
+			}
+		}
+	}
+	return len(seen)
+}
+
+// OptimumS0 returns the fewest S0s that pods pods of shape sh could use in
+// the current state; ok is false when the gang does not fit at all.
+func (t *Tracker) OptimumS0(job string, pods int, sh placement.Shape) (int, bool) {
+	g := placement.Gang{Job: job, Need: pods, Mode: placement.ModeSoft, HighestTier: placement.TierCluster}
+	for i := 0; i < pods; i++ {
+		g.Pods = append(g.Pods, placement.Pod{UID: fmt.Sprintf("%s#%d", job, i), Name: job, Shape: sh})
+	}
+	plan, fail := t.state.Plan(g)
+	if fail != nil || plan == nil || len(plan.Assignments) != pods {
+		return 0, false
+	}
+	// The planner ranks one node tighter than one S0; on this hardware a
+	// node's two NUMA zones hang off different S0s, so a node-tier plan may
+	// use two S0s where one S0 alone could hold the gang.
+	if len(plan.S0s) > 1 && t.oneLeafHolds(pods, sh) {
+		return 1, true
+	}
+	return len(plan.S0s), true
+}
+
+// oneLeafHolds reports whether some leaf alone can hold pods pods of shape
+// sh, each pod NUMA-aligned with NICs under that leaf.
+func (t *Tracker) oneLeafHolds(pods int, sh placement.Shape) bool {
+	if sh.NICs == 0 {
+		return false
+	}
+	for _, id := range t.leaves {
+		if t.leafNICs[id]-t.leafUsed[id] < int(sh.NICs)*pods {
+			continue
+		}
+		l, _ := t.fabric.Leaf(id)
+		fit := 0
+		for _, s := range l.Slots {
+			zones, _, ok := t.freeZones(s.Node.Name)
+			if !ok {
+				continue
+			}
+			z := zones[s.Zone]
+			under := int64(0)
+			for _, nic := range z.nics {
+				if leaf, ok := t.fabric.NICLeaf(s.Node.Name, nic); ok && leaf == id {
+					under++
+				}
+			}
+			n := under / sh.NICs
+			if sh.GPU > 0 {
+				n = min(n, z.gpu/sh.GPU)
+			}
+			fit += int(n)
+			if fit >= pods {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Fragmentation is the share of all S0s that are partly used: some of their
+// NICs held, some free.
+func (t *Tracker) Fragmentation() float64 {
+	if len(t.leaves) == 0 {
+		return 0
+	}
+	partly := 0
+	for _, id := range t.leaves {
+		if u := t.leafUsed[id]; u > 0 && u < t.leafNICs[id] {
+			partly++
+		}
+	}
+	return float64(partly) / float64(len(t.leaves))
+}

@@ -1,0 +1,254 @@
+package bench
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
+)
+
+// smallTracker is a tracker over 32 nodes: two groups of 16, four leaves
+// (leaf 0: NUMA 0 of nodes 0-15, leaf 1: NUMA 1 of nodes 0-15, leaves 2
+// and 3 likewise for nodes 16-31), every fourth node spanning.
+func smallTracker(t *testing.T) *Tracker {
+	t.Helper()
+	nodes, cnrs := builders.ClusterShape{Nodes: 32, ZonesPerLeaf: 16, LeavesPerS1: 8, SpanningEvery: 4}.Generate()
+	return NewTracker(nodes, cnrs)
+}
+
+// zoneUse holds NUMA zone numa of node i whole (4 GPU, both NICs).
+func zoneUse(i, numa int) placement.Assignment {
+	return placement.Assignment{Node: builders.NodeName(i), Zones: []ledger.ZoneUse{{
+		NUMA: numa, GPU: 4,
+		NICs: []topology.NICID{topology.NICID(builders.NUMANICs[numa][0]), topology.NICID(builders.NUMANICs[numa][1])},
+	}}}
+}
+
+// reserveAll reserves assignments under generated UIDs.
+func reserveAll(t *testing.T, tr *Tracker, as []placement.Assignment) {
+	t.Helper()
+	for i, a := range as {
+		if err := tr.Reserve(fmt.Sprintf("uid-%d", i), a); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestFragmentation(t *testing.T) {
+	var leaf0Full []placement.Assignment
+	for i := 0; i < 16; i++ {
+		leaf0Full = append(leaf0Full, zoneUse(i, 0))
+	}
+	tests := []struct {
+		name string
+		held []placement.Assignment
+		want float64
+	}{
+		{name: "empty cluster", want: 0},
+		{name: "one zone in use", held: []placement.Assignment{zoneUse(0, 0)}, want: 0.25},
+		{name: "two zones of one node hit two leaves", held: []placement.Assignment{zoneUse(0, 0), zoneUse(0, 1)}, want: 0.5},
+		{name: "a full leaf is not fragmented", held: leaf0Full, want: 0},
+		{name: "full leaf plus one zone elsewhere", held: append(append([]placement.Assignment{}, leaf0Full...), zoneUse(20, 1)), want: 0.25},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := smallTracker(t)
+			reserveAll(t, tr, tc.held)
+			if got := tr.Fragmentation(); got != tc.want {
+				t.Errorf("Fragmentation() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestFragmentationAfterRelease(t *testing.T) {
+	tr := smallTracker(t)
+	reserveAll(t, tr, []placement.Assignment{zoneUse(0, 0), zoneUse(17, 1)})
+	tr.Release("uid-0")
+	tr.Release("uid-unknown")
+	if got, want := tr.Fragmentation(), 0.25; got != want {
+		t.Errorf("Fragmentation() after release = %v, want %v", got, want)
+	}
+	if err := tr.Reserve("uid-1", zoneUse(3, 0)); err == nil {
+		t.Error("Reserve of a UID already held succeeded, want an error")
+	}
+}
+
+func TestOptimumS0(t *testing.T) {
+	half := KindHalf.Shape()
+	small := KindSmall.Shape()
+	// Every zone of leaf 0 but one is taken; leaf 2 is half taken.
+	var crowded []placement.Assignment
+	for i := 1; i < 16; i++ {
+		crowded = append(crowded, zoneUse(i, 0))
+	}
+	for i := 16; i < 24; i++ {
+		crowded = append(crowded, zoneUse(i, 0))
+	}
+	tests := []struct {
+		name   string
+		held   []placement.Assignment
+		pods   int
+		shape  placement.Shape
+		want   int
+		wantOK bool
+	}{
+		{name: "two half-node pods fit under one S0 (not on one node: two S0s)", pods: 2, shape: half, want: 1, wantOK: true},
+		{name: "a full leaf of half-node pods", pods: 16, shape: half, want: 1, wantOK: true},
+		{name: "one pod more than a leaf", pods: 17, shape: half, want: 2, wantOK: true},
+		{name: "small pods share zones", pods: 32, shape: small, want: 1, wantOK: true},
+		{name: "crowded leaves force a wider placement", held: crowded, pods: 16, shape: half, want: 1, wantOK: true},
+		{name: "crowded: two leaves needed", held: crowded, pods: 17, shape: half, want: 2, wantOK: true},
+		{name: "more than the cluster holds", pods: 65, shape: half, wantOK: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := smallTracker(t)
+			reserveAll(t, tr, tc.held)
+			got, ok := tr.OptimumS0("default/g", tc.pods, tc.shape)
+			if ok != tc.wantOK || (ok && got != tc.want) {
+				t.Errorf("OptimumS0(%d x %s) = %d, %v; want %d, %v", tc.pods, tc.shape, got, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+}
+
+func TestS0CountAndAtOptimum(t *testing.T) {
+	tr := smallTracker(t)
+	tests := []struct {
+		name   string
+		assign []placement.Assignment
+		want   int
+	}{
+		{name: "nothing", want: 0},
+		{name: "NUMA 0 of two nodes of a group", assign: []placement.Assignment{zoneUse(0, 0), zoneUse(5, 0)}, want: 1},
+		{name: "both zones of one node", assign: []placement.Assignment{zoneUse(0, 0), zoneUse(0, 1)}, want: 2},
+		{name: "two groups", assign: []placement.Assignment{zoneUse(0, 0), zoneUse(16, 0), zoneUse(16, 1)}, want: 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tr.S0Count(tc.assign); got != tc.want {
+				t.Errorf("S0Count() = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNodeAssign(t *testing.T) {
+	nic := func(numa, i int) topology.NICID { return topology.NICID(builders.NUMANICs[numa][i]) }
+	oneGPU := func(i, numa, k int) placement.Assignment {
+		return placement.Assignment{Node: builders.NodeName(i), Zones: []ledger.ZoneUse{{NUMA: numa, GPU: 1, NICs: []topology.NICID{nic(numa, k)}}}}
+	}
+	tests := []struct {
+		name           string
+		held           []placement.Assignment
+		node           int
+		shape          placement.Shape
+		want           placement.Assignment
+		wantMisaligned int
+		wantErr        bool
+	}{
+		{
+			name: "empty node: lowest zone", node: 0, shape: KindHalf.Shape(),
+			want: zoneUse(0, 0),
+		},
+		{
+			name: "best fit: the zone left with fewer NICs", node: 0, shape: KindSmall.Shape(),
+			held: []placement.Assignment{oneGPU(0, 1, 0)},
+			want: oneGPU(0, 1, 1),
+		},
+		{
+			name: "zones split by small pods: misaligned on a single-NUMA node", node: 0, shape: KindHalf.Shape(),
+			held: []placement.Assignment{oneGPU(0, 0, 0), oneGPU(0, 1, 0)},
+			want: placement.Assignment{Node: builders.NodeName(0), Zones: []ledger.ZoneUse{
+				{NUMA: 0, GPU: 3, NICs: []topology.NICID{nic(0, 1)}},
+				{NUMA: 1, GPU: 1, NICs: []topology.NICID{nic(1, 1)}},
+			}},
+			wantMisaligned: 1,
+		},
+		{
+			name: "a whole-node pod on a spanning node is aligned", node: 3, shape: KindFull.Shape(),
+			want: placement.Assignment{Node: builders.NodeName(3), Zones: []ledger.ZoneUse{
+				{NUMA: 0, GPU: 4, NICs: []topology.NICID{nic(0, 0), nic(0, 1)}},
+				{NUMA: 1, GPU: 4, NICs: []topology.NICID{nic(1, 0), nic(1, 1)}},
+			}},
+		},
+		{
+			name: "no room", node: 0, shape: KindFull.Shape(),
+			held:    []placement.Assignment{zoneUse(0, 0)},
+			wantErr: true,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := smallTracker(t)
+			reserveAll(t, tr, tc.held)
+			got, err := tr.NodeAssign(builders.NodeName(tc.node), tc.shape)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("NodeAssign() error = %v, want error %v", err, tc.wantErr)
+			}
+			if tc.wantErr {
+				return
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("NodeAssign() mismatch (-want +got):\n%s", diff)
+			}
+			if tr.Misaligned != tc.wantMisaligned {
+				t.Errorf("Misaligned = %d, want %d", tr.Misaligned, tc.wantMisaligned)
+			}
+		})
+	}
+}
+
+func TestFromAnnotations(t *testing.T) {
+	tr := smallTracker(t)
+	node := builders.NodeName(3)
+	tests := []struct {
+		name    string
+		ann     map[string]string
+		shape   placement.Shape
+		want    placement.Assignment
+		wantOK  bool
+		wantErr bool
+	}{
+		{name: "no annotation", ann: map[string]string{}, shape: KindHalf.Shape()},
+		{
+			name:   "one zone",
+			ann:    map[string]string{ledger.AnnotationNICs: builders.NUMANICs[1][1] + "," + builders.NUMANICs[1][0]},
+			shape:  KindHalf.Shape(),
+			want:   zoneUse(3, 1),
+			wantOK: true,
+		},
+		{
+			name:  "spanning pod: GPUs split evenly",
+			ann:   map[string]string{ledger.AnnotationNICs: builders.NUMANICs[0][0] + "," + builders.NUMANICs[1][0]},
+			shape: placement.Shape{GPU: 8, NICs: 2},
+			want: placement.Assignment{Node: node, Zones: []ledger.ZoneUse{
+				{NUMA: 0, GPU: 4, NICs: []topology.NICID{topology.NICID(builders.NUMANICs[0][0])}},
+				{NUMA: 1, GPU: 4, NICs: []topology.NICID{topology.NICID(builders.NUMANICs[1][0])}},
+			}},
+			wantOK: true,
+		},
+		{name: "unknown NIC", ann: map[string]string{ledger.AnnotationNICs: "0000:99:00.0"}, shape: KindSmall.Shape(), wantErr: true},
+		{name: "malformed", ann: map[string]string{ledger.AnnotationNICs: "eth0"}, shape: KindSmall.Shape(), wantErr: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok, err := tr.FromAnnotations(node, tc.ann, tc.shape)
+			if (err != nil) != tc.wantErr || ok != tc.wantOK {
+				t.Fatalf("FromAnnotations() = ok %v, error %v; want ok %v, error %v", ok, err, tc.wantOK, tc.wantErr)
+			}
+			if !ok {
+				return
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("FromAnnotations() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,234 @@
+package bench
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/internal/sim"
+	"github.com/rdmatopo/rdmatopo/internal/workload"
+)
+
+// RunResult is what one replay of a trace measured. JSON names are the
+// benchmark's output contract.
+type RunResult struct {
+	// Placed is the number of gangs whose every pod was bound.
+	Placed int `json:"placed"`
+	// Pods is the number of trace pods bound.
+	Pods int `json:"pods"`
+	// MeanS0 is the mean number of S0s spanned by a placed multi-pod RDMA
+	// gang's NICs.
+	MeanS0 float64 `json:"meanS0"`
+	// AtOptimumFrac is the share of those gangs that spanned the fewest S0s
+	// possible when they were placed.
+	AtOptimumFrac float64 `json:"atOptimumFrac"`
+	// Fragmentation is the share of S0s partly used, averaged over cycles.
+	Fragmentation float64 `json:"fragmentation"`
+	// Seconds is the time spent in scheduling sessions (no setup, no
+	// write-back, no metric work).
+	Seconds float64 `json:"seconds"`
+	// SecondsPerPod is Seconds / Pods.
+	SecondsPerPod float64 `json:"secondsPerPod"`
+	// PeakHeapBytes is the largest live heap sampled after a cycle.
+	PeakHeapBytes uint64 `json:"peakHeapBytes"`
+
+	// Details not in the JSON contract (shown in the table).
+	// RDMAGangs is the number of gangs MeanS0 averages over.
+	RDMAGangs int `json:"-"`
+	// Misaligned counts bound pods no NUMA zone could hold alone.
+	Misaligned int `json:"-"`
+	// Cycles run.
+	Cycles int `json:"-"`
+}
+
+// gangState follows one gang through a replay.
+type gangState struct {
+	spec   GangSpec
+	uids   []string
+	bound  int
+	assign []placement.Assignment
+	// optimum is the fewest S0s computed at the gang's first bind (-1: none).
+	optimum int
+	placed  int // cycle the last pod bound; 0 while not placed
+	done    bool
+}
+
+// Replay runs the trace on a fresh simulator for conf over cluster and
+// measures it. Cycles run even when nothing is pending, so both confs run
+// the same number of sessions.
+func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace) (*RunResult, error) {
+	s, err := sim.New(conf, cluster, sim.Options{})
+	if err != nil {
+		return nil, err
+	}
+	tr := NewTracker(cluster.Nodes, cluster.CNRs)
+	for _, p := range cluster.Pods {
+		sh := shapeOf(p)
+		a, ok, err := tr.FromAnnotations(p.Spec.NodeName, p.Annotations, sh)
+		if err != nil {
+			return nil, fmt.Errorf("pre-bound pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		if ok {
+			if err := tr.Reserve(string(p.UID), a); err != nil {
+				return nil, err
+			}
+		}
+	}
+
+	gangs := make([]*gangState, len(trace.Gangs))
+	byName := map[string]*gangState{}
+	for i, g := range trace.Gangs {
+		gangs[i] = &gangState{spec: g, optimum: -1}
+		byName[workload.DefaultNamespace+"/"+g.Name] = gangs[i]
+	}
+	// ends maps a cycle to the gangs deleted before it runs.
+	ends := map[int][]*gangState{}
+	res := &RunResult{Cycles: trace.Cycles}
+	var session time.Duration
+	var fragSum float64
+	var ms runtime.MemStats
+	next := 0
+	for cycle := 1; cycle <= trace.Cycles; cycle++ {
+		for _, g := range ends[cycle] {
+			if err := finish(s, tr, g); err != nil {
+				return nil, err
+			}
+		}
+		for ; next < len(gangs) && gangs[next].spec.Arrive <= cycle; next++ {
+			g := gangs[next]
+			set := GangSet(g.spec, workload.Epoch.Add(time.Duration(next)*time.Second))
+			for _, p := range set.Pods {
+				g.uids = append(g.uids, string(p.UID))
+			}
+			if err := s.Submit(set); err != nil {
+				return nil, err
+			}
+		}
+		rep, err := s.RunCycle()
+		if err != nil {
+			return nil, err
+		}
+		session += rep.Duration
+		if err := record(tr, byName, rep, cycle, ends, res); err != nil {
+			return nil, err
+		}
+		fragSum += tr.Fragmentation()
+		runtime.ReadMemStats(&ms)
+		res.PeakHeapBytes = max(res.PeakHeapBytes, ms.HeapAlloc)
+	}
+
+	var s0Sum float64
+	atOpt := 0
+	for _, g := range gangs {
+		if g.placed == 0 {
+			continue
+		}
+		res.Placed++
+		if g.spec.Pods < 2 || g.spec.Kind.Shape().NICs == 0 {
+			continue
+		}
+		n := tr.S0Count(g.assign)
+		res.RDMAGangs++
+		s0Sum += float64(n)
+		if g.optimum >= 0 && n <= g.optimum {
+			atOpt++
+		}
+	}
+	if res.RDMAGangs > 0 {
+		res.MeanS0 = s0Sum / float64(res.RDMAGangs)
+		res.AtOptimumFrac = float64(atOpt) / float64(res.RDMAGangs)
+	}
+	res.Fragmentation = fragSum / float64(max(trace.Cycles, 1))
+	res.Seconds = session.Seconds()
+	if res.Pods > 0 {
+		res.SecondsPerPod = res.Seconds / float64(res.Pods)
+	}
+	res.Misaligned = tr.Misaligned
+	return res, nil
+}
+
+// record accounts for a cycle's binds: each gang's pods get their NICs in
+// the tracker (from the rdmatopo annotations, else as the node agent would
+// pick them), after the gang's optimum was computed on the state before
+// them. Gangs are handled in the order Volcano bound them.
+func record(tr *Tracker, byName map[string]*gangState, rep *sim.CycleReport, cycle int,
+	ends map[int][]*gangState, res *RunResult) error {
+	var order []*gangState
+	binds := map[*gangState][]sim.BindRecord{}
+	for _, b := range rep.Binds {
+		g := byName[b.Pod.Namespace+"/"+b.Pod.Annotations[workloadGroupKey]]
+		if g == nil {
+			return fmt.Errorf("cycle %d bound pod %s/%s of no trace gang", cycle, b.Pod.Namespace, b.Pod.Name)
+		}
+		if _, seen := binds[g]; !seen {
+			order = append(order, g)
+		}
+		binds[g] = append(binds[g], b)
+	}
+	for _, g := range order {
+		sh := g.spec.Kind.Shape()
+		if sh.NICs > 0 && g.bound == 0 {
+			if n, ok := tr.OptimumS0(g.spec.Name, g.spec.Pods, sh); ok {
+				g.optimum = n
+			}
+		}
+		for _, b := range binds[g] {
+			g.bound++
+			res.Pods++
+			if sh.GPU == 0 && sh.NICs == 0 {
+				continue
+			}
+			a, ok, err := tr.FromAnnotations(b.Node, b.Pod.Annotations, sh)
+			if err != nil {
+				return fmt.Errorf("pod %s/%s: %w", b.Pod.Namespace, b.Pod.Name, err)
+			}
+			if !ok {
+				if a, err = tr.NodeAssign(b.Node, sh); err != nil {
+					return fmt.Errorf("pod %s/%s: %w", b.Pod.Namespace, b.Pod.Name, err)
+				}
+			}
+			if err := tr.Reserve(string(b.Pod.UID), a); err != nil {
+				return err
+			}
+			g.assign = append(g.assign, a)
+		}
+		if g.placed == 0 && g.bound >= g.spec.Pods {
+			g.placed = cycle
+			end := cycle + g.spec.Duration
+			ends[end] = append(ends[end], g)
+		}
+	}
+	return nil
+}
+
+// finish deletes a finished gang: its pods, then its PodGroup.
+func finish(s *sim.Simulator, tr *Tracker, g *gangState) error {
+	for i, uid := range g.uids {
+		if err := s.DeletePod(workload.DefaultNamespace, podName(g.spec.Name, i)); err != nil {
+			return err
+		}
+		tr.Release(uid)
+	}
+	g.done = true
+	return s.DeletePodGroup(workload.DefaultNamespace, g.spec.Name)
+}
+
+// workloadGroupKey is the pod annotation naming its PodGroup.
+const workloadGroupKey = "scheduling.k8s.io/group-name"
+
+// shapeOf reads a pod's GPU and NIC requests as a placement shape.
+func shapeOf(p *corev1.Pod) placement.Shape {
+	var sh placement.Shape
+	for _, c := range p.Spec.Containers {
+		if q, ok := c.Resources.Requests[gpuResource]; ok {
+			sh.GPU += q.Value()
+		}
+		if q, ok := c.Resources.Requests[rdmaResource]; ok {
+			sh.NICs += q.Value()
+		}
+	}
+	return sh
+}

@@ -1,0 +1,296 @@
+package bench
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
+	"github.com/rdmatopo/rdmatopo/internal/workload"
+)
+
+// PodKind is one of the trace's pod shapes.
+type PodKind int
+
+// Pod kinds of the trace.
+const (
+	// KindHalf is 4 GPU + 2 RDMA: one NUMA zone.
+	KindHalf PodKind = iota
+	// KindFull is 8 GPU + 4 RDMA: a whole node; only spanning-policy nodes
+	// can hold it.
+	KindFull
+	// KindSmall is 1 GPU + 1 RDMA.
+	KindSmall
+	// KindCPU requests CPU only.
+	KindCPU
+)
+
+// String names the kind for tables.
+func (k PodKind) String() string {
+	switch k {
+	case KindHalf:
+		return "4gpu-2rdma"
+	case KindFull:
+		return "8gpu-4rdma"
+	case KindSmall:
+		return "1gpu-1rdma"
+	case KindCPU:
+		return "cpu"
+	}
+	return "kind-" + strconv.Itoa(int(k))
+}
+
+// cpuPerGPU is the CPU (cores) a GPU pod requests per GPU; cpuOnlyCores is
+// what a CPU-only pod requests. Neither ever limits placement in the trace
+// (a NUMA zone has 64 cores and 4 GPUs).
+const (
+	cpuPerGPU    = 4
+	cpuOnlyCores = 2
+)
+
+// Shape returns what a pod of the kind needs on a node, as the placement
+// planner sees it. CPU is left out: it never binds in the trace, and the
+// optimum is computed on GPUs and NICs.
+func (k PodKind) Shape() placement.Shape {
+	switch k {
+	case KindHalf:
+		return placement.Shape{GPU: 4, NICs: 2}
+	case KindFull:
+		return placement.Shape{GPU: 8, NICs: 4}
+	case KindSmall:
+		return placement.Shape{GPU: 1, NICs: 1}
+	}
+	return placement.Shape{}
+}
+
+// GangSpec is one gang of the trace.
+type GangSpec struct {
+	// Name is the PodGroup's name (namespace DefaultNamespace).
+	Name string
+	// Pods is the gang size; minMember equals it.
+	Pods int
+	Kind PodKind
+	// Mode and HighestTier are the rdmatopo job contract (ignored by the
+	// baseline).
+	Mode        placement.Mode
+	HighestTier placement.Tier
+	// Arrive is the cycle (1-based) before which the gang is submitted.
+	Arrive int
+	// Duration is how many cycles the gang runs once placed; it is deleted
+	// before cycle placedCycle+Duration.
+	Duration int
+}
+
+// Trace is a replayable workload.
+type Trace struct {
+	Gangs []GangSpec
+	// Cycles is how many scheduling cycles a replay runs.
+	Cycles int
+}
+
+// Trace generation parameters.
+const (
+	// ArrivalCycles is the window over which gangs arrive, evenly spread.
+	ArrivalCycles = 40
+	// DrainCycles are run after the last arrival.
+	DrainCycles = 30
+	// minDuration and maxDuration bound a gang's run time in cycles.
+	minDuration = 5
+	maxDuration = 60
+	// hardShare is the share of gangs in hard mode.
+	hardShare = 0.3
+)
+
+// sizeBuckets skews gang sizes to small: weight per power-of-two bucket.
+var sizeBuckets = []struct {
+	size   int
+	weight float64
+}{{1, 0.30}, {2, 0.20}, {4, 0.18}, {8, 0.14}, {16, 0.10}, {32, 0.05}, {64, 0.03}}
+
+// kindWeights is the share of gangs of each pod kind.
+var kindWeights = []struct {
+	kind   PodKind
+	weight float64
+}{{KindHalf, 0.45}, {KindSmall, 0.25}, {KindFull, 0.10}, {KindCPU, 0.20}}
+
+// maxFullGang caps gangs of whole-node pods (only a quarter of the nodes
+// can hold them).
+const maxFullGang = 16
+
+// NewTrace generates gangs gangs from seed. The result is deterministic.
+func NewTrace(gangs int, seed uint64) *Trace {
+	rng := rand.New(rand.NewPCG(seed, 0x7261636b))
+	t := &Trace{Cycles: ArrivalCycles + DrainCycles}
+	for i := 0; i < gangs; i++ {
+		g := GangSpec{
+			Name:     fmt.Sprintf("gang-%05d", i),
+			Kind:     pickKind(rng),
+			Pods:     pickSize(rng),
+			Arrive:   1 + i*ArrivalCycles/max(gangs, 1),
+			Duration: minDuration + rng.IntN(maxDuration-minDuration+1),
+			Mode:     placement.ModeSoft,
+		}
+		if g.Kind == KindFull {
+			g.Pods = min(g.Pods, maxFullGang)
+		}
+		g.HighestTier = placement.TierS1
+		if rng.Float64() < hardShare {
+			g.Mode = placement.ModeHard
+			// Gangs that need at most half a leaf's NICs must stay under one S0.
+			if int64(g.Pods)*g.Kind.Shape().NICs <= 16 {
+				g.HighestTier = placement.TierS0
+			}
+		}
+		t.Gangs = append(t.Gangs, g)
+	}
+	return t
+}
+
+// pickKind draws a pod kind.
+func pickKind(rng *rand.Rand) PodKind {
+	x := rng.Float64()
+	for _, kw := range kindWeights {
+		if x < kw.weight {
+			return kw.kind
+		}
+		x -= kw.weight
+	}
+	return kindWeights[len(kindWeights)-1].kind
+}
+
+// pickSize draws a gang size in 1..64: a power-of-two bucket, and one time
+// in four a size between the previous bucket and this one.
+func pickSize(rng *rand.Rand) int {
+	x := rng.Float64()
+	size := sizeBuckets[len(sizeBuckets)-1].size
+	for _, b := range sizeBuckets {
+		if x < b.weight {
+			size = b.size
+			break
+		}
+		x -= b.weight
+	}
+	if size > 2 && rng.IntN(4) == 0 {
+		size = size/2 + 1 + rng.IntN(size/2)
+	}
+	return size
+}
+
+// Cluster shape of the benchmark: the provider's (16 NUMA zones per S0, 8
+// S0s per S1), with every fourth node on a spanning topology policy so that
+// whole-node pods have somewhere to go.
+const (
+	zonesPerLeaf  = 16
+	leavesPerS1   = 8
+	spanningEvery = 4
+	// podsPerNode is the pod capacity given to generated nodes.
+	podsPerNode = 110
+)
+
+// Occupancy of the pre-bound pods, per group of nodes sharing a pair of
+// leaves: a share of groups is full, a share partly used (each NUMA zone
+// taken with a probability drawn in [0.2, 0.8)), the rest empty. About 40%
+// of the NUMA zones end up taken.
+const (
+	fullGroupShare    = 0.20
+	partialGroupShare = 0.40
+)
+
+// PreboundNamespace holds the pods that are running when the trace starts.
+const PreboundNamespace = "prebound"
+
+// NewCluster generates nodes nodes with pre-bound pods: each pre-bound pod
+// takes a whole NUMA zone (4 GPU + both its NICs) and carries the rdmatopo
+// NIC annotations a previous placement would have written, so both
+// schedulers see the same occupancy.
+func NewCluster(nodes int, seed uint64) *workload.Cluster {
+	rng := rand.New(rand.NewPCG(seed, 0x636c7573))
+	ns, cnrs := builders.ClusterShape{Nodes: nodes, ZonesPerLeaf: zonesPerLeaf,
+		LeavesPerS1: leavesPerS1, SpanningEvery: spanningEvery}.Generate()
+	for _, n := range ns {
+		q := *resource.NewQuantity(podsPerNode, resource.DecimalSI)
+		n.Status.Allocatable[corev1.ResourcePods] = q
+		n.Status.Capacity[corev1.ResourcePods] = q
+	}
+	c := &workload.Cluster{Nodes: ns, CNRs: cnrs}
+	created := workload.Epoch.Add(-24 * time.Hour)
+	for g := 0; g*zonesPerLeaf < nodes; g++ {
+		var p float64
+		switch x := rng.Float64(); {
+		case x < fullGroupShare:
+			p = 1
+		case x < fullGroupShare+partialGroupShare:
+			p = 0.2 + 0.6*rng.Float64()
+		}
+		for i := g * zonesPerLeaf; i < min((g+1)*zonesPerLeaf, nodes); i++ {
+			for numa := 0; numa < 2; numa++ {
+				if p == 0 || rng.Float64() >= p {
+					continue
+				}
+				c.Pods = append(c.Pods, preboundPod(builders.NodeName(i), numa, created))
+			}
+		}
+	}
+	return c
+}
+
+// preboundPod is a running pod holding NUMA zone numa of node.
+func preboundPod(node string, numa int, created time.Time) *corev1.Pod {
+	nics := []topology.NICID{topology.NICID(builders.NUMANICs[numa][0]), topology.NICID(builders.NUMANICs[numa][1])}
+	p := builders.MakePod(PreboundNamespace, fmt.Sprintf("%s-numa%d", node, numa)).
+		Req(builders.GPUResource, "4").Req(builders.RDMAResource, "2").
+		Req(corev1.ResourceCPU, strconv.Itoa(4*cpuPerGPU)).
+		Annotation(ledger.AnnotationNICs, ledger.FormatNICs(nics)).
+		Annotation(ledger.AnnotationNUMA, ledger.FormatNUMA([]int{numa})).
+		Created(created).Node(node).Obj()
+	p.Spec.SchedulerName = workload.DefaultSchedulerName
+	return p
+}
+
+// GangSet returns the Queue, PodGroup and pending Pods of one gang.
+func GangSet(g GangSpec, created time.Time) *workload.Set {
+	pg := &schedulingv1beta1.PodGroup{
+		TypeMeta: metav1.TypeMeta{APIVersion: workload.APIVersionScheduling, Kind: workload.KindPodGroup},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:         workload.DefaultNamespace,
+			Name:              g.Name,
+			UID:               types.UID("uid-pg-" + g.Name),
+			CreationTimestamp: metav1.NewTime(created),
+			Annotations: map[string]string{
+				ledger.AnnotationMode:        g.Mode.String(),
+				ledger.AnnotationHighestTier: g.HighestTier.String(),
+			},
+		},
+		Spec:   schedulingv1beta1.PodGroupSpec{MinMember: int32(g.Pods), Queue: workload.DefaultQueue},
+		Status: schedulingv1beta1.PodGroupStatus{Phase: schedulingv1beta1.PodGroupPending},
+	}
+	set := &workload.Set{Queues: []*schedulingv1beta1.Queue{workload.NewDefaultQueue()}, PodGroups: []*schedulingv1beta1.PodGroup{pg}}
+	sh := g.Kind.Shape()
+	for i := 0; i < g.Pods; i++ {
+		w := builders.MakePod(workload.DefaultNamespace, podName(g.Name, i)).Group(g.Name).Created(created)
+		if sh.GPU > 0 {
+			w.Req(builders.GPUResource, strconv.FormatInt(sh.GPU, 10)).
+				Req(builders.RDMAResource, strconv.FormatInt(sh.NICs, 10)).
+				Req(corev1.ResourceCPU, strconv.FormatInt(sh.GPU*cpuPerGPU, 10))
+		} else {
+			w.Req(corev1.ResourceCPU, strconv.Itoa(cpuOnlyCores))
+		}
+		p := w.Obj()
+		p.Spec.SchedulerName = workload.DefaultSchedulerName
+		set.Pods = append(set.Pods, p)
+	}
+	return set
+}
+
+// podName names pod i of a gang.
+func podName(gang string, i int) string { return gang + "-" + strconv.Itoa(i) }
