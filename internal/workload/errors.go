@@ -26,27 +26,29 @@ type InputError struct {
 	Msg string
 }
 
-// Error renders "FILE: document N (Kind ns/name): FIELD: MSG".
+// Error renders "FILE: document N (Kind ns/name): FIELD: MSG", leaving out
+// what is unknown.
 func (e *InputError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	b.WriteString(": ")
+	var where []string
 	if e.Doc > 0 {
-		fmt.Fprintf(&b, "document %d", e.Doc)
+		doc := fmt.Sprintf("document %d", e.Doc)
 		if e.Item > 0 {
-			fmt.Fprintf(&b, " item %d", e.Item)
+			doc += fmt.Sprintf(" item %d", e.Item)
 		}
-		b.WriteString(" ")
+		where = append(where, doc)
 	}
 	if obj := e.object(); obj != "" {
-		b.WriteString("(" + obj + ")")
+		where = append(where, "("+obj+")")
 	}
-	s := strings.TrimRight(b.String(), " ")
+	parts := []string{e.File}
+	if len(where) > 0 {
+		parts[0] += ": " + strings.Join(where, " ")
+	}
 	if e.Field != "" {
-		s += ": " + e.Field
+		parts = append(parts, e.Field)
 	}
-	msg := strings.ReplaceAll(e.Msg, "\n", " ")
-	return s + ": " + msg
+	parts = append(parts, strings.Join(strings.Fields(e.Msg), " "))
+	return strings.Join(parts, ": ")
 }
 
 // object renders "Kind ns/name", "Kind name" or "" when nothing is known.

@@ -1,0 +1,248 @@
+package workload
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
+)
+
+// groupAnn is a pod annotation block naming PodGroup pg.
+const groupAnn = "  annotations: {scheduling.k8s.io/group-name: pg}\n"
+
+// pgDoc is a valid PodGroup "pg".
+const pgDoc = "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {name: pg}\nspec: {minMember: 1}\n"
+
+// podDoc is a valid pending pod of PodGroup pg.
+const podDoc = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n" + groupAnn +
+	"spec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: 4}}}]}\n"
+
+// nodeDoc is a valid node "n1".
+const nodeDoc = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: 8, pods: 10}}\n"
+
+// wantErr describes the InputError a bad input must produce.
+type wantErr struct {
+	Doc   int
+	Item  int
+	Kind  string
+	Name  string
+	Field string
+	// Msg must appear in the message.
+	Msg string
+}
+
+// asWant extracts the comparable part of an error.
+func asWant(t *testing.T, err error, msg string) wantErr {
+	t.Helper()
+	var ie *InputError
+	require.True(t, errors.As(err, &ie), "want *InputError, got %T: %v", err, err)
+	name := ie.Name
+	if ie.Namespace != "" {
+		name = ie.Namespace + "/" + ie.Name
+	}
+	got := wantErr{Doc: ie.Doc, Item: ie.Item, Kind: ie.Kind, Name: name, Field: ie.Field}
+	if strings.Contains(ie.Msg, msg) {
+		got.Msg = msg
+	} else {
+		got.Msg = ie.Msg
+	}
+	return got
+}
+
+func TestLoadWorkloadErrors(t *testing.T) {
+	cases := map[string]struct {
+		in   string
+		want wantErr
+	}{
+		"unparsable YAML names the file line": {
+			in:   pgDoc + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p\n",
+			want: wantErr{Doc: 2, Msg: "line 8"},
+		},
+		"unknown kind": {
+			in:   "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n",
+			want: wantErr{Doc: 1, Kind: "Deployment", Name: "d", Field: "kind", Msg: `unknown kind "Deployment"`},
+		},
+		"missing kind": {
+			in:   "apiVersion: v1\nmetadata: {name: d}\n",
+			want: wantErr{Doc: 1, Name: "d", Field: "kind", Msg: "missing"},
+		},
+		"known kind, wrong apiVersion": {
+			in:   "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\n",
+			want: wantErr{Doc: 1, Kind: "Job", Name: "j", Field: "apiVersion", Msg: "must be batch.volcano.sh/v1alpha1"},
+		},
+		"unknown field": {
+			in:   "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {name: pg}\nspec: {minMembers: 1}\n",
+			want: wantErr{Doc: 1, Kind: "PodGroup", Name: "pg", Field: "spec.minMembers", Msg: "unknown field"},
+		},
+		"wrong type": {
+			in:   "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {name: pg}\nspec: {minMember: four}\n",
+			want: wantErr{Doc: 1, Kind: "PodGroup", Name: "pg", Field: "spec.minMember", Msg: "must be an integer"},
+		},
+		"YAML 1.1 boolean where a string is expected": {
+			in:   pgDoc + "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations: {scheduling.k8s.io/group-name: pg, note: yes}\nspec: {containers: [{name: c}]}\n",
+			want: wantErr{Doc: 2, Kind: "Pod", Name: "p", Field: "metadata.annotations", Msg: "got bool"},
+		},
+		"bad quantity": {
+			in:   pgDoc + "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n" + groupAnn + "spec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: four}}}]}\n",
+			want: wantErr{Doc: 2, Kind: "Pod", Name: "p", Field: `spec.containers[0].resources.limits["nvidia.com/gpu"]`, Msg: "not a valid quantity"},
+		},
+		"duplicate key": {
+			in:   "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {name: pg, name: pg2}\n",
+			want: wantErr{Doc: 1, Msg: `key "name" already set`},
+		},
+		"pod without group": {
+			in:   "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n",
+			want: wantErr{Doc: 1, Kind: "Pod", Name: "default/p", Field: groupAnnotationField, Msg: "required"},
+		},
+		"pod naming an undefined PodGroup": {
+			in:   podDoc,
+			want: wantErr{Doc: 1, Kind: "Pod", Name: "default/p", Field: groupAnnotationField, Msg: "PodGroup default/pg is not defined"},
+		},
+		"pod already bound": {
+			in:   pgDoc + "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n" + groupAnn + "spec: {nodeName: n1, containers: [{name: c}]}\n",
+			want: wantErr{Doc: 2, Kind: "Pod", Name: "default/p", Field: "spec.nodeName", Msg: "must be empty"},
+		},
+		"pod for another scheduler": {
+			in:   pgDoc + "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n" + groupAnn + "spec: {schedulerName: default-scheduler, containers: [{name: c}]}\n",
+			want: wantErr{Doc: 2, Kind: "Pod", Name: "default/p", Field: "spec.schedulerName", Msg: "only pods for"},
+		},
+		"pod without containers": {
+			in:   pgDoc + "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n" + groupAnn + "spec: {}\n",
+			want: wantErr{Doc: 2, Kind: "Pod", Name: "default/p", Field: "spec.containers", Msg: "required"},
+		},
+		"PodGroup naming an undefined queue": {
+			in: "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: research}\n---\n" +
+				"apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {name: pg}\nspec: {minMember: 1, queue: default}\n",
+			want: wantErr{Doc: 2, Kind: "PodGroup", Name: "default/pg", Field: "spec.queue", Msg: `queue "default" is not defined`},
+		},
+		"duplicate PodGroup": {
+			in:   pgDoc + "---\n" + pgDoc,
+			want: wantErr{Doc: 2, Kind: "PodGroup", Name: "default/pg", Field: "metadata.name", Msg: "defined twice"},
+		},
+		"negative minMember": {
+			in:   "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {name: pg}\nspec: {minMember: -1}\n",
+			want: wantErr{Doc: 1, Kind: "PodGroup", Name: "default/pg", Field: "spec.minMember", Msg: "must be >= 0"},
+		},
+		"undefined priority class": {
+			in:   pgDoc + "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n" + groupAnn + "spec: {priorityClassName: urgent, containers: [{name: c}]}\n",
+			want: wantErr{Doc: 2, Kind: "Pod", Name: "default/p", Field: "spec.priorityClassName", Msg: `no PriorityClass named "urgent"`},
+		},
+		"node in a workload file": {
+			in:   nodeDoc,
+			want: wantErr{Doc: 1, Kind: "Node", Name: "n1", Field: "kind", Msg: "unknown kind"},
+		},
+		"error inside a List names the item": {
+			in:   "apiVersion: v1\nkind: List\nitems:\n- " + strings.ReplaceAll(strings.TrimSpace(pgDoc), "\n", "\n  ") + "\n- apiVersion: v1\n  kind: Secret\n  metadata: {name: s}\n",
+			want: wantErr{Doc: 1, Item: 2, Kind: "Secret", Name: "s", Field: "kind", Msg: "unknown kind"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := LoadWorkload("w.yaml", []byte(tc.in))
+			require.Error(t, err)
+			require.True(t, strings.HasPrefix(err.Error(), "w.yaml: "), "error must name the file: %v", err)
+			require.NotContains(t, err.Error(), "\n", "one line")
+			if diff := cmp.Diff(tc.want, asWant(t, err, tc.want.Msg)); diff != "" {
+				t.Errorf("error mismatch (-want +got):\n%s\nfull error: %v", diff, err)
+			}
+		})
+	}
+}
+
+func TestLoadClusterErrors(t *testing.T) {
+	boundPod := func(node string) string {
+		return "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns}\nspec: {nodeName: " + node + ", containers: [{name: c}]}\n"
+	}
+	cases := map[string]struct {
+		in   string
+		want wantErr
+	}{
+		"pending pod": {
+			in:   nodeDoc + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n",
+			want: wantErr{Doc: 2, Kind: "Pod", Name: "default/p", Field: "spec.nodeName", Msg: "required"},
+		},
+		"pod on an unknown node": {
+			in:   nodeDoc + "---\n" + boundPod("n2"),
+			want: wantErr{Doc: 2, Kind: "Pod", Name: "ns/p", Field: "spec.nodeName", Msg: `node "n2" is not defined`},
+		},
+		"node without resources": {
+			in:   "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n",
+			want: wantErr{Doc: 1, Kind: "Node", Name: "n1", Field: "status.allocatable", Msg: "required"},
+		},
+		"duplicate node": {
+			in:   nodeDoc + "---\n" + nodeDoc,
+			want: wantErr{Doc: 2, Kind: "Node", Name: "n1", Field: "metadata.name", Msg: "already defined in document 1"},
+		},
+		"KCNR unknown field": {
+			in:   "apiVersion: node.katalyst.kubewharf.io/v1alpha1\nkind: CustomNodeResource\nmetadata: {name: n1}\nstatus: {topologyPolcy: None}\n",
+			want: wantErr{Doc: 1, Kind: "CustomNodeResource", Name: "n1", Field: "status.topologyPolcy", Msg: "unknown field"},
+		},
+		"PodGroup in a cluster file": {
+			in:   pgDoc,
+			want: wantErr{Doc: 1, Kind: "PodGroup", Name: "pg", Field: "kind", Msg: "a cluster file holds"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := LoadCluster("c.yaml", []byte(tc.in))
+			require.Error(t, err)
+			if diff := cmp.Diff(tc.want, asWant(t, err, tc.want.Msg)); diff != "" {
+				t.Errorf("error mismatch (-want +got):\n%s\nfull error: %v", diff, err)
+			}
+		})
+	}
+}
+
+func TestInputErrorString(t *testing.T) {
+	cases := map[string]struct {
+		err  InputError
+		want string
+	}{
+		"object and field": {
+			err:  InputError{File: "w.yaml", Doc: 3, Kind: "PodGroup", Namespace: "ns", Name: "pg", Field: "spec.minMember", Msg: "must be >= 0"},
+			want: "w.yaml: document 3 (PodGroup ns/pg): spec.minMember: must be >= 0",
+		},
+		"list item": {
+			err:  InputError{File: "c.yaml", Doc: 1, Item: 2, Kind: "Node", Name: "n1", Field: "kind", Msg: "bad"},
+			want: "c.yaml: document 1 item 2 (Node n1): kind: bad",
+		},
+		"document only": {
+			err:  InputError{File: "w.yaml", Doc: 2, Msg: "invalid YAML: line 7: oops"},
+			want: "w.yaml: document 2: invalid YAML: line 7: oops",
+		},
+		"multi-line message is folded": {
+			err:  InputError{File: "w.yaml", Msg: "a\nb"},
+			want: "w.yaml: a b",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, tc.err.Error()); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLoadAcceptsListsAndDefaults(t *testing.T) {
+	in := "# a comment-only document first\n---\n" +
+		"apiVersion: v1\nkind: List\nitems:\n- " + strings.ReplaceAll(strings.TrimSpace(pgDoc), "\n", "\n  ") +
+		"\n- " + strings.ReplaceAll(strings.TrimSpace(podDoc), "\n", "\n  ") + "\n---\n"
+	set, err := LoadWorkload("w.yaml", []byte(in))
+	require.NoError(t, err)
+	require.Len(t, set.PodGroups, 1)
+	require.Len(t, set.Pods, 1)
+	require.Len(t, set.Queues, 1, "the default queue is added")
+
+	pg, p := set.PodGroups[0], set.Pods[0]
+	require.Equal(t, DefaultNamespace, pg.Namespace)
+	require.Equal(t, DefaultQueue, pg.Spec.Queue)
+	require.Equal(t, "Pending", string(pg.Status.Phase))
+	require.Equal(t, StableUID(KindPod, "default", "p"), p.UID)
+	require.Equal(t, DefaultSchedulerName, p.Spec.SchedulerName)
+	gpu := p.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"]
+	require.Equal(t, "4", gpu.String(), "requests default to limits")
+	require.True(t, pg.CreationTimestamp.Before(&p.CreationTimestamp), "creation times follow input order")
+}
