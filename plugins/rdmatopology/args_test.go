@@ -1,0 +1,77 @@
+package rdmatopology
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"volcano.sh/volcano/pkg/scheduler/framework"
+)
+
+func TestParseArgs(t *testing.T) {
+	defaults := Args{RDMAResource: "vke.volcengine.com/rdma", GPUResource: "nvidia.com/gpu", Weight: 1}
+	cases := map[string]struct {
+		in      framework.Arguments
+		want    *Args
+		wantErr string
+	}{
+		"empty gives defaults": {in: nil, want: &defaults},
+		"all set": {
+			in:   framework.Arguments{"rdmaResource": "example.com/rdma", "gpuResource": "example.com/gpu", "s1NodeLabel": "example.com/minipod", "weight": 3},
+			want: &Args{RDMAResource: "example.com/rdma", GPUResource: "example.com/gpu", S1NodeLabel: "example.com/minipod", Weight: 3},
+		},
+		"weight as a whole float (JSON)": {
+			in:   framework.Arguments{"weight": float64(2)},
+			want: &Args{RDMAResource: defaults.RDMAResource, GPUResource: defaults.GPUResource, Weight: 2},
+		},
+		"unknown key": {
+			in:      framework.Arguments{"s1Label": "x"},
+			wantErr: `plugins[rdma-topology].arguments.s1Label: Unsupported value: "s1Label"`,
+		},
+		"wrong type": {
+			in:      framework.Arguments{"weight": "2"},
+			wantErr: `plugins[rdma-topology].arguments.weight: Invalid value: "2": must be an integer, not string`,
+		},
+		"fractional weight": {
+			in:      framework.Arguments{"weight": 1.5},
+			wantErr: "plugins[rdma-topology].arguments.weight: Invalid value: 1.5: must be a whole number",
+		},
+		"weight out of range": {
+			in:      framework.Arguments{"weight": 101},
+			wantErr: "plugins[rdma-topology].arguments.weight: Invalid value: 101: must be between 1 and 100",
+		},
+		"negative weight is not clamped": {
+			in:      framework.Arguments{"weight": -1},
+			wantErr: "plugins[rdma-topology].arguments.weight: Invalid value: -1: must be between 1 and 100",
+		},
+		"empty resource name": {
+			in:      framework.Arguments{"rdmaResource": " "},
+			wantErr: "plugins[rdma-topology].arguments.rdmaResource: Invalid value",
+		},
+		"same resource twice": {
+			in:      framework.Arguments{"rdmaResource": "nvidia.com/gpu"},
+			wantErr: "must differ from rdmaResource",
+		},
+		"bad label": {
+			in:      framework.Arguments{"s1NodeLabel": "no spaces allowed"},
+			wantErr: "plugins[rdma-topology].arguments.s1NodeLabel: Invalid value",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := ParseArgs(tc.in)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("ParseArgs() error = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseArgs() error = %v", err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ParseArgs() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
