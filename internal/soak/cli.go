@@ -1,0 +1,115 @@
+package soak
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// Exit codes of Main.
+const (
+	// ExitOK: the soak ran and found no violation.
+	ExitOK = 0
+	// ExitViolations: the soak found at least one violation.
+	ExitViolations = 1
+	// ExitUsage: bad flags, or the soak could not run.
+	ExitUsage = 2
+)
+
+// Output formats of Main.
+const (
+	outputTable = "table"
+	outputJSON  = "json"
+)
+
+// Main is the `rdmatopo soak` command: args are the arguments after "soak".
+// It prints the Result on stdout (-o json: one JSON object; -o table:
+// aligned key/value lines) and returns the exit code: 1 if violations > 0,
+// with the first violation on stderr; 2 on bad flags.
+func Main(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("rdmatopo soak", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg Config
+	fs.IntVar(&cfg.Jobs, "jobs", 300, "gangs to submit in total")
+	fs.Float64Var(&cfg.BindFailureRate, "bind-failure-rate", 0.05, "probability that one bind fails, in [0, 1)")
+	fs.IntVar(&cfg.KCNRLag, "kcnr-lag", 3, "cycles before a KCNR shows (or drops) a pod's allocations")
+	fs.IntVar(&cfg.RestartEvery, "restart-every", 100, "restart the scheduler every this many jobs (0: never)")
+	fs.Int64Var(&cfg.Seed, "seed", 1, "random seed")
+	fs.IntVar(&cfg.Nodes, "nodes", 16, "cluster size")
+	fs.IntVar(&cfg.DrainEvery, "drain-every", 25, "drain a random node every this many cycles (0: never)")
+	fs.IntVar(&cfg.PartialGrace, "partial-grace", 2, "cycles after a failed bind a gang may stay partial")
+	fs.BoolVar(&cfg.StrictS0, "strict-s0", false, "a hard s0 gang on one node must still keep its NICs under one S0")
+	output := fs.String("o", outputTable, "output format: table or json")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: rdmatopo soak [flags]\n\nChurns the real scheduler session loop and checks its invariants after every cycle.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		return ExitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "rdmatopo soak: unexpected argument %q\n", fs.Arg(0))
+		return ExitUsage
+	}
+	if *output != outputTable && *output != outputJSON {
+		fmt.Fprintf(stderr, "rdmatopo soak: -o: must be table or json, got %q\n", *output)
+		return ExitUsage
+	}
+	if cfg.Nodes < 1 {
+		fmt.Fprintf(stderr, "rdmatopo soak: nodes: must be at least 1, got %d\n", cfg.Nodes)
+		return ExitUsage
+	}
+	if cfg.PartialGrace < 0 {
+		fmt.Fprintf(stderr, "rdmatopo soak: partial-grace: must be >= 0, got %d\n", cfg.PartialGrace)
+		return ExitUsage
+	}
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintf(stderr, "rdmatopo soak: %v\n", err)
+		return ExitUsage
+	}
+	res, err := Run(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "rdmatopo soak: %v\n", err)
+		return ExitUsage
+	}
+	if err := writeResult(stdout, *output, res); err != nil {
+		fmt.Fprintf(stderr, "rdmatopo soak: %v\n", err)
+		return ExitUsage
+	}
+	if res.Violations > 0 {
+		fmt.Fprintf(stderr, "rdmatopo soak: %d violations; first: %s\n", res.Violations, res.FirstViolation)
+		return ExitViolations
+	}
+	return ExitOK
+}
+
+// writeResult prints the result in the chosen format.
+func writeResult(w io.Writer, format string, res *Result) error {
+	if format == outputJSON {
+		enc := json.NewEncoder(w)
+		return enc.Encode(res)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	rows := []struct {
+		k string
+		v int
+	}{
+		{"jobs", res.Jobs}, {"cycles", res.Cycles}, {"restarts", res.Restarts}, {"binds", res.Binds},
+		{"bind failures", res.BindFailures}, {"drains", res.Drains}, {"jobs completed", res.JobsCompleted},
+		{"jobs killed", res.JobsKilled}, {"violations", res.Violations}, {"double-booked NICs", res.DoubleBookedNICs},
+		{"partial gangs", res.PartialGangs}, {"hard-limit breaches", res.HardLimitBreaches},
+		{"KCNR conflicts", res.KCNRConflicts}, {"NIC count mismatches", res.NICCounts},
+		{"ledger mismatches", res.LedgerMismatches}, {"stuck gangs", res.StuckGangs},
+		{"zone drift (not a violation)", res.ZoneDrift},
+	}
+	for _, row := range rows {
+		fmt.Fprintf(tw, "%s\t%d\n", row.k, row.v)
+	}
+	return tw.Flush()
+}

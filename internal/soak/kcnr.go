@@ -1,0 +1,137 @@
+package soak
+
+import (
+	"sort"
+	"strconv"
+
+	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+)
+
+// kcnrChange is one pending KCNR update: a consumer's allocations appear
+// (alloc non-nil) or disappear on a node once the cycle counter reaches due.
+type kcnrChange struct {
+	due      int
+	node     string
+	consumer string
+	alloc    *ledger.Reservation
+}
+
+// kcnrAgent plays katalyst: it keeps, per node, the consumers the node's
+// KCNR lists and writes their allocations into the KCNR, lag cycles after
+// the bind or deletion that caused them.
+type kcnrAgent struct {
+	cfg topology.Config
+	lag int
+	// base holds each node's KCNR without allocations.
+	base map[string]*v1alpha1.CustomNodeResource
+	// shown maps node -> consumer -> what the KCNR lists for it.
+	shown map[string]map[string]ledger.Reservation
+	queue []kcnrChange
+}
+
+func newKCNRAgent(cfg topology.Config, lag int, cnrs []*v1alpha1.CustomNodeResource) *kcnrAgent {
+	a := &kcnrAgent{cfg: cfg.WithDefaults(), lag: lag, base: map[string]*v1alpha1.CustomNodeResource{},
+		shown: map[string]map[string]ledger.Reservation{}}
+	for _, c := range cnrs {
+		a.base[c.Name] = c.DeepCopy()
+	}
+	return a
+}
+
+// schedule queues a change made in cycle now; it shows in the KCNR from
+// session now+max(lag,1) on.
+func (a *kcnrAgent) schedule(now int, node, consumer string, alloc *ledger.Reservation) {
+	a.queue = append(a.queue, kcnrChange{due: now + max(a.lag, 1), node: node, consumer: consumer, alloc: alloc})
+}
+
+// due applies the changes due before cycle next runs and returns the nodes
+// whose KCNR changed, sorted.
+func (a *kcnrAgent) due(next int) []string {
+	changed := map[string]bool{}
+	rest := a.queue[:0]
+	for _, ch := range a.queue {
+		if ch.due > next {
+			rest = append(rest, ch)
+			continue
+		}
+		m := a.shown[ch.node]
+		if m == nil {
+			m = map[string]ledger.Reservation{}
+			a.shown[ch.node] = m
+		}
+		if ch.alloc != nil {
+			m[ch.consumer] = *ch.alloc
+		} else {
+			delete(m, ch.consumer)
+		}
+		changed[ch.node] = true
+	}
+	a.queue = rest
+	return sortedKeys(changed)
+}
+
+// pending reports whether changes are still queued.
+func (a *kcnrAgent) pending() bool { return len(a.queue) > 0 }
+
+// object returns the node's KCNR with the allocations it currently lists,
+// the way katalyst reports them: on each NIC zone one RDMA unit per
+// consumer, and on the NUMA zone the consumer's GPUs, CPU and NICs.
+func (a *kcnrAgent) object(node string) *v1alpha1.CustomNodeResource {
+	base, ok := a.base[node]
+	if !ok {
+		return nil
+	}
+	cnr := base.DeepCopy()
+	consumers := make([]string, 0, len(a.shown[node]))
+	for c := range a.shown[node] {
+		consumers = append(consumers, c)
+	}
+	sort.Strings(consumers)
+	numaZones, nicZones := map[int]*v1alpha1.TopologyZone{}, map[topology.NICID]*v1alpha1.TopologyZone{}
+	var walk func(zones []*v1alpha1.TopologyZone, numa int)
+	walk = func(zones []*v1alpha1.TopologyZone, numa int) {
+		for _, z := range zones {
+			switch z.Type {
+			case v1alpha1.TopologyTypeNuma:
+				id, err := strconv.Atoi(z.Name)
+				if err == nil {
+					numaZones[id] = z
+					numa = id
+				}
+			case v1alpha1.TopologyTypeNIC:
+				nicZones[topology.NICID(z.Name)] = z
+			}
+			walk(z.Children, numa)
+		}
+	}
+	walk(cnr.Status.TopologyZone, -1)
+	rdma := corev1.ResourceName(a.cfg.RDMAResource)
+	gpu := corev1.ResourceName(a.cfg.GPUResource)
+	for _, c := range consumers {
+		r := a.shown[node][c]
+		for _, z := range r.Zones {
+			nz, ok := numaZones[z.NUMA]
+			if !ok {
+				continue
+			}
+			req := corev1.ResourceList{
+				gpu:                *resource.NewQuantity(z.GPU, resource.DecimalSI),
+				corev1.ResourceCPU: *resource.NewMilliQuantity(z.CPUMilli, resource.DecimalSI),
+				rdma:               *resource.NewQuantity(int64(len(z.NICs)), resource.DecimalSI),
+			}
+			nz.Allocations = append(nz.Allocations, &v1alpha1.Allocation{Consumer: c, Requests: &req})
+			for _, n := range z.NICs {
+				if zone, ok := nicZones[n]; ok {
+					one := corev1.ResourceList{rdma: *resource.NewQuantity(1, resource.DecimalSI)}
+					zone.Allocations = append(zone.Allocations, &v1alpha1.Allocation{Consumer: c, Requests: &one})
+				}
+			}
+		}
+	}
+	return cnr
+}

@@ -1,0 +1,536 @@
+// Package soak drives the real scheduler session loop (Volcano's mock cache,
+// the project's scheduler conf) through a long churn and checks, after every
+// cycle, invariants read from the API objects: gangs arrive and finish,
+// nodes are drained and come back, binds fail at a given rate, KCNR
+// allocations lag the binds by a number of cycles, and the scheduler
+// restarts every so many jobs, rebuilding its state from the objects alone.
+//
+// The invariants and their precise definitions are in Checker. Run is the
+// library entry point; Main is the `rdmatopo soak` command.
+package soak
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/rdmatopo/rdmatopo/config"
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/internal/sim"
+	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
+	"github.com/rdmatopo/rdmatopo/internal/workload"
+)
+
+// Config describes a soak run. Zero fields take the defaults of
+// WithDefaults, except the fault knobs (BindFailureRate, KCNRLag,
+// RestartEvery, DrainEvery), where zero means "no such fault".
+type Config struct {
+	// Jobs is how many gangs are submitted in total.
+	Jobs int
+	// BindFailureRate is the probability, in [0, 1), that one bind fails.
+	BindFailureRate float64
+	// KCNRLag is how many cycles after a bind (or a deletion) the node's
+	// KCNR shows (or drops) the pod's allocations; at least one cycle
+	// always passes.
+	KCNRLag int
+	// RestartEvery restarts the scheduler each time this many more jobs
+	// have been submitted (0: never).
+	RestartEvery int
+	// Seed makes the run reproducible.
+	Seed int64
+	// Nodes is the cluster size (default 16).
+	Nodes int
+	// ZonesPerLeaf is how many NUMA zones share one S0 (default 4).
+	ZonesPerLeaf int
+	// SpanningEvery gives every n-th node a topology policy that lets a
+	// pod span NUMA zones (default 4).
+	SpanningEvery int
+	// MaxLiveJobs caps the gangs alive at once (default Nodes).
+	MaxLiveJobs int
+	// DrainEvery drains a random node every so many cycles (0: never).
+	DrainEvery int
+	// DrainFor is how many cycles a drained node stays away (default 5).
+	DrainFor int
+	// PartialGrace is how many cycles after a failed bind a gang may stay
+	// partial (default 2; see Checker).
+	PartialGrace int
+	// StuckAfter is how many idle cycles a pending gang may wait on an
+	// otherwise empty cluster before it counts as stuck (default 5).
+	StuckAfter int
+	// MaxCycles bounds the run (default 50 per job plus 1000).
+	MaxCycles int
+	// SchedulerConf is the volcano-scheduler.conf (default: the project's).
+	SchedulerConf string
+	// StrictS0 selects Checker.StrictS0.
+	StrictS0 bool
+}
+
+// WithDefaults fills unset sizes.
+func (c Config) WithDefaults() Config {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&c.Nodes, 16)
+	def(&c.ZonesPerLeaf, 4)
+	def(&c.SpanningEvery, 4)
+	def(&c.MaxLiveJobs, c.Nodes)
+	def(&c.DrainFor, 5)
+	def(&c.PartialGrace, 2)
+	def(&c.StuckAfter, 5)
+	def(&c.MaxCycles, 50*c.Jobs+1000)
+	if c.SchedulerConf == "" {
+		c.SchedulerConf = config.SchedulerConf
+	}
+	return c
+}
+
+// Validate reports the first unusable field.
+func (c Config) Validate() error {
+	switch {
+	case c.Jobs < 1:
+		return fmt.Errorf("jobs: must be at least 1, got %d", c.Jobs)
+	case math.IsNaN(c.BindFailureRate) || c.BindFailureRate < 0 || c.BindFailureRate >= 1:
+		return fmt.Errorf("bind-failure-rate: must be in [0, 1), got %v", c.BindFailureRate)
+	case c.KCNRLag < 0:
+		return fmt.Errorf("kcnr-lag: must be >= 0, got %d", c.KCNRLag)
+	case c.RestartEvery < 0:
+		return fmt.Errorf("restart-every: must be >= 0, got %d", c.RestartEvery)
+	case c.DrainEvery < 0:
+		return fmt.Errorf("drain-every: must be >= 0, got %d", c.DrainEvery)
+	case c.Nodes < 0 || c.Nodes > 4096:
+		return fmt.Errorf("nodes: must be in [1, 4096], got %d", c.Nodes)
+	}
+	return nil
+}
+
+// Result is the soak's outcome; its JSON form is the `rdmatopo soak -o json`
+// output. Violations count distinct (kind, object) pairs, each once however
+// many cycles it persists.
+type Result struct {
+	Jobs              int `json:"jobs"`
+	Cycles            int `json:"cycles"`
+	Restarts          int `json:"restarts"`
+	BindFailures      int `json:"bindFailures"`
+	Violations        int `json:"violations"`
+	DoubleBookedNICs  int `json:"doubleBookedNICs"`
+	PartialGangs      int `json:"partialGangs"`
+	HardLimitBreaches int `json:"hardLimitBreaches"`
+	// The remaining kinds of violation, and workload figures.
+	KCNRConflicts    int `json:"kcnrConflicts"`
+	NICCounts        int `json:"nicCountMismatches"`
+	LedgerMismatches int `json:"ledgerMismatches"`
+	StuckGangs       int `json:"stuckGangs"`
+	Binds            int `json:"binds"`
+	Drains           int `json:"drains"`
+	JobsCompleted    int `json:"jobsCompleted"`
+	JobsKilled       int `json:"jobsKilled"`
+	// ZoneDrift counts reservations whose GPU/CPU split over NUMA zones
+	// differs from a rebuild (reported, not a violation; see Checker).
+	ZoneDrift int `json:"zoneDrift"`
+	// FirstDrift describes the first such difference.
+	FirstDrift string `json:"firstDrift,omitempty"`
+	// FirstViolation describes the first violation found ("" if none).
+	FirstViolation string `json:"firstViolation,omitempty"`
+	// Found lists the first violations (at most maxRecorded).
+	Found []Violation `json:"-"`
+}
+
+// maxRecorded bounds Result.Found.
+const maxRecorded = 100
+
+// Namespace is where the soak's gangs live.
+const Namespace = "soak"
+
+// job is one gang of the soak.
+type job struct {
+	name      string
+	minMember int
+	pods      []*corev1.Pod
+	duration  int
+	// finishAt is the cycle after which the gang finishes (0: not yet
+	// fully bound).
+	finishAt int
+}
+
+// runner holds a soak in progress.
+type runner struct {
+	cfg     Config
+	rng     *rand.Rand
+	sim     *sim.Simulator
+	agent   *kcnrAgent
+	checker *Checker
+	nodes   map[string]*corev1.Node
+	// drained maps a drained node to the cycle before which it returns.
+	drained   map[string]int
+	live      map[string]*job
+	submitted int
+	attempts  map[types.UID]int
+	seen      map[string]bool
+	res       Result
+}
+
+// Run runs a soak. An error means the soak could not run (bad config, a
+// scheduler panic); invariant violations are reported in the Result.
+func Run(cfg Config) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.WithDefaults()
+	conf, err := sim.ParseConf(cfg.SchedulerConf)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler conf: %w", err)
+	}
+	nodes, cnrs := builders.ClusterShape{Nodes: cfg.Nodes, ZonesPerLeaf: cfg.ZonesPerLeaf, SpanningEvery: cfg.SpanningEvery}.Generate()
+	r := &runner{
+		cfg:      cfg,
+		rng:      rand.New(rand.NewSource(cfg.Seed)),
+		agent:    newKCNRAgent(conf.Topology, cfg.KCNRLag, cnrs),
+		checker:  NewChecker(conf.Topology, cfg.PartialGrace),
+		nodes:    map[string]*corev1.Node{},
+		drained:  map[string]int{},
+		live:     map[string]*job{},
+		attempts: map[types.UID]int{},
+		seen:     map[string]bool{},
+	}
+	r.checker.StrictS0 = cfg.StrictS0
+	for _, n := range nodes {
+		n.Status.Allocatable[corev1.ResourcePods] = resource.MustParse("110")
+		n.Status.Capacity[corev1.ResourcePods] = resource.MustParse("110")
+		r.nodes[n.Name] = n
+	}
+	r.sim, err = sim.New(conf, &workload.Cluster{Nodes: nodes, CNRs: cnrs}, sim.Options{BindHook: r.bindHook})
+	if err != nil {
+		return nil, err
+	}
+	if err := r.sim.Submit(&workload.Set{Queues: []*schedulingv1beta1.Queue{workload.NewDefaultQueue()}}); err != nil {
+		return nil, err
+	}
+	err = r.loop()
+	drifted := map[string]bool{}
+	for _, d := range r.checker.Drift {
+		drifted[d.Object] = true
+		if r.res.FirstDrift == "" {
+			r.res.FirstDrift = d.String()
+		}
+	}
+	r.res.ZoneDrift = len(drifted)
+	return &r.res, err
+}
+
+// bindHook fails a bind with probability BindFailureRate, decided by a hash
+// of the seed, the pod's UID and its bind attempt, so the outcome does not
+// depend on the order in which Volcano issues binds.
+func (r *runner) bindHook(pod *corev1.Pod, node string) error {
+	r.attempts[pod.UID]++
+	if r.cfg.BindFailureRate <= 0 {
+		return nil
+	}
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d/%s/%d", r.cfg.Seed, pod.UID, r.attempts[pod.UID])
+	if float64(mix64(h.Sum64())>>11)/float64(1<<53) < r.cfg.BindFailureRate {
+		return fmt.Errorf("injected bind failure: pod %s/%s to node %s: conflict", pod.Namespace, pod.Name, node)
+	}
+	return nil
+}
+
+// loop runs cycles until every job was submitted and has finished.
+func (r *runner) loop() error {
+	idle := 0
+	for r.submitted < r.cfg.Jobs || len(r.live) > 0 {
+		if r.sim.Cycle() >= r.cfg.MaxCycles {
+			r.record([]Violation{{Cycle: r.sim.Cycle(), Kind: KindStuck, Object: "soak",
+				Detail: fmt.Sprintf("%d gangs still alive after %d cycles", len(r.live), r.cfg.MaxCycles)}})
+			return nil
+		}
+		if err := r.churn(); err != nil {
+			return err
+		}
+		sessionCNRs := r.sim.CNRs()
+		rep, err := r.sim.RunCycle()
+		if err != nil {
+			return err
+		}
+		r.res.Cycles = rep.Cycle
+		obs, err := r.observe(rep)
+		if err != nil {
+			return err
+		}
+		obs.SessionCNRs = sessionCNRs
+		r.record(r.checker.Check(obs))
+		if r.idle(obs) {
+			idle++
+		} else {
+			idle = 0
+		}
+		if idle > r.cfg.StuckAfter {
+			var stuck []Violation
+			for _, name := range sortedKeys(boolSet(r.live)) {
+				stuck = append(stuck, Violation{Cycle: rep.Cycle, Kind: KindStuck, Object: Namespace + "/" + name,
+					Detail: fmt.Sprintf("pending for %d cycles on an idle cluster", idle)})
+			}
+			r.record(stuck)
+			return nil
+		}
+	}
+	return nil
+}
+
+func boolSet(m map[string]*job) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
+// idle reports whether the cluster is whole and empty with gangs pending:
+// no pod bound, no node drained, no KCNR change queued, nothing left to
+// submit this cycle.
+func (r *runner) idle(o *Observation) bool {
+	if len(r.live) == 0 || len(r.drained) > 0 || r.agent.pending() {
+		return false
+	}
+	for _, p := range o.Pods {
+		if bound(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// record counts new violations.
+func (r *runner) record(vs []Violation) {
+	for _, v := range vs {
+		key := string(v.Kind) + "|" + v.Object
+		if r.seen[key] {
+			continue
+		}
+		r.seen[key] = true
+		r.res.Violations++
+		if r.res.FirstViolation == "" {
+			r.res.FirstViolation = v.String()
+		}
+		if len(r.res.Found) < maxRecorded {
+			r.res.Found = append(r.res.Found, v)
+		}
+		switch v.Kind {
+		case KindDoubleBooked:
+			r.res.DoubleBookedNICs++
+		case KindPartialGang:
+			r.res.PartialGangs++
+		case KindHardLimit:
+			r.res.HardLimitBreaches++
+		case KindKCNRConflict:
+			r.res.KCNRConflicts++
+		case KindNICCount:
+			r.res.NICCounts++
+		case KindLedgerMismatch:
+			r.res.LedgerMismatches++
+		case KindStuck:
+			r.res.StuckGangs++
+		}
+	}
+}
+
+// churn changes the cluster before a cycle: drained nodes return, due KCNR
+// updates land, finished gangs leave, a node may be drained, new gangs
+// arrive and the scheduler may restart.
+func (r *runner) churn() error {
+	next := r.sim.Cycle() + 1
+	for _, name := range sortedKeys(boolSet2(r.drained)) {
+		if r.drained[name] <= next {
+			delete(r.drained, name)
+			r.sim.UpsertNode(r.nodes[name])
+			r.sim.UpsertCNR(r.agent.object(name))
+		}
+	}
+	for _, name := range r.agent.due(next) {
+		if _, away := r.drained[name]; !away {
+			r.sim.UpsertCNR(r.agent.object(name))
+		}
+	}
+	for _, name := range sortedKeys(boolSet(r.live)) {
+		if j := r.live[name]; j.finishAt > 0 && j.finishAt < next {
+			if err := r.finish(j); err != nil {
+				return err
+			}
+			r.res.JobsCompleted++
+		}
+	}
+	if r.cfg.DrainEvery > 0 && next%r.cfg.DrainEvery == 0 {
+		if err := r.drain(); err != nil {
+			return err
+		}
+	}
+	restart := false
+	for r.submitted < r.cfg.Jobs && len(r.live) < r.cfg.MaxLiveJobs {
+		if err := r.submit(); err != nil {
+			return err
+		}
+		if r.cfg.RestartEvery > 0 && r.submitted%r.cfg.RestartEvery == 0 {
+			restart = true
+		}
+	}
+	if restart {
+		r.sim.Restart()
+		r.res.Restarts++
+	}
+	return nil
+}
+
+func boolSet2(m map[string]int) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
+// finish deletes a gang's pods and PodGroup; the KCNR drops their
+// allocations after the lag.
+func (r *runner) finish(j *job) error {
+	bound := map[string]string{}
+	for _, ps := range r.sim.Pods() {
+		if ps.Pod.Namespace == Namespace && ps.Pod.Annotations[ledger.GroupNameAnnotation] == j.name && ps.Evicted == "" {
+			bound[ps.Pod.Name] = ps.Pod.Spec.NodeName
+		}
+	}
+	for _, p := range j.pods {
+		node, ok := bound[p.Name]
+		if !ok {
+			continue
+		}
+		if err := r.sim.DeletePod(Namespace, p.Name); err != nil {
+			return err
+		}
+		if node != "" {
+			r.agent.schedule(r.sim.Cycle(), node, builders.Consumer(Namespace, p.Name, string(p.UID)), nil)
+		}
+	}
+	delete(r.live, j.name)
+	return r.sim.DeletePodGroup(Namespace, j.name)
+}
+
+// drain picks a present node, kills every gang with a pod bound there (a
+// training job does not survive losing a member) and removes the node and
+// its KCNR for DrainFor cycles.
+func (r *runner) drain() error {
+	var present []string
+	for name := range r.nodes {
+		if _, away := r.drained[name]; !away {
+			present = append(present, name)
+		}
+	}
+	if len(present) <= 1 {
+		return nil
+	}
+	sort.Strings(present)
+	node := present[r.rng.Intn(len(present))]
+	victims := map[string]bool{}
+	for _, ps := range r.sim.Pods() {
+		if ps.Pod.Spec.NodeName == node && ps.Evicted == "" {
+			victims[ps.Pod.Annotations[ledger.GroupNameAnnotation]] = true
+		}
+	}
+	for _, name := range sortedKeys(victims) {
+		if j, ok := r.live[name]; ok {
+			if err := r.finish(j); err != nil {
+				return err
+			}
+			r.res.JobsKilled++
+		}
+	}
+	if err := r.sim.DeleteCNR(node); err != nil {
+		return err
+	}
+	if err := r.sim.DeleteNode(node); err != nil {
+		return err
+	}
+	r.drained[node] = r.sim.Cycle() + 1 + r.cfg.DrainFor
+	r.res.Drains++
+	return nil
+}
+
+// observe records the cycle's binds (queueing their KCNR allocations) and
+// failures, advances gangs that became whole, and returns what the checker
+// reads.
+func (r *runner) observe(rep *sim.CycleReport) (*Observation, error) {
+	o := &Observation{Cycle: rep.Cycle, FailedBinds: map[string]bool{}, GangFailures: map[string]bool{}, JustBound: map[string]bool{}}
+	r.res.Binds += len(rep.Binds)
+	r.res.BindFailures += len(rep.FailedBinds)
+	for _, b := range rep.FailedBinds {
+		o.FailedBinds[string(b.Pod.UID)] = true
+		o.GangFailures[Namespace+"/"+b.Pod.Annotations[ledger.GroupNameAnnotation]] = true
+	}
+	justBound := o.JustBound
+	for _, b := range rep.Binds {
+		justBound[string(b.Pod.UID)] = true
+	}
+	evicted := map[string]bool{}
+	for _, key := range rep.Evicted {
+		evicted[key] = true
+	}
+	o.Fabric = r.sim.Fabric()
+	boundByGang := map[string]int{}
+	for _, ps := range r.sim.Pods() {
+		if ps.Evicted != "" {
+			continue
+		}
+		p := ps.Pod
+		o.Pods = append(o.Pods, p)
+		if !bound(p) {
+			continue
+		}
+		boundByGang[p.Annotations[ledger.GroupNameAnnotation]]++
+		if !justBound[string(p.UID)] {
+			continue
+		}
+		rebuilt, _ := ledger.Rebuild(r.checker.Config, []*corev1.Pod{p}, o.Fabric)
+		if res, ok := rebuilt.Get(string(p.UID)); ok {
+			r.agent.schedule(rep.Cycle, p.Spec.NodeName, res.Consumer(), &res)
+		}
+	}
+	for _, name := range sortedKeys(boolSet(r.live)) {
+		j := r.live[name]
+		killed := false
+		for _, p := range j.pods {
+			killed = killed || evicted[Namespace+"/"+p.Name]
+		}
+		switch {
+		case killed:
+			if err := r.finish(j); err != nil {
+				return nil, err
+			}
+			r.res.JobsKilled++
+		case j.finishAt == 0 && boundByGang[name] >= j.minMember:
+			j.finishAt = rep.Cycle + j.duration
+		}
+	}
+	o.PodGroups = r.sim.PodGroups()
+	o.Ledger = r.sim.Ledger().All()
+	if err := r.sim.Ledger().CheckInvariants(); err != nil {
+		r.record([]Violation{{Cycle: rep.Cycle, Kind: KindLedgerMismatch, Object: "ledger", Detail: err.Error()}})
+	}
+	return o, nil
+}
+
+// mix64 is the splitmix64 finaliser: FNV leaves the high bits nearly
+// unchanged when only the last byte differs (the attempt number), so the
+// hash is mixed before its high bits are used.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
