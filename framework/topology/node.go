@@ -67,12 +67,15 @@ func (b *nodeBuilder) build(cfg Config, node *corev1.Node, cnr *v1alpha1.CustomN
 		out.Policy = PolicyOf(cnr.Status.TopologyPolicy)
 		b.collectConsumers(cnr.Status.TopologyZone)
 		b.readTop(cnr.Status.TopologyZone)
-		if len(b.zones) == 0 {
+		switch {
+		case len(b.zones) == 0:
 			b.add(ReasonNoTopology, "", "status.topologyZone has no usable Numa zone")
-			if b.synthesize(out, node) {
-				out.Policy = PolicySpanning
-			}
-		} else {
+			b.synthesize(out, node)
+		case len(b.nicSeen.keys) == 0 && b.synthesize(out, node):
+			// The zones are real but say nothing about the NICs the Node
+			// reports: treat the node like one without topology.
+			b.add(ReasonNoTopology, "", "status.topologyZone lists no NIC although the node has %s allocatable", b.cfg.RDMAResource)
+		default:
 			out.Zones = b.zones
 			b.assignLeaves(out, node, cnr)
 		}
@@ -361,6 +364,9 @@ func compactStrings(s []string) []string {
 // assignLeaves sets every NIC's S0 from the RDMATOR/<pci> properties.
 func (b *nodeBuilder) assignLeaves(out *Node, node *corev1.Node, cnr *v1alpha1.CustomNodeResource) {
 	if node != nil && node.Labels[RDMAModeLabel] != RDMAModeShared {
+		if len(b.nicSeen.keys) == 0 {
+			return // nothing to place: a CPU/GPU-only node needs no label
+		}
 		b.add(ReasonNotShared, "", "node label %s=%q is not %q; every NIC is topology-unknown",
 			RDMAModeLabel, node.Labels[RDMAModeLabel], RDMAModeShared)
 		for zi := range out.Zones {

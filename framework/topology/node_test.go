@@ -245,6 +245,20 @@ func TestBuildNodeReasons(t *testing.T) {
 			wantNICs:  map[topology.NICID]nicView{},
 			wantKnown: true,
 		},
+		"zones without NICs while the Node has RDMA": {
+			node:      sharedNode("n1").RDMA(1).Obj(),
+			cnr:       builders.MakeCNR("n1").Zone(0, 4, 1000).Zone(1, 4, 1000).Obj(),
+			wantCodes: []string{"NoTopology@"},
+			wantNICs:  map[topology.NICID]nicView{"rdma-0": {0, unknown("rdma-0"), true}},
+			wantZones: []int{0},
+		},
+		"GPU-only node with KCNR needs no shared label": {
+			node:      builders.MakeNode("n1").GPU(8).Obj(),
+			cnr:       builders.MakeCNR("n1").Zone(0, 4, 1000).Zone(1, 4, 1000).Obj(),
+			wantNICs:  map[topology.NICID]nicView{},
+			wantKnown: true,
+			wantZones: []int{0, 1},
+		},
 		"name mismatch": {
 			node: sharedNode("n1").Obj(), cnr: provider("n2").Obj(),
 			wantCodes: []string{"NameMismatch@"},
