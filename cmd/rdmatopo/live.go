@@ -53,9 +53,13 @@ func newLiveClients(cfg *rest.Config, name string) (*liveClients, error) {
 	return &liveClients{kube: kube, katalyst: kat}, nil
 }
 
+// dial connects to the cluster of a kubeconfig; tests replace it with fake
+// clientsets.
+var dial = connect
+
 // loadLiveCluster reads the cluster of a kubeconfig (never writing).
 func loadLiveCluster(kubeconfig string) (*workload.Cluster, error) {
-	lc, err := connect(kubeconfig)
+	lc, err := dial(kubeconfig)
 	if err != nil {
 		return nil, err
 	}

@@ -148,7 +148,16 @@ func writeTable(w io.Writer, rep *sim.Report) error {
 	if len(byTier) > 0 {
 		detail = " (" + strings.Join(byTier, ", ") + ")"
 	}
-	_, err := fmt.Fprintf(w, "\n%d jobs: %d placed%s, %d waiting; %d of %d pods bound in %d scheduling cycles.\n",
-		len(rep.Jobs), placed, detail, len(rep.Jobs)-placed, bound, pods, rep.Cycles)
+	_, err := fmt.Fprintf(w, "\n%s: %d placed%s, %d waiting; %d of %s bound in %s.\n",
+		plural(len(rep.Jobs), "job"), placed, detail, len(rep.Jobs)-placed, bound, plural(pods, "pod"),
+		plural(rep.Cycles, "scheduling cycle"))
 	return err
+}
+
+// plural renders "1 job", "2 jobs".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -32,7 +32,7 @@ func runTopology(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	lc, err := connect(kubeconfig)
+	lc, err := dial(kubeconfig)
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,12 @@
 package workload
 
 import (
+	"sort"
 	"time"
 
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Cluster is the state a simulation starts from: Nodes, their katalyst
@@ -66,19 +68,57 @@ func LoadCluster(file string, data []byte) (*Cluster, error) {
 			c.Pods = append(c.Pods, p)
 		}
 	}
-	// A bound pod must sit on a node of the file.
-	nodes := make(map[string]bool, len(c.Nodes))
-	for _, n := range c.Nodes {
-		nodes[n.Name] = true
-	}
-	for _, p := range c.Pods {
-		if !nodes[p.Spec.NodeName] {
-			o := reg[objectKey{KindPod, p.Namespace, p.Name}]
-			return nil, o.errorf(KindPod, p.Namespace, p.Name, "spec.nodeName", "node %q is not defined in the cluster file", p.Spec.NodeName)
-		}
+	if ierr := checkBoundPods(c, reg); ierr != nil {
+		return nil, ierr
 	}
 	return c, nil
 }
+
+// checkBoundPods verifies that every bound pod sits on a node of the file
+// and that the pods of a node fit its allocatable resources (kubelet would
+// not have admitted more).
+func checkBoundPods(c *Cluster, reg registry) *InputError {
+	free := make(map[string]corev1.ResourceList, len(c.Nodes))
+	for _, n := range c.Nodes {
+		free[n.Name] = n.Status.Allocatable.DeepCopy()
+	}
+	for _, p := range c.Pods {
+		o := reg[objectKey{KindPod, p.Namespace, p.Name}]
+		left, ok := free[p.Spec.NodeName]
+		if !ok {
+			return o.errorf(KindPod, p.Namespace, p.Name, "spec.nodeName", "node %q is not defined in the cluster file", p.Spec.NodeName)
+		}
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		req := podRequests(&p.Spec)
+		req[corev1.ResourcePods] = resource.MustParse("1")
+		names := make([]string, 0, len(req))
+		for name := range req {
+			names = append(names, string(name))
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			q := req[corev1.ResourceName(name)]
+			if q.IsZero() {
+				continue
+			}
+			have := left[corev1.ResourceName(name)]
+			if have.Cmp(q) < 0 {
+				return o.errorf(KindPod, p.Namespace, p.Name, "spec.nodeName",
+					"node %q cannot hold this pod: it requests %s %s, %s of the node's allocatable is left after the pods before it",
+					p.Spec.NodeName, q.String(), name, have.String())
+			}
+			have.Sub(q)
+			left[corev1.ResourceName(name)] = have
+		}
+	}
+	return nil
+}
+
+// defaultMaxPods is the kubelet's default pod capacity, assumed for nodes
+// whose allocatable resources do not list pods.
+const defaultMaxPods = "110"
 
 // prepareNode validates a Node and fills what a kubelet would have set.
 func prepareNode(r *rawObject, n *corev1.Node, reg registry) *InputError {
@@ -97,6 +137,10 @@ func prepareNode(r *rawObject, n *corev1.Node, reg registry) *InputError {
 	}
 	if len(n.Status.Allocatable) == 0 {
 		return r.errorf("status.allocatable", "required: a node without allocatable resources can hold no pod")
+	}
+	if _, ok := n.Status.Allocatable[corev1.ResourcePods]; !ok {
+		// The kubelet always reports it; 110 is its default max-pods.
+		n.Status.Allocatable[corev1.ResourcePods] = resource.MustParse(defaultMaxPods)
 	}
 	if n.UID == "" {
 		n.UID = StableUID(KindNode, "", n.Name)

@@ -175,6 +175,11 @@ func TestLoadClusterErrors(t *testing.T) {
 			in:   nodeDoc + "---\n" + nodeDoc,
 			want: wantErr{Doc: 2, Kind: "Node", Name: "n1", Field: "metadata.name", Msg: "already defined in document 1"},
 		},
+		"node overcommitted by its pods": {
+			in: nodeDoc + "---\n" + boundPod("n1") + "---\n" +
+				"apiVersion: v1\nkind: Pod\nmetadata: {name: q, namespace: ns}\nspec: {nodeName: n1, containers: [{name: c, resources: {requests: {cpu: 9}}}]}\n",
+			want: wantErr{Doc: 3, Kind: "Pod", Name: "ns/q", Field: "spec.nodeName", Msg: "requests 9 cpu, 8 of the node"},
+		},
 		"KCNR unknown field": {
 			in:   "apiVersion: node.katalyst.kubewharf.io/v1alpha1\nkind: CustomNodeResource\nmetadata: {name: n1}\nstatus: {topologyPolcy: None}\n",
 			want: wantErr{Doc: 1, Kind: "CustomNodeResource", Name: "n1", Field: "status.topologyPolcy", Msg: "unknown field"},

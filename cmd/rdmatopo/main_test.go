@@ -1,0 +1,422 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	katalystfake "github.com/kubewharf/katalyst-api/pkg/client/clientset/versioned/fake"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	"github.com/rdmatopo/rdmatopo/examples"
+	"github.com/rdmatopo/rdmatopo/internal/workload"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// runCLI runs the command line in-process and returns its exit code,
+// stdout and stderr.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		require.NoError(t, os.MkdirAll("testdata", 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+		return
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "golden file missing: run go test ./cmd/rdmatopo -update")
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s differs (-want +got); if intended, run go test ./cmd/rdmatopo -update:\n%s", path, diff)
+	}
+}
+
+func TestSimulateGolden(t *testing.T) {
+	cases := map[string]struct {
+		args   []string
+		golden string
+	}{
+		"default table":      {args: []string{"simulate"}, golden: "simulate-default.txt"},
+		"default json":       {args: []string{"simulate", "-o", "json"}, golden: "simulate-default.json"},
+		"miniPod conf table": {args: []string{"simulate", "--scheduler-conf", "../../examples/volcano-scheduler-minipods.conf"}, golden: "simulate-minipods.txt"},
+		"miniPod conf json":  {args: []string{"simulate", "-o", "json", "--scheduler-conf", "../../examples/volcano-scheduler-minipods.conf"}, golden: "simulate-minipods.json"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tc.args...)
+			require.Equal(t, exitOK, code, stderr)
+			require.Empty(t, stderr)
+			golden(t, tc.golden, stdout)
+		})
+	}
+}
+
+func TestSimulateIsDeterministic(t *testing.T) {
+	_, first, _ := runCLI(t, "simulate", "-o", "json")
+	for i := 0; i < 2; i++ {
+		_, again, _ := runCLI(t, "simulate", "-o", "json")
+		require.Equal(t, first, again, "run %d", i+2)
+	}
+}
+
+// keysOf returns the sorted keys of a JSON object.
+func keysOf(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func TestSimulateJSONContract(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "simulate", "-o", "json")
+	require.Equal(t, exitOK, code, stderr)
+
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	var top map[string]any
+	require.NoError(t, dec.Decode(&top))
+	var extra any
+	require.True(t, errors.Is(dec.Decode(&extra), io.EOF), "exactly one JSON object")
+	require.Equal(t, []string{"jobs", "pods"}, keysOf(top))
+
+	podKeys := []string{"job", "name", "namespace", "nics", "node", "numa", "s0", "s1"}
+	jobKeys := []string{"boundPods", "minMember", "name", "namespace", "placed", "reason", "s0", "s1", "tier"}
+	pods, ok := top["pods"].([]any)
+	require.True(t, ok)
+	require.NotEmpty(t, pods)
+	for _, p := range pods {
+		pod := p.(map[string]any)
+		require.Equal(t, podKeys, keysOf(pod))
+		for _, list := range []string{"nics", "s0", "s1"} {
+			require.IsType(t, []any{}, pod[list], "%s is a list, never null", list)
+		}
+		if pod["node"] == "" {
+			require.EqualValues(t, -1, pod["numa"], "an unplaced pod has numa -1")
+			require.Empty(t, pod["nics"])
+		}
+		require.True(t, strings.HasPrefix(pod["job"].(string), pod["namespace"].(string)+"/"))
+	}
+	jobs, ok := top["jobs"].([]any)
+	require.True(t, ok)
+	tiers := map[string]bool{"": true, "node": true, "s0": true, "s1": true, "cluster": true}
+	placed, waiting := 0, 0
+	for _, j := range jobs {
+		job := j.(map[string]any)
+		require.Equal(t, jobKeys, keysOf(job))
+		require.True(t, tiers[job["tier"].(string)], "tier %v", job["tier"])
+		for _, list := range []string{"s0", "s1"} {
+			require.IsType(t, []any{}, job[list])
+		}
+		if job["placed"].(bool) {
+			placed++
+			require.Empty(t, job["reason"])
+			require.GreaterOrEqual(t, job["boundPods"].(float64), job["minMember"].(float64))
+		} else {
+			waiting++
+			require.Empty(t, job["tier"])
+			require.NotEmpty(t, job["reason"], "an unplaced job says why")
+		}
+	}
+	require.GreaterOrEqual(t, len(jobs), 6)
+	require.Positive(t, placed)
+	require.Positive(t, waiting, "the default workload has a hard-mode job that must wait")
+}
+
+// writeFile writes content into a file of dir and returns its path.
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+	return path
+}
+
+func TestUnusableInputExits2(t *testing.T) {
+	const pg = "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {name: pg}\nspec: {minMember: 1}\n"
+	cases := map[string]struct {
+		file string // name of the file written with content
+		// content of the file; args get the file's path in place of "FILE".
+		content string
+		args    []string
+		// wantIn must all appear in the one stderr line.
+		wantIn []string
+	}{
+		"unparsable YAML": {
+			file: "w.yaml", content: pg + "---\nkind: Pod\nmetadata: {name: [\n",
+			args: []string{"simulate", "--workload", "FILE"}, wantIn: []string{"w.yaml", "document 2", "invalid YAML"},
+		},
+		"unknown kind": {
+			file: "w.yaml", content: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n",
+			args: []string{"simulate", "--workload", "FILE"}, wantIn: []string{"w.yaml", "Deployment web", "kind"},
+		},
+		"pod without a group": {
+			file: "w.yaml", content: pg + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n",
+			args:   []string{"simulate", "--workload", "FILE"},
+			wantIn: []string{"w.yaml", "Pod default/p", "scheduling.k8s.io/group-name"},
+		},
+		"cluster file error": {
+			file: "c.yaml", content: "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: lots}}\n",
+			args: []string{"simulate", "--cluster", "FILE"}, wantIn: []string{"c.yaml", "Node n1", "status.allocatable.cpu"},
+		},
+		"conf with an unknown action": {
+			file: "s.conf", content: "actions: \"enqueue, alocate\"\ntiers:\n- plugins:\n  - name: gang\n",
+			args: []string{"simulate", "--scheduler-conf", "FILE"}, wantIn: []string{"s.conf", "actions", `"alocate"`},
+		},
+		"conf with an unknown plugin": {
+			file: "s.conf", content: "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: gangs\n",
+			args: []string{"simulate", "--scheduler-conf", "FILE"}, wantIn: []string{"s.conf", "tiers[0].plugins[0].name", `"gangs"`},
+		},
+		"invalid plugin arguments": {
+			file: "s.conf", content: "actions: \"enqueue, topology-allocate\"\ntiers:\n- plugins:\n  - name: gang\n  - name: rdma-topology\n    arguments: {weight: 0}\n",
+			args: []string{"validate", "--scheduler-conf", "FILE"}, wantIn: []string{"s.conf", "tiers[0].plugins[1].arguments", "weight"},
+		},
+		"missing file": {
+			args: []string{"simulate", "--workload", "/nonexistent/w.yaml"}, wantIn: []string{"/nonexistent/w.yaml", "cannot read"},
+		},
+		"bad output format": {
+			args: []string{"simulate", "-o", "yaml"}, wantIn: []string{"-o", "table or json"},
+		},
+		"unknown flag": {
+			args: []string{"simulate", "--clster", "x"}, wantIn: []string{"simulate", "clster"},
+		},
+		"unknown command": {
+			args: []string{"simulat"}, wantIn: []string{"unknown command"},
+		},
+		"cluster and kubeconfig together": {
+			args: []string{"simulate", "--cluster", "a", "--kubeconfig", "b"}, wantIn: []string{"exclusive"},
+		},
+		"unknown example": {
+			args: []string{"example", "nodes"}, wantIn: []string{"cluster or workload"},
+		},
+		"topology without kubeconfig": {
+			args: []string{"topology"}, wantIn: []string{"--kubeconfig is required"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			args := append([]string(nil), tc.args...)
+			if tc.file != "" {
+				path := writeFile(t, t.TempDir(), tc.file, tc.content)
+				for i, a := range args {
+					if a == "FILE" {
+						args[i] = path
+					}
+				}
+			}
+			code, stdout, stderr := runCLI(t, args...)
+			require.Equal(t, exitUsage, code, "stderr: %s", stderr)
+			require.Empty(t, stdout)
+			require.Equal(t, 1, strings.Count(stderr, "\n"), "exactly one line: %q", stderr)
+			for _, want := range tc.wantIn {
+				require.Contains(t, stderr, want)
+			}
+		})
+	}
+}
+
+// jsonOutput is the part of the JSON report these tests read.
+type jsonOutput struct {
+	Pods []jsonPod `json:"pods"`
+	Jobs []jsonJob `json:"jobs"`
+}
+
+func TestSimulateExpandsControllerJobs(t *testing.T) {
+	cases := map[string]struct {
+		workload  string
+		wantJob   string
+		wantPods  []string
+		wantMin   int32
+		wantPlace bool
+	}{
+		"Volcano Job": {
+			workload: "../../examples/volcanojob.yaml",
+			wantJob:  "default/" + workload.VolcanoPodGroupName("mpi-resnet", string(workload.StableUID(workload.KindVolcanoJob, "default", "mpi-resnet"))),
+			wantPods: []string{"mpi-resnet-master-0", "mpi-resnet-worker-0", "mpi-resnet-worker-1", "mpi-resnet-worker-2"},
+			wantMin:  4, wantPlace: true,
+		},
+		"PyTorchJob": {
+			workload: "../../examples/pytorchjob.yaml",
+			wantJob:  "default/llama-ddp",
+			wantPods: []string{"llama-ddp-master-0", "llama-ddp-worker-0", "llama-ddp-worker-1", "llama-ddp-worker-2"},
+			wantMin:  4, wantPlace: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, "simulate", "-o", "json", "--workload", tc.workload)
+			require.Equal(t, exitOK, code, stderr)
+			var out jsonOutput
+			require.NoError(t, json.Unmarshal([]byte(stdout), &out))
+			var names []string
+			for _, p := range out.Pods {
+				names = append(names, p.Name)
+				require.Equal(t, tc.wantJob, p.Job)
+			}
+			require.Equal(t, tc.wantPods, names)
+			require.Len(t, out.Jobs, 1)
+			require.Equal(t, tc.wantJob, out.Jobs[0].Namespace+"/"+out.Jobs[0].Name)
+			require.Equal(t, tc.wantMin, out.Jobs[0].MinMember)
+			require.Equal(t, tc.wantPlace, out.Jobs[0].Placed)
+			require.Equal(t, "s0", out.Jobs[0].Tier)
+		})
+	}
+}
+
+func TestSimulateMapIsWellFormedSVG(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fabric.svg")
+	code, _, stderr := runCLI(t, "simulate", "--map", path)
+	require.Equal(t, exitOK, code, stderr)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+
+	dec := xml.NewDecoder(bytes.NewReader(data))
+	var root string
+	rects, titles := 0, 0
+	var texts []string
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err, "the map must be well-formed XML")
+		switch el := tok.(type) {
+		case xml.StartElement:
+			if root == "" {
+				root = el.Name.Local
+				require.Equal(t, "http://www.w3.org/2000/svg", el.Name.Space)
+			}
+			switch el.Name.Local {
+			case "rect":
+				rects++
+			case "title":
+				titles++
+			}
+		case xml.CharData:
+			texts = append(texts, string(el))
+		}
+	}
+	require.Equal(t, "svg", root)
+	require.GreaterOrEqual(t, titles, 64, "one titled square per NIC of the sample cluster")
+	require.Greater(t, rects, 64)
+	all := strings.Join(texts, "\n")
+	for _, want := range []string{"default/llm-pretrain", "default/vision-hard: waiting", "free NIC", "gpu-a01 NUMA 0"} {
+		require.Contains(t, all, want)
+	}
+}
+
+// fakeCluster serves the sample cluster through fake clientsets.
+func fakeCluster(t *testing.T) (*kubefake.Clientset, *katalystfake.Clientset) {
+	t.Helper()
+	cluster, err := workload.LoadCluster("cluster.yaml", examples.Cluster)
+	require.NoError(t, err)
+	var kubeObjs, katObjs []runtime.Object
+	for _, n := range cluster.Nodes {
+		kubeObjs = append(kubeObjs, n)
+	}
+	for _, p := range cluster.Pods {
+		kubeObjs = append(kubeObjs, p)
+	}
+	for _, c := range cluster.CNRs {
+		katObjs = append(katObjs, c)
+	}
+	return kubefake.NewSimpleClientset(kubeObjs...), katalystfake.NewSimpleClientset(katObjs...)
+}
+
+// useFakeCluster makes --kubeconfig reach the fake clientsets.
+func useFakeCluster(t *testing.T, kube *kubefake.Clientset, kat *katalystfake.Clientset) {
+	t.Helper()
+	saved := dial
+	dial = func(string) (*liveClients, error) { return &liveClients{kube: kube, katalyst: kat}, nil }
+	t.Cleanup(func() { dial = saved })
+}
+
+// requireReadOnly checks that only list calls reached the clientsets.
+func requireReadOnly(t *testing.T, kube *kubefake.Clientset, kat *katalystfake.Clientset) {
+	t.Helper()
+	for _, a := range append(kube.Actions(), kat.Actions()...) {
+		require.Equal(t, "list", a.GetVerb(), "read-only: %s %s", a.GetVerb(), a.GetResource().Resource)
+	}
+}
+
+func TestSimulateLiveClusterReadOnly(t *testing.T) {
+	kube, kat := fakeCluster(t)
+	useFakeCluster(t, kube, kat)
+	code, live, stderr := runCLI(t, "simulate", "-o", "json", "--kubeconfig", "fake", "--workload", "../../examples/workload.yaml")
+	require.Equal(t, exitOK, code, stderr)
+	_, fromFiles, _ := runCLI(t, "simulate", "-o", "json")
+	require.Equal(t, fromFiles, live, "the live copy of the sample cluster gives the same placements")
+	requireReadOnly(t, kube, kat)
+}
+
+func TestTopologyWithFakeClients(t *testing.T) {
+	kube, kat := fakeCluster(t)
+	live, err := fetchCluster(context.Background(), &liveClients{kube: kube, katalyst: kat})
+	require.NoError(t, err)
+	require.Len(t, live.Nodes, 16)
+	require.Len(t, live.CNRs, 16)
+	require.Len(t, live.Pods, 6)
+
+	c, err := loadConf("../../examples/volcano-scheduler-minipods.conf")
+	require.NoError(t, err)
+	var out bytes.Buffer
+	require.NoError(t, printTopology(&out, c.Topology, live))
+	golden(t, "topology.txt", out.String())
+
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.True(t, strings.HasPrefix(lines[0], "S1"))
+	require.Contains(t, out.String(), "16 nodes, 8 S0 leaves, 0 topology-unknown nodes; 52 of 64 RDMA NICs free.")
+	require.Contains(t, out.String(), "research/legacy-eval (2)")
+
+	useFakeCluster(t, kube, kat)
+	code, stdout, stderr := runCLI(t, "topology", "--kubeconfig", "fake", "--scheduler-conf", "../../examples/volcano-scheduler-minipods.conf")
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, out.String(), stdout)
+	requireReadOnly(t, kube, kat)
+}
+
+func TestExampleAndValidate(t *testing.T) {
+	code, stdout, _ := runCLI(t, "example", "cluster")
+	require.Equal(t, exitOK, code)
+	require.Equal(t, string(examples.Cluster), stdout)
+	code, stdout, _ = runCLI(t, "example", "workload")
+	require.Equal(t, exitOK, code)
+	require.Equal(t, string(examples.Workload), stdout)
+	for _, f := range []string{"../../examples/cluster.yaml", "../../examples/workload.yaml", "../../examples/volcanojob.yaml", "../../examples/pytorchjob.yaml"} {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(string(data), "# "), "%s starts with a one-line comment saying what it shows", f)
+	}
+
+	code, stdout, stderr := runCLI(t, "validate", "--cluster", "../../examples/cluster.yaml", "--workload", "../../examples/workload.yaml")
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stdout, "ok: actions enqueue, topology-allocate, backfill")
+	require.Contains(t, stdout, "16 nodes, 16 CustomNodeResources, 6 bound pods")
+	require.Contains(t, stdout, "6 PodGroups, 22 pods")
+
+	code, stdout, _ = runCLI(t, "--help")
+	require.Equal(t, exitOK, code)
+	require.Contains(t, stdout, "simulate")
+	code, stdout, _ = runCLI(t, "simulate", "--help")
+	require.Equal(t, exitOK, code)
+	require.Contains(t, stdout, "--scheduler-conf")
+}
