@@ -297,7 +297,9 @@ func (s *Simulator) addPod(p *corev1.Pod, pending bool) error {
 	return nil
 }
 
-// DeletePod removes a pod (a finished or deleted pod frees its node).
+// DeletePod removes a pod (a finished or deleted pod frees its node). Its
+// allocations leave its node's KCNR too, as katalyst reports once the pod
+// is gone.
 func (s *Simulator) DeletePod(namespace, name string) error {
 	key := namespace + "/" + name
 	e, ok := s.pods[key]
@@ -306,6 +308,7 @@ func (s *Simulator) DeletePod(namespace, name string) error {
 	}
 	e.deleted = true
 	s.cache.DeletePod(e.pod)
+	s.releaseFromCNR(e.pod)
 	return nil
 }
 
@@ -508,6 +511,7 @@ func (s *Simulator) applyEvictions(rep *CycleReport) {
 		e.evicted = s.evictionReason(key)
 		e.deleted = true
 		s.cache.DeletePod(e.pod)
+		s.releaseFromCNR(e.pod)
 		rep.Evicted = append(rep.Evicted, key)
 	}
 }

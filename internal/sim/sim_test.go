@@ -275,3 +275,75 @@ func TestLocateUnknownNIC(t *testing.T) {
 		})
 	}
 }
+
+func TestConfirmPodAndRelease(t *testing.T) {
+	s := newSim(t, minipodConf, fourNodes(), Options{}, gang("g", 2, 0))
+	_, err := s.Run(10)
+	require.NoError(t, err)
+
+	// usedNICs counts the NICs the fabric (the KCNRs) shows in use, and
+	// whether the pod's consumer id holds them.
+	usedNICs := func(pod *corev1.Pod) (used, byPod int) {
+		f := s.Fabric()
+		for _, name := range f.NodeNames() {
+			n, _ := f.Node(name)
+			for _, z := range n.Zones {
+				for _, nic := range z.NICs {
+					if !nic.Free {
+						used++
+					}
+					for _, c := range nic.Consumers {
+						if c == consumerOf(pod) {
+							byPod++
+						}
+					}
+				}
+			}
+		}
+		return used, byPod
+	}
+	pods := s.Pods()
+	first := pods[0].Pod
+	used, _ := usedNICs(first)
+	require.Zero(t, used, "a bind alone does not reach the KCNR")
+
+	require.NoError(t, s.ConfirmPod("default", "g-0"))
+	require.NoError(t, s.ConfirmPod("default", "g-0"), "confirming twice is harmless")
+	used, byPod := usedNICs(first)
+	require.Equal(t, 2, used)
+	require.Equal(t, 2, byPod)
+	cnrs := s.CNRs()
+	var numaAlloc *v1alpha1.Allocation
+	for _, c := range cnrs {
+		if c.Name != first.Spec.NodeName {
+			continue
+		}
+		for _, socket := range c.Status.TopologyZone {
+			for _, numa := range socket.Children {
+				for _, a := range numa.Allocations {
+					if a.Consumer == consumerOf(first) {
+						numaAlloc = a
+					}
+				}
+			}
+		}
+	}
+	require.NotNil(t, numaAlloc, "the NUMA zone lists the pod")
+	gpus := (*numaAlloc.Requests)[builders.GPUResource]
+	require.Equal(t, int64(4), gpus.Value())
+
+	// Once the KCNR shows both pods, the scheduler counts each NIC once:
+	// the six zones left take a 6-pod gang.
+	require.NoError(t, s.ConfirmPod("default", "g-1"))
+	require.NoError(t, s.Submit(gang("h", 6, 1)))
+	_, err = s.Run(10)
+	require.NoError(t, err)
+	require.True(t, BuildReport(s).Jobs[1].Placed)
+
+	require.NoError(t, s.DeletePod("default", "g-0"))
+	used, byPod = usedNICs(first)
+	require.Zero(t, byPod, "a deleted pod leaves the KCNR")
+	require.Equal(t, 2, used, "g-1 stays in the KCNR; h's binds are not confirmed")
+	require.Error(t, s.ConfirmPod("default", "g-0"))
+	require.Error(t, s.ConfirmPod("default", "nope"))
+}
