@@ -35,6 +35,8 @@ type Cache struct {
 
 	// snap is the last snapshot, nil after any change.
 	snap *Fabric
+	// builder is reused for every rebuild (guarded by mu).
+	builder nodeBuilder
 }
 
 // NewCache returns an empty cache reading nodes with cfg.
@@ -131,7 +133,7 @@ func (c *Cache) rebuild(name string) {
 	var next *Node
 	nodeObj, cnrObj := c.nodeObjs[name], c.cnrObjs[name]
 	if nodeObj != nil || cnrObj != nil {
-		next = BuildNode(c.cfg, nodeObj, cnrObj)
+		next = c.builder.build(c.cfg, nodeObj, cnrObj)
 		next.Generation = 1
 		if old != nil {
 			next.Generation = old.Generation + 1

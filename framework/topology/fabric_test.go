@@ -388,3 +388,47 @@ func TestGeneratedClusterShape(t *testing.T) {
 		t.Error("NodeNames not sorted")
 	}
 }
+
+func TestCacheConcurrentUpdatesAndReaders(t *testing.T) {
+	nodes, cnrs := builders.GenerateCluster(64, 4, 4)
+	c := topology.NewCache(s1Config)
+	for i := range nodes {
+		c.UpsertNode(nodes[i])
+		c.UpsertCNR(cnrs[i])
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 100; i++ {
+				f := c.Snapshot()
+				if f.Len() != 64 {
+					errs <- fmt.Sprintf("snapshot has %d nodes", f.Len())
+					return
+				}
+				for _, id := range f.LeafIDs() {
+					if l, ok := f.Leaf(id); !ok || len(l.Slots) != 4 {
+						errs <- fmt.Sprintf("leaf %s inconsistent", id)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 200; i++ {
+			cnr := cnrs[i%64].DeepCopy()
+			cnr.ResourceVersion = fmt.Sprint(i)
+			c.UpsertCNR(cnr)
+		}
+	}()
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}

@@ -66,6 +66,7 @@ func (b *nodeBuilder) build(cfg Config, node *corev1.Node, cnr *v1alpha1.CustomN
 		}
 		out.Policy = PolicyOf(cnr.Status.TopologyPolicy)
 		b.collectConsumers(cnr.Status.TopologyZone)
+		b.zones = make([]Zone, 0, len(cnr.Status.TopologyZone))
 		b.readTop(cnr.Status.TopologyZone)
 		switch {
 		case len(b.zones) == 0:
@@ -110,6 +111,8 @@ type nodeBuilder struct {
 	numaSeen smallIndex[int, zpath]
 	// nicSeen maps a NIC to the path of the zone that declared it first.
 	nicSeen smallIndex[NICID, zpath]
+	// leaves maps a NIC to the leaf its RDMATOR property names.
+	leaves smallIndex[NICID, S0ID]
 }
 
 // reset readies the builder for another node. Slices handed to the previous
@@ -119,6 +122,7 @@ func (b *nodeBuilder) reset(cfg Config) {
 	b.reasons, b.consumers, b.zones = nil, nil, nil
 	b.numaSeen.reset()
 	b.nicSeen.reset()
+	b.leaves.reset()
 }
 
 func (b *nodeBuilder) add(code ReasonCode, nic NICID, format string, args ...any) {
@@ -378,12 +382,12 @@ func (b *nodeBuilder) assignLeaves(out *Node, node *corev1.Node, cnr *v1alpha1.C
 		return
 	}
 
-	var leaves smallIndex[NICID, S0ID]
+	leaves := &b.leaves
 	// failed lists NICs with an unusable property: they already carry a
 	// reason naming the property.
 	var failed []NICID
 	for i, p := range cnr.Spec.NodeResourceProperties {
-		field := "spec.nodeResourceProperties[" + strconv.Itoa(i) + "]"
+		field := propPath(i)
 		if p == nil {
 			b.add(ReasonEmptyProperty, "", "%s is null", field)
 			continue
@@ -426,12 +430,14 @@ func (b *nodeBuilder) assignLeaves(out *Node, node *corev1.Node, cnr *v1alpha1.C
 		}
 	}
 	var reported []NICID
-	for _, nic := range append(slices.Clone(leaves.keys), failed...) {
-		if _, ok := b.nicSeen.get(nic); ok || slices.Contains(reported, nic) {
-			continue
+	for _, list := range [][]NICID{leaves.keys, failed} {
+		for _, nic := range list {
+			if _, ok := b.nicSeen.get(nic); ok || slices.Contains(reported, nic) {
+				continue
+			}
+			reported = append(reported, nic)
+			b.add(ReasonLeafWithoutNIC, nic, "property %s%s names a NIC that is in no Numa zone", RDMATorPrefix, nic)
 		}
-		reported = append(reported, nic)
-		b.add(ReasonLeafWithoutNIC, nic, "property %s%s names a NIC that is in no Numa zone", RDMATorPrefix, nic)
 	}
 }
 
@@ -513,6 +519,13 @@ func (p zpath) String() string {
 		sb.WriteString("[" + strconv.Itoa(p.idx[d]) + "]")
 	}
 	return sb.String()
+}
+
+// propPath locates spec.nodeResourceProperties[i] for messages.
+type propPath int
+
+func (p propPath) String() string {
+	return "spec.nodeResourceProperties[" + strconv.Itoa(int(p)) + "]"
 }
 
 // field names a resource list: the Node's status.allocatable, or a zone's
