@@ -127,7 +127,7 @@ func newFlags(name, synopsis string, stdout io.Writer) *flagSet {
 		fs.PrintDefaults()
 		fs.SetOutput(io.Discard)
 	}
-	v := fs.Int("v", -1, "log level of the scheduler's logs on stderr (default: no logs)")
+	v := fs.Int("v", -1, "verbosity of the scheduler's logs on stderr; -1 keeps them off")
 	return &flagSet{FlagSet: fs, name: name, v: v}
 }
 
@@ -136,8 +136,7 @@ func newFlags(name, synopsis string, stdout io.Writer) *flagSet {
 func (fs *flagSet) parse(args []string, maxArgs int) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			fs.Usage()
-			return err
+			return err // pflag printed the usage
 		}
 		return badInputf("%s: %v", fs.name, err)
 	}
