@@ -114,8 +114,12 @@ type Checker struct {
 	// reported, not counted as a violation: the brief's ledger invariant
 	// compares NIC sets.
 	Drift []Violation
+	// MaxPartialCycles is the longest run of consecutive checks in which
+	// one gang was partial (violation or not).
+	MaxPartialCycles int
 
-	lastFailure map[string]int
+	lastFailure  map[string]int
+	partialSince map[string]int
 }
 
 // NewChecker returns a checker.
@@ -306,21 +310,53 @@ func (c *Checker) checkGangs(o *Observation, held []heldPod, add addFunc) {
 			nicsByGang[key] = append(nicsByGang[key], h)
 		}
 	}
+	if c.partialSince == nil {
+		c.partialSince = map[string]int{}
+	}
+	partial := map[string]bool{}
 	for _, pg := range o.PodGroups {
 		key := pg.Namespace + "/" + pg.Name
 		n := boundByGang[key]
 		if n > 0 && n < int(pg.Spec.MinMember) {
+			partial[key] = true
+			if _, ok := c.partialSince[key]; !ok {
+				c.partialSince[key] = o.Cycle
+			}
+			c.MaxPartialCycles = max(c.MaxPartialCycles, o.Cycle-c.partialSince[key]+1)
 			last, failed := c.lastFailure[key]
 			if !failed || o.Cycle-last > c.Grace {
 				since := "no failed bind"
 				if failed {
 					since = fmt.Sprintf("last failed bind in cycle %d", last)
 				}
-				add(KindPartialGang, key, "%d of minMember %d pods bound (%s; grace %d cycles)", n, pg.Spec.MinMember, since, c.Grace)
+				why := ""
+				if k := len(pg.Status.Conditions); k > 0 {
+					cond := pg.Status.Conditions[k-1]
+					why = fmt.Sprintf("; PodGroup condition %s: %s", cond.Reason, cond.Message)
+				}
+				add(KindPartialGang, key, "%s gang: %d of minMember %d pods bound (%s; grace %d cycles)%s",
+					contractOf(pg), n, pg.Spec.MinMember, since, c.Grace, why)
 			}
 		}
 		c.checkTier(o, pg, nicsByGang[key], add)
 	}
+	for key := range c.partialSince {
+		if !partial[key] {
+			delete(c.partialSince, key)
+		}
+	}
+}
+
+// contractOf renders a gang's contract for messages, e.g. "hard s0".
+func contractOf(pg *schedulingv1beta1.PodGroup) string {
+	mode := pg.Annotations[ledger.AnnotationMode]
+	if mode == "" {
+		mode = "soft"
+	}
+	if tier := pg.Annotations[ledger.AnnotationHighestTier]; tier != "" {
+		return mode + " " + tier
+	}
+	return mode
 }
 
 // checkTier checks a hard-mode gang's NICs against its highest tier, using

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
 )
 
 // Exit codes of Main.
@@ -42,6 +45,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.DrainEvery, "drain-every", 25, "drain a random node every this many cycles (0: never)")
 	fs.IntVar(&cfg.PartialGrace, "partial-grace", 2, "cycles after a failed bind a gang may stay partial")
 	fs.BoolVar(&cfg.StrictS0, "strict-s0", false, "a hard s0 gang on one node must still keep its NICs under one S0")
+	verbose := fs.Bool("verbose", false, "keep the scheduler's logs (on stderr)")
 	output := fs.String("o", outputTable, "output format: table or json")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: rdmatopo soak [flags]\n\nChurns the real scheduler session loop and checks its invariants after every cycle.\n\nFlags:")
@@ -72,6 +76,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "rdmatopo soak: %v\n", err)
 		return ExitUsage
+	}
+	if !*verbose {
+		// Volcano logs every bind and failed bind; a soak makes thousands.
+		klog.SetLogger(logr.Discard())
+		defer klog.ClearLogger()
 	}
 	res, err := Run(cfg)
 	if err != nil {
@@ -106,7 +115,7 @@ func writeResult(w io.Writer, format string, res *Result) error {
 		{"partial gangs", res.PartialGangs}, {"hard-limit breaches", res.HardLimitBreaches},
 		{"KCNR conflicts", res.KCNRConflicts}, {"NIC count mismatches", res.NICCounts},
 		{"ledger mismatches", res.LedgerMismatches}, {"stuck gangs", res.StuckGangs},
-		{"zone drift (not a violation)", res.ZoneDrift},
+		{"zone drift (not a violation)", res.ZoneDrift}, {"longest partial gang (cycles)", res.MaxPartialCycles},
 	}
 	for _, row := range rows {
 		fmt.Fprintf(tw, "%s\t%d\n", row.k, row.v)

@@ -136,6 +136,8 @@ type Result struct {
 	// ZoneDrift counts reservations whose GPU/CPU split over NUMA zones
 	// differs from a rebuild (reported, not a violation; see Checker).
 	ZoneDrift int `json:"zoneDrift"`
+	// MaxPartialCycles is the longest a gang stayed partial, in cycles.
+	MaxPartialCycles int `json:"maxPartialCycles"`
 	// FirstDrift describes the first such difference.
 	FirstDrift string `json:"firstDrift,omitempty"`
 	// FirstViolation describes the first violation found ("" if none).
@@ -223,6 +225,7 @@ func Run(cfg Config) (*Result, error) {
 		}
 	}
 	r.res.ZoneDrift = len(drifted)
+	r.res.MaxPartialCycles = r.checker.MaxPartialCycles
 	return &r.res, err
 }
 

@@ -1,0 +1,198 @@
+package soak
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
+)
+
+// boundPod returns a pod of gang g bound to node with the given NICs
+// (NUMA ids derived from the fixture: 1a/3f on NUMA 0, d1/e7 on NUMA 1).
+func boundPod(name, g, node string, nics ...string) *corev1.Pod {
+	numa := map[string]string{"0000:1a:00.0": "0", "0000:3f:00.0": "0", "0000:d1:00.0": "1", "0000:e7:00.0": "1"}
+	w := builders.MakePod(Namespace, name).Node(node).Group(g).
+		Req(builders.GPUResource, "1").Req(builders.RDMAResource, "1")
+	if len(nics) > 0 {
+		w = w.Annotation(ledger.AnnotationNICs, joinComma(nics)).Annotation(ledger.AnnotationNUMA, numa[nics[0]])
+	}
+	return w.Obj()
+}
+
+func joinComma(items []string) string {
+	out := ""
+	for i, s := range items {
+		if i > 0 {
+			out += ","
+		}
+		out += s
+	}
+	return out
+}
+
+func podGroup(name string, minMember int32, ann map[string]string) *schedulingv1beta1.PodGroup {
+	return &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: name, Annotations: ann},
+		Spec:       schedulingv1beta1.PodGroupSpec{MinMember: minMember},
+	}
+}
+
+// rebuiltLedger is the ledger a correct plugin would hold for pods.
+func rebuiltLedger(t *testing.T, pods []*corev1.Pod, f *topology.Fabric) []ledger.Reservation {
+	t.Helper()
+	l, errs := ledger.Rebuild(topology.Config{}, pods, f)
+	if len(errs) > 0 {
+		t.Fatalf("fixture does not rebuild: %v", errs)
+	}
+	return l.All()
+}
+
+type violationKey struct {
+	Kind   Kind
+	Object string
+}
+
+func keys(vs []Violation) []violationKey {
+	var out []violationKey
+	for _, v := range vs {
+		out = append(out, violationKey{v.Kind, v.Object})
+	}
+	return out
+}
+
+func TestCheckerFindsViolations(t *testing.T) {
+	nodes, cnrs := builders.TwoLeavesFourNodes()
+	fabric := topology.Build(topology.Config{}.WithDefaults(), nodes, cnrs)
+	hardS0 := map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s0"}
+	// The fixture KCNR of n1 lists a consumer on NIC 1a.
+	n1Used := builders.MakeCNR("n1").Zone(0, 4, 64000).Zone(1, 4, 64000).
+		NIC("0000:1a:00.0", 0, "leafA").NIC("0000:3f:00.0", 0, "leafA").
+		NIC("0000:d1:00.0", 1, "leafB").NIC("0000:e7:00.0", 1, "leafB").
+		UseNIC("0000:1a:00.0", builders.Consumer(Namespace, "gone", "uid-gone")).Obj()
+
+	cases := map[string]struct {
+		pods        []*corev1.Pod
+		groups      []*schedulingv1beta1.PodGroup
+		sessionCNRs bool
+		justBound   []string
+		// ledger overrides the rebuilt ledger when set.
+		ledger   func(rebuilt []ledger.Reservation) []ledger.Reservation
+		failedIn int // cycle of the gang's last failed bind (0: none)
+		cycle    int
+		strictS0 bool
+		want     []violationKey
+	}{
+		"clean gang": {
+			pods:   []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0"), boundPod("a-1", "a", "n2", "0000:1a:00.0")},
+			groups: []*schedulingv1beta1.PodGroup{podGroup("a", 2, hardS0)},
+		},
+		"double-booked NIC": {
+			pods:   []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0"), boundPod("b-0", "b", "n1", "0000:1a:00.0")},
+			groups: []*schedulingv1beta1.PodGroup{podGroup("a", 1, nil), podGroup("b", 1, nil)},
+			// A correct rebuild skips the second holder; give the ledger both
+			// so only the object-level check fires.
+			ledger: func([]ledger.Reservation) []ledger.Reservation { return nil },
+			want:   []violationKey{{KindDoubleBooked, "n1/0000:1a:00.0"}},
+		},
+		"NIC the session's KCNR showed consumed by another pod": {
+			pods:        []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0")},
+			groups:      []*schedulingv1beta1.PodGroup{podGroup("a", 1, nil)},
+			sessionCNRs: true,
+			justBound:   []string{"a-0"},
+			want:        []violationKey{{KindKCNRConflict, Namespace + "/a-0"}},
+		},
+		"stale KCNR consumer after the pod was placed is the lag": {
+			pods:        []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0")},
+			groups:      []*schedulingv1beta1.PodGroup{podGroup("a", 1, nil)},
+			sessionCNRs: true,
+		},
+		"partial gang without a failed bind": {
+			pods:   []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0")},
+			groups: []*schedulingv1beta1.PodGroup{podGroup("a", 2, nil)},
+			cycle:  5,
+			want:   []violationKey{{KindPartialGang, Namespace + "/a"}},
+		},
+		"partial gang within the grace after a failed bind": {
+			pods:     []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0")},
+			groups:   []*schedulingv1beta1.PodGroup{podGroup("a", 2, nil)},
+			failedIn: 3,
+			cycle:    5,
+		},
+		"partial gang beyond the grace": {
+			pods:     []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0")},
+			groups:   []*schedulingv1beta1.PodGroup{podGroup("a", 2, nil)},
+			failedIn: 2,
+			cycle:    5,
+			want:     []violationKey{{KindPartialGang, Namespace + "/a"}},
+		},
+		"hard s0 gang over two S0s": {
+			pods:   []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0"), boundPod("a-1", "a", "n2", "0000:d1:00.0")},
+			groups: []*schedulingv1beta1.PodGroup{podGroup("a", 2, hardS0)},
+			want:   []violationKey{{KindHardLimit, Namespace + "/a"}},
+		},
+		"hard s0 gang on one node is tier node": {
+			pods:   []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0"), boundPod("a-1", "a", "n1", "0000:d1:00.0")},
+			groups: []*schedulingv1beta1.PodGroup{podGroup("a", 2, hardS0)},
+		},
+		"hard s0 gang on one node, strict": {
+			pods:     []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0"), boundPod("a-1", "a", "n1", "0000:d1:00.0")},
+			groups:   []*schedulingv1beta1.PodGroup{podGroup("a", 2, hardS0)},
+			strictS0: true,
+			want:     []violationKey{{KindHardLimit, Namespace + "/a"}},
+		},
+		"bound RDMA pod without NICs": {
+			pods:   []*corev1.Pod{boundPod("a-0", "a", "n1")},
+			groups: []*schedulingv1beta1.PodGroup{podGroup("a", 1, nil)},
+			want:   []violationKey{{KindNICCount, Namespace + "/a-0"}},
+		},
+		"leaked reservation": {
+			pods:   []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0")},
+			groups: []*schedulingv1beta1.PodGroup{podGroup("a", 1, nil)},
+			ledger: func(rebuilt []ledger.Reservation) []ledger.Reservation {
+				leak := ledger.Reservation{UID: "uid-x", Namespace: Namespace, Name: "x", Node: "n2",
+					Zones: []ledger.ZoneUse{{NUMA: 0, NICs: []topology.NICID{"0000:1a:00.0"}}}}
+				return append(rebuilt, leak)
+			},
+			want: []violationKey{{KindLedgerMismatch, Namespace + "/x"}},
+		},
+		"missing reservation": {
+			pods:   []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0")},
+			groups: []*schedulingv1beta1.PodGroup{podGroup("a", 1, nil)},
+			ledger: func([]ledger.Reservation) []ledger.Reservation { return []ledger.Reservation{} },
+			want:   []violationKey{{KindLedgerMismatch, Namespace + "/a-0"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := NewChecker(topology.Config{}, 2)
+			c.StrictS0 = tc.strictS0
+			if tc.failedIn > 0 {
+				c.Check(&Observation{Cycle: tc.failedIn, Fabric: fabric, GangFailures: map[string]bool{Namespace + "/a": true}})
+			}
+			o := &Observation{Cycle: max(tc.cycle, 1), Pods: tc.pods, PodGroups: tc.groups, Fabric: fabric,
+				JustBound: map[string]bool{}}
+			for _, p := range tc.justBound {
+				o.JustBound["uid-"+Namespace+"-"+p] = true
+			}
+			if tc.sessionCNRs {
+				o.SessionCNRs = append(o.SessionCNRs, n1Used)
+			}
+			o.Ledger = rebuiltLedger(t, tc.pods[:1], fabric)
+			if tc.ledger != nil {
+				o.Ledger = tc.ledger(rebuiltLedger(t, tc.pods[:1], fabric))
+			} else {
+				o.Ledger = rebuiltLedger(t, tc.pods, fabric)
+			}
+			got := keys(c.Check(o))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("violations (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
