@@ -97,6 +97,7 @@ func checkGangUnderOneS0(t *testing.T, f *fabric, pods []corev1.Pod, shape podSh
 	if len(leaves) != 1 {
 		t.Fatalf("gang spans %d S0s: %s", len(leaves), describePlacement(placed))
 	}
+	t.Logf("placed: %s", describePlacement(placed))
 	var leaf string
 	for l := range leaves {
 		leaf = l

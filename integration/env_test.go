@@ -10,10 +10,12 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -71,7 +73,9 @@ type Env struct {
 	schedulerKubeconfig string
 	etcdURL             string
 	serverURL           string
-	adminToken          string
+	// schedulerMetrics is the current scheduler's /metrics URL.
+	schedulerMetrics string
+	adminToken       string
 
 	etcd        *process
 	apiserver   *process
@@ -344,7 +348,41 @@ func (e *Env) StartScheduler(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	e.schedulerMetrics = "http://" + hostPort(metricsPort) + "/metrics"
 	return waitHTTP(ctx, e.scheduler, http.DefaultClient, "http://"+hostPort(healthPort)+"/healthz", "", componentReadyTimeout)
+}
+
+// cyclesMetric counts the scheduler's completed scheduling cycles (the
+// count of Volcano's end-to-end latency histogram, observed once per cycle).
+const cyclesMetric = "volcano_e2e_scheduling_latency_milliseconds_count"
+
+// SchedulerCycles returns how many scheduling cycles the running scheduler
+// has completed.
+func (e *Env) SchedulerCycles(ctx context.Context) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.schedulerMetrics, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if rest, ok := strings.CutPrefix(line, cyclesMetric+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err != nil {
+				return 0, fmt.Errorf("%s: %q: %w", e.schedulerMetrics, line, err)
+			}
+			return int64(v), nil
+		}
+	}
+	// No cycle has finished yet: the histogram has no samples.
+	return 0, nil
 }
 
 // StopScheduler stops the scheduler and waits until it has exited.

@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -29,4 +31,24 @@ func eventually(t *testing.T, timeout time.Duration, cond func() (bool, string))
 		}
 		time.Sleep(pollInterval)
 	}
+}
+
+// waitSchedulerCycles waits until the scheduler has completed n more
+// scheduling cycles, calling check after each poll so that a test can fail
+// as soon as something happens that must not (a pod bound too early).
+func waitSchedulerCycles(t *testing.T, e *Env, n int64, check func()) {
+	t.Helper()
+	ctx := context.Background()
+	start, err := e.SchedulerCycles(ctx)
+	if err != nil {
+		t.Fatalf("read scheduler metrics: %v", err)
+	}
+	eventually(t, time.Duration(n)*10*time.Second+30*time.Second, func() (bool, string) {
+		check()
+		now, err := e.SchedulerCycles(ctx)
+		if err != nil {
+			return false, fmt.Sprintf("read scheduler metrics: %v", err)
+		}
+		return now >= start+n, fmt.Sprintf("%d of %d scheduling cycles done", now-start, n)
+	})
 }
