@@ -33,7 +33,10 @@ func Rebuild(cfg topology.Config, pods []*corev1.Pod, f *topology.Fabric) (*Ledg
 	}
 	var live []*corev1.Pod
 	for _, p := range pods {
-		if p != nil && holdsNICs(p) {
+		// A Binding merges annotations but cannot remove one, so a pod
+		// that requests no RDMA may carry a key a user forged: only RDMA
+		// pods' annotations were written by the scheduler.
+		if p != nil && holdsNICs(p) && podRequest(p, corev1.ResourceName(cfg.RDMAResource), false) > 0 {
 			live = append(live, p)
 		}
 	}

@@ -30,9 +30,11 @@ func twoNodeFabric() *topology.Fabric {
 	return topology.Build(topology.Config{}, nodes[:2], cnrs[:2])
 }
 
-// bound returns a pod of ns bound to node with NIC and NUMA annotations.
+// bound returns a pod of ns bound to node with NIC and NUMA annotations,
+// requesting one RDMA unit per annotated NIC.
 func bound(name, node, nics, numa string) *builders.PodWrapper {
 	return builders.MakePod("ns", name).UID("u-"+name).Node(node).Created(t0).
+		Req(builders.RDMAResource, strconv.Itoa(len(strings.Split(nics, ",")))).
 		Annotation(ledger.AnnotationNICs, nics).Annotation(ledger.AnnotationNUMA, numa)
 }
 
@@ -74,6 +76,9 @@ func TestRebuild(t *testing.T) {
 				bound("failed", "n1", nicA0, "0").Phase(corev1.PodFailed).Obj(),
 				bound("deleting", "n1", nicA0, "0").Terminating(t0).Obj(),
 				builders.MakePod("ns", "plain").Node("n1").Obj(),
+				// A pod that requests no RDMA: its NIC annotation is
+				// forged (a Binding cannot remove keys) and never trusted.
+				builders.MakePod("ns", "cpu-only").Node("n1").Annotation(ledger.AnnotationNICs, nicA0).Annotation(ledger.AnnotationNUMA, "0").Obj(),
 				bound("empty", "n1", "", "0").Obj(),
 			},
 		},
@@ -110,7 +115,7 @@ func TestRebuild(t *testing.T) {
 				bound("dupnic", "n1", nicA0+","+nicA0, "0").Obj(),
 				bound("badnuma", "n1", nicA0, "zero").Obj(),
 				bound("emptynuma", "n1", nicA0, "").Obj(),
-				builders.MakePod("ns", "nonuma").Node("n1").Annotation(ledger.AnnotationNICs, nicA0).Obj(),
+				builders.MakePod("ns", "nonuma").Node("n1").Req(builders.RDMAResource, "1").Annotation(ledger.AnnotationNICs, nicA0).Obj(),
 			},
 			wantErrs: []string{
 				"pod ns/nonuma: annotation rdmatopo.io/numa: malformed annotation value",
@@ -222,7 +227,8 @@ func TestRebuildRoundTrip(t *testing.T) {
 			cpu += z.CPUMilli
 		}
 		p := builders.MakePod(r.Namespace, r.Name).UID(r.UID).Node(r.Node).Created(t0).
-			Req(builders.GPUResource, strconv.Itoa(int(gpu))).Req(corev1.ResourceCPU, strconv.Itoa(int(cpu))+"m")
+			Req(builders.GPUResource, strconv.Itoa(int(gpu))).Req(corev1.ResourceCPU, strconv.Itoa(int(cpu))+"m").
+			Req(builders.RDMAResource, strconv.Itoa(len(r.NICs())))
 		if r.Job != "" {
 			p.Group(strings.TrimPrefix(r.Job, r.Namespace+"/"))
 		}
