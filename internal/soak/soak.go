@@ -5,8 +5,30 @@
 // allocations lag the binds by a number of cycles, and the scheduler
 // restarts every so many jobs, rebuilding its state from the objects alone.
 //
-// The invariants and their precise definitions are in Checker. Run is the
-// library entry point; Main is the `rdmatopo soak` command.
+// Invariants, checked after every cycle on the objects (Checker):
+//
+//   - DoubleBookedNIC: no NIC of a node is in the rdmatopo.io/nics
+//     annotation of two live bound pods.
+//   - KCNRConflict: a pod bound in a cycle holds no NIC that the KCNRs the
+//     cycle's session saw list for another consumer. (A KCNR that later
+//     shows a pod deleted before its allocation caught up is the lag.)
+//   - PartialGang: a gang with 0 < bound < minMember pods is a violation
+//     unless one of its binds failed at most PartialGrace cycles ago.
+//   - HardLimitBreach: a hard gang's placement tier (node if all its pods
+//     share one node, else s0 if all its NICs hang off one S0, else s1 if
+//     one S1, else cluster; S0 and S1 from the fabric) is no wider than its
+//     highest tier. With StrictS0, one node does not excuse several S0s.
+//   - NICCountMismatch: a bound pod holds, in its annotation, exactly as
+//     many NICs as it requests, all NICs of its node.
+//   - LedgerMismatch: the plugin's ledger holds, per bound pod, the node and
+//     NICs per NUMA zone that ledger.Rebuild derives from the pods, and
+//     nothing else except pods whose bind failed in this very cycle
+//     (reconcile releases those when the next session opens).
+//   - StuckGang: no gang stays pending for StuckAfter cycles on a whole,
+//     idle cluster (every generated gang fits the empty cluster), and the
+//     soak ends within MaxCycles.
+//
+// Run is the library entry point; Main is the `rdmatopo soak` command.
 package soak
 
 import (
