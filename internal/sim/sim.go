@@ -95,8 +95,11 @@ type podEntry struct {
 	pod        *corev1.Pod
 	workload   bool
 	boundCycle int
-	evicted    string
-	deleted    bool
+	// evicted is the reason the scheduler evicted the pod; deleted is then
+	// true: the pod is gone from the cluster, remembered for the report.
+	// (Pods deleted through DeletePod are forgotten.)
+	evicted string
+	deleted bool
 }
 
 // Simulator drives Volcano sessions over a simulated cluster.
@@ -118,6 +121,11 @@ type Simulator struct {
 	cnrOrder  []string
 	pods      map[string]*podEntry
 	podOrder  []string
+	// arrival is the index in podOrder of each pod's latest arrival;
+	// stale counts podOrder entries made stale by deletions since the
+	// last compaction.
+	arrival   map[string]int
+	stale     int
 	podGroups map[string]*schedulingv1beta1.PodGroup
 	pgOrder   []string
 	queues    map[string]bool
@@ -174,6 +182,7 @@ func New(c *Conf, cluster *workload.Cluster, opts Options) (*Simulator, error) {
 		nodes:     map[string]*corev1.Node{},
 		cnrs:      map[string]*v1alpha1.CustomNodeResource{},
 		pods:      map[string]*podEntry{},
+		arrival:   map[string]int{},
 		podGroups: map[string]*schedulingv1beta1.PodGroup{},
 		queues:    map[string]bool{},
 		classes:   map[string]bool{},
@@ -290,6 +299,9 @@ func (s *Simulator) addPod(p *corev1.Pod, pending bool) error {
 		obj.Status.Phase = corev1.PodPending
 	}
 	if _, ok := s.pods[key]; !ok {
+		// New, or back under the name of a pod deleted earlier: it arrives
+		// now (the older position is stale).
+		s.arrival[key] = len(s.podOrder)
 		s.podOrder = append(s.podOrder, key)
 	}
 	s.pods[key] = &podEntry{pod: obj, workload: pending}
@@ -306,10 +318,33 @@ func (s *Simulator) DeletePod(namespace, name string) error {
 	if !ok || e.deleted {
 		return fmt.Errorf("pod %s does not exist", key)
 	}
-	e.deleted = true
 	s.cache.DeletePod(e.pod)
 	s.releaseFromCNR(e.pod)
+	s.forget(key)
 	return nil
+}
+
+// forget drops a deleted pod from the store, compacting the arrival order
+// once it is mostly stale (long soak runs delete many pods).
+func (s *Simulator) forget(key string) {
+	delete(s.pods, key)
+	s.stale++
+	if s.stale*2 <= len(s.podOrder) {
+		return
+	}
+	kept := s.podOrder[:0]
+	for i, k := range s.podOrder {
+		if _, ok := s.pods[k]; ok && s.arrival[k] == i {
+			s.arrival[k] = len(kept)
+			kept = append(kept, k)
+		}
+	}
+	for k := range s.arrival {
+		if _, ok := s.pods[k]; !ok {
+			delete(s.arrival, k)
+		}
+	}
+	s.podOrder, s.stale = kept, 0
 }
 
 // UpsertNode adds or replaces a Node (in the scheduler cache and in the
@@ -577,13 +612,13 @@ func (s *Simulator) Cycle() int { return s.cycle }
 // Conf returns the simulator's scheduler conf.
 func (s *Simulator) Conf() *Conf { return s.conf }
 
-// Pods returns every pod ever added, in arrival order, with its state.
-// Deleted pods are left out unless they were evicted.
+// Pods returns the pods in arrival order, with their state: those present
+// and those the scheduler evicted (deleted pods are forgotten).
 func (s *Simulator) Pods() []PodState {
-	out := make([]PodState, 0, len(s.podOrder))
-	for _, key := range s.podOrder {
-		e := s.pods[key]
-		if e.deleted && e.evicted == "" {
+	out := make([]PodState, 0, len(s.pods))
+	for i, key := range s.podOrder {
+		e, ok := s.pods[key]
+		if !ok || s.arrival[key] != i {
 			continue
 		}
 		out = append(out, PodState{Pod: e.pod.DeepCopy(), Workload: e.workload, BoundCycle: e.boundCycle, Evicted: e.evicted})

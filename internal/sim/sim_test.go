@@ -347,3 +347,31 @@ func TestConfirmPodAndRelease(t *testing.T) {
 	require.Error(t, s.ConfirmPod("default", "g-0"))
 	require.Error(t, s.ConfirmPod("default", "nope"))
 }
+
+func TestDeletedPodsAreForgotten(t *testing.T) {
+	s := newSim(t, topoConf, fourNodes(), Options{})
+	names := func() []string {
+		var out []string
+		for _, ps := range s.Pods() {
+			out = append(out, ps.Pod.Name)
+		}
+		return out
+	}
+	pod := func(name string) *corev1.Pod {
+		return builders.MakePod("default", name).Req(corev1.ResourceCPU, "1").Group("g").Obj()
+	}
+	for _, n := range []string{"a", "b", "c", "d"} {
+		require.NoError(t, s.AddPod(pod(n)))
+	}
+	require.Error(t, s.AddPod(pod("a")), "names are unique")
+	require.NoError(t, s.DeletePod("default", "a"))
+	require.Error(t, s.DeletePod("default", "a"))
+	require.Equal(t, []string{"b", "c", "d"}, names())
+	require.NoError(t, s.AddPod(pod("a")), "a deleted pod's name can come back")
+	require.Equal(t, []string{"b", "c", "d", "a"}, names(), "in its new arrival position")
+	for _, n := range []string{"b", "c", "d"} {
+		require.NoError(t, s.DeletePod("default", n))
+	}
+	require.Equal(t, []string{"a"}, names())
+	require.LessOrEqual(t, len(s.podOrder), 2, "stale entries are compacted")
+}
