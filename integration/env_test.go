@@ -268,6 +268,7 @@ func (e *Env) makeClients(context.Context) error {
 		return err
 	}
 	cfg.QPS, cfg.Burst = 200, 400
+	cfg.WarningHandler = templateWarningFilter{}
 	e.Config = cfg
 	if e.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return err
@@ -304,6 +305,20 @@ func (e *Env) startControllers(ctx context.Context) error {
 		return err
 	}
 	return waitHTTP(ctx, e.controllers, http.DefaultClient, "http://"+hostPort(healthPort)+"/healthz", "", componentReadyTimeout)
+}
+
+// templateWarningFilter drops the API server's warning about the null
+// creationTimestamp that the typed VolcanoJob client serializes in every pod
+// template (the field is pruned, nothing is lost) and prints any other
+// warning.
+type templateWarningFilter struct{}
+
+// HandleWarningHeader implements rest.WarningHandler.
+func (templateWarningFilter) HandleWarningHeader(code int, agent, text string) {
+	if strings.HasPrefix(text, "unknown field") && strings.HasSuffix(text, ".template.metadata.creationTimestamp\"") {
+		return
+	}
+	rest.WarningLogger{}.HandleWarningHeader(code, agent, text)
 }
 
 // SchedulerConf is the scheduler conf the tests run with: the project's
