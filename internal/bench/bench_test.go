@@ -1,0 +1,122 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
+
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/sim"
+	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
+	"github.com/rdmatopo/rdmatopo/internal/workload"
+)
+
+func TestMain(m *testing.M) {
+	// Volcano logs every bind and revert through klog; keep test and
+	// benchmark output (and timings) free of it.
+	klog.SetLogger(logr.Discard())
+	os.Exit(m.Run())
+}
+
+// benchSizes are the cluster sizes of the Go benchmarks.
+var benchSizes = []int{1000, 4000, 10000}
+
+// sessionBatch is the gangs one benchmarked session must place: the trace
+// gangs of the first few arrival cycles (about 1 gang per 50 nodes).
+func sessionBatch(nodes int) []GangSpec {
+	trace := NewTrace(nodes/5, 1)
+	var out []GangSpec
+	for _, g := range trace.Gangs {
+		if g.Arrive <= ArrivalCycles/10 {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// BenchmarkSession times one scheduling session (OpenSession, every action,
+// CloseSession) of each conf on a cluster with ~40% of its NUMA zones taken
+// and a batch of pending gangs. Building the simulator is not timed.
+func BenchmarkSession(b *testing.B) {
+	confs, err := Confs()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, nodes := range benchSizes {
+		batch := sessionBatch(nodes)
+		for _, name := range runOrder {
+			b.Run(fmt.Sprintf("nodes=%d/conf=%s", nodes, name), func(b *testing.B) {
+				b.ReportAllocs()
+				var session time.Duration
+				binds := 0
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					s, err := sim.New(confs[name], NewCluster(nodes, 1), sim.Options{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					for j, g := range batch {
+						if err := s.Submit(GangSet(g, workload.Epoch.Add(time.Duration(j)*time.Second))); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.StartTimer()
+					rep, err := s.RunCycle()
+					if err != nil {
+						b.Fatal(err)
+					}
+					session += rep.Duration
+					binds += len(rep.Binds)
+				}
+				b.ReportMetric(float64(binds)/float64(b.N), "binds/op")
+				b.ReportMetric(session.Seconds()/float64(b.N), "session-s/op")
+			})
+		}
+	}
+}
+
+// BenchmarkPlan times the placement planner alone on the benchmark cluster
+// (S1s from the node label, pre-bound pods in the ledger) for one gang.
+func BenchmarkPlan(b *testing.B) {
+	gangs := []struct {
+		name string
+		pods int
+		kind PodKind
+	}{
+		{"half-x16", 16, KindHalf},
+		{"half-x64", 64, KindHalf},
+		{"small-x8", 8, KindSmall},
+		{"full-x8", 8, KindFull},
+	}
+	for _, nodes := range benchSizes {
+		cluster := NewCluster(nodes, 1)
+		cfg := topology.Config{S1NodeLabel: builders.S1Label}.WithDefaults()
+		fabric := topology.Build(cfg, cluster.Nodes, cluster.CNRs)
+		l, errs := ledger.Rebuild(cfg, cluster.Pods, fabric)
+		if len(errs) > 0 {
+			b.Fatal(errs[0])
+		}
+		for _, g := range gangs {
+			b.Run(fmt.Sprintf("nodes=%d/gang=%s", nodes, g.name), func(b *testing.B) {
+				gang := placement.Gang{Job: "default/bench", Need: g.pods, Mode: placement.ModeSoft, HighestTier: placement.TierCluster}
+				for i := 0; i < g.pods; i++ {
+					gang.Pods = append(gang.Pods, placement.Pod{UID: fmt.Sprint("p", i), Name: "default/bench", Shape: g.kind.Shape()})
+				}
+				b.ReportAllocs()
+				for i := 0; i < b.N; i++ {
+					// A fresh state per plan: the session builds one per cycle.
+					st := placement.NewState(fabric, l)
+					if plan, fail := st.Plan(gang); fail != nil || len(plan.Assignments) != g.pods {
+						b.Fatalf("gang %s does not fit: %v", g.name, fail)
+					}
+				}
+			})
+		}
+	}
+}

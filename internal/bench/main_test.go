@@ -1,0 +1,181 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestMainRejectsBadFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "unknown flag", args: []string{"--bogus"}, wantErr: "flag provided but not defined"},
+		{name: "zero nodes", args: []string{"--nodes", "0"}, wantErr: "--nodes must be at least 1"},
+		{name: "negative gangs", args: []string{"--gangs", "-3"}, wantErr: "--gangs must be at least 1"},
+		{name: "bad output", args: []string{"-o", "yaml"}, wantErr: `-o must be table or json, got "yaml"`},
+		{name: "not a number", args: []string{"--seed", "x"}, wantErr: "invalid value"},
+		{name: "positional argument", args: []string{"extra"}, wantErr: `unexpected argument "extra"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := Main(tc.args, &stdout, &stderr); code != exitUsage {
+				t.Errorf("Main(%q) = %d, want %d", tc.args, code, exitUsage)
+			}
+			if !strings.Contains(stderr.String(), tc.wantErr) {
+				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), tc.wantErr)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout = %q, want nothing", stdout.String())
+			}
+		})
+	}
+}
+
+// sampleReport is a report with made-up figures for output tests.
+func sampleReport(nodes int, seconds float64) *Report {
+	return &Report{Nodes: nodes, Gangs: nodes / 5, Seed: 1, Runs: map[string]*RunResult{
+		ConfRDMATopo: {Placed: 10, Pods: 40, MeanS0: 1.25, AtOptimumFrac: 0.9, Fragmentation: 0.2, Seconds: seconds, SecondsPerPod: seconds / 40, PeakHeapBytes: 1 << 20},
+		ConfBaseline: {Placed: 11, Pods: 44, MeanS0: 2.5, AtOptimumFrac: 0.4, Fragmentation: 0.5, Seconds: 2 * seconds, SecondsPerPod: seconds / 22, PeakHeapBytes: 2 << 20},
+	}}
+}
+
+func TestReportJSONKeys(t *testing.T) {
+	data, err := json.Marshal(sampleReport(100, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"nodes", "gangs", "seed", "runs"} {
+		if _, ok := got[k]; !ok {
+			t.Errorf("top-level key %q missing in %s", k, data)
+		}
+	}
+	runs := got["runs"].(map[string]any)
+	want := []string{"placed", "pods", "meanS0", "atOptimumFrac", "fragmentation", "seconds", "secondsPerPod", "peakHeapBytes"}
+	for _, name := range []string{ConfRDMATopo, ConfBaseline} {
+		run, ok := runs[name].(map[string]any)
+		if !ok {
+			t.Fatalf("runs.%s missing in %s", name, data)
+		}
+		if len(run) != len(want) {
+			t.Errorf("runs.%s has %d keys, want exactly %v", name, len(run), want)
+		}
+		for _, k := range want {
+			if _, ok := run[k]; !ok {
+				t.Errorf("runs.%s.%s missing", name, k)
+			}
+		}
+	}
+}
+
+func TestWriteTable(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteTable(&buf, sampleReport(100, 1)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"nodes=100 gangs=20 seed=1", "rdmatopo", "baseline", "mean S0 per gang", "1.250", "2.500"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, buf.String())
+		}
+	}
+	if err := WriteTable(io.Discard, &Report{Runs: map[string]*RunResult{}}); err == nil {
+		t.Error("WriteTable of a report without runs succeeded, want an error")
+	}
+}
+
+func TestWriteSVG(t *testing.T) {
+	var js bytes.Buffer
+	for _, r := range []*Report{sampleReport(4000, 8), sampleReport(1000, 2)} {
+		if err := json.NewEncoder(&js).Encode(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reps, err := ReadReports(&js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var svg bytes.Buffer
+	if err := WriteSVG(&svg, reps); err != nil {
+		t.Fatal(err)
+	}
+	// Well-formed XML with one line per conf per panel.
+	var doc struct {
+		XMLName   xml.Name `xml:"svg"`
+		Polylines []struct {
+			Points string `xml:"points,attr"`
+			Stroke string `xml:"stroke,attr"`
+		} `xml:"polyline"`
+	}
+	if err := xml.Unmarshal(svg.Bytes(), &doc); err != nil {
+		t.Fatalf("SVG is not well-formed: %v", err)
+	}
+	if len(doc.Polylines) != 4 {
+		t.Fatalf("SVG has %d lines, want 4 (2 panels x 2 confs)", len(doc.Polylines))
+	}
+	for _, pl := range doc.Polylines {
+		if n := len(strings.Fields(pl.Points)); n != 2 {
+			t.Errorf("line %s has %d points, want 2", pl.Stroke, n)
+		}
+	}
+	for _, label := range []string{">1000<", ">4000<", ">rdmatopo<", ">baseline<"} {
+		if !strings.Contains(svg.String(), label) {
+			t.Errorf("SVG lacks %s", label)
+		}
+	}
+}
+
+func TestReadReportsErrors(t *testing.T) {
+	tests := []struct {
+		name, in, wantErr string
+	}{
+		{name: "not JSON", in: "nope", wantErr: "bench JSON"},
+		{name: "missing run", in: `{"nodes": 5, "runs": {"rdmatopo": {}}}`, wantErr: "runs.baseline is missing"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ReadReports(strings.NewReader(tc.in))
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("ReadReports() error = %v, want it to contain %q", err, tc.wantErr)
+			}
+		})
+	}
+	if err := WriteSVG(io.Discard, nil); err == nil {
+		t.Error("WriteSVG(nil) succeeded, want an error")
+	}
+}
+
+// TestRunSmall replays a small trace through both confs and checks the
+// report's invariants and that the trace is deterministic.
+func TestRunSmall(t *testing.T) {
+	rep, err := Run(Options{Nodes: 48, Gangs: 12, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range rep.Runs {
+		if r.Placed < 1 || r.Placed > rep.Gangs {
+			t.Errorf("%s placed %d gangs, want 1..%d", name, r.Placed, rep.Gangs)
+		}
+		if r.AtOptimumFrac < 0 || r.AtOptimumFrac > 1 || r.Fragmentation < 0 || r.Fragmentation > 1 {
+			t.Errorf("%s: fractions out of [0,1]: %+v", name, r)
+		}
+		if r.RDMAGangs > 0 && r.MeanS0 < 1 {
+			t.Errorf("%s: meanS0 %v < 1 over %d gangs", name, r.MeanS0, r.RDMAGangs)
+		}
+		if r.Seconds <= 0 || r.PeakHeapBytes == 0 {
+			t.Errorf("%s: no time or heap measured: %+v", name, r)
+		}
+	}
+	if got := rep.Runs[ConfRDMATopo].Misaligned; got != 0 {
+		t.Errorf("rdmatopo bound %d NUMA-misaligned pods, want 0", got)
+	}
+}
