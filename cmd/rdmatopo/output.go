@@ -79,7 +79,7 @@ func writeJSON(w io.Writer, rep *sim.Report) error {
 // shortID abbreviates an S0 hash for the table (the JSON has it whole).
 func shortID(id string) string {
 	if strings.HasPrefix(id, "unknown:") {
-		return "?" + id[strings.LastIndex(id, "/")+1:]
+		return "?" + strings.TrimPrefix(id, "unknown:")
 	}
 	if len(id) > 8 {
 		return id[:8]
@@ -103,7 +103,14 @@ func listCell(items []string, short func(string) string) string {
 	return strings.Join(parts, ",")
 }
 
-// writeTable prints one line per job and a summary.
+// Summary labels of placed jobs without a tier.
+const (
+	noRDMA = "no RDMA"
+	noNICs = "RDMA without NIC assignment"
+)
+
+// writeTable prints one line per job and a summary. A placed job's tier is
+// "-" when it requests no RDMA and "?" when its pods got no NICs.
 func writeTable(w io.Writer, rep *sim.Report) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tFROM\tPLACED\tTIER\tS0\tS1\tPODS\tREASON")
@@ -115,17 +122,22 @@ func writeTable(w io.Writer, rep *sim.Report) error {
 			from = "PodGroup"
 		}
 		yes, tier, reason := "no", j.Tier, j.Reason
+		switch {
+		case !j.Placed:
+			tier = "-"
+		case tier != "":
+			tiers[tier]++
+		case j.RDMA:
+			// Placed, but no NIC was assigned (a conf without rdma-topology).
+			tier = "?"
+			tiers[noNICs]++
+		default:
+			tier = "-"
+			tiers[noRDMA]++
+		}
 		if j.Placed {
 			yes = "yes"
 			placed++
-			if tier == "" {
-				tier = "-"
-				tiers["no RDMA"]++
-			} else {
-				tiers[j.Tier]++
-			}
-		} else if tier == "" {
-			tier = "-"
 		}
 		if reason == "" {
 			reason = "-"
@@ -139,7 +151,7 @@ func writeTable(w io.Writer, rep *sim.Report) error {
 		return err
 	}
 	var byTier []string
-	for _, t := range []string{"node", "s0", "s1", "cluster", "no RDMA"} {
+	for _, t := range []string{"node", "s0", "s1", "cluster", noRDMA, noNICs} {
 		if tiers[t] > 0 {
 			byTier = append(byTier, fmt.Sprintf("%d %s", tiers[t], t))
 		}

@@ -9,7 +9,6 @@ import (
 
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
-	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/sim"
 )
@@ -59,10 +58,7 @@ func renderMap(f *topology.Fabric, rep *sim.Report, pods []sim.PodState) []byte 
 		if p.Spec.NodeName == "" || ps.Evicted != "" {
 			continue
 		}
-		nics, err := ledger.ParseNICs(p.Annotations[ledger.AnnotationNICs])
-		if err != nil {
-			continue
-		}
+		nics := sim.NICsOf(p)
 		job := p.Namespace + "/" + p.Annotations[schedulingv1beta1.KubeGroupNameAnnotationKey]
 		h := nicHolder{color: colorRunning, title: fmt.Sprintf("%s/%s (running before)", p.Namespace, p.Name)}
 		if c, ok := jobColor[job]; ok && ps.Workload {

@@ -10,8 +10,8 @@ import (
 
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
-	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/sim"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
 
@@ -73,10 +73,7 @@ func printTopology(w io.Writer, cfg topology.Config, c *workload.Cluster) error 
 		}
 		jobOf[key] = job
 		byUID[key+"/"+string(p.UID)] = job
-		nics, err := ledger.ParseNICs(p.Annotations[ledger.AnnotationNICs])
-		if err != nil {
-			continue
-		}
+		nics := sim.NICsOf(p)
 		for _, nic := range nics {
 			held[p.Spec.NodeName+"/"+string(nic)] = job
 		}

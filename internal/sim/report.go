@@ -2,6 +2,7 @@ package sim
 
 import (
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -48,6 +49,8 @@ type JobPlacement struct {
 	BoundPods int
 	// Pods is the number of the job's pods.
 	Pods int
+	// RDMA is true when a pod of the job requests the RDMA resource.
+	RDMA bool
 	// Tier is the narrowest of node, s0, s1, cluster holding every NIC of
 	// the job's bound pods; empty for an unplaced job or one without NICs.
 	Tier string
@@ -107,6 +110,7 @@ func BuildReport(s *Simulator) *Report {
 		s1s    map[topology.S1ID]bool
 		bound  int
 		pods   int
+		rdma   bool
 		// pendingMsg is the scheduling condition of a pending pod.
 		pendingMsg string
 	}
@@ -130,6 +134,9 @@ func BuildReport(s *Simulator) *Report {
 			NICs: []string{}, S0: []string{}, S1: []string{}, Evicted: ps.Evicted}
 		a := get(job)
 		a.pods++
+		if requestsResource(p, s.conf.Topology.RDMAResource) {
+			a.rdma = true
+		}
 		if ps.Evicted == "" && p.Spec.NodeName != "" {
 			pp.Node = p.Spec.NodeName
 			a.bound++
@@ -145,7 +152,7 @@ func BuildReport(s *Simulator) *Report {
 		key := pg.Namespace + "/" + pg.Name
 		a := get(key)
 		jp := JobPlacement{Namespace: pg.Namespace, Name: pg.Name, Owner: ownerOf(pg),
-			MinMember: pg.Spec.MinMember, BoundPods: a.bound, Pods: a.pods, S0: []string{}, S1: []string{}}
+			MinMember: pg.Spec.MinMember, BoundPods: a.bound, Pods: a.pods, RDMA: a.rdma, S0: []string{}, S1: []string{}}
 		jp.Placed = a.bound > 0 && int32(a.bound) >= pg.Spec.MinMember
 		if jp.Placed && len(a.leaves) > 0 {
 			jp.Tier = placement.TierOf(len(a.nodes), len(a.leaves), len(a.s1s)).String()
@@ -165,8 +172,8 @@ func BuildReport(s *Simulator) *Report {
 // the job's sets.
 func fillNICs(f *topology.Fabric, p *corev1.Pod, pp *PodPlacement, nodes map[string]bool,
 	leaves map[topology.S0ID]bool, s1s map[topology.S1ID]bool) {
-	nics, err := ledger.ParseNICs(p.Annotations[ledger.AnnotationNICs])
-	if err != nil || len(nics) == 0 {
+	nics := NICsOf(p)
+	if len(nics) == 0 {
 		return
 	}
 	nodes[p.Spec.NodeName] = true
@@ -199,6 +206,31 @@ func fillNICs(f *topology.Fabric, p *corev1.Pod, pp *PodPlacement, nodes map[str
 			pp.NUMA = ids[0]
 		}
 	}
+}
+
+// NICsOf returns the NICs of a pod's rdmatopo.io/nics annotation, lower
+// case, without empty items. It is lenient where ledger.ParseNICs is strict:
+// the NICs of topology-unknown nodes have synthetic ids that are not PCI
+// addresses, and a report must still show them.
+func NICsOf(p *corev1.Pod) []topology.NICID {
+	var out []topology.NICID
+	for _, item := range strings.Split(p.Annotations[ledger.AnnotationNICs], ",") {
+		if item = strings.ToLower(strings.TrimSpace(item)); item != "" {
+			out = append(out, topology.NICID(item))
+		}
+	}
+	return out
+}
+
+// requestsResource reports whether a pod's containers request a positive
+// amount of the named resource.
+func requestsResource(p *corev1.Pod, name string) bool {
+	for _, c := range p.Spec.Containers {
+		if q, ok := c.Resources.Requests[corev1.ResourceName(name)]; ok && q.Sign() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // sortedS0 lists leaves in order.

@@ -110,7 +110,7 @@ func TestRunPlacesGangUnderOneLeaf(t *testing.T) {
 
 	rep := BuildReport(s)
 	require.Len(t, rep.Jobs, 1)
-	want := JobPlacement{Namespace: "default", Name: "g", MinMember: 3, Placed: true, BoundPods: 3, Pods: 3,
+	want := JobPlacement{Namespace: "default", Name: "g", MinMember: 3, Placed: true, BoundPods: 3, Pods: 3, RDMA: true,
 		Tier: "s0", S0: []string{rep.Jobs[0].S0[0]}, S1: []string{"s1-0"}}
 	if diff := cmp.Diff(want, rep.Jobs[0]); diff != "" {
 		t.Errorf("job (-want +got):\n%s", diff)
@@ -374,4 +374,40 @@ func TestDeletedPodsAreForgotten(t *testing.T) {
 	}
 	require.Equal(t, []string{"a"}, names())
 	require.LessOrEqual(t, len(s.podOrder), 2, "stale entries are compacted")
+}
+
+func TestReportOnTopologyUnknownNodes(t *testing.T) {
+	// Nodes with RDMA but no KCNR: every NIC is a leaf of its own, with a
+	// synthetic id the report must still show.
+	nodes, _ := builders.TwoLeavesFourNodes()
+	s := newSim(t, topoConf, withPodRoom(nodes, nil), Options{}, gang("g", 2, 0))
+	_, err := s.Run(10)
+	require.NoError(t, err)
+	rep := BuildReport(s)
+	job := rep.Jobs[0]
+	require.True(t, job.Placed)
+	require.True(t, job.RDMA)
+	require.NotEmpty(t, job.Tier)
+	for _, p := range rep.Pods {
+		require.Len(t, p.NICs, 2, "synthetic NIC ids are reported")
+		for _, s0 := range p.S0 {
+			require.True(t, topology.S0ID(s0).IsUnknown(), s0)
+		}
+	}
+	// Without an S1 label every leaf is in the one S1: two leaves or more
+	// make tier s1, unless both pods share a node.
+	want := "s1"
+	if rep.Pods[0].Node == rep.Pods[1].Node {
+		want = "node"
+	}
+	require.Equal(t, want, job.Tier)
+}
+
+func TestStockConfReportsRDMAJobs(t *testing.T) {
+	s := newSim(t, stockConf, fourNodes(), Options{}, gang("g", 2, 0))
+	_, err := s.Run(10)
+	require.NoError(t, err)
+	job := BuildReport(s).Jobs[0]
+	require.True(t, job.RDMA)
+	require.Equal(t, "", job.Tier)
 }
