@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
@@ -277,12 +278,15 @@ func scheduledMessage(p *corev1.Pod) string {
 }
 
 // unplacedReason says what blocks a job, preferring the most specific
-// source: the rdma-topology plugin's condition, then Volcano's gang
-// condition, then the last warning event on the PodGroup, then a pending
-// pod's condition.
+// source: a PodGroup still Pending was never admitted by enqueue; else the
+// rdma-topology plugin's condition, then Volcano's gang condition, then the
+// last warning event on the PodGroup, then a pending pod's condition.
 func unplacedReason(pg *schedulingv1beta1.PodGroup, events []Event, pods int, pendingMsg string) string {
 	if pods == 0 {
 		return "the PodGroup has no pods"
+	}
+	if pg.Status.Phase == schedulingv1beta1.PodGroupPending || pg.Status.Phase == "" {
+		return fmt.Sprintf("not admitted to queue %q by enqueue: the queue's capability or the cluster's idle resources are below the PodGroup's minResources", pg.Spec.Queue)
 	}
 	var gang string
 	for _, c := range pg.Status.Conditions {
@@ -306,9 +310,6 @@ func unplacedReason(pg *schedulingv1beta1.PodGroup, events []Event, pods int, pe
 	}
 	if pendingMsg != "" {
 		return pendingMsg
-	}
-	if pg.Status.Phase == schedulingv1beta1.PodGroupPending || pg.Status.Phase == "" {
-		return "the PodGroup was not admitted (enqueue found no room in its queue or the cluster)"
 	}
 	return "not scheduled"
 }

@@ -36,6 +36,23 @@ func withPodRoom(nodes []*corev1.Node, cnrs []*v1alpha1.CustomNodeResource) *wor
 	return &workload.Cluster{Nodes: nodes, CNRs: cnrs}
 }
 
+// withMinResources sets each PodGroup's minResources to what its pods ask,
+// as the job controllers do, so that enqueue weighs it.
+func withMinResources(set *workload.Set) *workload.Set {
+	for _, pg := range set.PodGroups {
+		total := corev1.ResourceList{}
+		for _, p := range set.Pods {
+			for name, q := range p.Spec.Containers[0].Resources.Requests {
+				cur := total[name]
+				cur.Add(q)
+				total[name] = cur
+			}
+		}
+		pg.Spec.MinResources = &total
+	}
+	return set
+}
+
 // gang returns a PodGroup of n pods, each asking one NUMA zone (4 GPUs, 2
 // NICs), created at second `at` after workload.Epoch.
 func gang(name string, n int, at int) *workload.Set {
@@ -138,7 +155,7 @@ func TestStockConfPlacesWithoutNICs(t *testing.T) {
 
 func TestUnplacedJobHasReason(t *testing.T) {
 	// 8 zones in all: a 9-pod gang can never fit.
-	s := newSim(t, topoConf, fourNodes(), Options{}, gang("big", 9, 0))
+	s := newSim(t, topoConf, fourNodes(), Options{}, withMinResources(gang("big", 9, 0)))
 	_, err := s.Run(10)
 	require.NoError(t, err)
 	rep := BuildReport(s)
@@ -146,11 +163,25 @@ func TestUnplacedJobHasReason(t *testing.T) {
 	require.False(t, job.Placed)
 	require.Equal(t, "", job.Tier)
 	require.Zero(t, job.BoundPods)
-	require.NotEmpty(t, job.Reason)
+	require.Contains(t, job.Reason, "not admitted to queue \"default\" by enqueue", "36 GPUs asked of 32: enqueue holds it")
 	for _, p := range rep.Pods {
 		require.Equal(t, "", p.Node)
 		require.Equal(t, -1, p.NUMA)
 	}
+}
+
+func TestHardModeReasonFromPlugin(t *testing.T) {
+	nodes, cnrs := builders.TwoLeavesFourNodes()
+	set := gang("hard", 3, 0)
+	set.PodGroups[0].Annotations = map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s0"}
+	// Two nodes: each leaf has two zones, the gang needs three under one.
+	s := newSim(t, minipodConf, withPodRoom(nodes[:2], cnrs[:2]), Options{}, set)
+	_, err := s.Run(10)
+	require.NoError(t, err)
+	job := BuildReport(s).Jobs[0]
+	require.False(t, job.Placed)
+	require.Contains(t, job.Reason, "S0", "the rdma-topology plugin's condition explains it")
+	require.NotContains(t, job.Reason, "enqueue")
 }
 
 func TestBindHookFailureRetries(t *testing.T) {
