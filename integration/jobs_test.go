@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
 // The job contract (see DESIGN.md): users set mode and highest tier on the
@@ -32,15 +34,16 @@ const (
 
 	// groupNameAnnotation names a pod's PodGroup.
 	groupNameAnnotation = "scheduling.k8s.io/group-name"
-	// placedCondition is the PodGroup condition rdma-topology maintains:
-	// True once a gang is placed, False with the reason while it waits.
-	placedCondition = "RDMATopologyPlaced"
 
 	// schedulerName is the scheduler the jobs ask for.
 	schedulerName = "volcano"
 	// image is never pulled: there is no kubelet.
 	image = "registry.invalid/rdmatopo/train:latest"
 )
+
+// placedCondition is the PodGroup condition rdma-topology maintains: True
+// once a gang is placed, False with the reason while it waits.
+const placedCondition = string(rdmatopology.ConditionType)
 
 // Label keys the controllers put on the pods they create.
 const (

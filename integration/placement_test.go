@@ -2,13 +2,14 @@ package integration
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rdmatopo/rdmatopo/framework/placement"
 )
 
 // placeTimeout bounds the wait for a gang to be created by its controller
@@ -109,9 +110,10 @@ func TestHardModeGangStaysPendingWhole(t *testing.T) {
 			return false, "no PodGroup yet"
 		}
 		c := condition(pg, placedCondition)
-		ok := c != nil && c.Status == corev1.ConditionFalse && c.Reason != "" && strings.Contains(c.Message, "S0")
+		ok := c != nil && c.Status == corev1.ConditionFalse && c.Reason == string(placement.ReasonTierLimit) && c.Message != ""
 		return ok, describePodGroup(pg)
 	})
+	t.Logf("waiting as it should: %s", describePodGroup(podGroupOwnedBy(t, e, ns, job.Name)))
 	// ... and stays whole: not one pod is bound over several cycles.
 	waitSchedulerCycles(t, e, pendingCycles, noneBound)
 	if n := len(listPods(t, e, ns, job.Selector())); n != job.Size() {
