@@ -13,7 +13,10 @@ const maxVerify = 8
 
 // Plan places the gang's pods against the state, tightest tier first:
 // one node, one S0, the fewest S0s within one S1, the fewest S0s anywhere; in
-// hard mode it stops at the gang's highest tier. Among feasible candidates of
+// hard mode it stops at the gang's highest tier. A one-node placement whose
+// NICs would span two S0s (each NUMA zone cabled to its own leaf) yields to
+// a placement under a single S0 if one exists: the gang's S0 count is what
+// the fabric sees, and one node never needs more S0s than the wider tiers. Among feasible candidates of
 // a tier it takes the best fit (least free NIC capacity left over), ties
 // broken by name, so large leaves stay whole for large gangs.
 //
@@ -85,17 +88,27 @@ func (p *planner) run(pods []Pod) (*Plan, *Failure) {
 		limit = p.g.HighestTier
 	}
 	p.stats = nil
+	// oneNode is a one-node placement whose NICs span several leaves (a
+	// node's NUMA zones hang off different S0s): it is kept while a
+	// single-S0 placement is looked for, and wins over any wider one.
+	var oneNode *candidate
 	for tier := TierNode; tier <= limit; tier++ {
 		var c *candidate
 		switch tier {
 		case TierNode:
 			c = p.tryNode(pods)
+			if c != nil && len(c.leaves) > 1 && limit > TierNode {
+				oneNode, c = c, nil
+			}
 		case TierS0:
 			c = p.tryS0(pods)
 		case TierS1:
 			c = p.tryGroups(pods, true)
 		case TierCluster:
 			c = p.tryGroups(pods, false)
+		}
+		if c == nil && oneNode != nil && tier >= TierS0 {
+			c = oneNode
 		}
 		if c != nil {
 			return p.finish(c), nil
@@ -209,15 +222,24 @@ func (p *planner) tryNode(pods []Pod) *candidate {
 		}
 		return opts[i].name < opts[j].name
 	})
+	// Verify the best-fit nodes; among those that hold the gang prefer the
+	// one whose NICs span the fewest leaves.
+	var best *candidate
 	for i, o := range opts {
 		if i >= maxVerify {
 			break
 		}
 		if assign, ok := p.fill(pods, []string{o.name}, nil); ok {
-			return &candidate{assign: assign, leaves: p.leavesOf(assign), leftover: o.left, key: o.name}
+			c := &candidate{assign: assign, leaves: p.leavesOf(assign), leftover: o.left, key: o.name}
+			if c.better(best) {
+				best = c
+			}
+			if len(c.leaves) <= 1 {
+				break
+			}
 		}
 	}
-	return nil
+	return best
 }
 
 // nodeCandidates lists nodes for the node tier without scanning the

@@ -121,8 +121,25 @@ func TestPlan(t *testing.T) {
 		g    Gang
 		want outcome
 	}{
-		"two pods fit one node": {
+		"one node spanning two S0s yields to one S0": {
 			f: bestFit(), g: gang(2, worker),
+			want: outcome{Tier: "s0", S0s: []string{"B"}, Pods: 2, Nodes: 2},
+		},
+		"small pods share one node and one S0": {
+			f: bestFit(), g: gang(2, master),
+			want: outcome{Tier: "node", S0s: []string{"A"}, Pods: 2, Nodes: 1},
+		},
+		"hard node keeps the one-node placement": {
+			f: bestFit(), g: hard(gang(2, worker), TierNode),
+			want: outcome{Tier: "node", S0s: []string{"A", "B"}, Pods: 2, Nodes: 1},
+		},
+		"no single S0 holds the gang: one node beats two S0s on two nodes": {
+			f: func() *fixture {
+				f := &fixture{}
+				f.add(f.node("n1", "s1-0", "A", "B"))
+				f.add(usedZone(usedZone(f.node("n2", "s1-0", "A", "B"), 0), 1))
+				return f
+			}(), g: gang(2, worker),
 			want: outcome{Tier: "node", S0s: []string{"A", "B"}, Pods: 2, Nodes: 1},
 		},
 		"best-fit leaf leaves the larger leaf whole": {
