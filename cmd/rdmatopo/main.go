@@ -4,6 +4,8 @@
 //	rdmatopo topology --kubeconfig FILE
 //	rdmatopo validate [--scheduler-conf FILE] [--cluster FILE] [--workload FILE]
 //	rdmatopo example cluster|workload
+//	rdmatopo bench [flags]
+//	rdmatopo soak [flags]
 //
 // simulate runs the real Volcano scheduler (the conf's actions and plugins,
 // rdma-topology and topology-allocate included) over a cluster and a
@@ -24,6 +26,8 @@ import (
 
 	// Initialises before Volcano's packages and silences klog (see its doc).
 	"github.com/rdmatopo/rdmatopo/cmd/rdmatopo/internal/quiet"
+	"github.com/rdmatopo/rdmatopo/internal/bench"
+	"github.com/rdmatopo/rdmatopo/internal/soak"
 )
 
 // Exit codes.
@@ -45,18 +49,23 @@ func badInput(err error) error { return &inputError{err: err} }
 // badInputf formats unusable input.
 func badInputf(format string, args ...any) error { return badInput(fmt.Errorf(format, args...)) }
 
-// command is one subcommand.
+// command is one subcommand: run returns an error (printed as one line,
+// exit 2 for unusable input, else 1); main, for commands that handle their
+// own output, returns the exit code.
 type command struct {
 	name    string
 	summary string
 	run     func(args []string, stdout io.Writer) error
+	main    func(args []string, stdout, stderr io.Writer) int
 }
 
 var commands = []command{
-	{"simulate", "run the Volcano scheduler over a cluster and a workload, and show where each gang lands", runSimulate},
-	{"topology", "print a live cluster's RDMA fabric: per S0 its nodes, free and used NICs, and holders", runTopology},
-	{"validate", "check a scheduler conf (and, optionally, cluster and workload files) without running", runValidate},
-	{"example", "print the embedded default cluster or workload (YAML)", runExample},
+	{name: "simulate", summary: "run the Volcano scheduler over a cluster and a workload, and show where each gang lands", run: runSimulate},
+	{name: "topology", summary: "print a live cluster's RDMA fabric: per S0 its nodes, free and used NICs, and holders", run: runTopology},
+	{name: "validate", summary: "check a scheduler conf (and, optionally, cluster and workload files) without running", run: runValidate},
+	{name: "example", summary: "print the embedded default cluster or workload (YAML)", run: runExample},
+	{name: "bench", summary: "replay a generated trace with rdmatopo's conf and stock Volcano's, and compare placements", main: bench.Main},
+	{name: "soak", summary: "run many cycles with bind failures and KCNR lag, checking the scheduler's invariants", main: soak.Main},
 }
 
 func main() {
@@ -74,6 +83,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if c.name != args[0] {
 			continue
 		}
+		if c.main != nil {
+			return c.main(args[1:], stdout, stderr)
+		}
 		err := c.run(args[1:], stdout)
 		switch {
 		case err == nil:
@@ -88,7 +100,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitError
 	}
-	fmt.Fprintf(stderr, "error: unknown command %q (commands: simulate, topology, validate, example)\n", args[0])
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.name
+	}
+	fmt.Fprintf(stderr, "error: unknown command %q (commands: %s)\n", args[0], strings.Join(names, ", "))
 	return exitUsage
 }
 

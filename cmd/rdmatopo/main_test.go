@@ -420,3 +420,13 @@ func TestExampleAndValidate(t *testing.T) {
 	require.Equal(t, exitOK, code)
 	require.Contains(t, stdout, "--scheduler-conf")
 }
+
+func TestBenchAndSoakAreWiredIn(t *testing.T) {
+	for _, cmd := range []string{"bench", "soak"} {
+		t.Run(cmd, func(t *testing.T) {
+			code, _, stderr := runCLI(t, cmd, "--no-such-flag")
+			require.Equal(t, exitUsage, code, "their Main reports bad flags with exit 2")
+			require.Contains(t, stderr, "no-such-flag")
+		})
+	}
+}
