@@ -43,8 +43,9 @@ func FormatNICs(nics []topology.NICID) string {
 	return strings.Join(parts, ",")
 }
 
-// ParseNICs splits a comma-separated list of PCI addresses. Each must have the
-// shape dddd:bb:dd.f (hexadecimal, any case; returned lower case), with no
+// ParseNICs splits a comma-separated list of NIC ids. Each must be a PCI
+// address of the shape dddd:bb:dd.f (hexadecimal, any case; returned lower
+// case) or a synthetic id "rdma-<n>" of a node without NIC topology, with no
 // duplicates and no empty items. An empty string is an empty list.
 func ParseNICs(s string) ([]topology.NICID, error) {
 	items, err := splitList(s)
@@ -55,8 +56,8 @@ func ParseNICs(s string) ([]topology.NICID, error) {
 	seen := make(map[topology.NICID]bool, len(items))
 	for _, item := range items {
 		id := topology.NICID(strings.ToLower(item))
-		if !isPCIAddress(string(id)) {
-			return nil, fmt.Errorf("%w: %q is not a PCI address dddd:bb:dd.f", ErrBadAnnotation, item)
+		if !isPCIAddress(string(id)) && !isSyntheticNIC(string(id)) {
+			return nil, fmt.Errorf("%w: %q is not a PCI address dddd:bb:dd.f (or a synthetic rdma-<n>)", ErrBadAnnotation, item)
 		}
 		if seen[id] {
 			return nil, fmt.Errorf("%w: NIC %s is listed twice", ErrBadAnnotation, id)
@@ -65,6 +66,21 @@ func ParseNICs(s string) ([]topology.NICID, error) {
 		out = append(out, id)
 	}
 	return out, nil
+}
+
+// isSyntheticNIC checks the shape rdma-<decimal> (no sign, no leading zero
+// but for "rdma-0").
+func isSyntheticNIC(s string) bool {
+	rest, ok := strings.CutPrefix(s, topology.SyntheticNICPrefix)
+	if !ok || rest == "" || len(rest) > 4 || (len(rest) > 1 && rest[0] == '0') {
+		return false
+	}
+	for i := 0; i < len(rest); i++ {
+		if rest[i] < '0' || rest[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // isPCIAddress checks the lower-case shape dddd:bb:dd.f in hexadecimal.

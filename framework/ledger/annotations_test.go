@@ -29,6 +29,9 @@ func TestParseNICs(t *testing.T) {
 		"short":           {in: "000:1a:00.0", wantErr: true},
 		"wrong separator": {in: "0000-1a:00.0", wantErr: true},
 		"interface name":  {in: "eth0", wantErr: true},
+		"synthetic ids of a node without NIC topology": {in: "rdma-0,rdma-11", want: []topology.NICID{"rdma-0", "rdma-11"}},
+		"synthetic id with a sign":                     {in: "rdma--1", wantErr: true},
+		"synthetic id with a leading zero":             {in: "rdma-01", wantErr: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

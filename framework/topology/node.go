@@ -21,7 +21,7 @@ const (
 	maxResourceValue = 1e12
 	// syntheticNICPrefix prefixes the ids of NICs invented from a Node's RDMA
 	// allocatable when the node has no usable KCNR.
-	syntheticNICPrefix = "rdma-"
+	syntheticNICPrefix = SyntheticNICPrefix
 )
 
 // BuildNode reads one node's fabric view from its Node and its KCNR. It is

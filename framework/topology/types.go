@@ -39,6 +39,9 @@ const (
 	RDMATorPrefix = "RDMATOR/"
 	// UnknownS0Prefix prefixes synthetic S0 ids of topology-unknown NICs.
 	UnknownS0Prefix = "unknown:"
+	// SyntheticNICPrefix prefixes the NIC ids ("rdma-0", "rdma-1", ...)
+	// invented for a node that has RDMA capacity but no NIC topology.
+	SyntheticNICPrefix = "rdma-"
 )
 
 // UnknownS0 returns the synthetic leaf of a NIC whose S0 is not known: one
