@@ -81,6 +81,18 @@ func (a *Action) Execute(ssn *framework.Session) {
 		}
 		jobsByQueue[job.Queue].Push(job)
 	}
+	// Partial RDMA gangs first: some of their pods are bound (others failed
+	// to bind and are pending again), so they hold GPUs and NICs while they
+	// wait. The NICs their failed pods had were released when the session
+	// opened; placing these gangs before anyone else lets them take those
+	// slots back, inside the tier they hold, before another gang can.
+	if topo != nil {
+		for _, job := range partialGangs(ssn, topo, jobsByQueue) {
+			if queue := ssn.Queues[job.Queue]; queue != nil && !ssn.Overused(queue) {
+				allocateGang(ssn, topo, queue, job)
+			}
+		}
+	}
 	for !queues.Empty() {
 		queue := queues.Pop().(*api.QueueInfo)
 		if ssn.Overused(queue) {
@@ -99,6 +111,29 @@ func (a *Action) Execute(ssn *framework.Session) {
 		}
 		queues.Push(queue)
 	}
+}
+
+// partialGangs removes from the queues, and returns in job order, the RDMA
+// gangs that have some but fewer than minMember pods placed.
+func partialGangs(ssn *framework.Session, topo *rdmatopology.Session, jobsByQueue map[api.QueueID]*util.PriorityQueue) []*api.JobInfo {
+	partial := util.NewPriorityQueue(ssn.JobOrderFn)
+	for qid, jobs := range jobsByQueue {
+		rest := util.NewPriorityQueue(ssn.JobOrderFn)
+		for !jobs.Empty() {
+			job := jobs.Pop().(*api.JobInfo)
+			if ready := job.ReadyTaskNum(); ready > 0 && ready < job.MinAvailable && topo.IsRDMAJob(job) {
+				partial.Push(job)
+			} else {
+				rest.Push(job)
+			}
+		}
+		jobsByQueue[qid] = rest
+	}
+	var out []*api.JobInfo
+	for !partial.Empty() {
+		out = append(out, partial.Pop().(*api.JobInfo))
+	}
+	return out
 }
 
 // pendingTasks returns the job's schedulable pending tasks in task order.

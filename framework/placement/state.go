@@ -414,6 +414,7 @@ func (w *work) span(sh Shape, ok func(topology.S0ID) bool) ([]ledger.ZoneUse, bo
 		needNIC -= k
 		uses = append(uses, u)
 	}
+	w.evenSplit(uses, sh)
 	for _, u := range uses {
 		for i := range w.zones {
 			if w.zones[i].id == u.NUMA {
@@ -422,6 +423,25 @@ func (w *work) span(sh Shape, ok func(topology.S0ID) bool) ([]ledger.ZoneUse, bo
 		}
 	}
 	return uses, true
+}
+
+// evenSplit re-divides a spanning pod's GPUs and CPUs evenly over the zones
+// it uses (the rule ledger.Rebuild applies to annotated pods, so a ledger
+// rebuilt after a restart accounts zones the same way), when every zone has
+// room for its share; otherwise the zone-order split stays.
+func (w *work) evenSplit(uses []ledger.ZoneUse, sh Shape) {
+	gpus := ledger.SplitEvenly(sh.GPU, len(uses))
+	cpus := ledger.SplitEvenly(sh.CPUMilli, len(uses))
+	for i, u := range uses {
+		for j := range w.zones {
+			if w.zones[j].id == u.NUMA && (w.zones[j].gpu < gpus[i] || w.zones[j].cpuMilli < cpus[i]) {
+				return
+			}
+		}
+	}
+	for i := range uses {
+		uses[i].GPU, uses[i].CPUMilli = gpus[i], cpus[i]
+	}
 }
 
 // take removes a zone use from the scratch view.
