@@ -60,6 +60,7 @@ func TestParseConf(t *testing.T) {
 			text:        config.SchedulerConf,
 			wantActions: []string{"enqueue", "topology-allocate", "backfill"},
 			wantPlugin:  true,
+			wantS1Label: "rdmatopo.io/minipod",
 		},
 		"stock conf": {
 			text:        stockConf,
