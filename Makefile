@@ -5,7 +5,7 @@ GO        ?= go
 BIN       ?= bin
 PKGS      := ./framework/... ./plugins/... ./actions/... ./cmd/... ./internal/...
 
-.PHONY: all build demo test unit integration bench lint fmt vet clean-bin
+.PHONY: all build demo test unit integration bench bench-full bench-plot soak-full fuzz lint fmt vet clean-bin
 
 all: build
 
@@ -18,7 +18,8 @@ demo: build
 	$(BIN)/rdmatopo simulate --map fabric.svg
 	@echo "fabric map written to fabric.svg"
 
-## test: unit tests (with fuzz seed corpora) and integration tests
+## test: unit tests (fuzz seed corpora and a 300-job soak included) and
+## integration tests on a real kube-apiserver
 test: unit integration
 
 unit:
@@ -28,8 +29,32 @@ unit:
 integration:
 	$(MAKE) -C integration test
 
+## bench: Go benchmarks (planner, fabric build, sessions)
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+	$(GO) test -run '^$$' -bench . -benchmem ./framework/... ./internal/bench/...
+
+## bench-full: rdmatopo against stock Volcano at 1k and 4k nodes, JSON into docs/
+BENCH_NODES ?= 1000 4000
+bench-full: build
+	for n in $(BENCH_NODES); do $(BIN)/rdmatopo bench --nodes $$n -o json > docs/bench-$$n.json || exit 1; done
+	$(MAKE) bench-plot
+
+## bench-plot: redraw docs/bench-plot.svg from the committed bench JSON
+bench-plot:
+	$(GO) run ./internal/bench/plot -o docs/bench-plot.svg docs/bench-*.json
+
+## soak-full: the full-size churn soak (exit 1 on any violation)
+soak-full: build
+	$(BIN)/rdmatopo soak --jobs 5000 --bind-failure-rate 0.05 --kcnr-lag 3 --restart-every 500 -o json
+
+## fuzz: run every fuzz target for FUZZTIME each (seeds also run in unit)
+FUZZTIME ?= 10m
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzBuildNode$$' -fuzztime $(FUZZTIME) ./framework/topology
+	$(GO) test -run '^$$' -fuzz '^FuzzAnnotations$$' -fuzztime $(FUZZTIME) ./framework/ledger
+	$(GO) test -run '^$$' -fuzz '^FuzzParseArgs$$' -fuzztime $(FUZZTIME) ./plugins/rdmatopology
+	$(GO) test -run '^$$' -fuzz '^FuzzLoadWorkload$$' -fuzztime $(FUZZTIME) ./internal/workload
+	$(GO) test -run '^$$' -fuzz '^FuzzLoadCluster$$' -fuzztime $(FUZZTIME) ./internal/workload
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
