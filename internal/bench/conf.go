@@ -13,7 +13,6 @@ package bench
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/rdmatopo/rdmatopo/config"
 	"github.com/rdmatopo/rdmatopo/internal/sim"
@@ -42,19 +41,11 @@ tiers:
   - name: binpack
 `
 
-// rdmaPluginLine is the line of config.SchedulerConf that enables the
-// rdma-topology plugin; its arguments are inserted after it.
-const rdmaPluginLine = "  - name: rdma-topology\n"
-
-// RDMATopoConfText returns the project's scheduler conf with the
-// rdma-topology plugin reading S1 (miniPod) membership from the label the
-// generated nodes carry.
+// RDMATopoConfText returns the project's scheduler conf (config/), which
+// reads S1 (miniPod) membership from the label the generated nodes carry;
+// Confs checks that it does.
 func RDMATopoConfText() (string, error) {
-	if strings.Count(config.SchedulerConf, rdmaPluginLine) != 1 {
-		return "", fmt.Errorf("config.SchedulerConf: expected exactly one %q line", strings.TrimSpace(rdmaPluginLine))
-	}
-	args := rdmaPluginLine + "    arguments:\n      s1NodeLabel: " + builders.S1Label + "\n"
-	return strings.Replace(config.SchedulerConf, rdmaPluginLine, args, 1), nil
+	return config.SchedulerConf, nil
 }
 
 // Confs parses both confs, keyed by ConfRDMATopo and ConfBaseline.
