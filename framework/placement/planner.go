@@ -426,11 +426,14 @@ func (p *planner) chooseLeaves(pods []Pod, group []*leafStat, key string) *group
 	return c
 }
 
-// verify fills the gang into a group choice, adding the group's next
-// largest leaf when the estimate was optimistic.
+// verify fills the gang into a group choice. When the estimate was
+// optimistic it adds one leaf and tries again: the unchosen leaf sharing the
+// most nodes with the chosen ones (a pod spanning NUMA zones needs its
+// node's other leaf too), else the largest.
 func (p *planner) verify(pods []Pod, c *groupChoice) *candidate {
 	needNICs := gangNICs(pods)
-	chosen := c.chosen
+	chosen := append([]*leafStat(nil), c.chosen...)
+	added := make([]bool, len(c.rest))
 	for attempt := 0; attempt < maxVerify; attempt++ {
 		set := make(map[topology.S0ID]bool, len(chosen))
 		var nodes []string
@@ -440,15 +443,47 @@ func (p *planner) verify(pods []Pod, c *groupChoice) *candidate {
 			nodes = append(nodes, st.nodes...)
 			free += st.nics
 		}
-		if assign, ok := p.fill(pods, dedupe(nodes), set); ok {
+		nodes = dedupe(nodes)
+		if assign, ok := p.fill(pods, nodes, set); ok {
 			return &candidate{assign: assign, leaves: set, leftover: free - needNICs, key: c.key}
 		}
-		if attempt >= len(c.rest) {
+		next := partnerLeaf(nodes, c.rest, added)
+		if next < 0 {
 			return nil
 		}
-		chosen = append(chosen, c.rest[attempt])
+		added[next] = true
+		chosen = append(chosen, c.rest[next])
 	}
 	return nil
+}
+
+// partnerLeaf picks the index of the unadded leaf of rest that shares the
+// most nodes with nodes, else the first unadded one (rest is largest
+// first); -1 when every leaf is added.
+func partnerLeaf(nodes []string, rest []*leafStat, added []bool) int {
+	on := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		on[n] = true
+	}
+	best, bestShared := -1, 0
+	for i, st := range rest {
+		if added[i] {
+			continue
+		}
+		if best < 0 {
+			best = i
+		}
+		shared := 0
+		for _, n := range st.nodes {
+			if on[n] {
+				shared++
+			}
+		}
+		if shared > bestShared {
+			best, bestShared = i, shared
+		}
+	}
+	return best
 }
 
 // leafStats returns (once per Plan) every leaf's capacity for the main
