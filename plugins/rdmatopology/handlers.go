@@ -137,7 +137,6 @@ func (s *Session) allocate(task *api.TaskInfo) {
 	}
 	s.State.Apply(string(task.UID), a)
 	s.mu.Lock()
-	s.reserved[task.UID] = a
 	s.indexLocked(r)
 	s.mu.Unlock()
 	s.annotate(task, a)
@@ -148,17 +147,12 @@ func (s *Session) allocate(task *api.TaskInfo) {
 // evicted task).
 func (s *Session) deallocate(task *api.TaskInfo) {
 	s.mu.Lock()
-	a, ok := s.reserved[task.UID]
-	delete(s.reserved, task.UID)
 	delete(s.byJob[task.Job], string(task.UID))
 	delete(s.held, task.Job)
 	delete(s.broken, task.Job)
 	s.mu.Unlock()
 	if r, held := s.rt.Ledger.Release(string(task.UID)); held {
-		if !ok {
-			a = placement.Assignment{PodUID: r.UID, Node: r.Node, Zones: r.Zones}
-		}
-		s.State.Unapply(string(task.UID), a)
+		s.State.Unapply(r.UID, placement.Assignment{PodUID: r.UID, Node: r.Node, Zones: r.Zones})
 	}
 	stripAnnotations(task)
 }
@@ -236,7 +230,7 @@ func (s *Session) close() {
 		if job.PodGroup == nil {
 			continue
 		}
-		if !s.isRDMAJob(job) {
+		if !s.IsRDMAJob(job) {
 			if _, forged := job.PodGroup.Annotations[ledger.AnnotationPlacement]; forged {
 				s.setPlacement(job, "")
 			}

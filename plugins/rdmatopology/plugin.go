@@ -92,7 +92,7 @@ func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 	})
 	ssn.AddJobPipelinedFn(PluginName, func(obj interface{}) int {
 		job, ok := obj.(*api.JobInfo)
-		if ok && s.isRDMAJob(job) {
+		if ok && s.IsRDMAJob(job) {
 			// A gang that must be whole never holds resources while it
 			// waits for others to be released.
 			return util.Reject

@@ -20,8 +20,8 @@ import (
 // hand each task its planned NICs before allocating it.
 //
 // Invariant: every RDMA task allocated in the session holds exactly one
-// ledger reservation, recorded in reserved, and the State reflects it;
-// Deallocate undoes both.
+// ledger reservation, indexed in byJob, and the State reflects it;
+// Deallocate undoes all three.
 type Session struct {
 	ssn  *framework.Session
 	args *Args
@@ -36,8 +36,6 @@ type Session struct {
 	// planned holds the assignment the action chose for a task, consumed by
 	// the Allocate handler.
 	planned map[api.TaskID]placement.Assignment
-	// reserved holds the reservations made in this session.
-	reserved map[api.TaskID]placement.Assignment
 	// broken marks jobs with a task allocated without NICs: never ready.
 	broken map[api.JobID]string
 	// failures records why a gang was not placed in this session.
@@ -59,7 +57,6 @@ func openSession(ssn *framework.Session, args *Args) *Session {
 	s := &Session{
 		ssn: ssn, args: args, rt: rt, Fabric: f,
 		planned:  map[api.TaskID]placement.Assignment{},
-		reserved: map[api.TaskID]placement.Assignment{},
 		broken:   map[api.JobID]string{},
 		failures: map[api.JobID]*placement.Failure{},
 		held:     map[api.JobID]*placement.Held{},
@@ -208,7 +205,7 @@ func (s *Session) RequestsRDMA(task *api.TaskInfo) bool {
 }
 
 // IsRDMAJob reports whether any task of the job asks for RDMA NICs.
-func (s *Session) isRDMAJob(job *api.JobInfo) bool {
+func (s *Session) IsRDMAJob(job *api.JobInfo) bool {
 	for _, t := range job.Tasks {
 		if s.RequestsRDMA(t) {
 			return true
@@ -216,9 +213,6 @@ func (s *Session) isRDMAJob(job *api.JobInfo) bool {
 	}
 	return false
 }
-
-// IsRDMAJob reports whether any task of the job asks for RDMA NICs.
-func (s *Session) IsRDMAJob(job *api.JobInfo) bool { return s.isRDMAJob(job) }
 
 // Shape is the task's per-pod need.
 func (s *Session) Shape(task *api.TaskInfo) placement.Shape {
