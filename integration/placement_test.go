@@ -32,6 +32,9 @@ func twoGroups(ctx context.Context, f *fabric) (wideLeaves map[string]bool) {
 	return map[string]bool{f.Leaf(2): true, f.Leaf(3): true}
 }
 
+// TestVolcanoJobPlacedUnderOneS0: a VolcanoJob (master + 3 workers, 4 GPUs
+// and 2 NICs each, hard s0) is expanded by Volcano's job controller and
+// placed by rdmatopo's scheduler with every NIC under one S0, NUMA-aligned.
 func TestVolcanoJobPlacedUnderOneS0(t *testing.T) {
 	e := requireEnv(t)
 	ctx := context.Background()
@@ -43,12 +46,19 @@ func TestVolcanoJobPlacedUnderOneS0(t *testing.T) {
 	job.Create(t, e, ns)
 	pods := waitBound(t, e, ns, job.Selector(), job.Size(), placeTimeout)
 
+	pg := podGroupOf(t, e, pods[0])
+	if pg.Annotations[annMode] != hardS0.Mode || pg.Annotations[annHighestTier] != hardS0.HighestTier {
+		t.Errorf("PodGroup %s/%s does not carry the job's contract annotations: %v", pg.Namespace, pg.Name, pg.Annotations)
+	}
 	placed, leaf := checkGangUnderOneS0(t, f, pods, job.Shape)
 	if !wide[leaf] {
 		t.Errorf("gang placed under S0 %s, which has room for 3 pods only: %s", leaf, describePlacement(placed))
 	}
 }
 
+// TestPyTorchJobPlacedUnderOneS0: the same gang as a PyTorchJob, expanded by
+// the Kubeflow training operator with Volcano gang scheduling (PodGroup named
+// like the job, minMember = all replicas, the job's annotations copied).
 func TestPyTorchJobPlacedUnderOneS0(t *testing.T) {
 	e := requireEnv(t)
 	ctx := context.Background()
@@ -82,6 +92,9 @@ func TestPyTorchJobPlacedUnderOneS0(t *testing.T) {
 // is watched for.
 const pendingCycles = 3
 
+// TestHardModeGangStaysPendingWhole: a hard-s0 gang larger than any S0 is
+// not partly bound; its PodGroup says why. Once a node adds room under an
+// S0, the gang is placed whole.
 func TestHardModeGangStaysPendingWhole(t *testing.T) {
 	e := requireEnv(t)
 	ctx := context.Background()
@@ -139,6 +152,9 @@ func restartFabric(ctx context.Context, f *fabric) {
 	f.AddNode(ctx, nodeSpec{Index: 5, Leaves: [2]int{2, 1}})
 }
 
+// TestSchedulerRestartKeepsReservations: the scheduler restarts after a gang
+// is bound but before any KCNR lists its pods; the next gang gets none of
+// its NICs.
 func TestSchedulerRestartKeepsReservations(t *testing.T) {
 	e := requireEnv(t)
 	ctx := context.Background()
@@ -179,6 +195,9 @@ func TestSchedulerRestartKeepsReservations(t *testing.T) {
 	}
 }
 
+// TestKCNRUpdateFreesNICs: while a gang holds every NIC, the next gang
+// waits; when the first job's pods are deleted and the KCNRs updated, the
+// second gang gets exactly the freed NICs.
 func TestKCNRUpdateFreesNICs(t *testing.T) {
 	e := requireEnv(t)
 	ctx := context.Background()
@@ -218,6 +237,9 @@ func TestKCNRUpdateFreesNICs(t *testing.T) {
 	}
 }
 
+// TestForgedAnnotationIgnored: a pod created with rdmatopo.io/* annotations
+// naming another pod's NICs gets other NICs, and the bind replaces the
+// forged values.
 func TestForgedAnnotationIgnored(t *testing.T) {
 	e := requireEnv(t)
 	ctx := context.Background()
