@@ -87,15 +87,8 @@ func PyTorchPodName(jobName, replicaType string, index int) string {
 // annotations copied) and the Pods the training operator creates with
 // Volcano gang scheduling.
 func expandPyTorchJob(r *rawObject, job *PyTorchJob, classes map[string]int32, clk *clock) (*schedulingv1beta1.PodGroup, []*corev1.Pod, *InputError) {
-	if job.Name == "" {
-		return nil, nil, r.errorf("metadata.name", "required")
-	}
-	if job.Namespace == "" {
-		job.Namespace = DefaultNamespace
-	}
-	r.name, r.namespace = job.Name, job.Namespace
-	if job.UID == "" {
-		job.UID = StableUID(KindPyTorchJob, job.Namespace, job.Name)
+	if ierr := identifyJob(r, KindPyTorchJob, &job.ObjectMeta); ierr != nil {
+		return nil, nil, ierr
 	}
 	types, ierr := pytorchReplicaTypes(r, job)
 	if ierr != nil {

@@ -38,19 +38,28 @@ func VolcanoPodName(jobName, taskName string, index int) string {
 	return fmt.Sprintf("%s-%s-%d", jobName, taskName, index)
 }
 
+// identifyJob checks a job's name, defaults its namespace and UID (stable
+// across runs), and names it in the errors of r.
+func identifyJob(r *rawObject, kind string, meta *metav1.ObjectMeta) *InputError {
+	if meta.Name == "" {
+		return r.errorf("metadata.name", "required")
+	}
+	if meta.Namespace == "" {
+		meta.Namespace = DefaultNamespace
+	}
+	r.name, r.namespace = meta.Name, meta.Namespace
+	if meta.UID == "" {
+		meta.UID = StableUID(kind, meta.Namespace, meta.Name)
+	}
+	return nil
+}
+
 // expandVolcanoJob applies the admission webhook's defaults and checks to a
 // batch.volcano.sh/v1alpha1 Job, then builds the PodGroup and Pods its
 // controller would create.
 func expandVolcanoJob(r *rawObject, job *batchv1alpha1.Job, classes map[string]int32, clk *clock) (*schedulingv1beta1.PodGroup, []*corev1.Pod, *InputError) {
-	if job.Name == "" {
-		return nil, nil, r.errorf("metadata.name", "required")
-	}
-	if job.Namespace == "" {
-		job.Namespace = DefaultNamespace
-	}
-	r.name, r.namespace = job.Name, job.Namespace
-	if job.UID == "" {
-		job.UID = StableUID(KindVolcanoJob, job.Namespace, job.Name)
+	if ierr := identifyJob(r, KindVolcanoJob, &job.ObjectMeta); ierr != nil {
+		return nil, nil, ierr
 	}
 	if ierr := defaultVolcanoJob(r, job); ierr != nil {
 		return nil, nil, ierr
