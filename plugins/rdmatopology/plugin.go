@@ -16,6 +16,8 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 	"volcano.sh/volcano/pkg/scheduler/plugins/util"
+
+	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
 
 // PluginName is the name of the plugin in volcano-scheduler.conf.
@@ -71,7 +73,7 @@ func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 	if p.argsErr != nil {
 		err := p.argsErr
 		ssn.AddPredicateFn(PluginName, func(task *api.TaskInfo, node *api.NodeInfo) error {
-			if requestsRDMA(task, topologyDefaultsRDMA) {
+			if requestsRDMA(task, topology.DefaultRDMAResource) {
 				return api.NewFitError(task, node, "rdma-topology arguments are invalid: "+err.Error())
 			}
 			return nil
@@ -114,7 +116,3 @@ func (p *plugin) OnSessionClose(ssn *framework.Session) {
 		s.close()
 	}
 }
-
-// topologyDefaultsRDMA is the RDMA resource assumed when the arguments are
-// invalid (to still recognise RDMA pods).
-const topologyDefaultsRDMA = "vke.volcengine.com/rdma"
