@@ -135,13 +135,11 @@ func (p *planner) finish(c *candidate) *Plan {
 	}
 	for _, a := range c.assign {
 		nodes[a.Node] = true
-		for _, nic := range a.NICs() {
-			if leaf, ok := p.s.fabric.NICLeaf(a.Node, nic); ok {
-				s0s[leaf] = true
-				if l, ok := p.s.fabric.Leaf(leaf); ok {
-					s1s[l.S1] = true
-				}
-			}
+	}
+	for leaf := range p.leavesOf(c.assign) {
+		s0s[leaf] = true
+		if l, ok := p.s.fabric.Leaf(leaf); ok {
+			s1s[l.S1] = true
 		}
 	}
 	plan := &Plan{Assignments: c.assign, S0s: sortedS0s(s0s), Leftover: c.leftover}
