@@ -273,7 +273,6 @@ func allocateTasks(ssn *framework.Session, queue *api.QueueInfo, job *api.JobInf
 			planned[api.TaskID(a.PodUID)] = true
 		}
 	}
-	ph := util.NewPredicateHelper()
 	for _, task := range pendingTasks(ssn, job) {
 		if planned[task.UID] || task.Status != api.Pending {
 			continue
@@ -289,12 +288,12 @@ func allocateTasks(ssn *framework.Session, queue *api.QueueInfo, job *api.JobInf
 			job.NodesFitErrors[task.UID] = fe
 			break
 		}
-		nodes, fe := ph.PredicateNodes(task, ssn.NodeList, func(t *api.TaskInfo, n *api.NodeInfo) error {
+		nodes, fe := feasibleNodes(task, ssn.NodeList, func(t *api.TaskInfo, n *api.NodeInfo) error {
 			if ok, res := t.InitResreq.LessEqualWithResourcesName(n.FutureIdle(), api.Zero); !ok {
 				return api.NewFitErrWithStatus(t, n, &api.Status{Code: api.Unschedulable, Reason: api.WrapInsufficientResourceReason(res)})
 			}
 			return ssn.PredicateForAllocateAction(t, n)
-		}, true)
+		})
 		if len(nodes) == 0 {
 			job.NodesFitErrors[task.UID] = fe
 			if job.NeedContinueAllocating() {

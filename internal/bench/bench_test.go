@@ -57,7 +57,7 @@ func BenchmarkSession(b *testing.B) {
 				binds := 0
 				for i := 0; i < b.N; i++ {
 					b.StopTimer()
-					s, err := sim.New(confs[name], NewCluster(nodes, 1), sim.Options{})
+					s, err := sim.New(confs[name], NewCluster(nodes, 1), SimOptions)
 					if err != nil {
 						b.Fatal(err)
 					}

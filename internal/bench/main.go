@@ -6,7 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
+	"runtime/pprof"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -25,6 +28,9 @@ type Options struct {
 	Nodes int
 	Gangs int
 	Seed  uint64
+	// Confs limits the run to these confs (ConfRDMATopo, ConfBaseline);
+	// empty runs both.
+	Confs []string
 }
 
 // Validate checks the options.
@@ -34,6 +40,11 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--nodes must be at least 1, got %d", o.Nodes)
 	case o.Gangs < 1:
 		return fmt.Errorf("--gangs must be at least 1, got %d", o.Gangs)
+	}
+	for _, c := range o.Confs {
+		if c != ConfRDMATopo && c != ConfBaseline {
+			return fmt.Errorf("--conf must be %s, %s or both, got %q", ConfRDMATopo, ConfBaseline, c)
+		}
 	}
 	return nil
 }
@@ -55,6 +66,9 @@ func Run(o Options) (*Report, error) {
 	trace := NewTrace(o.Gangs, o.Seed)
 	rep := &Report{Nodes: o.Nodes, Gangs: o.Gangs, Seed: o.Seed, Runs: map[string]*RunResult{}}
 	for _, name := range runOrder {
+		if len(o.Confs) > 0 && !slices.Contains(o.Confs, name) {
+			continue
+		}
 		// A fresh cluster per run: the simulator owns the objects it gets.
 		cluster := NewCluster(o.Nodes, o.Seed)
 		runtime.GC()
@@ -90,8 +104,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	gangs := fs.Int("gangs", 0, "number of gangs in the trace (default: nodes/5)")
 	seed := fs.Uint64("seed", 1, "seed of the cluster and trace generators")
 	out := fs.String("o", outputTable, "output format: table or json")
+	only := fs.String("conf", "both", "confs to replay: rdmatopo, baseline or both")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rdmatopo bench [--nodes N] [--gangs G] [--seed S] [-o table|json]")
+		fmt.Fprintln(stderr, "usage: rdmatopo bench [--nodes N] [--gangs G] [--seed S] [--conf rdmatopo|baseline|both] [--cpuprofile FILE] [-o table|json]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -109,12 +125,28 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	o := Options{Nodes: *nodes, Gangs: *gangs, Seed: *seed}
+	if *only != "both" {
+		o.Confs = []string{*only}
+	}
 	if o.Gangs == 0 {
 		o.Gangs = max(o.Nodes/5, 1)
 	}
 	if err := o.Validate(); err != nil {
 		fmt.Fprintln(stderr, "rdmatopo bench:", err)
 		return exitUsage
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "rdmatopo bench: --cpuprofile:", err)
+			return exitError
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(stderr, "rdmatopo bench: --cpuprofile:", err)
+			return exitError
+		}
+		defer pprof.StopCPUProfile()
 	}
 	rep, err := Run(o)
 	if err != nil {
@@ -137,11 +169,20 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// WriteTable prints a report as an aligned table, one column per conf.
+// WriteTable prints a report as an aligned table, one column per conf run.
 func WriteTable(w io.Writer, rep *Report) error {
+	var names []string
+	for _, name := range runOrder {
+		if rep.Runs[name] != nil {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("report has no run")
+	}
 	fmt.Fprintf(w, "nodes=%d gangs=%d seed=%d\n", rep.Nodes, rep.Gangs, rep.Seed)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "metric\t%s\t\n", strings.Join(runOrder, "\t"))
+	fmt.Fprintf(tw, "metric\t%s\t\n", strings.Join(names, "\t"))
 	rows := []struct {
 		name string
 		f    func(*RunResult) string
@@ -150,6 +191,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 		{"pods placed", func(r *RunResult) string { return fmt.Sprint(r.Pods) }},
 		{"multi-pod RDMA gangs", func(r *RunResult) string { return fmt.Sprint(r.RDMAGangs) }},
 		{"mean S0 per gang", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.MeanS0) }},
+		{"floor S0 (empty fabric)", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.FloorS0) }},
 		{"at optimum", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.AtOptimumFrac) }},
 		{"fragmentation", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.Fragmentation) }},
 		{"NUMA-misaligned pods", func(r *RunResult) string { return fmt.Sprint(r.Misaligned) }},
@@ -159,12 +201,8 @@ func WriteTable(w io.Writer, rep *Report) error {
 	}
 	for _, row := range rows {
 		fmt.Fprint(tw, row.name)
-		for _, name := range runOrder {
-			r := rep.Runs[name]
-			if r == nil {
-				return fmt.Errorf("report has no %s run", name)
-			}
-			fmt.Fprintf(tw, "\t%s", row.f(r))
+		for _, name := range names {
+			fmt.Fprintf(tw, "\t%s", row.f(rep.Runs[name]))
 		}
 		fmt.Fprintln(tw, "\t")
 	}

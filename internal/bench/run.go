@@ -34,6 +34,10 @@ type RunResult struct {
 	SecondsPerPod float64 `json:"secondsPerPod"`
 	// PeakHeapBytes is the largest live heap sampled after a cycle.
 	PeakHeapBytes uint64 `json:"peakHeapBytes"`
+	// FloorS0 is the mean, over the gangs MeanS0 averages, of the fewest
+	// S0s each gang could span on an empty fabric: no scheduler's MeanS0
+	// on the same gangs can be lower.
+	FloorS0 float64 `json:"floorS0"`
 
 	// Details not in the JSON contract (shown in the table).
 	// RDMAGangs is the number of gangs MeanS0 averages over.
@@ -56,11 +60,19 @@ type gangState struct {
 	done    bool
 }
 
+// SimOptions are the simulator options of every benchmarked session. Both
+// confs run with Volcano's default, adaptive percentage-nodes-to-find (a
+// pod's predicates stop after 50% - nodes/125 of the nodes, at least 5%
+// and 100 nodes, were found feasible), as a scheduler deployed with default
+// flags does.
+var SimOptions = sim.Options{NodesToFindPercent: -1}
+
 // Replay runs the trace on a fresh simulator for conf over cluster and
 // measures it. Cycles run even when nothing is pending, so both confs run
 // the same number of sessions.
 func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace) (*RunResult, error) {
-	s, err := sim.New(conf, cluster, sim.Options{})
+	empty := NewTracker(cluster.Nodes, cluster.CNRs)
+	s, err := sim.New(conf, cluster, SimOptions)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +132,8 @@ func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace) (*RunResult
 		res.PeakHeapBytes = max(res.PeakHeapBytes, ms.HeapAlloc)
 	}
 
-	var s0Sum float64
+	var s0Sum, floorSum float64
+	floors := map[[2]int]int{}
 	atOpt := 0
 	for _, g := range gangs {
 		if g.placed == 0 {
@@ -133,6 +146,15 @@ func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace) (*RunResult
 		n := tr.S0Count(g.assign)
 		res.RDMAGangs++
 		s0Sum += float64(n)
+		key := [2]int{int(g.spec.Kind), g.spec.Pods}
+		floor, ok := floors[key]
+		if !ok {
+			if floor, ok = empty.OptimumS0(g.spec.Name, g.spec.Pods, g.spec.Kind.Shape()); !ok {
+				return nil, fmt.Errorf("gang %s was placed but does not fit an empty fabric", g.spec.Name)
+			}
+			floors[key] = floor
+		}
+		floorSum += float64(floor)
 		if g.optimum >= 0 && n <= g.optimum {
 			atOpt++
 		}
@@ -140,6 +162,7 @@ func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace) (*RunResult
 	if res.RDMAGangs > 0 {
 		res.MeanS0 = s0Sum / float64(res.RDMAGangs)
 		res.AtOptimumFrac = float64(atOpt) / float64(res.RDMAGangs)
+		res.FloorS0 = floorSum / float64(res.RDMAGangs)
 	}
 	res.Fragmentation = fragSum / float64(max(trace.Cycles, 1))
 	res.Seconds = session.Seconds()
