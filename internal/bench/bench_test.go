@@ -57,7 +57,7 @@ func BenchmarkSession(b *testing.B) {
 				binds := 0
 				for i := 0; i < b.N; i++ {
 					b.StopTimer()
-					s, err := sim.New(confs[name], NewCluster(nodes, 1), SimOptions)
+					s, err := sim.New(confs[name], NewCluster(nodes, 1), SimOptions(0))
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -21,6 +21,24 @@ type Report struct {
 	Seed  uint64 `json:"seed"`
 	// Runs holds one result per conf, keyed by ConfRDMATopo and ConfBaseline.
 	Runs map[string]*RunResult `json:"runs"`
+	// Details holds, per conf, figures beyond the runs' fixed keys.
+	Details map[string]*RunDetails `json:"details,omitempty"`
+}
+
+// RunDetails are the figures of a run that are not part of the fixed
+// "runs" keys.
+type RunDetails struct {
+	// RDMAGangs is the number of placed multi-pod RDMA gangs MeanS0 and
+	// FloorS0 average over.
+	RDMAGangs int `json:"rdmaGangs"`
+	// FloorS0 is the mean fewest S0s those gangs could span on an empty
+	// fabric.
+	FloorS0 float64 `json:"floorS0"`
+	// Misaligned counts bound pods no single NUMA zone could hold.
+	Misaligned int `json:"numaMisalignedPods"`
+	// NodesToFindPercent is Volcano's percentage-nodes-to-find of the run
+	// (0: adaptive).
+	NodesToFindPercent int32 `json:"nodesToFindPercent"`
 }
 
 // Options select a benchmark run.
@@ -28,6 +46,9 @@ type Options struct {
 	Nodes int
 	Gangs int
 	Seed  uint64
+	// NodesToFindPercent is Volcano's percentage-nodes-to-find for both
+	// confs: 0 (Volcano's adaptive default) or 1..100.
+	NodesToFindPercent int32
 	// Confs limits the run to these confs (ConfRDMATopo, ConfBaseline);
 	// empty runs both.
 	Confs []string
@@ -40,6 +61,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--nodes must be at least 1, got %d", o.Nodes)
 	case o.Gangs < 1:
 		return fmt.Errorf("--gangs must be at least 1, got %d", o.Gangs)
+	case o.NodesToFindPercent < 0 || o.NodesToFindPercent > 100:
+		return fmt.Errorf("--nodes-to-find-percent must be 0 (adaptive) to 100, got %d", o.NodesToFindPercent)
 	}
 	for _, c := range o.Confs {
 		if c != ConfRDMATopo && c != ConfBaseline {
@@ -64,7 +87,8 @@ func Run(o Options) (*Report, error) {
 		return nil, err
 	}
 	trace := NewTrace(o.Gangs, o.Seed)
-	rep := &Report{Nodes: o.Nodes, Gangs: o.Gangs, Seed: o.Seed, Runs: map[string]*RunResult{}}
+	rep := &Report{Nodes: o.Nodes, Gangs: o.Gangs, Seed: o.Seed, Runs: map[string]*RunResult{},
+		Details: map[string]*RunDetails{}}
 	for _, name := range runOrder {
 		if len(o.Confs) > 0 && !slices.Contains(o.Confs, name) {
 			continue
@@ -72,11 +96,13 @@ func Run(o Options) (*Report, error) {
 		// A fresh cluster per run: the simulator owns the objects it gets.
 		cluster := NewCluster(o.Nodes, o.Seed)
 		runtime.GC()
-		res, err := Replay(confs[name], cluster, trace)
+		res, err := Replay(confs[name], cluster, trace, SimOptions(o.NodesToFindPercent))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		rep.Runs[name] = res
+		rep.Details[name] = &RunDetails{RDMAGangs: res.RDMAGangs, FloorS0: res.FloorS0,
+			Misaligned: res.Misaligned, NodesToFindPercent: o.NodesToFindPercent}
 	}
 	return rep, nil
 }
@@ -104,10 +130,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	gangs := fs.Int("gangs", 0, "number of gangs in the trace (default: nodes/5)")
 	seed := fs.Uint64("seed", 1, "seed of the cluster and trace generators")
 	out := fs.String("o", outputTable, "output format: table or json")
+	pct := fs.Int("nodes-to-find-percent", 0, "Volcano's percentage-nodes-to-find for both confs: 0 (Volcano's adaptive default) to 100 (every node)")
 	only := fs.String("conf", "both", "confs to replay: rdmatopo, baseline or both")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rdmatopo bench [--nodes N] [--gangs G] [--seed S] [--conf rdmatopo|baseline|both] [--cpuprofile FILE] [-o table|json]")
+		fmt.Fprintln(stderr, "usage: rdmatopo bench [--nodes N] [--gangs G] [--seed S] [--nodes-to-find-percent P] [--conf rdmatopo|baseline|both] [--cpuprofile FILE] [-o table|json]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -124,7 +151,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rdmatopo bench: -o must be %s or %s, got %q\n", outputTable, outputJSON, *out)
 		return exitUsage
 	}
-	o := Options{Nodes: *nodes, Gangs: *gangs, Seed: *seed}
+	o := Options{Nodes: *nodes, Gangs: *gangs, Seed: *seed, NodesToFindPercent: int32(min(max(*pct, -1), 101))}
 	if *only != "both" {
 		o.Confs = []string{*only}
 	}

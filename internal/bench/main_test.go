@@ -21,6 +21,9 @@ func TestMainRejectsBadFlags(t *testing.T) {
 		{name: "bad output", args: []string{"-o", "yaml"}, wantErr: `-o must be table or json, got "yaml"`},
 		{name: "not a number", args: []string{"--seed", "x"}, wantErr: "invalid value"},
 		{name: "positional argument", args: []string{"extra"}, wantErr: `unexpected argument "extra"`},
+		{name: "unknown conf", args: []string{"--conf", "stock"}, wantErr: `--conf must be rdmatopo, baseline or both, got "stock"`},
+		{name: "percent above 100", args: []string{"--nodes-to-find-percent", "250"}, wantErr: "--nodes-to-find-percent must be 0 (adaptive) to 100"},
+		{name: "negative percent", args: []string{"--nodes-to-find-percent", "-5"}, wantErr: "--nodes-to-find-percent must be 0 (adaptive) to 100"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -177,5 +180,28 @@ func TestRunSmall(t *testing.T) {
 	}
 	if got := rep.Runs[ConfRDMATopo].Misaligned; got != 0 {
 		t.Errorf("rdmatopo bound %d NUMA-misaligned pods, want 0", got)
+	}
+	for name, d := range rep.Details {
+		r := rep.Runs[name]
+		if d.RDMAGangs != r.RDMAGangs || d.FloorS0 != r.FloorS0 {
+			t.Errorf("%s details %+v do not match the run %+v", name, d, r)
+		}
+		if r.RDMAGangs > 0 && (d.FloorS0 < 1 || d.FloorS0 > r.MeanS0) {
+			t.Errorf("%s: floor S0 %v outside [1, meanS0 %v]", name, d.FloorS0, r.MeanS0)
+		}
+	}
+}
+
+// TestRunOneConf replays the trace through one conf only, checking every
+// node (100%), and prints a one-column table.
+func TestRunOneConf(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := []string{"--nodes", "32", "--gangs", "6", "--conf", "baseline", "--nodes-to-find-percent", "100"}
+	if code := Main(args, &stdout, &stderr); code != exitOK {
+		t.Fatalf("Main(%q) = %d, stderr %s", args, code, stderr.String())
+	}
+	out := stdout.String()
+	if !strings.Contains(out, "baseline") || strings.Contains(out, "rdmatopo") {
+		t.Errorf("table should have a baseline column only:\n%s", out)
 	}
 }

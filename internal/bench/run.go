@@ -37,7 +37,7 @@ type RunResult struct {
 	// FloorS0 is the mean, over the gangs MeanS0 averages, of the fewest
 	// S0s each gang could span on an empty fabric: no scheduler's MeanS0
 	// on the same gangs can be lower.
-	FloorS0 float64 `json:"floorS0"`
+	FloorS0 float64 `json:"-"`
 
 	// Details not in the JSON contract (shown in the table).
 	// RDMAGangs is the number of gangs MeanS0 averages over.
@@ -60,19 +60,24 @@ type gangState struct {
 	done    bool
 }
 
-// SimOptions are the simulator options of every benchmarked session. Both
-// confs run with Volcano's default, adaptive percentage-nodes-to-find (a
-// pod's predicates stop after 50% - nodes/125 of the nodes, at least 5%
-// and 100 nodes, were found feasible), as a scheduler deployed with default
-// flags does.
-var SimOptions = sim.Options{NodesToFindPercent: -1}
+// SimOptions returns the simulator options of a benchmarked session with
+// Volcano's percentage-nodes-to-find set to percent. 0 keeps Volcano's
+// default, adaptive share (a pod's predicates stop once 50% - nodes/125 of
+// the nodes, at least 5% and 100 nodes, were found feasible), as a
+// scheduler deployed with default flags runs; 100 checks every node.
+func SimOptions(percent int32) sim.Options {
+	if percent == 0 {
+		return sim.Options{NodesToFindPercent: -1}
+	}
+	return sim.Options{NodesToFindPercent: percent}
+}
 
-// Replay runs the trace on a fresh simulator for conf over cluster and
+// Replay runs the trace on a fresh simulator (opts) for conf over cluster and
 // measures it. Cycles run even when nothing is pending, so both confs run
 // the same number of sessions.
-func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace) (*RunResult, error) {
+func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Options) (*RunResult, error) {
 	empty := NewTracker(cluster.Nodes, cluster.CNRs)
-	s, err := sim.New(conf, cluster, SimOptions)
+	s, err := sim.New(conf, cluster, opts)
 	if err != nil {
 		return nil, err
 	}
