@@ -145,15 +145,36 @@ func NewTrace(gangs int, seed uint64) *Trace {
 		}
 		g.HighestTier = placement.TierS1
 		if rng.Float64() < hardShare {
-			g.Mode = placement.ModeHard
-			// Gangs that need at most half a leaf's NICs must stay under one S0.
-			if int64(g.Pods)*g.Kind.Shape().NICs <= 16 {
-				g.HighestTier = placement.TierS0
+			if tier, ok := hardTier(g.Kind, g.Pods); ok {
+				g.Mode, g.HighestTier = placement.ModeHard, tier
 			}
 		}
 		t.Gangs = append(t.Gangs, g)
 	}
 	return t
+}
+
+// hardTier is the highest tier a hard-mode gang of pods of kind is given:
+// the narrowest tier whose switch can hold the gang with half its capacity
+// on an empty fabric, so that the limit can be met while other gangs run.
+// A whole-node pod's NICs hang off two S0s, so it is never held under one
+// S0; an S1 has spanningPerS1 nodes that can hold whole-node pods. A gang
+// no tier holds that way is not made hard (ok false): a user would not ask
+// for a limit the hardware can hardly meet.
+func hardTier(kind PodKind, pods int) (tier placement.Tier, ok bool) {
+	sh := kind.Shape()
+	nics := int64(pods) * sh.NICs
+	switch {
+	case sh.NICs == 0:
+		return placement.TierS1, true
+	case kind != KindFull && nics <= nicsPerLeaf/2:
+		return placement.TierS0, true
+	case kind != KindFull && nics <= nicsPerLeaf*leavesPerS1/2:
+		return placement.TierS1, true
+	case kind == KindFull && pods <= spanningPerS1/2:
+		return placement.TierS1, true
+	}
+	return placement.TierCluster, false
 }
 
 // pickKind draws a pod kind.
@@ -193,6 +214,11 @@ const (
 	zonesPerLeaf  = 16
 	leavesPerS1   = 8
 	spanningEvery = 4
+	// nicsPerLeaf is the NICs under one S0: two per NUMA zone.
+	nicsPerLeaf = 2 * zonesPerLeaf
+	// spanningPerS1 is the spanning-policy nodes under one S1: an S1's
+	// leaves pair up, each pair serving zonesPerLeaf nodes.
+	spanningPerS1 = zonesPerLeaf / spanningEvery * leavesPerS1 / 2
 	// podsPerNode is the pod capacity given to generated nodes.
 	podsPerNode = 110
 )
