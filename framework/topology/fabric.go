@@ -192,6 +192,18 @@ func (f *Fabric) NICLeaf(node string, nic NICID) (S0ID, bool) {
 	return "", false
 }
 
+// NICLeaves returns the distinct leaves of a node's NICs, in the order the
+// NICs first reach them; NICs the fabric does not know are skipped.
+func (f *Fabric) NICLeaves(node string, nics []NICID) []S0ID {
+	var out []S0ID
+	for _, nic := range nics {
+		if id, ok := f.NICLeaf(node, nic); ok && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // LeavesOf returns the leaves of an S1, sorted. S1 "" holds the leaves whose
 // S1 is unknown (all of them when no S1 label is configured).
 func (f *Fabric) LeavesOf(s1 S1ID) []S0ID {

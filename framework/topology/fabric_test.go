@@ -98,6 +98,21 @@ func TestBuildTwoLeavesFourNodes(t *testing.T) {
 	if _, ok := f.NICLeaf("nope", nicA0); ok {
 		t.Error("NICLeaf of an unknown node reported ok")
 	}
+	for _, tc := range []struct {
+		node string
+		nics []topology.NICID
+		want []topology.S0ID
+	}{
+		{"n3", []topology.NICID{nicB1, nicA0, nicB0, nicA1}, []topology.S0ID{"leafB", "leafA"}},
+		{"n3", []topology.NICID{nicA1}, []topology.S0ID{"leafA"}},
+		{"n3", []topology.NICID{"0000:00:00.0", nicB0}, []topology.S0ID{"leafB"}},
+		{"nope", []topology.NICID{nicA0}, nil},
+		{"n1", nil, nil},
+	} {
+		if diff := cmp.Diff(tc.want, f.NICLeaves(tc.node, tc.nics)); diff != "" {
+			t.Errorf("NICLeaves(%s, %v) (-want +got):\n%s", tc.node, tc.nics, diff)
+		}
+	}
 	if len(f.Reasons()) != 0 {
 		t.Errorf("Reasons = %v, want none", f.Reasons())
 	}

@@ -236,10 +236,8 @@ func (t *Tracker) NodeAssign(node string, sh placement.Shape) (placement.Assignm
 func (t *Tracker) S0Count(assign []placement.Assignment) int {
 	seen := map[topology.S0ID]bool{}
 	for _, a := range assign {
-		for _, nic := range a.NICs() {
-			if leaf, ok := t.fabric.NICLeaf(a.Node, nic); ok {
-				seen[leaf] = true
-			}
+		for _, leaf := range t.fabric.NICLeaves(a.Node, a.NICs()) {
+			seen[leaf] = true
 		}
 	}
 	return len(seen)

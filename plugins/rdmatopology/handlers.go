@@ -175,20 +175,13 @@ func (s *Session) annotate(task *api.TaskInfo, a placement.Assignment) {
 		pod.Annotations = map[string]string{}
 	}
 	var numa []int
-	var leaves []topology.S0ID
-	seen := map[topology.S0ID]bool{}
 	for _, z := range a.Zones {
 		numa = append(numa, z.NUMA)
-		for _, nic := range z.NICs {
-			if leaf, ok := s.Fabric.NICLeaf(a.Node, nic); ok && !seen[leaf] {
-				seen[leaf] = true
-				leaves = append(leaves, leaf)
-			}
-		}
 	}
-	pod.Annotations[ledger.AnnotationNICs] = ledger.FormatNICs(a.NICs())
+	nics := a.NICs()
+	pod.Annotations[ledger.AnnotationNICs] = ledger.FormatNICs(nics)
 	pod.Annotations[ledger.AnnotationNUMA] = ledger.FormatNUMA(numa)
-	pod.Annotations[ledger.AnnotationS0] = ledger.FormatS0(leaves)
+	pod.Annotations[ledger.AnnotationS0] = ledger.FormatS0(s.Fabric.NICLeaves(a.Node, nics))
 	task.Pod = pod
 }
 

@@ -274,12 +274,10 @@ func (s *Session) heldLocked(jobID api.JobID) *placement.Held {
 	for _, r := range s.byJob[jobID] {
 		h.Pods++
 		h.Nodes[r.Node] = true
-		for _, nic := range r.NICs() {
-			if leaf, ok := s.Fabric.NICLeaf(r.Node, nic); ok {
-				h.S0s[leaf] = true
-				if l, ok := s.Fabric.Leaf(leaf); ok {
-					h.S1s[l.S1] = true
-				}
+		for _, leaf := range s.Fabric.NICLeaves(r.Node, r.NICs()) {
+			h.S0s[leaf] = true
+			if l, ok := s.Fabric.Leaf(leaf); ok {
+				h.S1s[l.S1] = true
 			}
 		}
 	}

@@ -1,0 +1,162 @@
+// The fill: NUMA-aligned assignment of a gang's pods to nodes, finishing a
+// node before opening the next, and helpers on pod shapes.
+
+package placement
+
+import (
+	"sort"
+
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+)
+
+// fill places the pods on the given nodes using only NICs of the allowed
+// leaves (nil: any), pods of one node filling its zones before the next node
+// is opened. A new node is the best fit: the smallest capacity that still
+// holds the pods left, else the largest.
+func (p *planner) fill(pods []Pod, nodes []string, allowed map[topology.S0ID]bool) ([]Assignment, bool) {
+	ok := leafFilter(allowed)
+	type cand struct {
+		w   *work
+		cap int
+	}
+	var cands []*cand
+	for _, n := range nodes {
+		v := p.s.view(n)
+		if v == nil {
+			continue
+		}
+		cands = append(cands, &cand{w: newWork(v), cap: quickCap(v, p.main, ok)})
+	}
+	sort.SliceStable(cands, func(i, j int) bool {
+		if cands[i].cap != cands[j].cap {
+			return cands[i].cap < cands[j].cap
+		}
+		return cands[i].w.name < cands[j].w.name
+	})
+	order := bySize(pods)
+	assign := make([]Assignment, len(pods))
+	var open []*cand
+	used := map[*cand]bool{}
+	for k, idx := range order {
+		pod := pods[idx]
+		placed := false
+		for _, c := range open {
+			if !p.allowedNode(c.w.name, pod.Group) {
+				continue
+			}
+			if zones, fit := c.w.place(pod.Shape, ok); fit {
+				assign[idx] = Assignment{PodUID: pod.UID, Node: c.w.name, Zones: zones}
+				placed = true
+				break
+			}
+		}
+		if placed {
+			continue
+		}
+		left := len(order) - k
+		var pick *cand
+		for _, c := range cands {
+			if used[c] || !p.allowedNode(c.w.name, pod.Group) || c.cap == 0 && pod.Shape == p.main {
+				continue
+			}
+			if c.cap >= left {
+				pick = c
+				break
+			}
+			pick = c // largest so far, as cands ascend
+		}
+		if pick == nil {
+			return nil, false
+		}
+		zones, fit := pick.w.place(pod.Shape, ok)
+		if !fit {
+			// The capacity estimate was for the main shape; try the others.
+			for _, c := range cands {
+				if used[c] || c == pick || !p.allowedNode(c.w.name, pod.Group) {
+					continue
+				}
+				if zones, fit = c.w.place(pod.Shape, ok); fit {
+					pick = c
+					break
+				}
+			}
+			if !fit {
+				return nil, false
+			}
+		}
+		used[pick] = true
+		open = append(open, pick)
+		assign[idx] = Assignment{PodUID: pod.UID, Node: pick.w.name, Zones: zones}
+	}
+	return assign, true
+}
+
+// mainShape is the most common shape of the pods (the larger on ties).
+func mainShape(pods []Pod) Shape {
+	counts := map[Shape]int{}
+	for _, p := range pods {
+		counts[p.Shape]++
+	}
+	var best Shape
+	bestN := -1
+	for sh, n := range counts {
+		if n > bestN || n == bestN && larger(sh, best) {
+			best, bestN = sh, n
+		}
+	}
+	return best
+}
+
+// larger orders shapes by NICs, GPUs, CPU.
+func larger(a, b Shape) bool {
+	if a.NICs != b.NICs {
+		return a.NICs > b.NICs
+	}
+	if a.GPU != b.GPU {
+		return a.GPU > b.GPU
+	}
+	return a.CPUMilli > b.CPUMilli
+}
+
+// bySize returns pod indexes, largest shape first (stable).
+func bySize(pods []Pod) []int {
+	idx := make([]int, len(pods))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(i, j int) bool { return larger(pods[idx[i]].Shape, pods[idx[j]].Shape) })
+	return idx
+}
+
+// countShape counts the pods of shape sh.
+func countShape(pods []Pod, sh Shape) int {
+	n := 0
+	for _, p := range pods {
+		if p.Shape == sh {
+			n++
+		}
+	}
+	return n
+}
+
+// gangNICs sums the NICs the pods need.
+func gangNICs(pods []Pod) int64 {
+	var n int64
+	for _, p := range pods {
+		n += p.Shape.NICs
+	}
+	return n
+}
+
+// dedupe removes repeated names, keeping the first.
+func dedupe(names []string) []string {
+	seen := make(map[string]bool, len(names))
+	out := names[:0]
+	for _, n := range names {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}

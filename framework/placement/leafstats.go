@@ -1,0 +1,152 @@
+// Per-leaf statistics of the planner: free slots and capacity estimates per
+// pod shape, kept in the state and recomputed only for leaves whose nodes
+// changed.
+
+package placement
+
+import (
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+)
+
+// leafStat is a leaf's free capacity for the gang's main shape.
+type leafStat struct {
+	id    topology.S0ID
+	s1    topology.S1ID
+	nodes []string
+	// pods is how many pods of the main shape fit under the leaf alone.
+	pods int
+	// nics is the number of free NICs under the leaf.
+	nics int64
+}
+
+// leafStats returns (once per Plan) every leaf's capacity for the main
+// shape and its free NICs, over the nodes the gang may use, sorted by id.
+// Gangs without node constraints of their own share the state's cache,
+// which is kept per shape and dropped per leaf when a node under it changes,
+// so a plan costs a map lookup per leaf rather than a scan of every node.
+func (p *planner) leafStats() []*leafStat {
+	if p.stats != nil {
+		return p.stats
+	}
+	var cache map[topology.S0ID]*leafStat
+	if p.g.Allowed == nil && len(p.g.Exclude) == 0 {
+		cache = p.s.leafCache[p.main]
+		if cache == nil {
+			cache = map[topology.S0ID]*leafStat{}
+			p.s.leafCache[p.main] = cache
+		}
+	}
+	ids := p.s.fabric.LeafIDs()
+	p.stats = make([]*leafStat, 0, len(ids))
+	for _, id := range ids {
+		st, ok := cache[id]
+		if !ok {
+			st = p.computeLeaf(id)
+			if cache != nil {
+				cache[id] = st
+			}
+		}
+		if st != nil {
+			p.stats = append(p.stats, st)
+		}
+	}
+	return p.stats
+}
+
+// computeLeaf counts a leaf's free NICs and capacity for the main shape over
+// the nodes the gang may use; nil when no such node has a free NIC there.
+func (p *planner) computeLeaf(id topology.S0ID) *leafStat {
+	leaf, ok := p.s.fabric.Leaf(id)
+	if !ok {
+		return nil
+	}
+	st := &leafStat{id: id, s1: leaf.S1}
+	under := func(l topology.S0ID) bool { return l == id }
+	last := ""
+	for _, slot := range leaf.Slots {
+		// Slots are sorted by node: a node's zones are adjacent.
+		name := slot.Node.Name
+		if name == last || !p.allowedNode(name, p.g.Pods[0].Group) {
+			continue
+		}
+		last = name
+		v := p.s.view(name)
+		if v == nil {
+			continue
+		}
+		n := countFree(v, id)
+		if n == 0 && p.main.NICs > 0 {
+			continue
+		}
+		st.nodes = append(st.nodes, name)
+		st.nics += n
+		c := quickCap(v, p.main, under)
+		if c == 0 && v.node.Policy == topology.PolicySpanning {
+			// A pod that spans zones may need NICs under several leaves;
+			// count it under each (an over-estimate the fill corrects by
+			// adding leaves).
+			c = quickCap(v, p.main, nil)
+		}
+		st.pods += c
+	}
+	if len(st.nodes) == 0 {
+		return nil
+	}
+	return st
+}
+
+// countFree counts a node's free NICs under leaf (any leaf when "").
+func countFree(v *nodeFree, leaf topology.S0ID) int64 {
+	var n int64
+	for i := range v.zones {
+		for _, l := range v.zones[i].leaves {
+			if leaf == "" || l == leaf {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// quickCap estimates how many pods of sh fit on a node using NICs of the
+// leaves ok admits (any when nil): per zone the minimum over NICs, GPUs and
+// CPUs, summed, bounded by the node cap; a shape no zone can hold counts
+// whole-node fits on spanning nodes.
+func quickCap(v *nodeFree, sh Shape, ok func(topology.S0ID) bool) int {
+	var sum, totGPU, totCPU, totNIC int64
+	for i := range v.zones {
+		z := &v.zones[i]
+		var nics int64
+		for _, l := range z.leaves {
+			if ok == nil || ok(l) {
+				nics++
+			}
+		}
+		totGPU += z.gpu
+		totCPU += z.cpuMilli
+		totNIC += nics
+		sum += perZone(z.gpu, z.cpuMilli, nics, sh)
+	}
+	if sum == 0 && v.node.Policy == topology.PolicySpanning {
+		sum = perZone(totGPU, totCPU, totNIC, sh)
+	}
+	if v.cap != nil {
+		sum = min(sum, perZone(v.cap.GPU, v.cap.CPUMilli, v.cap.NICs, sh))
+	}
+	return int(min(sum, 1<<20))
+}
+
+// perZone counts pods of sh fitting the given free amounts.
+func perZone(gpu, cpu, nics int64, sh Shape) int64 {
+	n := int64(1 << 20)
+	if sh.GPU > 0 {
+		n = min(n, gpu/sh.GPU)
+	}
+	if sh.CPUMilli > 0 {
+		n = min(n, cpu/sh.CPUMilli)
+	}
+	if sh.NICs > 0 {
+		n = min(n, nics/sh.NICs)
+	}
+	return max(n, 0)
+}

@@ -1,0 +1,321 @@
+// The tier searches of the planner: one node, one S0, and groups of S0s
+// within one S1 or anywhere, each verified by a full fill.
+
+package placement
+
+import (
+	"sort"
+
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+)
+
+// tryNode looks for one node that holds every pod.
+func (p *planner) tryNode(pods []Pod) *candidate {
+	h := p.g.Held
+	var names []string
+	if !h.Empty() {
+		if len(h.Nodes) != 1 {
+			return nil
+		}
+		for n := range h.Nodes {
+			names = append(names, n)
+		}
+	} else {
+		var gpu int64
+		for _, pod := range pods {
+			gpu += pod.Shape.GPU
+		}
+		if big := p.s.largestNode(); gpu > big.GPU || gangNICs(pods) > big.NICs {
+			return nil
+		}
+		names = p.nodeCandidates()
+	}
+	type opt struct {
+		name string
+		left int64
+	}
+	var opts []opt
+	need := gangNICs(pods)
+	for _, n := range names {
+		if !p.allowedNode(n, pods[0].Group) {
+			continue
+		}
+		v := p.s.view(n)
+		if v == nil {
+			continue
+		}
+		free := countFree(v, "")
+		if free < need || quickCap(v, p.main, nil) < countShape(pods, p.main) {
+			continue
+		}
+		opts = append(opts, opt{n, free - need})
+	}
+	sort.Slice(opts, func(i, j int) bool {
+		if opts[i].left != opts[j].left {
+			return opts[i].left < opts[j].left
+		}
+		return opts[i].name < opts[j].name
+	})
+	// Verify the best-fit nodes; among those that hold the gang prefer the
+	// one whose NICs span the fewest leaves.
+	var best *candidate
+	for i, o := range opts {
+		if i >= maxVerify {
+			break
+		}
+		if assign, ok := p.fill(pods, []string{o.name}, nil); ok {
+			c := &candidate{assign: assign, leaves: p.leavesOf(assign), leftover: o.left, key: o.name}
+			if c.better(best) {
+				best = c
+			}
+			if len(c.leaves) <= 1 {
+				break
+			}
+		}
+	}
+	return best
+}
+
+// nodeCandidates lists nodes for the node tier without scanning the
+// cluster: the nodes of the leaves with the fewest free NICs that still have
+// need of them (the most fragmented first, so small gangs fill holes and
+// large leaves stay whole), until enough nodes are found.
+func (p *planner) nodeCandidates() []string {
+	var leaves []*leafStat
+	for _, st := range p.leafStats() {
+		if st.nics > 0 {
+			leaves = append(leaves, st)
+		}
+	}
+	sort.Slice(leaves, func(i, j int) bool {
+		if leaves[i].nics != leaves[j].nics {
+			return leaves[i].nics < leaves[j].nics
+		}
+		return leaves[i].id < leaves[j].id
+	})
+	seen := map[string]bool{}
+	var names []string
+	for _, st := range leaves {
+		if len(names) >= 4*maxVerify {
+			break
+		}
+		for _, n := range st.nodes {
+			if !seen[n] {
+				seen[n] = true
+				names = append(names, n)
+			}
+		}
+	}
+	return names
+}
+
+// tryS0 looks for the best-fit single leaf that holds every pod.
+func (p *planner) tryS0(pods []Pod) *candidate {
+	stats := p.leafStats()
+	h := p.g.Held
+	need := gangNICs(pods)
+	var opts []*leafStat
+	for _, st := range stats {
+		if !h.Empty() && (len(h.S0s) != 1 || !h.S0s[st.id]) {
+			continue
+		}
+		if st.nics < need || st.pods < countShape(pods, p.main) {
+			continue
+		}
+		opts = append(opts, st)
+	}
+	sort.Slice(opts, func(i, j int) bool {
+		if opts[i].nics != opts[j].nics {
+			return opts[i].nics < opts[j].nics
+		}
+		return opts[i].id < opts[j].id
+	})
+	for i, st := range opts {
+		if i >= maxVerify {
+			break
+		}
+		set := map[topology.S0ID]bool{st.id: true}
+		if assign, ok := p.fill(pods, st.nodes, set); ok {
+			return &candidate{assign: assign, leaves: set, leftover: st.nics - need, key: string(st.id)}
+		}
+	}
+	return nil
+}
+
+// tryGroups looks for the fewest leaves that hold every pod, within one S1
+// (perS1) or anywhere, and among equals the best fit. Each group's choice is
+// estimated from leaf capacities; only the most promising groups are
+// verified by a full fill.
+func (p *planner) tryGroups(pods []Pod, perS1 bool) *candidate {
+	stats := p.leafStats()
+	h := p.g.Held
+	groups := map[topology.S1ID][]*leafStat{}
+	for _, st := range stats {
+		key := topology.S1ID("")
+		if perS1 {
+			key = st.s1
+			if !h.Empty() && (len(h.S1s) != 1 || !h.S1s[key]) {
+				continue
+			}
+		}
+		groups[key] = append(groups[key], st)
+	}
+	var choices []*groupChoice
+	for k, members := range groups {
+		if c := p.chooseLeaves(pods, members, string(k)); c != nil {
+			choices = append(choices, c)
+		}
+	}
+	sort.Slice(choices, func(i, j int) bool {
+		a, b := choices[i], choices[j]
+		if len(a.chosen) != len(b.chosen) {
+			return len(a.chosen) < len(b.chosen)
+		}
+		if a.free != b.free {
+			return a.free < b.free
+		}
+		return a.key < b.key
+	})
+	for i, c := range choices {
+		if i >= maxVerify {
+			break
+		}
+		if cand := p.verify(pods, c); cand != nil {
+			return cand
+		}
+	}
+	return nil
+}
+
+// groupChoice is the estimated fewest-leaves choice within one group.
+type groupChoice struct {
+	key    string
+	chosen []*leafStat
+	// rest are the group's other leaves, largest first, used when a
+	// verification fails and one more leaf is needed.
+	rest []*leafStat
+	// free is the chosen leaves' free NIC count.
+	free int64
+}
+
+// chooseLeaves estimates the fewest leaves of a group that hold the gang:
+// held leaves first, then the largest by capacity, the last one swapped for
+// the smallest leaf that still completes the gang (best fit).
+func (p *planner) chooseLeaves(pods []Pod, group []*leafStat, key string) *groupChoice {
+	want := countShape(pods, p.main)
+	needNICs := gangNICs(pods)
+	var forced, rest []*leafStat
+	total := 0
+	var nics int64
+	for _, st := range group {
+		if !p.g.Held.Empty() && p.g.Held.S0s[st.id] {
+			forced = append(forced, st)
+		} else if st.pods > 0 {
+			rest = append(rest, st)
+		} else {
+			continue
+		}
+		total += st.pods
+		nics += st.nics
+	}
+	if total < want || nics < needNICs {
+		return nil
+	}
+	sort.Slice(rest, func(i, j int) bool {
+		if rest[i].pods != rest[j].pods {
+			return rest[i].pods > rest[j].pods
+		}
+		return rest[i].id < rest[j].id
+	})
+	c := &groupChoice{key: key, chosen: append([]*leafStat(nil), forced...)}
+	got := 0
+	for _, st := range forced {
+		got += st.pods
+	}
+	next := 0
+	for got < want && next < len(rest) {
+		c.chosen = append(c.chosen, rest[next])
+		got += rest[next].pods
+		next++
+	}
+	if len(c.chosen) > len(forced) {
+		last := len(c.chosen) - 1
+		short := want - (got - c.chosen[last].pods)
+		// rest[next:] ascends from its end: the first fitting leaf found
+		// from the end is the smallest that completes the gang.
+		for i := len(rest) - 1; i >= next; i-- {
+			if rest[i].pods >= short {
+				if rest[i].pods < c.chosen[last].pods {
+					rest[next-1], rest[i] = rest[i], rest[next-1]
+					c.chosen[last] = rest[next-1]
+				}
+				break
+			}
+		}
+	}
+	c.rest = rest[next:]
+	for _, st := range c.chosen {
+		c.free += st.nics
+	}
+	return c
+}
+
+// verify fills the gang into a group choice. When the estimate was
+// optimistic it adds one leaf and tries again: the unchosen leaf sharing the
+// most nodes with the chosen ones (a pod spanning NUMA zones needs its
+// node's other leaf too), else the largest.
+func (p *planner) verify(pods []Pod, c *groupChoice) *candidate {
+	needNICs := gangNICs(pods)
+	chosen := append([]*leafStat(nil), c.chosen...)
+	added := make([]bool, len(c.rest))
+	for attempt := 0; attempt < maxVerify; attempt++ {
+		set := make(map[topology.S0ID]bool, len(chosen))
+		var nodes []string
+		var free int64
+		for _, st := range chosen {
+			set[st.id] = true
+			nodes = append(nodes, st.nodes...)
+			free += st.nics
+		}
+		nodes = dedupe(nodes)
+		if assign, ok := p.fill(pods, nodes, set); ok {
+			return &candidate{assign: assign, leaves: set, leftover: free - needNICs, key: c.key}
+		}
+		next := partnerLeaf(nodes, c.rest, added)
+		if next < 0 {
+			return nil
+		}
+		added[next] = true
+		chosen = append(chosen, c.rest[next])
+	}
+	return nil
+}
+
+// partnerLeaf picks the index of the unadded leaf of rest that shares the
+// most nodes with nodes, else the first unadded one (rest is largest
+// first); -1 when every leaf is added.
+func partnerLeaf(nodes []string, rest []*leafStat, added []bool) int {
+	on := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		on[n] = true
+	}
+	best, bestShared := -1, 0
+	for i, st := range rest {
+		if added[i] {
+			continue
+		}
+		if best < 0 {
+			best = i
+		}
+		shared := 0
+		for _, n := range st.nodes {
+			if on[n] {
+				shared++
+			}
+		}
+		if shared > bestShared {
+			best, bestShared = i, shared
+		}
+	}
+	return best
+}
