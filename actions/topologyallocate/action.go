@@ -57,6 +57,9 @@ func (a *Action) Execute(ssn *framework.Session) {
 		klog.V(3).InfoS("rdma-topology plugin is not enabled; RDMA gangs are allocated task by task")
 	}
 	queues := util.NewPriorityQueue(ssn.QueueOrderFn)
+	// One node filter per session: nodes do not change within it, so the
+	// filter's per-node answers are shared by every gang.
+	filters := newNodeFilter(ssn)
 	jobsByQueue := map[api.QueueID]*util.PriorityQueue{}
 	for _, job := range ssn.Jobs {
 		if job.IsPending() {
@@ -89,7 +92,7 @@ func (a *Action) Execute(ssn *framework.Session) {
 	if topo != nil {
 		for _, job := range partialGangs(ssn, topo, jobsByQueue) {
 			if queue := ssn.Queues[job.Queue]; queue != nil && !ssn.Overused(queue) {
-				allocateGang(ssn, topo, queue, job)
+				allocateGang(ssn, topo, filters, queue, job)
 			}
 		}
 	}
@@ -105,7 +108,7 @@ func (a *Action) Execute(ssn *framework.Session) {
 		}
 		job := jobs.Pop().(*api.JobInfo)
 		if topo != nil && topo.IsRDMAJob(job) {
-			allocateGang(ssn, topo, queue, job)
+			allocateGang(ssn, topo, filters, queue, job)
 		} else {
 			allocateTasks(ssn, queue, job, framework.NewStatement(ssn), nil)
 		}
@@ -155,7 +158,7 @@ func pendingTasks(ssn *framework.Session, job *api.JobInfo) []*api.TaskInfo {
 // allocateGang plans the job's RDMA tasks as one gang and applies the plan
 // through a Statement; the job's other tasks are allocated in the same
 // statement. The statement is committed only if the job is ready.
-func allocateGang(ssn *framework.Session, topo *rdmatopology.Session, queue *api.QueueInfo, job *api.JobInfo) {
+func allocateGang(ssn *framework.Session, topo *rdmatopology.Session, filters *nodeFilter, queue *api.QueueInfo, job *api.JobInfo) {
 	tasks := pendingTasks(ssn, job)
 	var rdma, other []*api.TaskInfo
 	for _, t := range tasks {
@@ -169,7 +172,7 @@ func allocateGang(ssn *framework.Session, topo *rdmatopology.Session, queue *api
 		allocateTasks(ssn, queue, job, framework.NewStatement(ssn), nil)
 		return
 	}
-	g := buildGang(ssn, topo, job, rdma, len(other))
+	g := buildGang(topo, filters, job, rdma, len(other))
 	byUID := make(map[string]*api.TaskInfo, len(rdma))
 	for _, t := range rdma {
 		byUID[string(t.UID)] = t
@@ -239,12 +242,11 @@ func applyPlan(ssn *framework.Session, topo *rdmatopology.Session, queue *api.Qu
 }
 
 // buildGang turns the job's pending RDMA tasks into a planner request.
-func buildGang(ssn *framework.Session, topo *rdmatopology.Session, job *api.JobInfo, rdma []*api.TaskInfo, others int) placement.Gang {
+func buildGang(topo *rdmatopology.Session, filters *nodeFilter, job *api.JobInfo, rdma []*api.TaskInfo, others int) placement.Gang {
 	mode, tier, err := rdmatopology.Contract(job)
 	if err != nil {
 		klog.InfoS("Invalid topology annotation; using the default", "job", job.UID, "err", err)
 	}
-	filters := newNodeFilter(ssn)
 	g := placement.Gang{Job: string(job.UID), Mode: mode, HighestTier: tier, Held: topo.Held(job.UID),
 		Exclude: map[string]bool{}, Allowed: filters.allowed}
 	pods := make([]*v1.Pod, 0, len(rdma))

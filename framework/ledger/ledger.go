@@ -320,6 +320,24 @@ func (l *Ledger) All() []Reservation {
 	return out
 }
 
+// Each calls fn for every reservation, in no particular order, without
+// the copies and sorting of All: it is the per-session walk over a large
+// ledger. fn runs outside the ledger's lock (it may call the ledger, and
+// sees the reservations as they were when Each was called); the
+// reservations share their zone slices with the ledger, so fn must not
+// modify them.
+func (l *Ledger) Each(fn func(Reservation)) {
+	l.mu.RLock()
+	rs := make([]Reservation, 0, len(l.byUID))
+	for _, r := range l.byUID {
+		rs = append(rs, *r)
+	}
+	l.mu.RUnlock()
+	for _, r := range rs {
+		fn(r)
+	}
+}
+
 func sortByUID(rs []Reservation) {
 	sort.Slice(rs, func(i, j int) bool { return rs[i].UID < rs[j].UID })
 }

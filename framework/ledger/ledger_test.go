@@ -150,6 +150,17 @@ func TestReleaseAndQueries(t *testing.T) {
 	if diff := cmp.Diff([]string{"u-a", "u-b", "u-c"}, uids(l.All())); diff != "" {
 		t.Errorf("All (-want +got):\n%s", diff)
 	}
+	var each []ledger.Reservation
+	l.Each(func(r ledger.Reservation) {
+		// Each runs outside the lock: the ledger may be called from fn.
+		if _, ok := l.Get(r.UID); !ok {
+			t.Errorf("Each: Get(%s) finds nothing", r.UID)
+		}
+		each = append(each, r)
+	})
+	if diff := cmp.Diff(l.All(), each, cmpopts.SortSlices(func(a, b ledger.Reservation) bool { return a.UID < b.UID })); diff != "" {
+		t.Errorf("Each differs from All (-All +Each):\n%s", diff)
+	}
 	c, _ := l.Get("u-c")
 	if diff := cmp.Diff([]topology.NICID{nicA0, nicB0, nicB1}, c.NICs()); diff != "" {
 		t.Errorf("NICs (-want +got):\n%s", diff)

@@ -94,9 +94,9 @@ func NewState(f *topology.Fabric, l *ledger.Ledger) *State {
 		unusable:  map[string]bool{},
 	}
 	if l != nil {
-		for _, r := range l.All() {
+		l.Each(func(r ledger.Reservation) {
 			s.apply(r.UID, r.Node, r.Zones, !r.Confirmed, false)
-		}
+		})
 	}
 	return s
 }

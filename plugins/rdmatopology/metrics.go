@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 )
 
@@ -67,11 +68,13 @@ func ObservePlaced(p *placement.Plan) {
 // observeSession refreshes the per-session gauges.
 func (s *Session) observeSession() {
 	var unconfirmed int
-	for _, r := range s.rt.Ledger.All() {
+	s.rt.Ledger.Each(func(r ledger.Reservation) {
 		if !r.Confirmed {
-			unconfirmed += len(r.NICs())
+			for _, z := range r.Zones {
+				unconfirmed += len(z.NICs)
+			}
 		}
-	}
+	})
 	nicsUnconfirmed.Set(float64(unconfirmed))
 	gangsPending.Reset()
 	s.mu.Lock()

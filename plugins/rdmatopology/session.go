@@ -63,9 +63,7 @@ func openSession(ssn *framework.Session, args *Args) *Session {
 		byJob:    map[api.JobID]map[string]ledger.Reservation{},
 	}
 	s.reconcile()
-	for _, r := range rt.Ledger.All() {
-		s.indexLocked(r)
-	}
+	rt.Ledger.Each(s.indexLocked)
 	s.State = placement.NewState(f, rt.Ledger)
 	for name, ni := range ssn.Nodes {
 		s.State.SetCap(name, s.capOf(ni))
@@ -124,7 +122,7 @@ func (s *Session) reconcile() {
 		}
 	}
 	l := s.rt.Ledger
-	for _, r := range l.All() {
+	l.Each(func(r ledger.Reservation) {
 		t, ok := tasks[r.UID]
 		var why string
 		switch {
@@ -143,7 +141,7 @@ func (s *Session) reconcile() {
 			l.Release(r.UID)
 			klog.V(3).InfoS("Released NIC reservation", "pod", r.Namespace+"/"+r.Name, "node", r.Node, "nics", r.NICs(), "reason", why)
 		}
-	}
+	})
 	var missing []*v1.Pod
 	for uid, t := range tasks {
 		if _, ok := l.Get(uid); ok || t.Pod == nil || nodeOf(t) == "" {
