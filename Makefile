@@ -33,15 +33,19 @@ integration:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./framework/... ./internal/bench/...
 
-## bench-full: rdmatopo against stock Volcano at 1k and 4k nodes, JSON into docs/
-BENCH_NODES ?= 1000 4000
+## bench-full: rdmatopo against stock Volcano at 1k, 4k and 10k nodes with
+## Volcano's default (adaptive) nodes-to-find, and at 1k with every node
+## checked; JSON into docs/, then the plot (about 25 minutes on 2 cores)
+BENCH_NODES ?= 1000 4000 10000
+BENCH_ALL_NODES ?= 1000
 bench-full: build
 	for n in $(BENCH_NODES); do $(BIN)/rdmatopo bench --nodes $$n -o json > docs/bench-$$n.json || exit 1; done
+	for n in $(BENCH_ALL_NODES); do $(BIN)/rdmatopo bench --nodes $$n --nodes-to-find-percent 100 -o json > docs/bench-all-nodes-$$n.json || exit 1; done
 	$(MAKE) bench-plot
 
 ## bench-plot: redraw docs/bench-plot.svg from the committed bench JSON
 bench-plot:
-	$(GO) run ./internal/bench/plot -o docs/bench-plot.svg docs/bench-*.json
+	$(GO) run ./internal/bench/plot -o docs/bench-plot.svg $(wildcard docs/bench-[0-9]*.json)
 
 ## soak-full: the full-size churn soak (exit 1 on any violation)
 soak-full: build
