@@ -3,7 +3,9 @@
 // An RDMA gang is planned whole by framework/placement (tightest tier, best
 // fit), applied through one Statement with every task checked by the session
 // predicates, and committed only when the gang is ready, else discarded
-// (which releases every NIC). Other jobs get allocate's per-task behaviour.
+// (which releases every NIC). Other jobs get allocate's per-task behaviour,
+// with a deterministic node search bounded by Volcano's
+// percentage-nodes-to-find options (feasibleNodes).
 package topologyallocate
 
 import (

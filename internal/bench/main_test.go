@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"io"
+	"math"
 	"strings"
 	"testing"
 )
@@ -203,5 +204,15 @@ func TestRunOneConf(t *testing.T) {
 	out := stdout.String()
 	if !strings.Contains(out, "baseline") || strings.Contains(out, "rdmatopo") {
 		t.Errorf("table should have a baseline column only:\n%s", out)
+	}
+}
+
+func TestNiceCeil(t *testing.T) {
+	for _, tc := range []struct{ in, want float64 }{
+		{-1, 1}, {0, 1}, {0.7, 0.8}, {1, 1}, {1.2, 2}, {222, 300}, {499, 500}, {510, 600}, {9000, 10000},
+	} {
+		if got := niceCeil(tc.in); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("niceCeil(%v) = %v, want %v", tc.in, got, tc.want)
+		}
 	}
 }

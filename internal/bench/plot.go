@@ -138,13 +138,14 @@ func writePanel(b *strings.Builder, x0 float64, p panel, reps []*Report) {
 	}
 }
 
-// niceCeil rounds v up to 1, 2 or 5 times a power of ten (1 for v <= 0).
+// niceCeil rounds v up to 1, 2, 3, 4, 5, 6 or 8 times a power of ten (1
+// for v <= 0), so a panel uses most of its height.
 func niceCeil(v float64) float64 {
 	if v <= 0 {
 		return 1
 	}
 	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 5, 10} {
+	for _, m := range []float64{1, 2, 3, 4, 5, 6, 8, 10} {
 		if v <= m*p {
 			return m * p
 		}
