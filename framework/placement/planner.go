@@ -198,6 +198,28 @@ func (p *planner) failure(pods []Pod, limit Tier) *Failure {
 	held := ""
 	if !p.g.Held.Empty() {
 		held = fmt.Sprintf(" next to the %d pods it holds", p.g.Held.Pods)
+		// A partly placed gang under a hard limit can only grow inside the
+		// S0 (S1) it holds: report that one's room, not the largest.
+		h := p.g.Held
+		heldRoom := func(in func(*leafStat) bool) int {
+			n := 0
+			for _, st := range stats {
+				if in(st) {
+					n += st.pods
+				}
+			}
+			return n
+		}
+		switch {
+		case limit == TierS0 && len(h.S0s) == 1:
+			room := heldRoom(func(st *leafStat) bool { return h.S0s[st.id] })
+			return &Failure{Code: ReasonTierLimit, Largest: room,
+				Message: fmt.Sprintf("no S0 can hold %s%s; its S0 holds %d more", desc, held, room)}
+		case limit == TierS1 && len(h.S1s) == 1:
+			room := heldRoom(func(st *leafStat) bool { return h.S1s[st.s1] })
+			return &Failure{Code: ReasonTierLimit, Largest: room,
+				Message: fmt.Sprintf("no S1 can hold %s%s; its S1 holds %d more", desc, held, room)}
+		}
 	}
 	if limit == TierCluster || total < want {
 		return &Failure{Code: ReasonNoCapacity, Largest: total,

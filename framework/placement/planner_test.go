@@ -310,6 +310,16 @@ func TestPlanHeldPlacement(t *testing.T) {
 	if diff := cmp.Diff(outcome{Tier: "s0", S0s: []string{"B"}, Pods: 3, Nodes: 3}, summarize(plan, nil)); diff != "" {
 		t.Errorf("(-want,+got):\n%s", diff)
 	}
+
+	// Too many for the held S0: the reason names its room, not the largest
+	// S0's (A and B both hold 4).
+	g = hard(gang(5, worker), TierS0)
+	g.Held = held
+	plan, fail = s.Plan(g)
+	want := outcome{Reason: ReasonTierLimit, Msg: "no S0 can hold 5 pods of 4 GPU + 2 RDMA next to the 1 pods it holds; its S0 holds 4 more"}
+	if diff := cmp.Diff(want, summarize(plan, fail)); diff != "" {
+		t.Errorf("held gang too big (-want,+got):\n%s", diff)
+	}
 }
 
 func TestPlanSpanningNode(t *testing.T) {

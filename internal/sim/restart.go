@@ -1,33 +1,64 @@
 package sim
 
 import (
+	"sort"
+
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
-// Restart simulates a scheduler restart: the rdma-topology runtime (fabric
-// cache and NIC ledger) is dropped and a fresh one is fed from the simulated
-// API objects alone, the current Nodes and KCNRs. The ledger starts empty and
-// rebuilds itself from the bound pods' rdmatopo.io/* annotations when the
-// next session opens. Volcano's scheduler cache is a mirror of the API
-// objects that the simulator keeps in step (as informers would after a
-// re-list), so it is left as is.
+// Restart simulates a scheduler process restart: Volcano's scheduler cache
+// and the rdma-topology runtime (fabric cache and NIC ledger) are dropped,
+// and fresh ones are filled from the simulated API objects alone, as the
+// informers of a new process would after their first list: Queues,
+// PriorityClasses, Nodes, PodGroups and Pods (with their current status
+// and annotations) into the cache, Nodes and KCNRs into the fabric. The
+// ledger starts empty and rebuilds itself from the bound pods'
+// rdmatopo.io/* annotations when the next session opens. Nothing is in
+// flight: the simulator writes every bind back before a cycle ends.
 func (s *Simulator) Restart() {
 	cycleMu.Lock()
 	defer cycleMu.Unlock()
+	c := s.newCache()
+	for _, name := range sortedKeys(s.queues) {
+		c.AddQueueV1beta1(s.queues[name].DeepCopy())
+	}
+	for _, name := range sortedKeys(s.classes) {
+		c.AddPriorityClass(s.classes[name].DeepCopy())
+	}
 	rt := rdmatopology.NewRuntime(s.conf.Topology)
 	for _, name := range s.nodeOrder {
+		_ = c.AddOrUpdateNode(s.nodes[name].DeepCopy()) // never fails
 		rt.Fabric.UpsertNode(s.nodes[name].DeepCopy())
 	}
 	for _, name := range s.cnrOrder {
 		rt.Fabric.UpsertCNR(s.cnrs[name].DeepCopy())
 	}
+	for _, key := range s.pgOrder {
+		c.AddPodGroupV1beta1(s.podGroups[key].DeepCopy())
+	}
+	for i, key := range s.podOrder {
+		if e, ok := s.pods[key]; ok && !e.deleted && s.arrival[key] == i {
+			c.AddPod(e.pod.DeepCopy())
+		}
+	}
+	s.cache = c
 	s.runtime = rt
 	if rdmatopology.CurrentRuntime() != nil {
 		// Another simulator's or this one's old runtime: uninstall it, the
 		// next cycle installs the new one.
 		rdmatopology.SetRuntime(nil)
 	}
+}
+
+// sortedKeys returns a map's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // Ledger returns the NIC ledger of the simulator's rdma-topology runtime

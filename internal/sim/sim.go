@@ -128,8 +128,8 @@ type Simulator struct {
 	stale     int
 	podGroups map[string]*schedulingv1beta1.PodGroup
 	pgOrder   []string
-	queues    map[string]bool
-	classes   map[string]bool
+	queues    map[string]*schedulingv1beta1.Queue
+	classes   map[string]*schedulingv1.PriorityClass
 
 	cycle int
 	rv    int64
@@ -184,10 +184,10 @@ func New(c *Conf, cluster *workload.Cluster, opts Options) (*Simulator, error) {
 		pods:      map[string]*podEntry{},
 		arrival:   map[string]int{},
 		podGroups: map[string]*schedulingv1beta1.PodGroup{},
-		queues:    map[string]bool{},
-		classes:   map[string]bool{},
+		queues:    map[string]*schedulingv1beta1.Queue{},
+		classes:   map[string]*schedulingv1.PriorityClass{},
 	}
-	s.cache = cache.NewCustomMockSchedulerCache(opts.SchedulerName, s.binder, s.evictor, s.status, nil, nil, s.events)
+	s.cache = s.newCache()
 	for _, n := range cluster.Nodes {
 		s.UpsertNode(n)
 	}
@@ -205,6 +205,12 @@ func New(c *Conf, cluster *workload.Cluster, opts Options) (*Simulator, error) {
 	return s, nil
 }
 
+// newCache returns an empty Volcano mock scheduler cache wired to the
+// simulator's binder, evictor and recorders.
+func (s *Simulator) newCache() *cache.SchedulerCache {
+	return cache.NewCustomMockSchedulerCache(s.opts.SchedulerName, s.binder, s.evictor, s.status, nil, nil, s.events)
+}
+
 // nextRV returns a fresh resourceVersion.
 func (s *Simulator) nextRV() string {
 	s.rv++
@@ -215,18 +221,14 @@ func (s *Simulator) nextRV() string {
 // pending Pods. Names must not clash with objects already present.
 func (s *Simulator) Submit(set *workload.Set) error {
 	for _, q := range set.Queues {
-		if s.queues[q.Name] {
+		if s.queues[q.Name] != nil {
 			continue
 		}
-		s.queues[q.Name] = true
+		s.queues[q.Name] = q.DeepCopy()
 		s.cache.AddQueueV1beta1(q.DeepCopy())
 	}
 	for _, pc := range set.PriorityClasses {
-		if s.classes[pc.Name] {
-			continue
-		}
-		s.classes[pc.Name] = true
-		s.cache.AddPriorityClass(pc.DeepCopy())
+		s.AddPriorityClass(pc)
 	}
 	for _, pg := range set.PodGroups {
 		if err := s.AddPodGroup(pg); err != nil {
@@ -246,8 +248,8 @@ func (s *Simulator) Submit(set *workload.Set) error {
 
 // AddPriorityClass adds a PriorityClass (ignored if one of the name exists).
 func (s *Simulator) AddPriorityClass(pc *schedulingv1.PriorityClass) {
-	if !s.classes[pc.Name] {
-		s.classes[pc.Name] = true
+	if s.classes[pc.Name] == nil {
+		s.classes[pc.Name] = pc.DeepCopy()
 		s.cache.AddPriorityClass(pc.DeepCopy())
 	}
 }

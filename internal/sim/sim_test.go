@@ -442,3 +442,47 @@ func TestStockConfReportsRDMAJobs(t *testing.T) {
 	require.True(t, job.RDMA)
 	require.Equal(t, "", job.Tier)
 }
+
+// TestRestartRebuildsFromObjects restarts the simulated scheduler after a
+// gang was bound: the new Volcano cache holds the bound pods, the ledger
+// starts empty and is rebuilt from their annotations, and the next gang is
+// placed on what is left without double-booking a NIC.
+func TestRestartRebuildsFromObjects(t *testing.T) {
+	s := newSim(t, minipodConf, fourNodes(), Options{}, gang("g1", 3, 0))
+	_, err := s.Run(5)
+	require.NoError(t, err)
+	require.Len(t, boundNodes(s), 3)
+	before := s.Ledger().All()
+	require.Len(t, before, 3)
+	oldCache := s.cache
+
+	s.Restart()
+	require.NotSame(t, oldCache, s.cache, "Volcano's cache is rebuilt")
+	require.Zero(t, s.Ledger().Len(), "the ledger starts empty")
+	tasks := 0
+	for _, n := range s.cache.Nodes {
+		tasks += len(n.Tasks)
+	}
+	require.Equal(t, 3, tasks, "the new cache holds the bound pods")
+	require.Len(t, s.cache.Jobs, 1)
+
+	// Five zones are left: a gang of five fits exactly, a sixth pod does not.
+	require.NoError(t, s.Submit(gang("g2", 5, 1)))
+	require.NoError(t, s.Submit(gang("g3", 1, 2)))
+	_, err = s.Run(5)
+	require.NoError(t, err)
+	bound := boundNodes(s)
+	require.Len(t, bound, 8)
+	require.NotContains(t, bound, "default/g3-0")
+	require.NoError(t, s.Ledger().CheckInvariants())
+	after := map[string]ledger.Reservation{}
+	for _, r := range s.Ledger().All() {
+		after[r.UID] = r
+	}
+	require.Len(t, after, 8)
+	for _, r := range before {
+		got, ok := after[r.UID]
+		require.True(t, ok, "reservation of %s restored", r.Name)
+		require.Equal(t, r.NICs(), got.NICs(), "pod %s keeps its NICs", r.Name)
+	}
+}

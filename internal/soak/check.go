@@ -83,9 +83,9 @@ type Observation struct {
 	// Their reservations may remain in the ledger until the next session
 	// opens (reconcile releases them there).
 	FailedBinds map[string]bool
-	// GangFailures holds, per gang ("namespace/name"), the gangs with a
-	// failed bind in this cycle.
-	GangFailures map[string]bool
+	// GangFailures maps each gang ("namespace/name") with a failed bind in
+	// this cycle to the nodes of those binds.
+	GangFailures map[string][]string
 }
 
 // Checker checks the invariants after every cycle. It keeps only what a
@@ -97,7 +97,11 @@ type Observation struct {
 // puts the failed pods back to pending; the scheduler must place them, or
 // the gang stays as it is until then). A partial gang is a violation unless
 // one of its binds failed in cycle f with c-f <= Grace: the failing cycle
-// itself and Grace more cycles to place the rest.
+// itself and Grace more cycles to place the rest. The grace rests on the
+// failed bind having freed room in the gang's tier; while a node of the
+// gang's last failed binds is out of the cluster (drained), that room is
+// gone and the gang waits for capacity like any pending gang, so it is not
+// a violation, and the grace starts again when the node is back.
 type Checker struct {
 	// Config selects the resources (the conf's topology configuration).
 	Config topology.Config
@@ -120,6 +124,8 @@ type Checker struct {
 
 	lastFailure  map[string]int
 	partialSince map[string]int
+	// failedOn holds the nodes of each gang's last failed binds.
+	failedOn map[string][]string
 }
 
 // NewChecker returns a checker.
@@ -145,8 +151,12 @@ func (c *Checker) Check(o *Observation) []Violation {
 	if c.lastFailure == nil {
 		c.lastFailure = map[string]int{}
 	}
-	for gang := range o.GangFailures {
+	if c.failedOn == nil {
+		c.failedOn = map[string][]string{}
+	}
+	for gang, nodes := range o.GangFailures {
 		c.lastFailure[gang] = o.Cycle
+		c.failedOn[gang] = nodes
 	}
 	var out []Violation
 	add := func(kind Kind, object, format string, args ...interface{}) {
@@ -323,6 +333,13 @@ func (c *Checker) checkGangs(o *Observation, held []heldPod, add addFunc) {
 				c.partialSince[key] = o.Cycle
 			}
 			c.MaxPartialCycles = max(c.MaxPartialCycles, o.Cycle-c.partialSince[key]+1)
+			if c.slotGone(o, key) {
+				// Waiting for capacity; the grace restarts once the node
+				// is back.
+				c.lastFailure[key] = o.Cycle
+				c.checkTier(o, pg, nicsByGang[key], add)
+				continue
+			}
 			last, failed := c.lastFailure[key]
 			if !failed || o.Cycle-last > c.Grace {
 				since := "no failed bind"
@@ -343,8 +360,20 @@ func (c *Checker) checkGangs(o *Observation, held []heldPod, add addFunc) {
 	for key := range c.partialSince {
 		if !partial[key] {
 			delete(c.partialSince, key)
+			delete(c.failedOn, key)
 		}
 	}
+}
+
+// slotGone reports whether a node of the gang's last failed binds is out of
+// the cluster.
+func (c *Checker) slotGone(o *Observation, gang string) bool {
+	for _, node := range c.failedOn[gang] {
+		if _, ok := o.Fabric.Node(node); !ok {
+			return true
+		}
+	}
+	return false
 }
 
 // contractOf renders a gang's contract for messages, e.g. "hard s0".

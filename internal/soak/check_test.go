@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -173,7 +174,7 @@ func TestCheckerFindsViolations(t *testing.T) {
 			c := NewChecker(topology.Config{}, 2)
 			c.StrictS0 = tc.strictS0
 			if tc.failedIn > 0 {
-				c.Check(&Observation{Cycle: tc.failedIn, Fabric: fabric, GangFailures: map[string]bool{Namespace + "/a": true}})
+				c.Check(&Observation{Cycle: tc.failedIn, Fabric: fabric, GangFailures: map[string][]string{Namespace + "/a": {"n2"}}})
 			}
 			o := &Observation{Cycle: max(tc.cycle, 1), Pods: tc.pods, PodGroups: tc.groups, Fabric: fabric,
 				JustBound: map[string]bool{}}
@@ -194,5 +195,49 @@ func TestCheckerFindsViolations(t *testing.T) {
 				t.Errorf("violations (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestCheckerPartialGangWhileSlotDrained: a gang whose failed bind was on a
+// node that then leaves the cluster waits for capacity; the grace restarts
+// when the node is back.
+func TestCheckerPartialGangWhileSlotDrained(t *testing.T) {
+	nodes, cnrs := builders.TwoLeavesFourNodes()
+	cfg := topology.Config{}.WithDefaults()
+	full := topology.Build(cfg, nodes, cnrs)
+	var keptNodes []*corev1.Node
+	for _, n := range nodes {
+		if n.Name != "n2" {
+			keptNodes = append(keptNodes, n)
+		}
+	}
+	var keptCNRs []*v1alpha1.CustomNodeResource
+	for _, c := range cnrs {
+		if c.Name != "n2" {
+			keptCNRs = append(keptCNRs, c)
+		}
+	}
+	drained := topology.Build(cfg, keptNodes, keptCNRs)
+	pods := []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0")}
+	groups := []*schedulingv1beta1.PodGroup{podGroup("a", 2, nil)}
+
+	c := NewChecker(cfg, 2)
+	c.Check(&Observation{Cycle: 2, Fabric: full, GangFailures: map[string][]string{Namespace + "/a": {"n2"}}})
+	for _, step := range []struct {
+		cycle int
+		f     *topology.Fabric
+		want  []violationKey
+	}{
+		{cycle: 3, f: drained},
+		{cycle: 7, f: drained}, // far beyond the grace, but n2 is away
+		{cycle: 8, f: full},    // back: the grace counts from cycle 7
+		{cycle: 9, f: full},
+		{cycle: 10, f: full, want: []violationKey{{KindPartialGang, Namespace + "/a"}}},
+	} {
+		o := &Observation{Cycle: step.cycle, Pods: pods, PodGroups: groups, Fabric: step.f,
+			JustBound: map[string]bool{}, Ledger: rebuiltLedger(t, pods, full)}
+		if diff := cmp.Diff(step.want, keys(c.Check(o))); diff != "" {
+			t.Errorf("cycle %d: violations (-want +got):\n%s", step.cycle, diff)
+		}
 	}
 }

@@ -489,12 +489,13 @@ func (r *runner) drain() error {
 // failures, advances gangs that became whole, and returns what the checker
 // reads.
 func (r *runner) observe(rep *sim.CycleReport) (*Observation, error) {
-	o := &Observation{Cycle: rep.Cycle, FailedBinds: map[string]bool{}, GangFailures: map[string]bool{}, JustBound: map[string]bool{}}
+	o := &Observation{Cycle: rep.Cycle, FailedBinds: map[string]bool{}, GangFailures: map[string][]string{}, JustBound: map[string]bool{}}
 	r.res.Binds += len(rep.Binds)
 	r.res.BindFailures += len(rep.FailedBinds)
 	for _, b := range rep.FailedBinds {
 		o.FailedBinds[string(b.Pod.UID)] = true
-		o.GangFailures[Namespace+"/"+b.Pod.Annotations[ledger.GroupNameAnnotation]] = true
+		gang := Namespace + "/" + b.Pod.Annotations[ledger.GroupNameAnnotation]
+		o.GangFailures[gang] = append(o.GangFailures[gang], b.Node)
 	}
 	justBound := o.JustBound
 	for _, b := range rep.Binds {
