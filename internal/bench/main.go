@@ -151,6 +151,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rdmatopo bench: -o must be %s or %s, got %q\n", outputTable, outputJSON, *out)
 		return exitUsage
 	}
+	// Clamped into int32 range; Validate reports anything outside 0..100.
 	o := Options{Nodes: *nodes, Gangs: *gangs, Seed: *seed, NodesToFindPercent: int32(min(max(*pct, -1), 101))}
 	if *only != "both" {
 		o.Confs = []string{*only}

@@ -34,12 +34,13 @@ type RunResult struct {
 	SecondsPerPod float64 `json:"secondsPerPod"`
 	// PeakHeapBytes is the largest live heap sampled after a cycle.
 	PeakHeapBytes uint64 `json:"peakHeapBytes"`
+
+	// Details not in the runs' JSON contract (shown in the table and in the
+	// report's "details").
 	// FloorS0 is the mean, over the gangs MeanS0 averages, of the fewest
 	// S0s each gang could span on an empty fabric: no scheduler's MeanS0
 	// on the same gangs can be lower.
 	FloorS0 float64 `json:"-"`
-
-	// Details not in the JSON contract (shown in the table).
 	// RDMAGangs is the number of gangs MeanS0 averages over.
 	RDMAGangs int `json:"-"`
 	// Misaligned counts bound pods no NUMA zone could hold alone.

@@ -3,7 +3,8 @@
 // cycle, invariants read from the API objects: gangs arrive and finish,
 // nodes are drained and come back, binds fail at a given rate, KCNR
 // allocations lag the binds by a number of cycles, and the scheduler
-// restarts every so many jobs, rebuilding its state from the objects alone.
+// restarts every so many jobs (a new Volcano cache and rdma-topology
+// runtime), rebuilding its state from the objects alone.
 //
 // Invariants, checked after every cycle on the objects (Checker):
 //
@@ -13,7 +14,9 @@
 //     cycle's session saw list for another consumer. (A KCNR that later
 //     shows a pod deleted before its allocation caught up is the lag.)
 //   - PartialGang: a gang with 0 < bound < minMember pods is a violation
-//     unless one of its binds failed at most PartialGrace cycles ago.
+//     unless one of its binds failed at most PartialGrace cycles ago, or
+//     the node of its last failed bind is drained (the freed room is gone;
+//     the grace starts again when the node is back).
 //   - HardLimitBreach: a hard gang's placement tier (node if all its pods
 //     share one node, else s0 if all its NICs hang off one S0, else s1 if
 //     one S1, else cluster; S0 and S1 from the fabric) is no wider than its
