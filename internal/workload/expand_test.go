@@ -156,6 +156,17 @@ func TestExpandVolcanoJobErrors(t *testing.T) {
 			wantField: "spec.queue",
 			wantMsg:   `queue "nowhere" is not defined`,
 		},
+		"replicas beyond what a file holds": {
+			in:        volcanoJob("", 2000000000),
+			wantField: "spec.tasks[1].replicas",
+			wantMsg:   "2000000000 replicas would bring the workload past 100000 pods",
+		},
+		"two jobs beyond what a file holds together": {
+			in: volcanoJob("", 50000) + "---\n" +
+				strings.NewReplacer("name: mpi", "name: mpi2", "uid: 0b6e5c1e", "uid: 1b6e5c1e").Replace(volcanoJob("", 50000)),
+			wantField: "spec.tasks[1].replicas",
+			wantMsg:   "50000 replicas would bring the workload past 100000 pods",
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -262,6 +273,11 @@ func TestExpandPyTorchJobErrors(t *testing.T) {
 			in:        pytorchJob("Master", "Worker", "  runPolicy:\n    schedulingPolicy: {minAvailable: 7}\n", 1),
 			wantField: "spec.runPolicy.schedulingPolicy.minAvailable",
 			wantMsg:   "between 0 and the total replicas (2)",
+		},
+		"replicas beyond what a file holds": {
+			in:        pytorchJob("Master", "Worker", "", 2000000000),
+			wantField: "spec.pytorchReplicaSpecs.Worker.replicas",
+			wantMsg:   "2000000000 replicas would bring the workload past 100000 pods",
 		},
 		"unknown run policy field": {
 			in:        pytorchJob("Master", "Worker", "  runPolicy:\n    schedulingPolicy: {minAvailble: 1}\n", 1),

@@ -86,7 +86,7 @@ func PyTorchPodName(jobName, replicaType string, index int) string {
 // replicas unless schedulingPolicy.minAvailable says otherwise, the job's
 // annotations copied) and the Pods the training operator creates with
 // Volcano gang scheduling.
-func expandPyTorchJob(r *rawObject, job *PyTorchJob, classes map[string]int32, clk *clock) (*schedulingv1beta1.PodGroup, []*corev1.Pod, *InputError) {
+func expandPyTorchJob(r *rawObject, job *PyTorchJob, classes map[string]int32, clk *clock, room int64) (*schedulingv1beta1.PodGroup, []*corev1.Pod, *InputError) {
 	if ierr := identifyJob(r, KindPyTorchJob, &job.ObjectMeta); ierr != nil {
 		return nil, nil, ierr
 	}
@@ -97,7 +97,11 @@ func expandPyTorchJob(r *rawObject, job *PyTorchJob, classes map[string]int32, c
 
 	var total int32
 	for _, rt := range types {
-		total += *job.Spec.PyTorchReplicaSpecs[rt].Replicas
+		n := *job.Spec.PyTorchReplicaSpecs[rt].Replicas
+		if int64(total)+int64(n) > room {
+			return nil, nil, r.errorf("spec.pytorchReplicaSpecs."+rt+".replicas", "%d replicas would bring the workload past %d pods, the most a workload file holds", n, maxWorkloadPods)
+		}
+		total += n
 	}
 	minMember, queue, prio := total, DefaultQueue, ""
 	var minRes *corev1.ResourceList

@@ -22,6 +22,12 @@ type Set struct {
 	Pods            []*corev1.Pod
 }
 
+// maxWorkloadPods is the most pods a workload file may hold, counting the
+// pods its jobs expand into: a simulation of more is not something the
+// scheduler's session loop does in reasonable time, and a typo in replicas
+// must not exhaust memory.
+const maxWorkloadPods = 100000
+
 // groupAnnotationField is the field path of a pod's PodGroup annotation.
 var groupAnnotationField = fmt.Sprintf("metadata.annotations[%q]", schedulingv1beta1.KubeGroupNameAnnotationKey)
 
@@ -115,7 +121,7 @@ func (b *setBuilder) add(r *rawObject) *InputError {
 		if ierr := b.reg.add(r.origin, KindVolcanoJob, job.Namespace, job.Name); ierr != nil {
 			return ierr
 		}
-		pg, pods, ierr := expandVolcanoJob(r, job, b.classes, &b.clk)
+		pg, pods, ierr := expandVolcanoJob(r, job, b.classes, &b.clk, b.podRoom())
 		if ierr != nil {
 			return ierr
 		}
@@ -128,7 +134,7 @@ func (b *setBuilder) add(r *rawObject) *InputError {
 		if ierr := b.reg.add(r.origin, KindPyTorchJob, job.Namespace, job.Name); ierr != nil {
 			return ierr
 		}
-		pg, pods, ierr := expandPyTorchJob(r, job, b.classes, &b.clk)
+		pg, pods, ierr := expandPyTorchJob(r, job, b.classes, &b.clk, b.podRoom())
 		if ierr != nil {
 			return ierr
 		}
@@ -269,8 +275,14 @@ func (b *setBuilder) addExpanded(r *rawObject, pg *schedulingv1beta1.PodGroup, p
 	return nil
 }
 
+// podRoom is how many more pods the file may hold.
+func (b *setBuilder) podRoom() int64 { return int64(maxWorkloadPods - len(b.set.Pods)) }
+
 // putPod applies the priority admission and records a pod.
 func (b *setBuilder) putPod(src podSource, p *corev1.Pod) *InputError {
+	if b.podRoom() <= 0 {
+		return src.origin.errorf(src.kind, src.namespace, src.name, "metadata.name", "a workload file holds at most %d pods", maxWorkloadPods)
+	}
 	if name := p.Spec.PriorityClassName; name != "" {
 		v, ok := b.classes[name]
 		if !ok && !strings.HasPrefix(name, "system-") {

@@ -57,11 +57,11 @@ func identifyJob(r *rawObject, kind string, meta *metav1.ObjectMeta) *InputError
 // expandVolcanoJob applies the admission webhook's defaults and checks to a
 // batch.volcano.sh/v1alpha1 Job, then builds the PodGroup and Pods its
 // controller would create.
-func expandVolcanoJob(r *rawObject, job *batchv1alpha1.Job, classes map[string]int32, clk *clock) (*schedulingv1beta1.PodGroup, []*corev1.Pod, *InputError) {
+func expandVolcanoJob(r *rawObject, job *batchv1alpha1.Job, classes map[string]int32, clk *clock, room int64) (*schedulingv1beta1.PodGroup, []*corev1.Pod, *InputError) {
 	if ierr := identifyJob(r, KindVolcanoJob, &job.ObjectMeta); ierr != nil {
 		return nil, nil, ierr
 	}
-	if ierr := defaultVolcanoJob(r, job); ierr != nil {
+	if ierr := defaultVolcanoJob(r, job, room); ierr != nil {
 		return nil, nil, ierr
 	}
 
@@ -104,8 +104,9 @@ func expandVolcanoJob(r *rawObject, job *batchv1alpha1.Job, classes map[string]i
 }
 
 // defaultVolcanoJob applies the mutating webhook's defaults and the
-// validating webhook's checks that matter for scheduling.
-func defaultVolcanoJob(r *rawObject, job *batchv1alpha1.Job) *InputError {
+// validating webhook's checks that matter for scheduling. The job may
+// expand into at most room pods.
+func defaultVolcanoJob(r *rawObject, job *batchv1alpha1.Job, room int64) *InputError {
 	if job.Spec.Queue == "" {
 		job.Spec.Queue = DefaultQueue
 	}
@@ -116,7 +117,8 @@ func defaultVolcanoJob(r *rawObject, job *batchv1alpha1.Job) *InputError {
 		return r.errorf("spec.tasks", "required: no task specified")
 	}
 	names := map[string]bool{}
-	var total, sumMin int32
+	var total int64
+	var sumMin int32
 	for i := range job.Spec.Tasks {
 		t := &job.Spec.Tasks[i]
 		field := fmt.Sprintf("spec.tasks[%d]", i)
@@ -133,6 +135,9 @@ func defaultVolcanoJob(r *rawObject, job *batchv1alpha1.Job) *InputError {
 		if t.Replicas < 0 {
 			return r.errorf(field+".replicas", "must be >= 0, got %d", t.Replicas)
 		}
+		if total+int64(t.Replicas) > room {
+			return r.errorf(field+".replicas", "%d replicas would bring the workload past %d pods, the most a workload file holds", t.Replicas, maxWorkloadPods)
+		}
 		if t.MinAvailable == nil {
 			m := t.Replicas
 			t.MinAvailable = &m
@@ -144,7 +149,7 @@ func defaultVolcanoJob(r *rawObject, job *batchv1alpha1.Job) *InputError {
 			return r.errorf(field+".template.spec.containers", "required: a pod needs at least one container")
 		}
 		defaultRequests(&t.Template.Spec)
-		total += t.Replicas
+		total += int64(t.Replicas)
 		sumMin += *t.MinAvailable
 	}
 	if job.Spec.MinAvailable < 0 {
@@ -153,7 +158,7 @@ func defaultVolcanoJob(r *rawObject, job *batchv1alpha1.Job) *InputError {
 	if job.Spec.MinAvailable == 0 {
 		job.Spec.MinAvailable = sumMin
 	}
-	if job.Spec.MinAvailable > total {
+	if int64(job.Spec.MinAvailable) > total {
 		return r.errorf("spec.minAvailable", "%d is greater than the total replicas of the tasks (%d)", job.Spec.MinAvailable, total)
 	}
 	if job.Spec.SchedulerName != DefaultSchedulerName {
