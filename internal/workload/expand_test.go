@@ -159,13 +159,13 @@ func TestExpandVolcanoJobErrors(t *testing.T) {
 		"replicas beyond what a file holds": {
 			in:        volcanoJob("", 2000000000),
 			wantField: "spec.tasks[1].replicas",
-			wantMsg:   "2000000000 replicas would bring the workload past 100000 pods",
+			wantMsg:   "2000000000 replicas would bring the workload past 20000 pods",
 		},
 		"two jobs beyond what a file holds together": {
-			in: volcanoJob("", 50000) + "---\n" +
-				strings.NewReplacer("name: mpi", "name: mpi2", "uid: 0b6e5c1e", "uid: 1b6e5c1e").Replace(volcanoJob("", 50000)),
+			in: volcanoJob("", 10000) + "---\n" +
+				strings.NewReplacer("name: mpi", "name: mpi2", "uid: 0b6e5c1e", "uid: 1b6e5c1e").Replace(volcanoJob("", 10000)),
 			wantField: "spec.tasks[1].replicas",
-			wantMsg:   "50000 replicas would bring the workload past 100000 pods",
+			wantMsg:   "10000 replicas would bring the workload past 20000 pods",
 		},
 	}
 	for name, tc := range cases {
@@ -277,7 +277,7 @@ func TestExpandPyTorchJobErrors(t *testing.T) {
 		"replicas beyond what a file holds": {
 			in:        pytorchJob("Master", "Worker", "", 2000000000),
 			wantField: "spec.pytorchReplicaSpecs.Worker.replicas",
-			wantMsg:   "2000000000 replicas would bring the workload past 100000 pods",
+			wantMsg:   "2000000000 replicas would bring the workload past 20000 pods",
 		},
 		"unknown run policy field": {
 			in:        pytorchJob("Master", "Worker", "  runPolicy:\n    schedulingPolicy: {minAvailble: 1}\n", 1),

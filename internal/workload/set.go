@@ -26,7 +26,7 @@ type Set struct {
 // pods its jobs expand into: a simulation of more is not something the
 // scheduler's session loop does in reasonable time, and a typo in replicas
 // must not exhaust memory.
-const maxWorkloadPods = 100000
+const maxWorkloadPods = 20000
 
 // groupAnnotationField is the field path of a pod's PodGroup annotation.
 var groupAnnotationField = fmt.Sprintf("metadata.annotations[%q]", schedulingv1beta1.KubeGroupNameAnnotationKey)
