@@ -221,6 +221,14 @@ func TestInputErrorString(t *testing.T) {
 			err:  InputError{File: "w.yaml", Msg: "a\nb"},
 			want: "w.yaml: a b",
 		},
+		"line break in a kind or name from bad input is quoted": {
+			err:  InputError{File: "w.yaml", Doc: 1, Kind: "0000\n0", Namespace: "a b", Name: "n\t1", Field: "kind", Msg: "unknown kind"},
+			want: `w.yaml: document 1 ("0000\n0" "a b"/"n\t1"): kind: unknown kind`,
+		},
+		"odd file name and field are quoted": {
+			err:  InputError{File: "my\nfile.yaml", Field: "metadata.labels[a\nb]", Msg: "bad"},
+			want: `"my\nfile.yaml": "metadata.labels[a\nb]": bad`,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

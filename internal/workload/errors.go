@@ -2,7 +2,9 @@ package workload
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode"
 )
 
 // InputError reports unusable input: the file, the object (kind and name,
@@ -40,12 +42,12 @@ func (e *InputError) Error() string {
 	if obj := e.object(); obj != "" {
 		where = append(where, "("+obj+")")
 	}
-	parts := []string{e.File}
+	parts := []string{plain(e.File)}
 	if len(where) > 0 {
 		parts[0] += ": " + strings.Join(where, " ")
 	}
 	if e.Field != "" {
-		parts = append(parts, e.Field)
+		parts = append(parts, plain(e.Field))
 	}
 	parts = append(parts, strings.Join(strings.Fields(e.Msg), " "))
 	return strings.Join(parts, ": ")
@@ -53,18 +55,29 @@ func (e *InputError) Error() string {
 
 // object renders "Kind ns/name", "Kind name" or "" when nothing is known.
 func (e *InputError) object() string {
-	id := e.Name
-	if e.Namespace != "" && e.Name != "" {
-		id = e.Namespace + "/" + e.Name
+	kind, ns, name := plain(e.Kind), plain(e.Namespace), plain(e.Name)
+	id := name
+	if ns != "" && name != "" {
+		id = ns + "/" + name
 	}
 	switch {
-	case e.Kind != "" && id != "":
-		return e.Kind + " " + id
-	case e.Kind != "":
-		return e.Kind
+	case kind != "" && id != "":
+		return kind + " " + id
+	case kind != "":
+		return kind
 	default:
 		return id
 	}
+}
+
+// plain returns s as is, or quoted when it holds spaces or characters that
+// are not printable (a kind or name taken from bad input may hold a line
+// break), so that the error stays one readable line.
+func plain(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 // origin records where an object came from, so later (cross-object)
