@@ -35,7 +35,7 @@ bench:
 
 ## bench-full: rdmatopo against stock Volcano at 1k, 4k and 10k nodes with
 ## Volcano's default (adaptive) nodes-to-find, and at 1k with every node
-## checked; JSON into docs/, then the plot (about 25 minutes on 2 cores)
+## checked; JSON into docs/, then the plot (9 minutes measured on 2 cores)
 BENCH_NODES ?= 1000 4000 10000
 BENCH_ALL_NODES ?= 1000
 bench-full: build
