@@ -122,6 +122,9 @@ func (s *Session) reconcile() {
 		}
 	}
 	l := s.rt.Ledger
+	// kept holds the reservations that stay: the pods below without one
+	// may need theirs restored.
+	kept := make(map[string]bool, len(tasks))
 	l.Each(func(r ledger.Reservation) {
 		t, ok := tasks[r.UID]
 		var why string
@@ -137,14 +140,16 @@ func (s *Session) reconcile() {
 		case t.Pod != nil && t.Pod.DeletionTimestamp != nil:
 			why = "pod is being deleted"
 		}
-		if why != "" {
-			l.Release(r.UID)
-			klog.V(3).InfoS("Released NIC reservation", "pod", r.Namespace+"/"+r.Name, "node", r.Node, "nics", r.NICs(), "reason", why)
+		if why == "" {
+			kept[r.UID] = true
+			return
 		}
+		l.Release(r.UID)
+		klog.V(3).InfoS("Released NIC reservation", "pod", r.Namespace+"/"+r.Name, "node", r.Node, "nics", r.NICs(), "reason", why)
 	})
 	var missing []*v1.Pod
 	for uid, t := range tasks {
-		if _, ok := l.Get(uid); ok || t.Pod == nil || nodeOf(t) == "" {
+		if kept[uid] || t.Pod == nil || nodeOf(t) == "" {
 			continue
 		}
 		if !api.AllocatedStatus(t.Status) || t.Status == api.Allocated {
