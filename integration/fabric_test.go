@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
+	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
 
 // Resources and shapes of the test nodes: two NUMA zones, each with 4 GPUs,
@@ -197,7 +198,7 @@ func (f *fabric) RecordAllocations(ctx context.Context, pods []corev1.Pod) {
 			}
 			zone := f.nics[name][nics[0]].NUMA
 			z := zones[zone]
-			req := podRequests(p)
+			req := workload.PodRequests(&p.Spec)
 			req[rdmaResource] = *resource.NewQuantity(int64(len(nics)), resource.DecimalSI)
 			z.Allocations = append(z.Allocations, &nodev1alpha1.Allocation{Consumer: consumer, Requests: &req})
 			for _, c := range z.Children {
@@ -231,19 +232,6 @@ func numaZones(cnr *nodev1alpha1.CustomNodeResource) map[int]*nodev1alpha1.Topol
 		}
 	}
 	walk(cnr.Status.TopologyZone)
-	return out
-}
-
-// podRequests sums the requests of a pod's containers.
-func podRequests(p corev1.Pod) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for _, c := range p.Spec.Containers {
-		for name, q := range c.Resources.Requests {
-			sum := out[name]
-			sum.Add(q)
-			out[name] = sum
-		}
-	}
 	return out
 }
 

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
 
 // consumerOf is the KCNR consumer id of a pod ("namespace/name/uid").
@@ -66,7 +67,7 @@ func (s *Simulator) ConfirmPod(namespace, name string) error {
 	if len(zones) == 0 {
 		return nil
 	}
-	req := podRequestsOf(p)
+	req := workload.PodRequests(&p.Spec)
 	for _, z := range zones {
 		share := corev1.ResourceList{rdma: *resource.NewQuantity(perZone[z], resource.DecimalSI)}
 		for _, name := range []corev1.ResourceName{gpu, corev1.ResourceCPU} {
@@ -147,17 +148,4 @@ func removeConsumer(zones []*v1alpha1.TopologyZone, consumer string) bool {
 		}
 	}
 	return removed
-}
-
-// podRequestsOf sums a pod's container requests.
-func podRequestsOf(p *corev1.Pod) corev1.ResourceList {
-	total := corev1.ResourceList{}
-	for _, c := range p.Spec.Containers {
-		for name, q := range c.Resources.Requests {
-			cur := total[name]
-			cur.Add(q)
-			total[name] = cur
-		}
-	}
-	return total
 }

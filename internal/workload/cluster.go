@@ -91,7 +91,7 @@ func checkBoundPods(c *Cluster, reg registry) *InputError {
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		req := podRequests(&p.Spec)
+		req := PodRequests(&p.Spec)
 		req[corev1.ResourcePods] = resource.MustParse("1")
 		names := make([]string, 0, len(req))
 		for name := range req {

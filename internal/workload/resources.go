@@ -28,9 +28,9 @@ func defaultRequests(spec *corev1.PodSpec) {
 	fill(spec.Containers)
 }
 
-// podRequests is what a pod asks of a node: the sum of its containers'
+// PodRequests is what a pod asks of a node: the sum of its containers'
 // requests, at least the largest init container's, plus the pod overhead.
-func podRequests(spec *corev1.PodSpec) corev1.ResourceList {
+func PodRequests(spec *corev1.PodSpec) corev1.ResourceList {
 	total := corev1.ResourceList{}
 	for _, c := range spec.Containers {
 		addList(total, c.Resources.Requests)
