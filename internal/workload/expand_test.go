@@ -130,6 +130,19 @@ func TestExpandVolcanoJob(t *testing.T) {
 	}
 }
 
+// requireJobError loads a workload that must fail on a field of a job of
+// kind, with a message containing msg.
+func requireJobError(t *testing.T, in, kind, field, msg string) {
+	t.Helper()
+	_, err := LoadWorkload("w.yaml", []byte(in))
+	require.Error(t, err)
+	var ie *InputError
+	require.ErrorAs(t, err, &ie)
+	require.Equal(t, kind, ie.Kind)
+	require.Equal(t, field, ie.Field)
+	require.Contains(t, ie.Msg, msg)
+}
+
 func TestExpandVolcanoJobErrors(t *testing.T) {
 	cases := map[string]struct {
 		in        string
@@ -169,15 +182,7 @@ func TestExpandVolcanoJobErrors(t *testing.T) {
 		},
 	}
 	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			_, err := LoadWorkload("w.yaml", []byte(tc.in))
-			require.Error(t, err)
-			var ie *InputError
-			require.ErrorAs(t, err, &ie)
-			require.Equal(t, KindVolcanoJob, ie.Kind)
-			require.Equal(t, tc.wantField, ie.Field)
-			require.Contains(t, ie.Msg, tc.wantMsg)
-		})
+		t.Run(name, func(t *testing.T) { requireJobError(t, tc.in, KindVolcanoJob, tc.wantField, tc.wantMsg) })
 	}
 }
 
@@ -286,15 +291,7 @@ func TestExpandPyTorchJobErrors(t *testing.T) {
 		},
 	}
 	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			_, err := LoadWorkload("w.yaml", []byte(tc.in))
-			require.Error(t, err)
-			var ie *InputError
-			require.ErrorAs(t, err, &ie)
-			require.Equal(t, KindPyTorchJob, ie.Kind)
-			require.Equal(t, tc.wantField, ie.Field)
-			require.Contains(t, ie.Msg, tc.wantMsg)
-		})
+		t.Run(name, func(t *testing.T) { requireJobError(t, tc.in, KindPyTorchJob, tc.wantField, tc.wantMsg) })
 	}
 }
 
