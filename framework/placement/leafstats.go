@@ -17,6 +17,12 @@ type leafStat struct {
 	pods int
 	// nics is the number of free NICs under the leaf.
 	nics int64
+	// split is true when a pod under this leaf may need NICs of other
+	// leaves too: a node under it has a zone whose free NICs hang off
+	// several leaves (rail cabling, topology-unknown NICs), or a pod of the
+	// main shape only fits there across zones of different leaves. Groups
+	// with such leaves are also searched by footprint (footprint.go).
+	split bool
 }
 
 // leafStats returns (once per Plan) every leaf's capacity for the main
@@ -85,7 +91,12 @@ func (p *planner) computeLeaf(id topology.S0ID) *leafStat {
 			// A pod that spans zones may need NICs under several leaves;
 			// count it under each (an over-estimate the fill corrects by
 			// adding leaves).
-			c = quickCap(v, p.main, nil)
+			if c = quickCap(v, p.main, nil); c > 0 {
+				st.split = true
+			}
+		}
+		if !st.split && zonesSplit(v) {
+			st.split = true
 		}
 		st.pods += c
 	}
@@ -93,6 +104,20 @@ func (p *planner) computeLeaf(id topology.S0ID) *leafStat {
 		return nil
 	}
 	return st
+}
+
+// zonesSplit reports whether a zone of the node has free NICs under more
+// than one leaf.
+func zonesSplit(v *nodeFree) bool {
+	for i := range v.zones {
+		ls := v.zones[i].leaves
+		for j := 1; j < len(ls); j++ {
+			if ls[j] != ls[0] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // countFree counts a node's free NICs under leaf (any leaf when "").

@@ -11,14 +11,20 @@ import (
 // fill after the capacity estimate admitted them.
 const maxVerify = 8
 
-// Plan places the gang's pods against the state, tightest tier first:
-// one node, one S0, the fewest S0s within one S1, the fewest S0s anywhere; in
-// hard mode it stops at the gang's highest tier. A one-node placement whose
-// NICs would span two S0s (each NUMA zone cabled to its own leaf) yields to
-// a placement under a single S0 if one exists: the gang's S0 count is what
-// the fabric sees, and one node never needs more S0s than the wider tiers. Among feasible candidates of
-// a tier it takes the best fit (least free NIC capacity left over), ties
-// broken by name, so large leaves stay whole for large gangs.
+// Plan places the gang's pods against the state, in the order of
+// preference of the fabric: one node when a node holds the whole gang (its
+// traffic crosses no leaf, whatever leaves its NICs hang off); then the
+// fewest distinct leaves used by all NICs of the gang; then the fewest S1s.
+// The tiers are searched tightest first (one node, one S0, the fewest S0s
+// within one S1, the fewest S0s anywhere); in soft mode a placement within
+// one S1 yields to one anywhere that uses fewer leaves. In hard mode the
+// search stops at the gang's highest tier. Among feasible candidates of a
+// tier it takes the best fit (least free NIC capacity left over), ties
+// broken by name, so large leaves stay whole for large gangs. Pods whose
+// NICs must come from several leaves (rail cabling, topology-unknown NICs)
+// are searched by footprint (footprint.go). In soft mode a gang is never
+// refused while the free capacity holds it: when every leaf-bounded search
+// fails, a fill over every usable node is tried.
 //
 // It tries to place every pending pod; if that fails and Need is smaller, it
 // tries exactly Need pods. The state is not changed: the caller applies the
@@ -77,33 +83,52 @@ func (p *planner) run(pods []Pod) (*Plan, *Failure) {
 		limit = p.g.HighestTier
 	}
 	p.stats = nil
-	// oneNode is a one-node placement whose NICs span several leaves (a
-	// node's NUMA zones hang off different S0s): it is kept while a
-	// single-S0 placement is looked for, and wins over any wider one.
-	var oneNode *candidate
 	for tier := TierNode; tier <= limit; tier++ {
 		var c *candidate
 		switch tier {
 		case TierNode:
 			c = p.tryNode(pods)
-			if c != nil && len(c.leaves) > 1 && limit > TierNode {
-				oneNode, c = c, nil
-			}
 		case TierS0:
 			c = p.tryS0(pods)
 		case TierS1:
 			c = p.tryGroups(pods, true)
+			if c != nil && limit == TierCluster && len(c.leaves) > 2 {
+				// Fewer leaves beat fewer S1s.
+				if w := p.tryGroups(pods, false); w != nil && len(w.leaves) < len(c.leaves) {
+					c = w
+				}
+			}
 		case TierCluster:
 			c = p.tryGroups(pods, false)
-		}
-		if c == nil && oneNode != nil && tier >= TierS0 {
-			c = oneNode
 		}
 		if c != nil {
 			return p.finish(c), nil
 		}
 	}
-	return nil, p.failure(pods, limit)
+	fail := p.failure(pods, limit)
+	if limit == TierCluster && fail.Largest >= countShape(pods, p.main) {
+		if c := p.tryAnywhere(pods); c != nil {
+			return p.finish(c), nil
+		}
+	}
+	return nil, fail
+}
+
+// tryAnywhere fills the gang over every usable node without a leaf bound:
+// the soft-mode last resort, so the estimates of the tier searches never
+// refuse a gang the free capacity holds.
+func (p *planner) tryAnywhere(pods []Pod) *candidate {
+	var nodes []string
+	for _, n := range p.s.fabric.NodeNames() {
+		if p.allowedNode(n, pods[0].Group) {
+			nodes = append(nodes, n)
+		}
+	}
+	assign, ok := p.fill(pods, nodes, nil)
+	if !ok {
+		return nil
+	}
+	return &candidate{assign: assign, leaves: p.leavesOf(assign), key: "anywhere"}
 }
 
 // finish turns a candidate into a plan, with the tier of the whole gang.
@@ -184,12 +209,25 @@ func (p *planner) failure(pods []Pod, limit Tier) *Failure {
 	if len(stats) == 0 {
 		return &Failure{Code: ReasonNoNodes, Message: fmt.Sprintf("no node with free RDMA NICs passes the filters of %s", p.g.Job)}
 	}
+	// total is what the free capacity holds wherever the NICs hang off
+	// (pods of one node counted once, however many leaves its NICs use);
+	// the per-leaf counts only bound the tighter tiers.
 	largestLeaf, total := 0, 0
 	perS1 := map[topology.S1ID]int{}
+	counted := map[string]bool{}
 	for _, st := range stats {
 		largestLeaf = max(largestLeaf, st.pods)
-		total += st.pods
-		perS1[st.s1] += st.pods
+		for _, n := range st.nodes {
+			if counted[n] {
+				continue
+			}
+			counted[n] = true
+			if v := p.s.view(n); v != nil {
+				c := quickCap(v, p.main, nil)
+				total += c
+				perS1[st.s1] += c
+			}
+		}
 	}
 	largestS1 := 0
 	for _, n := range perS1 {

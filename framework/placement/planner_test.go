@@ -121,9 +121,9 @@ func TestPlan(t *testing.T) {
 		g    Gang
 		want outcome
 	}{
-		"one node spanning two S0s yields to one S0": {
+		"one node holds the gang: node beats one S0 over two nodes": {
 			f: bestFit(), g: gang(2, worker),
-			want: outcome{Tier: "s0", S0s: []string{"B"}, Pods: 2, Nodes: 2},
+			want: outcome{Tier: "node", S0s: []string{"A", "B"}, Pods: 2, Nodes: 1},
 		},
 		"small pods share one node and one S0": {
 			f: bestFit(), g: gang(2, master),
@@ -426,5 +426,146 @@ func TestPlanWholeNodePodsAcrossSplitLeaves(t *testing.T) {
 	}
 	if plan != nil {
 		checkPlan(t, s, gang(2, whole), plan)
+	}
+}
+
+// railPCI names NIC i of a rail node.
+func railPCI(i int) string { return fmt.Sprintf("0000:%02x:00.0", 0x10+i) }
+
+// railNode adds a rail-cabled single-NUMA node: 2 zones of 4 GPUs, perZone
+// NICs per zone, NIC i cabled to leaf "<unit>-rail<i>".
+func (f *fixture) railNode(name, unit string, perZone int) {
+	f.nodes = append(f.nodes, builders.MakeNode(name).Shared().GPU(8).RDMA(int64(2*perZone)).CPU("128").S1("s1-0").Obj())
+	w := builders.MakeCNR(name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
+		Zone(0, 4, 64000).Zone(1, 4, 64000)
+	for i := 0; i < 2*perZone; i++ {
+		w.NIC(railPCI(i), i/perZone, fmt.Sprintf("%s-rail%d", unit, i))
+	}
+	f.add(w)
+}
+
+// unknownNode adds a SingleNUMA node whose KCNR names no leaf (or, with
+// shared false, a node without the vke.node.rdma.mode=shared label).
+func (f *fixture) unknownNode(name string, shared bool) {
+	nw := builders.MakeNode(name).GPU(8).RDMA(4).CPU("128").S1("s1-0")
+	if shared {
+		nw = nw.Shared()
+	}
+	f.nodes = append(f.nodes, nw.Obj())
+	f.add(builders.MakeCNR(name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
+		Zone(0, 4, 64000).Zone(1, 4, 64000).
+		NIC(builders.NUMANICs[0][0], 0, "").NIC(builders.NUMANICs[0][1], 0, "").
+		NIC(builders.NUMANICs[1][0], 1, "").NIC(builders.NUMANICs[1][1], 1, ""))
+}
+
+// planLeaves is the number of distinct leaves a plan's NICs use.
+func planLeaves(s *State, p *Plan) int {
+	seen := map[topology.S0ID]bool{}
+	for _, a := range p.Assignments {
+		for _, id := range s.Fabric().NICLeaves(a.Node, a.NICs()) {
+			seen[id] = true
+		}
+	}
+	return len(seen)
+}
+
+func TestPlanPodsSpanningLeaves(t *testing.T) {
+	rails := func(nodes, perZone int) *fixture {
+		f := &fixture{}
+		for i := 1; i <= nodes; i++ {
+			f.railNode(fmt.Sprintf("r%d", i), "su1", perZone)
+		}
+		return f
+	}
+	unknown := func(shared bool) *fixture {
+		f := &fixture{}
+		for i := 1; i <= 3; i++ {
+			f.unknownNode(fmt.Sprintf("u%d", i), shared)
+		}
+		return f
+	}
+	mixed := func() *fixture {
+		f := rails(2, 2)
+		f.unknownNode("u1", true)
+		f.add(f.node("p1", "s1-0", "A", "B"))
+		return f
+	}
+	cases := map[string]struct {
+		f      *fixture
+		g      Gang
+		tier   string
+		leaves int
+		nodes  int
+	}{
+		"2-rail zones: three pods on the same two rails": {
+			f: rails(3, 2), g: gang(3, worker), tier: "s1", leaves: 2, nodes: 3,
+		},
+		"4-rail zones: three pods on the same two rails": {
+			f: rails(3, 4), g: gang(3, worker), tier: "s1", leaves: 2, nodes: 3,
+		},
+		"4-rail zones: both zones of every node, four rails": {
+			f: rails(3, 4), g: gang(6, worker), tier: "s1", leaves: 4, nodes: 3,
+		},
+		"rails: one-NIC pods share one rail": {
+			f: rails(5, 2), g: gang(5, master), tier: "s0", leaves: 1, nodes: 5,
+		},
+		"rails: a node holding the gang wins": {
+			f: rails(3, 4), g: gang(2, worker), tier: "node", leaves: 4, nodes: 1,
+		},
+		"no RDMATOR properties: three pods, six unknown leaves": {
+			f: unknown(true), g: gang(3, worker), tier: "s1", leaves: 6, nodes: 2,
+		},
+		"not labelled shared: three pods, six unknown leaves": {
+			f: unknown(false), g: gang(3, worker), tier: "s1", leaves: 6, nodes: 2,
+		},
+		"mixed: the provider leaf and the rails before unknown NICs": {
+			f: mixed(), g: gang(3, worker), tier: "s1", leaves: 3, nodes: 3,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := NewState(tc.f.fabric(), ledger.New())
+			plan, fail := s.Plan(tc.g)
+			if plan == nil {
+				t.Fatalf("Plan() failed: %v", fail)
+			}
+			got := struct {
+				Tier          string
+				Leaves, Nodes int
+				Pods, PlanS0s int
+			}{plan.Tier.String(), planLeaves(s, plan), summarize(plan, nil).Nodes, len(plan.Assignments), len(plan.S0s)}
+			want := got
+			want.Tier, want.Leaves, want.Nodes, want.Pods, want.PlanS0s = tc.tier, tc.leaves, tc.nodes, len(tc.g.Pods), tc.leaves
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Plan() (-want,+got):\n%s", diff)
+			}
+			checkPlan(t, s, tc.g, plan)
+		})
+	}
+}
+
+func TestPlanSpanningLeavesFailure(t *testing.T) {
+	// Three unknown nodes hold six worker pods; seven are refused with the
+	// true count, not the per-leaf count (which is zero).
+	f := &fixture{}
+	for i := 1; i <= 3; i++ {
+		f.unknownNode(fmt.Sprintf("u%d", i), true)
+	}
+	s := NewState(f.fabric(), ledger.New())
+	plan, fail := s.Plan(gang(7, worker))
+	want := outcome{Reason: ReasonNoCapacity, Msg: "the cluster cannot hold 7 pods of 4 GPU + 2 RDMA; free capacity holds 6"}
+	if diff := cmp.Diff(want, summarize(plan, fail)); diff != "" {
+		t.Errorf("(-want,+got):\n%s", diff)
+	}
+	// Hard s0 over rails: no leaf holds a 2-NIC pod; the reason says so.
+	r := &fixture{}
+	for i := 1; i <= 3; i++ {
+		r.railNode(fmt.Sprintf("r%d", i), "su1", 2)
+	}
+	s = NewState(r.fabric(), ledger.New())
+	plan, fail = s.Plan(hard(gang(3, worker), TierS0))
+	want = outcome{Reason: ReasonTierLimit, Msg: "no S0 can hold 3 pods of 4 GPU + 2 RDMA; the largest holds 0"}
+	if diff := cmp.Diff(want, summarize(plan, fail)); diff != "" {
+		t.Errorf("hard s0 on rails (-want,+got):\n%s", diff)
 	}
 }

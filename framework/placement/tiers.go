@@ -28,7 +28,7 @@ func (p *planner) tryNode(pods []Pod) *candidate {
 		if big := p.s.largestNode(); gpu > big.GPU || gangNICs(pods) > big.NICs {
 			return nil
 		}
-		names = p.nodeCandidates()
+		names = p.nodeCandidates(pods)
 	}
 	type opt struct {
 		name string
@@ -76,11 +76,13 @@ func (p *planner) tryNode(pods []Pod) *candidate {
 	return best
 }
 
-// nodeCandidates lists nodes for the node tier without scanning the
-// cluster: the nodes of the leaves with the fewest free NICs that still have
-// need of them (the most fragmented first, so small gangs fill holes and
-// large leaves stay whole), until enough nodes are found.
-func (p *planner) nodeCandidates() []string {
+// nodeCandidates lists nodes for the node tier without building a list of
+// the whole cluster: walking the leaves with the fewest free NICs first (the
+// most fragmented, so small gangs fill holes and large leaves stay whole), it
+// collects nodes that could hold the whole gang by count (free NICs, and
+// pods of the main shape), until enough are found. A node's NICs may hang
+// off several leaves: the test is on the node, not on the leaf.
+func (p *planner) nodeCandidates(pods []Pod) []string {
 	var leaves []*leafStat
 	for _, st := range p.leafStats() {
 		if st.nics > 0 {
@@ -93,6 +95,7 @@ func (p *planner) nodeCandidates() []string {
 		}
 		return leaves[i].id < leaves[j].id
 	})
+	need, want := gangNICs(pods), countShape(pods, p.main)
 	seen := map[string]bool{}
 	var names []string
 	for _, st := range leaves {
@@ -100,10 +103,15 @@ func (p *planner) nodeCandidates() []string {
 			break
 		}
 		for _, n := range st.nodes {
-			if !seen[n] {
-				seen[n] = true
-				names = append(names, n)
+			if seen[n] {
+				continue
 			}
+			seen[n] = true
+			v := p.s.view(n)
+			if v == nil || countFree(v, "") < need || quickCap(v, p.main, nil) < want {
+				continue
+			}
+			names = append(names, n)
 		}
 	}
 	return names
@@ -160,9 +168,14 @@ func (p *planner) tryGroups(pods []Pod, perS1 bool) *candidate {
 		}
 		groups[key] = append(groups[key], st)
 	}
+	keys := make([]string, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, string(k))
+	}
+	sort.Strings(keys)
 	var choices []*groupChoice
-	for k, members := range groups {
-		if c := p.chooseLeaves(pods, members, string(k)); c != nil {
+	for _, k := range keys {
+		if c := p.chooseLeaves(pods, groups[topology.S1ID(k)], k); c != nil {
 			choices = append(choices, c)
 		}
 	}
@@ -176,15 +189,26 @@ func (p *planner) tryGroups(pods []Pod, perS1 bool) *candidate {
 		}
 		return a.key < b.key
 	})
+	var best *candidate
 	for i, c := range choices {
 		if i >= maxVerify {
 			break
 		}
 		if cand := p.verify(pods, c); cand != nil {
-			return cand
+			best = cand
+			break
 		}
 	}
-	return nil
+	// Groups where pods may need NICs of several leaves each are also
+	// searched by footprint; the fewer leaves win.
+	for _, k := range keys {
+		if members := groups[topology.S1ID(k)]; hasSplit(members) {
+			if c := p.tryFootprints(pods, members, k); c != nil && c.better(best) {
+				best = c
+			}
+		}
+	}
+	return best
 }
 
 // groupChoice is the estimated fewest-leaves choice within one group.
