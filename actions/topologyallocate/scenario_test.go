@@ -53,6 +53,34 @@ func (c *cluster) addNode(name, leaf0, leaf1 string) {
 		NIC(builders.NUMANICs[1][0], 1, leaf1).NIC(builders.NUMANICs[1][1], 1, leaf1).Obj())
 }
 
+// addRailNode adds a rail-cabled single-NUMA node: 2 NICs per NUMA zone,
+// NIC i cabled to leaf "rail<i>" (so each zone spans two leaves).
+func (c *cluster) addRailNode(name string) {
+	c.nodes = append(c.nodes, builders.MakeNode(name).Shared().GPU(8).RDMA(4).CPU("128").
+		Resource("pods", "110").Resource("memory", "512Gi").Obj())
+	w := builders.MakeCNR(name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
+		Zone(0, 4, 64000).Zone(1, 4, 64000)
+	for i, pci := range []string{builders.NUMANICs[0][0], builders.NUMANICs[0][1], builders.NUMANICs[1][0], builders.NUMANICs[1][1]} {
+		w.NIC(pci, i/2, fmt.Sprintf("rail%d", i))
+	}
+	c.cnrs = append(c.cnrs, w.Obj())
+}
+
+// addUnknownNode adds a single-NUMA node whose KCNR names no leaf for its
+// NICs (topology-unknown: each NIC is a leaf of its own); with shared false
+// the node also lacks the vke.node.rdma.mode=shared label.
+func (c *cluster) addUnknownNode(name string, shared bool) {
+	nw := builders.MakeNode(name).GPU(8).RDMA(4).CPU("128").Resource("pods", "110").Resource("memory", "512Gi")
+	if shared {
+		nw = nw.Shared()
+	}
+	c.nodes = append(c.nodes, nw.Obj())
+	c.cnrs = append(c.cnrs, builders.MakeCNR(name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
+		Zone(0, 4, 64000).Zone(1, 4, 64000).
+		NIC(builders.NUMANICs[0][0], 0, "").NIC(builders.NUMANICs[0][1], 0, "").
+		NIC(builders.NUMANICs[1][0], 1, "").NIC(builders.NUMANICs[1][1], 1, "").Obj())
+}
+
 // addJob adds a PodGroup and n pods of gpu GPUs and nics NICs each.
 func (c *cluster) addJob(name string, n, gpu, nics int, ann map[string]string) {
 	c.pgs = append(c.pgs, &schedulingv1beta1.PodGroup{
@@ -219,6 +247,34 @@ func TestGangScenarios(t *testing.T) {
 				c.addJob("cpu", 2, 0, 0, nil)
 			},
 			wantBound: map[string]int{"cpu": 2},
+		},
+		"rail cabling: a soft 3-pod gang on the two rails of one zone": {
+			build: func(c *cluster) {
+				for i := 1; i <= 3; i++ {
+					c.addRailNode(fmt.Sprintf("r%d", i))
+				}
+				c.addJob("rails", 3, 4, 2, nil)
+			},
+			wantBound:  map[string]int{"rails": 3},
+			wantLeaves: map[string][]string{"rails": {"rail0", "rail1"}},
+		},
+		"topology-unknown shared nodes take a soft 3-pod gang": {
+			build: func(c *cluster) {
+				for i := 1; i <= 3; i++ {
+					c.addUnknownNode(fmt.Sprintf("u%d", i), true)
+				}
+				c.addJob("unknown", 3, 4, 2, nil)
+			},
+			wantBound: map[string]int{"unknown": 3},
+		},
+		"nodes not labelled shared take a soft 3-pod gang": {
+			build: func(c *cluster) {
+				for i := 1; i <= 3; i++ {
+					c.addUnknownNode(fmt.Sprintf("u%d", i), false)
+				}
+				c.addJob("unlabelled", 3, 4, 2, nil)
+			},
+			wantBound: map[string]int{"unlabelled": 3},
 		},
 		"two gangs share the fabric without sharing NICs": {
 			build: func(c *cluster) {
