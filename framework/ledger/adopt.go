@@ -1,0 +1,203 @@
+package ledger
+
+import (
+	"sort"
+
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+)
+
+// Mismatch is a reservation whose pod the node's KCNR lists on other NICs
+// than the scheduler reserved: the node agent chose differently.
+type Mismatch struct {
+	// Planned is the reservation as the scheduler made it.
+	Planned Reservation
+	// Realized is the reservation after adoption: the KCNR's NICs, grouped
+	// by the NUMA zone the fabric shows each in.
+	Realized Reservation
+	// Contested lists NICs the KCNR gives this pod that another pod's
+	// unconfirmed reservation held; they were taken from that reservation.
+	Contested []topology.NICID
+}
+
+// Adopt makes the KCNR the truth for every pod it lists. For each
+// reservation whose consumer its node's KCNR (in f) lists, the reservation is
+// confirmed (as Confirm does) and, when the KCNR lists the consumer on NICs
+// other than the reserved ones, replaced by what the KCNR lists: the KCNR's
+// NICs, grouped by NUMA zone, with the pod's GPUs and CPUs split evenly over
+// those zones (SplitEvenly, the rule Rebuild uses). What the KCNR does not
+// list is freed. A KCNR that lists the consumer on no NIC at all (zone-level
+// allocations only) says nothing about NICs: the reservation stays.
+//
+// A NIC the KCNR gives the pod that another pod's unconfirmed reservation
+// holds (the scheduler planned it for a pod the agent has not reported yet)
+// moves to the adopting pod: the KCNR shows it taken, so the other pod will
+// not get it; that pod keeps the rest of its reservation until its own KCNR
+// entry arrives. A NIC held by a confirmed reservation (the KCNR lists both
+// consumers on it) stays with its holder and is not adopted.
+//
+// It returns the mismatches, sorted by UID; a nil fabric adopts nothing.
+func (l *Ledger) Adopt(f *topology.Fabric) []Mismatch {
+	if f == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	uids := make([]string, 0, len(l.byUID))
+	for uid := range l.byUID {
+		uids = append(uids, uid)
+	}
+	sort.Strings(uids)
+	// Confirm first, so a NIC two listed pods share is seen as held by a
+	// confirmed holder whatever the UID order.
+	for _, uid := range uids {
+		r := l.byUID[uid]
+		if node, ok := f.Node(r.Node); ok && node.Consumers[r.Consumer()] {
+			r.Confirmed = true
+		}
+	}
+	var out []Mismatch
+	for _, uid := range uids {
+		r := l.byUID[uid]
+		node, ok := f.Node(r.Node)
+		if !ok || !r.Confirmed {
+			continue
+		}
+		listed := listedNICs(node, r.Consumer())
+		if len(listed) == 0 {
+			continue
+		}
+		var keep, contested []listedNIC
+		for _, n := range listed {
+			holder, held := l.holder[nicKey{r.Node, n.id}]
+			switch {
+			case !held || holder == uid:
+				keep = append(keep, n)
+			case !l.byUID[holder].Confirmed:
+				keep = append(keep, n)
+				contested = append(contested, n)
+			}
+		}
+		if len(keep) == 0 || sameNICs(keep, r) {
+			continue
+		}
+		m := Mismatch{Planned: r.clone()}
+		for _, n := range contested {
+			l.dropNIC(l.byUID[l.holder[nicKey{r.Node, n.id}]], n.id)
+			m.Contested = append(m.Contested, n.id)
+		}
+		realized := *r
+		realized.Zones = zonesOf(keep, r)
+		l.replace(r, realized)
+		m.Realized = l.byUID[uid].clone()
+		out = append(out, m)
+	}
+	return out
+}
+
+// listedNIC is a NIC the KCNR lists a consumer on, with its zone.
+type listedNIC struct {
+	id   topology.NICID
+	numa int
+}
+
+// listedNICs returns the node's NICs whose KCNR allocations name consumer,
+// sorted by NUMA id, then NIC.
+func listedNICs(n *topology.Node, consumer string) []listedNIC {
+	var out []listedNIC
+	for _, z := range n.Zones {
+		for _, nic := range z.NICs {
+			for _, c := range nic.Consumers {
+				if c == consumer {
+					out = append(out, listedNIC{id: nic.ID, numa: z.ID})
+					break
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].numa != out[j].numa {
+			return out[i].numa < out[j].numa
+		}
+		return out[i].id < out[j].id
+	})
+	return out
+}
+
+// sameNICs reports whether the listed NICs are exactly the reservation's, in
+// the same zones.
+func sameNICs(listed []listedNIC, r *Reservation) bool {
+	n := 0
+	for _, z := range r.Zones {
+		for _, id := range z.NICs {
+			found := false
+			for _, x := range listed {
+				if x.id == id && x.numa == z.NUMA {
+					found = true
+					break
+				}
+			}
+			if !found {
+				return false
+			}
+			n++
+		}
+	}
+	return n == len(listed)
+}
+
+// zonesOf groups the NICs into zones (sorted by NUMA, NICs sorted) and
+// splits the reservation's GPUs and CPUs evenly over them.
+func zonesOf(nics []listedNIC, r *Reservation) []ZoneUse {
+	var gpu, cpu int64
+	for _, z := range r.Zones {
+		gpu += z.GPU
+		cpu += z.CPUMilli
+	}
+	var zones []ZoneUse
+	for _, n := range nics {
+		if len(zones) == 0 || zones[len(zones)-1].NUMA != n.numa {
+			zones = append(zones, ZoneUse{NUMA: n.numa})
+		}
+		z := &zones[len(zones)-1]
+		z.NICs = append(z.NICs, n.id)
+	}
+	gpus, cpus := SplitEvenly(gpu, len(zones)), SplitEvenly(cpu, len(zones))
+	for i := range zones {
+		zones[i].GPU, zones[i].CPUMilli = gpus[i], cpus[i]
+	}
+	return zones
+}
+
+// replace swaps r's stored reservation for next (same UID and node),
+// keeping the NIC index exact. l.mu must be held for writing.
+func (l *Ledger) replace(r *Reservation, next Reservation) {
+	for _, z := range r.Zones {
+		for _, n := range z.NICs {
+			if l.holder[nicKey{r.Node, n}] == r.UID {
+				delete(l.holder, nicKey{r.Node, n})
+			}
+		}
+	}
+	next = next.clone()
+	l.byUID[r.UID] = &next
+	for _, z := range next.Zones {
+		for _, n := range z.NICs {
+			l.holder[nicKey{next.Node, n}] = next.UID
+		}
+	}
+}
+
+// dropNIC removes one NIC from a reservation (a zone left without NICs
+// keeps its GPUs and CPUs). l.mu must be held for writing.
+func (l *Ledger) dropNIC(r *Reservation, nic topology.NICID) {
+	for i := range r.Zones {
+		z := &r.Zones[i]
+		for j, n := range z.NICs {
+			if n == nic {
+				z.NICs = append(z.NICs[:j:j], z.NICs[j+1:]...)
+				delete(l.holder, nicKey{r.Node, nic})
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,136 @@
+package ledger_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
+)
+
+// adoptFabric builds node n1 (leaf A on NUMA 0, B on NUMA 1) whose KCNR
+// lists each consumer on the given NICs.
+func adoptFabric(listed map[string][]string) *topology.Fabric {
+	w := builders.MakeCNR("n1").Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
+		Zone(0, 4, 64000).Zone(1, 4, 64000).
+		NIC(nicA0, 0, "A").NIC(nicA1, 0, "A").NIC(nicB0, 1, "B").NIC(nicB1, 1, "B")
+	for consumer, nics := range listed {
+		for _, n := range nics {
+			w.UseNIC(n, consumer)
+		}
+	}
+	node := builders.MakeNode("n1").Shared().GPU(8).RDMA(4).CPU("128").Obj()
+	return topology.Build(topology.Config{}.WithDefaults(), []*corev1.Node{node}, []*v1alpha1.CustomNodeResource{w.Obj()})
+}
+
+func TestAdopt(t *testing.T) {
+	consumer := func(name string) string { return "ns/" + name + "/u-" + name }
+	cases := map[string]struct {
+		held   []ledger.Reservation
+		listed map[string][]string
+		// want is every reservation after Adopt, by UID.
+		want map[string]ledger.Reservation
+		// mismatched are the UIDs reported, with the NICs contested.
+		mismatched map[string][]topology.NICID
+	}{
+		"listed as reserved: confirmed, no mismatch": {
+			held:   []ledger.Reservation{res("a", "n1", zone(0, 4, nicA0, nicA1))},
+			listed: map[string][]string{consumer("a"): {nicA0, nicA1}},
+			want: map[string]ledger.Reservation{
+				"u-a": confirmed(res("a", "n1", zone(0, 4, nicA0, nicA1))),
+			},
+		},
+		"agent took the other zone: adopted, planned NICs freed": {
+			held:   []ledger.Reservation{res("a", "n1", zone(0, 4, nicA0, nicA1))},
+			listed: map[string][]string{consumer("a"): {nicB0, nicB1}},
+			want: map[string]ledger.Reservation{
+				"u-a": confirmed(res("a", "n1", zone(1, 4, nicB0, nicB1))),
+			},
+			mismatched: map[string][]topology.NICID{"u-a": nil},
+		},
+		"agent split the pod over two zones: GPUs split evenly": {
+			held:   []ledger.Reservation{res("a", "n1", zone(0, 4, nicA0, nicA1))},
+			listed: map[string][]string{consumer("a"): {nicA1, nicB0}},
+			want: map[string]ledger.Reservation{
+				"u-a": confirmed(res("a", "n1", zone(0, 2, nicA1), zone(1, 2, nicB0))),
+			},
+			mismatched: map[string][]topology.NICID{"u-a": nil},
+		},
+		"not listed yet: unchanged": {
+			held: []ledger.Reservation{res("a", "n1", zone(0, 4, nicA0, nicA1))},
+			want: map[string]ledger.Reservation{
+				"u-a": res("a", "n1", zone(0, 4, nicA0, nicA1)),
+			},
+		},
+		"adopted NICs taken from an unconfirmed reservation": {
+			held: []ledger.Reservation{
+				res("a", "n1", zone(0, 4, nicA0, nicA1)),
+				res("b", "n1", zone(1, 4, nicB0, nicB1)),
+			},
+			listed: map[string][]string{consumer("a"): {nicB0, nicB1}},
+			want: map[string]ledger.Reservation{
+				"u-a": confirmed(res("a", "n1", zone(1, 4, nicB0, nicB1))),
+				"u-b": res("b", "n1", zone(1, 4)),
+			},
+			mismatched: map[string][]topology.NICID{"u-a": {nicB0, nicB1}},
+		},
+		"NIC of a confirmed holder is not adopted": {
+			held: []ledger.Reservation{
+				res("a", "n1", zone(0, 4, nicA0, nicA1)),
+				res("b", "n1", zone(1, 4, nicB0, nicB1)),
+			},
+			listed: map[string][]string{consumer("a"): {nicA0, nicB0}, consumer("b"): {nicB0, nicB1}},
+			want: map[string]ledger.Reservation{
+				"u-a": confirmed(res("a", "n1", zone(0, 4, nicA0))),
+				"u-b": confirmed(res("b", "n1", zone(1, 4, nicB0, nicB1))),
+			},
+			mismatched: map[string][]topology.NICID{"u-a": nil},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			l := ledger.New()
+			for _, r := range tc.held {
+				if err := l.Reserve(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// u-b is confirmed first when the KCNR lists it, as a
+			// session's earlier Confirm would have done.
+			ms := l.Adopt(adoptFabric(tc.listed))
+			got := map[string][]topology.NICID{}
+			for _, m := range ms {
+				got[m.Planned.UID] = m.Contested
+				if m.Planned.UID != m.Realized.UID {
+					t.Errorf("mismatch pairs %s with %s", m.Planned.UID, m.Realized.UID)
+				}
+			}
+			if len(got) == 0 {
+				got = nil
+			}
+			if diff := cmp.Diff(tc.mismatched, got); diff != "" {
+				t.Errorf("mismatches (-want,+got):\n%s", diff)
+			}
+			all := map[string]ledger.Reservation{}
+			for _, r := range l.All() {
+				all[r.UID] = r
+			}
+			if diff := cmp.Diff(tc.want, all); diff != "" {
+				t.Errorf("ledger after Adopt (-want,+got):\n%s", diff)
+			}
+			mustInvariants(t, l)
+			if again := l.Adopt(adoptFabric(tc.listed)); len(again) != 0 {
+				t.Errorf("second Adopt reported %d mismatches, want none", len(again))
+			}
+		})
+	}
+}
+
+func confirmed(r ledger.Reservation) ledger.Reservation {
+	r.Confirmed = true
+	return r
+}
