@@ -1,6 +1,7 @@
 package topologyallocate_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -447,3 +449,79 @@ func keys(m map[string]*api.TaskInfo) []string {
 }
 
 var _ = topologyallocate.ActionName
+
+// TestNodeAgentChoseOtherNICs: three running pods were reserved NUMA-0 NICs
+// (leaf A) but their KCNRs list them on NUMA 1 (leaf B). The scheduler
+// adopts the KCNR's NICs, frees leaf A for a hard-s0 gang of four, patches
+// the pods' annotations and shows the planned placement on their PodGroup.
+func TestNodeAgentChoseOtherNICs(t *testing.T) {
+	c := &cluster{}
+	for i := 1; i <= 4; i++ {
+		c.addNode(fmt.Sprintf("n%d", i), "A", "B")
+	}
+	for i := 0; i < 3; i++ {
+		name, uid, node := fmt.Sprintf("old-%d", i), fmt.Sprintf("u-old-%d", i), fmt.Sprintf("n%d", i+1)
+		p := builders.MakePod("ns", name).UID(uid).Node(node).Phase(corev1.PodRunning).Group("old").
+			Req(builders.GPUResource, "4").Req(builders.RDMAResource, "2").Req("cpu", "4").
+			Annotation(ledger.AnnotationNICs, builders.NUMANICs[0][0]+","+builders.NUMANICs[0][1]).
+			Annotation(ledger.AnnotationNUMA, "0").Obj()
+		p.Spec.SchedulerName = "volcano"
+		c.pods = append(c.pods, p)
+		consumer := builders.Consumer("ns", name, uid)
+		c.cnrs[i] = builders.MakeCNR(node).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
+			Zone(0, 4, 64000).Zone(1, 4, 64000).
+			NIC(builders.NUMANICs[0][0], 0, "A").NIC(builders.NUMANICs[0][1], 0, "A").
+			NIC(builders.NUMANICs[1][0], 1, "B").NIC(builders.NUMANICs[1][1], 1, "B").
+			UseNIC(builders.NUMANICs[1][0], consumer).UseNIC(builders.NUMANICs[1][1], consumer).
+			Alloc(1, consumer, corev1.ResourceList{builders.GPUResource: resource.MustParse("4")}).Obj()
+	}
+	c.pgs = append(c.pgs, &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "old", UID: "pg-old"},
+		Spec:       schedulingv1beta1.PodGroupSpec{MinMember: 3, Queue: "default"},
+		Status:     schedulingv1beta1.PodGroupStatus{Phase: schedulingv1beta1.PodGroupRunning},
+	})
+	c.addJob("new", 4, 4, 2, map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s0"})
+
+	rt := newRuntime()
+	patched := map[string]map[string]string{}
+	var mu sync.Mutex
+	rt.SetPodPatcher(func(_ context.Context, ns, name string, ann map[string]string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		patched[ns+"/"+name] = ann
+		return nil
+	})
+	o := runSession(t, c, rt)
+	if got := bound(o, "new"); got != 4 {
+		t.Fatalf("new gang: %d bound, want 4 (leaf A is truly free)", got)
+	}
+	if diff := cmp.Diff([]string{"A"}, leavesOf(o, "new")); diff != "" {
+		t.Errorf("new gang leaves (-want,+got):\n%s", diff)
+	}
+	want := map[string]map[string]string{}
+	for i := 0; i < 3; i++ {
+		want[fmt.Sprintf("ns/old-%d", i)] = map[string]string{
+			ledger.AnnotationNICs: builders.NUMANICs[1][0] + "," + builders.NUMANICs[1][1],
+			ledger.AnnotationNUMA: "1",
+			ledger.AnnotationS0:   "B",
+		}
+	}
+	if diff := cmp.Diff(want, patched); diff != "" {
+		t.Errorf("patched annotations (-want,+got):\n%s", diff)
+	}
+	for i := 0; i < 3; i++ {
+		r, ok := o.ledger.Get(fmt.Sprintf("u-old-%d", i))
+		if !ok || !r.Confirmed || r.Zones[0].NUMA != 1 {
+			t.Errorf("old-%d reservation = %+v, want confirmed on NUMA 1", i, r)
+		}
+	}
+	pg := o.pgs["ns/old"]
+	if pg == nil {
+		t.Fatalf("PodGroup ns/old was not written back")
+	}
+	wantPlacement := `{"tier":"s0","s0":["B"],"s1":[],"planned":{"tier":"s0","s0":["A"],"s1":[]}}`
+	if got := pg.Annotations[ledger.AnnotationPlacement]; got != wantPlacement {
+		t.Errorf("old placement = %s, want %s", got, wantPlacement)
+	}
+	checkBinds(t, o)
+}

@@ -212,6 +212,9 @@ type PlacementAnnotation struct {
 	Tier string   `json:"tier"`
 	S0   []string `json:"s0"`
 	S1   []string `json:"s1"`
+	// Planned is the placement the scheduler planned, present when the
+	// nodes realized another one (the KCNRs listed pods on other NICs).
+	Planned *PlannedPlacement `json:"planned,omitempty"`
 }
 
 // close writes each RDMA gang's outcome on its PodGroup: the placement
@@ -246,6 +249,7 @@ func (s *Session) close() {
 			}
 			sort.Strings(ann.S0)
 			sort.Strings(ann.S1)
+			ann.Planned = s.plannedFor(job, ann)
 			data, _ := json.Marshal(ann)
 			s.setPlacement(job, string(data))
 			if int32(h.Pods) > 0 && job.ReadyTaskNum() >= job.MinAvailable {

@@ -45,6 +45,8 @@ type Runtime struct {
 	recorder record.EventRecorder
 	// stop ends the informer started by this runtime.
 	stop chan struct{}
+	// truth remembers adoptions of what the KCNRs list (truth.go).
+	truth *truth
 }
 
 // NewRuntime returns a Runtime whose fabric the caller feeds (UpsertNode,

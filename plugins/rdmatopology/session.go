@@ -106,7 +106,8 @@ func (s *Session) capOf(ni *api.NodeInfo) placement.Cap {
 // reservations of pods that are gone, finished, back to pending (a failed
 // bind) or on another node are released; bound pods that carry the
 // scheduler's annotations but have no reservation (after a restart) get one
-// back; reservations the KCNRs list are confirmed.
+// back; reservations the KCNRs list are confirmed, and where a KCNR lists a
+// pod on other NICs than reserved, its NICs are adopted (truth.go).
 func (s *Session) reconcile() {
 	// Pods of the session's jobs, plus every pod on a node (pods of other
 	// schedulers or without a group are only there).
@@ -182,7 +183,8 @@ func (s *Session) reconcile() {
 			}
 		}
 	}
-	l.Confirm(s.Fabric)
+	s.adopt(tasks)
+	s.rt.truthOf().forget(tasks, s.ssn.Jobs)
 }
 
 // nodeOf is the node a task is on or being bound to. While a bind is in

@@ -1,0 +1,308 @@
+// Node truth: the KCNR is the truth for every pod it lists.
+//
+// The node agent, not the scheduler, hands out devices. When a node's KCNR
+// lists a bound pod on other NICs or zones than the scheduler reserved, the
+// session adopts what the KCNR lists (ledger.Adopt frees the planned NICs),
+// patches the pod's rdmatopo.io/nics|numa|s0 annotations to the real
+// values, records a NICMismatch Event on the pod (once per pod), counts the
+// mismatch, and remembers the gang's planned placement so its PodGroup shows
+// "planned" beside the realized placement.
+
+package rdmatopology
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"volcano.sh/volcano/pkg/scheduler/api"
+
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+)
+
+// ReasonNICMismatch is the reason of the Event on a pod the node agent gave
+// other NICs than the scheduler reserved.
+const ReasonNICMismatch = "NICMismatch"
+
+// patchTimeout bounds one annotation patch of a mismatched pod.
+const patchTimeout = 10 * time.Second
+
+var (
+	// nicMismatches counts bound pods whose KCNR entry differed from their
+	// reservation.
+	nicMismatches = promauto.NewCounter(prometheus.CounterOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "nic_mismatch_total",
+		Help:      "Bound RDMA pods the node agent gave other NICs or zones than the scheduler reserved.",
+	})
+	// gangsRealizedWider counts gangs whose realized placement is wider than
+	// planned, by planned and realized tier.
+	gangsRealizedWider = promauto.NewCounterVec(prometheus.CounterOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "gangs_realized_wider_total",
+		Help:      "RDMA gangs whose placement as the nodes realized it is wider than planned, by planned and realized tier.",
+	}, []string{"planned", "realized"})
+)
+
+// PodPatcher writes annotations onto a live pod (a merge patch of
+// metadata.annotations).
+type PodPatcher func(ctx context.Context, namespace, name string, annotations map[string]string) error
+
+// KubePodPatcher returns a PodPatcher on a Kubernetes client.
+func KubePodPatcher(kc kubernetes.Interface) PodPatcher {
+	return func(ctx context.Context, namespace, name string, ann map[string]string) error {
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+		if err != nil {
+			return err
+		}
+		_, err = kc.CoreV1().Pods(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	}
+}
+
+// truth is the runtime's memory of adoptions, across sessions.
+type truth struct {
+	mu sync.Mutex
+	// patch writes a mismatched pod's real annotations; nil: the session's
+	// kube client, if any.
+	patch PodPatcher
+	// evented marks pods whose NICMismatch Event was recorded.
+	evented map[string]bool
+	// planned is the placement each gang was planned at, kept while the
+	// gang's realized placement differs from it.
+	planned map[api.JobID]PlannedPlacement
+	// wider marks gangs counted in gangsRealizedWider.
+	wider map[api.JobID]bool
+}
+
+// PlannedPlacement is the placement the scheduler planned for a gang,
+// written as "planned" in rdmatopo.io/placement when the nodes realized
+// another one.
+type PlannedPlacement struct {
+	Tier string   `json:"tier"`
+	S0   []string `json:"s0"`
+	S1   []string `json:"s1"`
+}
+
+// truthOf returns the runtime's adoption memory, creating it on first use.
+func (rt *Runtime) truthOf() *truth {
+	truthMu.Lock()
+	defer truthMu.Unlock()
+	if rt.truth == nil {
+		rt.truth = &truth{evented: map[string]bool{}, planned: map[api.JobID]PlannedPlacement{}, wider: map[api.JobID]bool{}}
+	}
+	return rt.truth
+}
+
+var truthMu sync.Mutex
+
+// SetPodPatcher installs how mismatched pods' annotations are written (the
+// simulator and tests install their own; the scheduler uses its kube client).
+func (rt *Runtime) SetPodPatcher(p PodPatcher) {
+	t := rt.truthOf()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.patch = p
+}
+
+// adopt is reconcile's last step: confirm reservations the KCNRs list and
+// adopt what they list where it differs from the reservation.
+func (s *Session) adopt(tasks map[string]*api.TaskInfo) {
+	mismatches := s.rt.Ledger.Adopt(s.Fabric)
+	if len(mismatches) == 0 {
+		return
+	}
+	t := s.rt.truthOf()
+	byJob := map[api.JobID][]ledger.Mismatch{}
+	for _, m := range mismatches {
+		nicMismatches.Inc()
+		byJob[api.JobID(m.Planned.Job)] = append(byJob[api.JobID(m.Planned.Job)], m)
+		klog.InfoS("Node agent placed a pod on other NICs than reserved; adopting the CustomNodeResource's",
+			"pod", klog.KRef(m.Planned.Namespace, m.Planned.Name), "node", m.Planned.Node,
+			"planned", m.Planned.NICs(), "realized", m.Realized.NICs(), "contested", m.Contested)
+		s.patchPod(t, m.Realized)
+		s.mismatchEvent(t, m, tasks[m.Planned.UID])
+	}
+	// The planned placement of each gang: its reservations as they were
+	// before this adoption.
+	jobs := make([]string, 0, len(byJob))
+	for id := range byJob {
+		jobs = append(jobs, string(id))
+	}
+	sort.Strings(jobs)
+	for _, id := range jobs {
+		jobID := api.JobID(id)
+		if jobID == "" {
+			continue
+		}
+		planned := map[string]ledger.Reservation{}
+		for _, r := range s.rt.Ledger.All() {
+			if r.Job == id {
+				planned[r.UID] = r
+			}
+		}
+		realized := placementOf(s.Fabric, planned)
+		for _, m := range byJob[jobID] {
+			planned[m.Planned.UID] = m.Planned
+		}
+		plan := placementOf(s.Fabric, planned)
+		t.mu.Lock()
+		if _, ok := t.planned[jobID]; !ok {
+			t.planned[jobID] = plan
+		}
+		first := t.planned[jobID]
+		if !t.wider[jobID] && tierRank(realized.Tier) > tierRank(first.Tier) {
+			t.wider[jobID] = true
+			gangsRealizedWider.WithLabelValues(first.Tier, realized.Tier).Inc()
+		}
+		t.mu.Unlock()
+	}
+}
+
+// patchPod writes the realized reservation's annotations on its pod.
+func (s *Session) patchPod(t *truth, r ledger.Reservation) {
+	t.mu.Lock()
+	patch := t.patch
+	t.mu.Unlock()
+	if patch == nil {
+		kc := s.ssn.KubeClient()
+		if kc == nil {
+			return
+		}
+		patch = KubePodPatcher(kc)
+	}
+	nics := r.NICs()
+	ann := map[string]string{
+		ledger.AnnotationNICs: ledger.FormatNICs(nics),
+		ledger.AnnotationNUMA: ledger.FormatNUMA(r.NUMAs()),
+		ledger.AnnotationS0:   ledger.FormatS0(s.Fabric.NICLeaves(r.Node, nics)),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), patchTimeout)
+	defer cancel()
+	if err := patch(ctx, r.Namespace, r.Name, ann); err != nil {
+		klog.ErrorS(err, "Cannot patch the realized NICs onto the pod", "pod", klog.KRef(r.Namespace, r.Name))
+	}
+}
+
+// mismatchEvent records the NICMismatch Event on the pod, once per pod.
+func (s *Session) mismatchEvent(t *truth, m ledger.Mismatch, task *api.TaskInfo) {
+	t.mu.Lock()
+	done := t.evented[m.Planned.UID]
+	t.evented[m.Planned.UID] = true
+	t.mu.Unlock()
+	if done || s.rt.recorder == nil {
+		return
+	}
+	ref := &v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: m.Planned.Namespace, Name: m.Planned.Name, UID: types.UID(m.Planned.UID)}
+	if task != nil && task.Pod != nil {
+		ref.ResourceVersion = task.Pod.ResourceVersion
+	}
+	s.rt.recorder.Event(ref, v1.EventTypeWarning, ReasonNICMismatch,
+		fmt.Sprintf("node %s gave NICs %s (NUMA %s) instead of the reserved %s (NUMA %s); the scheduler adopted the node's choice",
+			m.Planned.Node, ledger.FormatNICs(m.Realized.NICs()), ledger.FormatNUMA(m.Realized.NUMAs()),
+			ledger.FormatNICs(m.Planned.NICs()), ledger.FormatNUMA(m.Planned.NUMAs())))
+}
+
+// forget drops what the runtime remembers of pods and gangs that are gone.
+func (t *truth) forget(live map[string]*api.TaskInfo, jobs map[api.JobID]*api.JobInfo) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for uid := range t.evented {
+		if _, ok := live[uid]; !ok {
+			delete(t.evented, uid)
+		}
+	}
+	for id := range t.planned {
+		if _, ok := jobs[id]; !ok {
+			delete(t.planned, id)
+			delete(t.wider, id)
+		}
+	}
+}
+
+// plannedFor returns the planned placement to write beside the realized
+// one, or nil when they agree: the runtime's record, else (after a restart)
+// the one the PodGroup already carries.
+func (s *Session) plannedFor(job *api.JobInfo, realized PlacementAnnotation) *PlannedPlacement {
+	t := s.rt.truthOf()
+	t.mu.Lock()
+	p, ok := t.planned[job.UID]
+	t.mu.Unlock()
+	if !ok && job.PodGroup != nil {
+		var cur struct {
+			Planned *PlannedPlacement `json:"planned"`
+		}
+		if raw := job.PodGroup.Annotations[ledger.AnnotationPlacement]; raw != "" && json.Unmarshal([]byte(raw), &cur) == nil && cur.Planned != nil {
+			p, ok = *cur.Planned, true
+		}
+	}
+	if !ok || (p.Tier == realized.Tier && equalStrings(p.S0, realized.S0) && equalStrings(p.S1, realized.S1)) {
+		return nil
+	}
+	return &p
+}
+
+// placementOf summarizes reservations as a placement: tier, S0s, S1s.
+func placementOf(f *topology.Fabric, rs map[string]ledger.Reservation) PlannedPlacement {
+	nodes := map[string]bool{}
+	s0s := map[string]bool{}
+	s1s := map[string]bool{}
+	for _, r := range rs {
+		nodes[r.Node] = true
+		for _, leaf := range f.NICLeaves(r.Node, r.NICs()) {
+			s0s[string(leaf)] = true
+			if l, ok := f.Leaf(leaf); ok {
+				s1s[string(l.S1)] = true
+			}
+		}
+	}
+	p := PlannedPlacement{Tier: placement.TierOf(len(nodes), len(s0s), len(s1s)).String(), S0: sortedKeys(s0s), S1: []string{}}
+	for id := range s1s {
+		if id != "" {
+			p.S1 = append(p.S1, id)
+		}
+	}
+	sort.Strings(p.S1)
+	return p
+}
+
+// tierRank orders tier names, tightest first; unknown names rank last.
+func tierRank(name string) int {
+	if t, err := placement.ParseTier(name); err == nil {
+		return int(t)
+	}
+	return int(placement.TierCluster) + 1
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
