@@ -172,6 +172,15 @@ func (f *fabric) writeCNR(ctx context.Context, cnr *nodev1alpha1.CustomNodeResou
 // deleted ones.
 func (f *fabric) RecordAllocations(ctx context.Context, pods []corev1.Pod) {
 	f.t.Helper()
+	f.RecordAllocationsAs(ctx, pods, nil)
+}
+
+// RecordAllocationsAs is RecordAllocations by a node agent that chose
+// differently for some pods: chosen maps "namespace/name" to the NICs the
+// agent gave the pod instead of its annotated ones (their NUMA zone takes
+// the pod's GPUs and CPUs).
+func (f *fabric) RecordAllocationsAs(ctx context.Context, pods []corev1.Pod, chosen map[string][]string) {
+	f.t.Helper()
 	byNode := map[string][]corev1.Pod{}
 	for _, p := range pods {
 		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
@@ -193,6 +202,9 @@ func (f *fabric) RecordAllocations(ctx context.Context, pods []corev1.Pod) {
 		for _, p := range byNode[name] {
 			consumer := builders.Consumer(p.Namespace, p.Name, string(p.UID))
 			nics := splitList(p.Annotations[annNICs])
+			if c, ok := chosen[p.Namespace+"/"+p.Name]; ok {
+				nics = c
+			}
 			if len(nics) == 0 {
 				f.t.Fatalf("pod %s/%s on %s has no %s annotation", p.Namespace, p.Name, name, annNICs)
 			}
