@@ -44,10 +44,13 @@ func TestNodeAgentChoseOtherNICs(t *testing.T) {
 	ctx := context.Background()
 	f := newFabric(t, e)
 	ns := newNamespace(t, e)
-	f.AddNode(ctx, nodeSpec{Index: 1, Leaves: [2]int{0, 1}})
-	f.AddNode(ctx, nodeSpec{Index: 2, Leaves: [2]int{0, 1}})
+	// Three nodes, NUMA-0 NICs under leaf 0 and NUMA-1 NICs under leaf 1:
+	// a gang of three trainer pods fits under one S0, one pod per node.
+	for i := 1; i <= 3; i++ {
+		f.AddNode(ctx, nodeSpec{Index: i, Leaves: [2]int{0, 1}})
+	}
 
-	job := volcanoJob{Name: "moved", Workers: 1, Shape: trainer, Contract: hardS0}
+	job := volcanoJob{Name: "moved", Workers: 2, Shape: trainer, Contract: hardS0}
 	job.Create(t, e, ns)
 	pods := waitBound(t, e, ns, job.Selector(), job.Size(), placeTimeout)
 	checkGangUnderOneS0(t, f, pods, job.Shape)
@@ -89,7 +92,7 @@ func TestNodeAgentChoseOtherNICs(t *testing.T) {
 		if err := json.Unmarshal([]byte(raw), &got); err != nil {
 			return false, fmt.Sprintf("placement %q: %v", raw, err)
 		}
-		ok := got.Planned != nil && got.Planned.Tier == "s0" && got.Tier != "s0" && len(got.S0) == 2
+		ok := got.Planned != nil && got.Planned.Tier == "s0" && got.Tier == "s1" && len(got.S0) == 2
 		return ok, "placement " + raw
 	})
 

@@ -174,7 +174,17 @@ func allocateGang(ssn *framework.Session, topo *rdmatopology.Session, filters *n
 		allocateTasks(ssn, queue, job, framework.NewStatement(ssn), nil)
 		return
 	}
-	g := buildGang(topo, filters, job, rdma, len(other))
+	c, relaxed, err := topo.EffectiveContract(job)
+	if err != nil {
+		// Never placed under a contract it does not have.
+		klog.InfoS("Gang not placed: invalid job contract", "job", job.UID, "err", err)
+		topo.RecordFailure(job, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
+		return
+	}
+	if relaxed {
+		klog.V(3).InfoS("Gang waited max-wait for its highest tier; planning it as soft", "job", job.UID, "maxWait", c.MaxWait)
+	}
+	g := buildGang(topo, filters, job, c, rdma, len(other))
 	byUID := make(map[string]*api.TaskInfo, len(rdma))
 	for _, t := range rdma {
 		byUID[string(t.UID)] = t
@@ -243,13 +253,10 @@ func applyPlan(ssn *framework.Session, topo *rdmatopology.Session, queue *api.Qu
 	return "", nil
 }
 
-// buildGang turns the job's pending RDMA tasks into a planner request.
-func buildGang(topo *rdmatopology.Session, filters *nodeFilter, job *api.JobInfo, rdma []*api.TaskInfo, others int) placement.Gang {
-	mode, tier, err := rdmatopology.Contract(job)
-	if err != nil {
-		klog.InfoS("Invalid topology annotation; using the default", "job", job.UID, "err", err)
-	}
-	g := placement.Gang{Job: string(job.UID), Mode: mode, HighestTier: tier, Held: topo.Held(job.UID),
+// buildGang turns the job's pending RDMA tasks into a planner request under
+// contract c.
+func buildGang(topo *rdmatopology.Session, filters *nodeFilter, job *api.JobInfo, c placement.Contract, rdma []*api.TaskInfo, others int) placement.Gang {
+	g := placement.Gang{Job: string(job.UID), Mode: c.Mode, HighestTier: c.HighestTier, Held: topo.Held(job.UID),
 		Exclude: map[string]bool{}, Allowed: filters.allowed}
 	pods := make([]*v1.Pod, 0, len(rdma))
 	for _, t := range rdma {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
@@ -524,4 +525,89 @@ func TestNodeAgentChoseOtherNICs(t *testing.T) {
 		t.Errorf("old placement = %s, want %s", got, wantPlacement)
 	}
 	checkBinds(t, o)
+}
+
+func TestContractScenarios(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	since := func(ago time.Duration) string { return now.Add(-ago).Format(time.RFC3339) }
+	waitHard := func(extra map[string]string) map[string]string {
+		ann := map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s0"}
+		for k, v := range extra {
+			ann[k] = v
+		}
+		return ann
+	}
+	cases := map[string]struct {
+		ann         map[string]string
+		wantBound   int
+		wantReason  string
+		wantMessage string
+		// wantSince is the waiting-since the PodGroup carries afterwards
+		// ("": unchanged from the input).
+		wantSince string
+	}{
+		"upper-case mode: pending, never widened": {
+			ann:         map[string]string{ledger.AnnotationMode: "HARD", ledger.AnnotationHighestTier: "s0"},
+			wantReason:  "InvalidAnnotation",
+			wantMessage: `PodGroup ns/big: invalid job contract: annotation rdmatopo.io/mode: "HARD" is not a mode (want hard or soft)`,
+		},
+		"misspelt key: pending": {
+			ann:         map[string]string{"rdmatopo.io/Mode": "hard"},
+			wantReason:  "InvalidAnnotation",
+			wantMessage: "PodGroup ns/big: invalid job contract: annotation rdmatopo.io/Mode: unknown key (the job contract has rdmatopo.io/mode, rdmatopo.io/highest-tier and rdmatopo.io/max-wait)",
+		},
+		"hard without max-wait waits for its tier": {
+			ann:         waitHard(map[string]string{ledger.AnnotationWaitingSince: since(time.Hour)}),
+			wantReason:  "TierLimit",
+			wantMessage: "no S0 can hold 5 pods of 4 GPU + 2 RDMA; the largest holds 4",
+		},
+		"max-wait not reached: waits, says how long is left": {
+			ann:         waitHard(map[string]string{ledger.AnnotationMaxWait: "30s", ledger.AnnotationWaitingSince: since(10 * time.Second)}),
+			wantReason:  "TierLimit",
+			wantMessage: "no S0 can hold 5 pods of 4 GPU + 2 RDMA; the largest holds 4; placed as soft (best available) in 20s if still waiting (max-wait 30s)",
+		},
+		"first failure starts the wait": {
+			ann:         waitHard(map[string]string{ledger.AnnotationMaxWait: "30s"}),
+			wantReason:  "TierLimit",
+			wantMessage: "no S0 can hold 5 pods of 4 GPU + 2 RDMA; the largest holds 4; placed as soft (best available) in 30s if still waiting (max-wait 30s)",
+			wantSince:   since(0),
+		},
+		"max-wait passed: placed as soft": {
+			ann:       waitHard(map[string]string{ledger.AnnotationMaxWait: "30s", ledger.AnnotationWaitingSince: since(35 * time.Second)}),
+			wantBound: 5,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := &cluster{}
+			for i := 1; i <= 4; i++ {
+				c.addNode(fmt.Sprintf("n%d", i), "A", "B")
+			}
+			c.addJob("big", 5, 4, 2, tc.ann)
+			rt := newRuntime()
+			rt.SetClock(func() time.Time { return now })
+			o := runSession(t, c, rt)
+			if got := bound(o, "big"); got != tc.wantBound {
+				t.Errorf("%d pods bound, want %d", got, tc.wantBound)
+			}
+			if tc.wantReason != "" {
+				pg := o.pgs["ns/big"]
+				var got [2]string
+				if pg != nil {
+					for _, cond := range pg.Status.Conditions {
+						if string(cond.Type) == string(rdmatopology.ConditionType) {
+							got = [2]string{cond.Reason, cond.Message}
+						}
+					}
+				}
+				if diff := cmp.Diff([2]string{tc.wantReason, tc.wantMessage}, got); diff != "" {
+					t.Errorf("condition (-want,+got):\n%s", diff)
+				}
+				if tc.wantSince != "" && (pg == nil || pg.Annotations[ledger.AnnotationWaitingSince] != tc.wantSince) {
+					t.Errorf("waiting-since not recorded as %s: %v", tc.wantSince, pg)
+				}
+			}
+			checkBinds(t, o)
+		})
+	}
 }

@@ -24,7 +24,7 @@ const ConditionType scheduling.PodGroupConditionType = "RDMATopologyPlaced"
 // Condition reasons.
 const (
 	ReasonPlaced  = "Placed"
-	ReasonInvalid = "InvalidAnnotation"
+	ReasonInvalid = string(placement.ReasonInvalidContract)
 )
 
 // predicate admits an RDMA task on a node when a NUMA zone there has the
@@ -252,26 +252,37 @@ func (s *Session) close() {
 			ann.Planned = s.plannedFor(job, ann)
 			data, _ := json.Marshal(ann)
 			s.setPlacement(job, string(data))
-			if int32(h.Pods) > 0 && job.ReadyTaskNum() >= job.MinAvailable {
+			if _, err := Contract(job); err == nil && int32(h.Pods) > 0 && job.ReadyTaskNum() >= job.MinAvailable {
 				s.setCondition(job, v1.ConditionTrue, ReasonPlaced,
 					fmt.Sprintf("placed at tier %s on %d node(s) under S0 %s", tier, nodes, strings.Join(ann.S0, ",")))
 			}
 		}
-		if _, _, err := Contract(job); err != nil {
-			s.setCondition(job, v1.ConditionFalse, ReasonInvalid, err.Error()+"; using the default")
-		}
+		_, cerr := Contract(job)
 		s.mu.Lock()
 		f := s.failures[job.UID]
 		s.mu.Unlock()
-		if f != nil && job.ReadyTaskNum() < job.MinAvailable {
-			s.setCondition(job, v1.ConditionFalse, string(f.Code), f.Message)
+		waiting := f != nil && job.ReadyTaskNum() < job.MinAvailable
+		note := s.waitNote(job, waiting && cerr == nil)
+		switch {
+		case cerr != nil:
+			// Never placed under a contract it does not have: one stable
+			// False condition (one Event), whether or not pods run.
+			s.setCondition(job, v1.ConditionFalse, ReasonInvalid, cerr.Error())
+		case waiting:
+			s.setCondition(job, v1.ConditionFalse, string(f.Code), f.Message+note)
 		}
 	}
 }
 
 // setPlacement sets (or, with "", removes) the placement annotation.
 func (s *Session) setPlacement(job *api.JobInfo, value string) {
-	cur, ok := job.PodGroup.Annotations[ledger.AnnotationPlacement]
+	s.setAnnotation(job, ledger.AnnotationPlacement, value)
+}
+
+// setAnnotation sets (or, with "", removes) a scheduler-written PodGroup
+// annotation; Volcano writes the PodGroup back when the session closes.
+func (s *Session) setAnnotation(job *api.JobInfo, key, value string) {
+	cur, ok := job.PodGroup.Annotations[key]
 	if (value == "" && !ok) || (value != "" && cur == value) {
 		return
 	}
@@ -280,9 +291,9 @@ func (s *Session) setPlacement(job *api.JobInfo, value string) {
 		ann[k] = v
 	}
 	if value == "" {
-		delete(ann, ledger.AnnotationPlacement)
+		delete(ann, key)
 	} else {
-		ann[ledger.AnnotationPlacement] = value
+		ann[key] = value
 	}
 	job.PodGroup.Annotations = ann
 }

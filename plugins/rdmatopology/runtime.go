@@ -47,6 +47,9 @@ type Runtime struct {
 	stop chan struct{}
 	// truth remembers adoptions of what the KCNRs list (truth.go).
 	truth *truth
+	// clock is the time max-wait deadlines are measured on (nil: the wall
+	// clock); the simulator installs its simulated clock (wait.go).
+	clock func() time.Time
 }
 
 // NewRuntime returns a Runtime whose fabric the caller feeds (UpsertNode,

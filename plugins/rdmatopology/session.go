@@ -232,35 +232,19 @@ func (s *Session) Shape(task *api.TaskInfo) placement.Shape {
 	}
 }
 
-// Contract reads the job's mode and highest tier from its PodGroup. A value
-// that does not parse is reported and the default used.
-func Contract(job *api.JobInfo) (placement.Mode, placement.Tier, error) {
-	mode, tier := placement.DefaultMode, placement.DefaultHighestTier
+// Contract reads the job's contract from its PodGroup, strictly (see
+// placement.ParseContract). An error means the gang must not be placed: it
+// wraps placement.ErrInvalidContract and names the PodGroup and every bad
+// annotation.
+func Contract(job *api.JobInfo) (placement.Contract, error) {
 	if job.PodGroup == nil {
-		return mode, tier, nil
+		return placement.DefaultContract(), nil
 	}
-	ann := job.PodGroup.Annotations
-	var errs []error
-	if v, ok := ann[ledger.AnnotationMode]; ok {
-		m, err := placement.ParseMode(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("PodGroup %s/%s annotation %s: %w", job.Namespace, job.Name, ledger.AnnotationMode, err))
-		} else {
-			mode = m
-		}
+	c, err := placement.ParseContract(job.PodGroup.Annotations)
+	if err != nil {
+		return c, fmt.Errorf("PodGroup %s/%s: %w", job.Namespace, job.Name, err)
 	}
-	if v, ok := ann[ledger.AnnotationHighestTier]; ok {
-		t, err := placement.ParseTier(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("PodGroup %s/%s annotation %s: %w", job.Namespace, job.Name, ledger.AnnotationHighestTier, err))
-		} else {
-			tier = t
-		}
-	}
-	if len(errs) > 0 {
-		return mode, tier, errs[0]
-	}
-	return mode, tier, nil
+	return c, nil
 }
 
 // Held returns the placement the job currently holds: its reservations in
@@ -306,7 +290,8 @@ func (s *Session) indexLocked(r ledger.Reservation) {
 // tierLimit returns the leaves a task of the job may use on node under its
 // hard tier (nil: any), or false if the node itself is out of bounds.
 func (s *Session) tierLimit(job *api.JobInfo, node string) (map[topology.S0ID]bool, bool) {
-	mode, tier, _ := Contract(job)
+	c, _, _ := s.EffectiveContract(job)
+	mode, tier := c.Mode, c.HighestTier
 	if mode != placement.ModeHard {
 		return nil, true
 	}

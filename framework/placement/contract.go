@@ -1,0 +1,107 @@
+package placement
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+)
+
+// Contract is a gang's job contract, read from its PodGroup's annotations
+// (users set them on their VolcanoJob or PyTorchJob; the controllers copy
+// them onto the PodGroup).
+type Contract struct {
+	// Mode says whether HighestTier is a limit (hard) or a preference.
+	Mode Mode
+	// HighestTier is the widest tier a hard gang accepts.
+	HighestTier Tier
+	// MaxWait bounds how long a hard gang waits for HighestTier before it
+	// is placed as soft; 0 waits forever.
+	MaxWait time.Duration
+}
+
+// DefaultContract is the contract of a gang without annotations.
+func DefaultContract() Contract {
+	return Contract{Mode: DefaultMode, HighestTier: DefaultHighestTier}
+}
+
+// ErrInvalidContract marks an annotation of the job contract that cannot be
+// read. Such a gang is never widened to the defaults: the scheduler keeps it
+// pending, simulate and validate refuse it.
+var ErrInvalidContract = errors.New("invalid job contract")
+
+// ReasonInvalidContract: the gang's contract annotations cannot be read; it
+// is kept pending rather than placed under defaults it did not ask for.
+const ReasonInvalidContract ReasonCode = "InvalidAnnotation"
+
+// contractKeys are the annotations a job or PodGroup may carry under
+// ledger.KeyPrefix: the contract, and the PodGroup keys the scheduler writes.
+var contractKeys = map[string]bool{
+	ledger.AnnotationMode:         true,
+	ledger.AnnotationHighestTier:  true,
+	ledger.AnnotationMaxWait:      true,
+	ledger.AnnotationPlacement:    true,
+	ledger.AnnotationWaitingSince: true,
+}
+
+// ParseContract reads the contract from a job's or PodGroup's annotations,
+// strictly: values are exact (lower case, no other spelling), max-wait is a
+// positive Go duration and needs mode hard, and any other key under
+// rdmatopo.io/ is unknown. It returns the contract (defaults where a value is
+// bad) and, when something is bad, an error wrapping ErrInvalidContract that
+// names every bad annotation, sorted by key.
+func ParseContract(ann map[string]string) (Contract, error) {
+	c := DefaultContract()
+	var errs []string
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Sprintf("annotation %s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	var unknown []string
+	for k := range ann {
+		if strings.HasPrefix(k, ledger.KeyPrefix) && !contractKeys[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	sort.Strings(unknown)
+	for _, k := range unknown {
+		bad(k, "unknown key (the job contract has %s, %s and %s)", ledger.AnnotationMode, ledger.AnnotationHighestTier, ledger.AnnotationMaxWait)
+	}
+	if v, ok := ann[ledger.AnnotationMode]; ok {
+		switch v {
+		case "hard":
+			c.Mode = ModeHard
+		case "soft":
+			c.Mode = ModeSoft
+		default:
+			bad(ledger.AnnotationMode, "%q is not a mode (want hard or soft)", v)
+		}
+	}
+	if v, ok := ann[ledger.AnnotationHighestTier]; ok {
+		if t, err := ParseTier(v); err != nil || v != t.String() {
+			bad(ledger.AnnotationHighestTier, "%q is not a tier (want node, s0, s1 or cluster)", v)
+		} else {
+			c.HighestTier = t
+		}
+	}
+	if v, ok := ann[ledger.AnnotationMaxWait]; ok {
+		d, err := time.ParseDuration(v)
+		switch {
+		case err != nil:
+			bad(ledger.AnnotationMaxWait, "%q is not a duration (e.g. 30s, 10m, 1h30m)", v)
+		case d <= 0:
+			bad(ledger.AnnotationMaxWait, "%q must be positive", v)
+		case ann[ledger.AnnotationMode] != "hard":
+			bad(ledger.AnnotationMaxWait, "needs %s: hard (a soft gang never waits for its tier)", ledger.AnnotationMode)
+		default:
+			c.MaxWait = d
+		}
+	}
+	if len(errs) > 0 {
+		sort.Strings(errs)
+		return c, fmt.Errorf("%w: %s", ErrInvalidContract, strings.Join(errs, "; "))
+	}
+	return c, nil
+}

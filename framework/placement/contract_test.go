@@ -1,0 +1,89 @@
+package placement
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseContract(t *testing.T) {
+	cases := map[string]struct {
+		ann     map[string]string
+		want    Contract
+		wantErr string
+	}{
+		"none: defaults": {want: DefaultContract()},
+		"hard s0": {
+			ann:  map[string]string{"rdmatopo.io/mode": "hard", "rdmatopo.io/highest-tier": "s0"},
+			want: Contract{Mode: ModeHard, HighestTier: TierS0},
+		},
+		"hard with max-wait": {
+			ann:  map[string]string{"rdmatopo.io/mode": "hard", "rdmatopo.io/max-wait": "10m"},
+			want: Contract{Mode: ModeHard, HighestTier: TierS1, MaxWait: 10 * time.Minute},
+		},
+		"scheduler keys are known": {
+			ann:  map[string]string{"rdmatopo.io/placement": "{}", "rdmatopo.io/waiting-since": "2026-01-01T00:00:00Z", "other.io/x": "y"},
+			want: DefaultContract(),
+		},
+		"upper-case mode": {
+			ann:     map[string]string{"rdmatopo.io/mode": "HARD"},
+			want:    DefaultContract(),
+			wantErr: `annotation rdmatopo.io/mode: "HARD" is not a mode (want hard or soft)`,
+		},
+		"spaces around a tier": {
+			ann:     map[string]string{"rdmatopo.io/highest-tier": " s0"},
+			want:    DefaultContract(),
+			wantErr: `annotation rdmatopo.io/highest-tier: " s0" is not a tier (want node, s0, s1 or cluster)`,
+		},
+		"empty tier": {
+			ann:     map[string]string{"rdmatopo.io/highest-tier": ""},
+			want:    DefaultContract(),
+			wantErr: `annotation rdmatopo.io/highest-tier: "" is not a tier (want node, s0, s1 or cluster)`,
+		},
+		"misspelt key": {
+			ann:     map[string]string{"rdmatopo.io/Mode": "hard"},
+			want:    DefaultContract(),
+			wantErr: "annotation rdmatopo.io/Mode: unknown key (the job contract has rdmatopo.io/mode, rdmatopo.io/highest-tier and rdmatopo.io/max-wait)",
+		},
+		"bad duration": {
+			ann:     map[string]string{"rdmatopo.io/mode": "hard", "rdmatopo.io/max-wait": "ten minutes"},
+			want:    Contract{Mode: ModeHard, HighestTier: TierS1},
+			wantErr: `annotation rdmatopo.io/max-wait: "ten minutes" is not a duration (e.g. 30s, 10m, 1h30m)`,
+		},
+		"negative duration": {
+			ann:     map[string]string{"rdmatopo.io/mode": "hard", "rdmatopo.io/max-wait": "-1m"},
+			want:    Contract{Mode: ModeHard, HighestTier: TierS1},
+			wantErr: `annotation rdmatopo.io/max-wait: "-1m" must be positive`,
+		},
+		"max-wait on a soft gang": {
+			ann:     map[string]string{"rdmatopo.io/max-wait": "1m"},
+			want:    DefaultContract(),
+			wantErr: "annotation rdmatopo.io/max-wait: needs rdmatopo.io/mode: hard (a soft gang never waits for its tier)",
+		},
+		"two problems, sorted by key": {
+			ann:     map[string]string{"rdmatopo.io/mode": "strict", "rdmatopo.io/highest-tier": "spine"},
+			want:    DefaultContract(),
+			wantErr: `annotation rdmatopo.io/highest-tier: "spine" is not a tier (want node, s0, s1 or cluster); annotation rdmatopo.io/mode: "strict" is not a mode (want hard or soft)`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := ParseContract(tc.ann)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("contract (-want,+got):\n%s", diff)
+			}
+			gotErr := ""
+			if err != nil {
+				if !errors.Is(err, ErrInvalidContract) {
+					t.Errorf("error %v does not wrap ErrInvalidContract", err)
+				}
+				gotErr = err.Error()[len(ErrInvalidContract.Error())+2:]
+			}
+			if gotErr != tc.wantErr {
+				t.Errorf("error = %q, want %q", gotErr, tc.wantErr)
+			}
+		})
+	}
+}
