@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
@@ -12,7 +14,8 @@ import (
 // Annotation keys. The scheduler writes the pod and PodGroup placement keys;
 // users set the job contract keys (mode, highest-tier) on their job.
 const (
-	// AnnotationNICs (Pod): comma-separated PCI addresses reserved for the pod.
+	// AnnotationNICs (Pod): comma-separated names of the NICs reserved for
+	// the pod, as the node's KCNR names them (PCI addresses or otherwise).
 	AnnotationNICs = "rdmatopo.io/nics"
 	// AnnotationNUMA (Pod): comma-separated NUMA ids of those NICs.
 	AnnotationNUMA = "rdmatopo.io/numa"
@@ -34,7 +37,10 @@ var ErrBadAnnotation = errors.New("malformed annotation value")
 // maxNUMAID bounds NUMA ids accepted in annotations.
 const maxNUMAID = 1 << 16
 
-// FormatNICs joins NIC ids with commas, in the given order.
+// FormatNICs joins NIC ids with commas, in the given order. Any id that
+// holds neither the separator nor whitespace survives FormatNICs then
+// ParseNICs unchanged (ids are lower case, as the topology package reads
+// every NIC name of a KCNR).
 func FormatNICs(nics []topology.NICID) string {
 	parts := make([]string, len(nics))
 	for i, n := range nics {
@@ -43,22 +49,31 @@ func FormatNICs(nics []topology.NICID) string {
 	return strings.Join(parts, ",")
 }
 
-// ParseNICs splits a comma-separated list of NIC ids. Each must be a PCI
-// address of the shape dddd:bb:dd.f (hexadecimal, any case; returned lower
-// case) or a synthetic id "rdma-<n>" of a node without NIC topology, with no
-// duplicates and no empty items. An empty string is an empty list.
+// ParseNICs splits a comma-separated list of NIC ids, as FormatNICs writes
+// them. A NIC keeps the name its KCNR gives it: a PCI address
+// ("0000:1a:00.0"), a short bus address ("1a:00.0"), a device name
+// ("mlx5_0") or the synthetic "rdma-<n>" of a node without NIC topology.
+// Names are returned lower case, the form the topology package gives every
+// NIC name it reads from a KCNR, so PCI addresses compare in lower case.
+// An item must be non-empty, hold no whitespace (the scheduler never writes
+// any) and appear once. An empty string is an empty list.
 func ParseNICs(s string) ([]topology.NICID, error) {
-	items, err := splitList(s)
-	if err != nil || items == nil {
-		return nil, err
+	if s == "" {
+		return nil, nil
 	}
+	items := strings.Split(s, ",")
 	out := make([]topology.NICID, 0, len(items))
 	seen := make(map[topology.NICID]bool, len(items))
-	for _, item := range items {
-		id := topology.NICID(strings.ToLower(item))
-		if !isPCIAddress(string(id)) && !isSyntheticNIC(string(id)) {
-			return nil, fmt.Errorf("%w: %q is not a PCI address dddd:bb:dd.f (or a synthetic rdma-<n>)", ErrBadAnnotation, item)
+	for i, item := range items {
+		switch {
+		case item == "":
+			return nil, fmt.Errorf("%w: empty item %d in %q", ErrBadAnnotation, i, s)
+		case strings.IndexFunc(item, unicode.IsSpace) >= 0:
+			return nil, fmt.Errorf("%w: NIC name %q holds whitespace", ErrBadAnnotation, item)
+		case !utf8.ValidString(item):
+			return nil, fmt.Errorf("%w: NIC name %q is not valid UTF-8", ErrBadAnnotation, item)
 		}
+		id := NormalizeNIC(item)
 		if seen[id] {
 			return nil, fmt.Errorf("%w: NIC %s is listed twice", ErrBadAnnotation, id)
 		}
@@ -68,40 +83,26 @@ func ParseNICs(s string) ([]topology.NICID, error) {
 	return out, nil
 }
 
-// isSyntheticNIC checks the shape rdma-<decimal> (no sign, no leading zero
-// but for "rdma-0").
-func isSyntheticNIC(s string) bool {
-	rest, ok := strings.CutPrefix(s, topology.SyntheticNICPrefix)
-	if !ok || rest == "" || len(rest) > 4 || (len(rest) > 1 && rest[0] == '0') {
-		return false
-	}
-	for i := 0; i < len(rest); i++ {
-		if rest[i] < '0' || rest[i] > '9' {
-			return false
-		}
-	}
-	return true
+// NormalizeNIC returns the form a NIC name takes in the fabric and in the
+// ledger: lower case, as the topology package reads NIC names from a KCNR.
+func NormalizeNIC(name string) topology.NICID {
+	return topology.NICID(strings.ToLower(name))
 }
 
-// isPCIAddress checks the lower-case shape dddd:bb:dd.f in hexadecimal.
-func isPCIAddress(s string) bool {
-	const shape = "hhhh:hh:hh.h"
-	if len(s) != len(shape) {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if shape[i] != 'h' {
-			if c != shape[i] {
-				return false
-			}
+// salvageNICs reads what it can of a NIC list ParseNICs refused: items are
+// trimmed of whitespace, empty ones dropped, repeats counted once.
+func salvageNICs(s string) []topology.NICID {
+	var out []topology.NICID
+	seen := map[topology.NICID]bool{}
+	for _, item := range strings.Split(s, ",") {
+		id := NormalizeNIC(strings.TrimSpace(item))
+		if id == "" || seen[id] {
 			continue
 		}
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
+		seen[id] = true
+		out = append(out, id)
 	}
-	return true
+	return out
 }
 
 // FormatNUMA joins NUMA ids with commas, in the given order.

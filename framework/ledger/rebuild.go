@@ -2,7 +2,9 @@ package ledger
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -11,21 +13,40 @@ import (
 )
 
 // Rebuild recreates the ledger from bound pods, e.g. after a scheduler
-// restart. A pod counts when it has spec.nodeName, is neither Succeeded nor
-// Failed, is not being deleted and carries a non-empty AnnotationNICs; it then
-// must also carry AnnotationNUMA.
+// restart or while a KCNR lags. A pod counts when it has spec.nodeName, is
+// neither Succeeded nor Failed, is not being deleted, requests the RDMA
+// resource and carries a non-empty AnnotationNICs.
 //
-// Each NIC goes to the NUMA zone the fabric shows it in; a NIC the fabric does
-// not know is kept under the first annotated NUMA id and reported. Every
-// annotated NUMA id gets a zone. The pod's GPU and CPU requests (effective
-// requests: the larger of the containers' sum and any init container) are
-// split over its zones with SplitEvenly. Confirmed comes from the node's KCNR
-// consumers.
+// A reservation is never dropped because an annotation cannot be read: a
+// NIC the scheduler named stays held until the KCNR lists the pod (Adopt) or
+// the pod is gone. Each NIC goes to the NUMA zone the fabric shows it in.
+// Every problem comes back as a *PodError naming the pod and the annotation:
+//   - annotations that cannot be fully read (CheckAnnotations: a missing or
+//     non-numeric AnnotationNUMA, a NIC named twice, names with stray
+//     spaces, an unreadable AnnotationS0): the pod keeps every NIC it names
+//     (items trimmed, repeats counted once) that is on its node in the
+//     fabric;
+//   - a NIC the fabric does not show on the node, when AnnotationNUMA is
+//     readable: kept under the first annotated NUMA id; when it is not, the
+//     NIC has no zone to be held in and is not held (the fabric does not
+//     show it, so it cannot be handed out either; Rebuild runs again for a
+//     pod that holds nothing);
+//   - on a node whose NICs are the synthetic "rdma-<n>" of a node without
+//     usable topology, a named NIC the fabric does not show (a PCI address
+//     written while the KCNR still had its status) takes a free synthetic
+//     NIC in its place, after every pod named its own, so the node's
+//     bound pods never leave their units free.
 //
-// Pods are taken in (creationTimestamp, UID) order: a pod whose NIC is
-// already held by an earlier pod, whose UID repeats, or whose annotations are
-// malformed is skipped with an error naming the pod and the annotation. f may
-// be nil (every NIC is then unknown).
+// Every readable annotated NUMA id gets a zone. The pod's GPU and CPU
+// requests (effective requests: the larger of the containers' sum and any
+// init container) are split over its zones with SplitEvenly. Confirmed
+// comes from the node's KCNR consumers.
+//
+// Pods are taken in (creationTimestamp, UID) order. When two pods name the
+// same NIC of a node, the earlier pod keeps it; the later one keeps its
+// other NICs and is reported (ErrNICTaken) for the contested one. A pod
+// whose UID repeats an earlier pod's is skipped and reported. f may be nil
+// (every NIC is then unknown).
 func Rebuild(cfg topology.Config, pods []*corev1.Pod, f *topology.Fabric) (*Ledger, []error) {
 	cfg = cfg.WithDefaults()
 	if f == nil {
@@ -50,15 +71,44 @@ func Rebuild(cfg topology.Config, pods []*corev1.Pod, f *topology.Fabric) (*Ledg
 
 	l := New()
 	var errs []error
+	seen := make(map[string]string, len(live)) // UID -> namespace/name
+	var later []*podPlan                       // plans with NICs that take synthetic slots
 	for _, p := range live {
-		r, rerrs := reservationOf(cfg, p, f)
-		errs = append(errs, rerrs...)
-		if r == nil {
+		plan, perrs := planOf(p, f)
+		errs = append(errs, perrs...)
+		if plan == nil {
 			continue
 		}
-		if err := l.Reserve(*r); err != nil {
-			errs = append(errs, fmt.Errorf("pod %s/%s: annotation %s: %w", p.Namespace, p.Name, AnnotationNICs, err))
+		if prev, dup := seen[string(p.UID)]; dup {
+			errs = append(errs, plan.errorf(AnnotationNICs, "%w: pod %s has the same UID", ErrPodReserved, prev))
+			continue
 		}
+		seen[string(p.UID)] = p.Namespace + "/" + p.Name
+		for i := range plan.zones {
+			z := &plan.zones[i]
+			kept := z.NICs[:0]
+			for _, nic := range z.NICs {
+				if uid, held := l.Holder(plan.node, nic); held {
+					holder, _ := l.Get(uid)
+					errs = append(errs, plan.errorf(AnnotationNICs, "%w: NIC %s on node %s is held by pod %s, which comes first (creation time, UID); this pod keeps its other NICs",
+						ErrNICTaken, nic, plan.node, holder))
+					continue
+				}
+				kept = append(kept, nic)
+			}
+			z.NICs = kept
+		}
+		errs = append(errs, plan.reserve(cfg, f, l)...)
+		if len(plan.slots) > 0 {
+			later = append(later, plan)
+		}
+	}
+	// Synthetic slots go last, so that no pod's own NIC is taken for
+	// another pod's slot.
+	for _, plan := range later {
+		l.Release(string(plan.pod.UID))
+		errs = append(errs, plan.takeSlots(f, l)...)
+		errs = append(errs, plan.reserve(cfg, f, l)...)
 	}
 	return l, errs
 }
@@ -75,70 +125,177 @@ func holdsNICs(p *corev1.Pod) bool {
 	return ok && nics != ""
 }
 
-// reservationOf reads one pod's reservation. It returns nil when the pod must
-// be skipped, and errors for everything worth reporting.
-func reservationOf(cfg topology.Config, p *corev1.Pod, f *topology.Fabric) (*Reservation, []error) {
-	podErr := func(key string, err error) error {
-		return fmt.Errorf("pod %s/%s: annotation %s: %w", p.Namespace, p.Name, key, err)
+// podPlan is what Rebuild reads from one pod before reserving it.
+type podPlan struct {
+	pod  *corev1.Pod
+	node string
+	// zones are the pod's zones by NUMA id, unsorted.
+	zones []ZoneUse
+	// slots are named NICs the fabric does not show on a node of synthetic
+	// NICs: each takes a free synthetic NIC.
+	slots []topology.NICID
+}
+
+// errorf builds a *PodError for the plan's pod.
+func (p *podPlan) errorf(key, format string, args ...any) error {
+	return &PodError{Namespace: p.pod.Namespace, Name: p.pod.Name, UID: string(p.pod.UID), Key: key, Err: fmt.Errorf(format, args...)}
+}
+
+// zone returns the plan's zone of a NUMA id, adding it when missing.
+func (p *podPlan) zone(numa int) *ZoneUse {
+	for i := range p.zones {
+		if p.zones[i].NUMA == numa {
+			return &p.zones[i]
+		}
 	}
-	nics, err := ParseNICs(p.Annotations[AnnotationNICs])
+	p.zones = append(p.zones, ZoneUse{NUMA: numa})
+	return &p.zones[len(p.zones)-1]
+}
+
+// has reports whether the plan holds a NIC.
+func (p *podPlan) has(nic topology.NICID) bool {
+	for _, z := range p.zones {
+		if slices.Contains(z.NICs, nic) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasZone reports whether the plan has a zone of that NUMA id.
+func (p *podPlan) hasZone(numa int) bool {
+	for _, z := range p.zones {
+		if z.NUMA == numa {
+			return true
+		}
+	}
+	return false
+}
+
+// planOf reads one pod's annotations against the fabric. It returns nil when
+// the pod names nothing that can be held, and errors for everything worth
+// reporting.
+func planOf(p *corev1.Pod, f *topology.Fabric) (*podPlan, []error) {
+	plan := &podPlan{pod: p, node: p.Spec.NodeName}
+	var errs []error
+	for _, bad := range CheckAnnotations(p.Annotations) {
+		errs = append(errs, plan.errorf(bad.Key, "%w; the pod keeps the NICs it names that are on node %s", bad.Err, plan.node))
+	}
+	raw := p.Annotations[AnnotationNICs]
+	nics, err := ParseNICs(raw)
 	if err != nil {
-		return nil, []error{podErr(AnnotationNICs, err)}
+		nics = salvageNICs(raw)
 	}
-	raw, ok := p.Annotations[AnnotationNUMA]
-	if !ok {
-		return nil, []error{podErr(AnnotationNUMA, fmt.Errorf("%w: missing while %s is set", ErrBadAnnotation, AnnotationNICs))}
+	rawNUMA, numaSet := p.Annotations[AnnotationNUMA]
+	numas, err := ParseNUMA(rawNUMA)
+	if err != nil || !numaSet {
+		numas = nil
 	}
-	numas, err := ParseNUMA(raw)
-	if err != nil {
-		return nil, []error{podErr(AnnotationNUMA, err)}
-	}
-	if len(numas) == 0 {
-		return nil, []error{podErr(AnnotationNUMA, fmt.Errorf("%w: empty while %s is set", ErrBadAnnotation, AnnotationNICs))}
+	for _, id := range numas {
+		plan.zone(id)
 	}
 
-	var errs []error
-	zones := map[int]*ZoneUse{}
-	for _, id := range numas {
-		zones[id] = &ZoneUse{NUMA: id}
-	}
-	node, known := f.Node(p.Spec.NodeName)
+	node, known := f.Node(plan.node)
+	synthetic := known && syntheticNICs(node)
 	for _, nic := range nics {
 		numa, found := nicNUMA(node, known, nic)
 		switch {
-		case !found:
-			numa = numas[0]
-			errs = append(errs, podErr(AnnotationNICs, fmt.Errorf("NIC %s is not on node %s in the fabric; kept under NUMA %d",
-				nic, p.Spec.NodeName, numa)))
-		case zones[numa] == nil:
-			errs = append(errs, podErr(AnnotationNUMA, fmt.Errorf("NIC %s is on NUMA %d of node %s, which %q does not list",
-				nic, numa, p.Spec.NodeName, raw)))
-			zones[numa] = &ZoneUse{NUMA: numa}
+		case found:
+			if len(numas) > 0 && !plan.hasZone(numa) {
+				errs = append(errs, plan.errorf(AnnotationNUMA, "NIC %s is on NUMA %d of node %s, which %q does not list",
+					nic, numa, plan.node, rawNUMA))
+			}
+			z := plan.zone(numa)
+			z.NICs = append(z.NICs, nic)
+		case synthetic:
+			plan.slots = append(plan.slots, nic)
+		case len(numas) > 0:
+			errs = append(errs, plan.errorf(AnnotationNICs, "NIC %s is not on node %s in the fabric; kept under NUMA %d",
+				nic, plan.node, numas[0]))
+			z := plan.zone(numas[0])
+			z.NICs = append(z.NICs, nic)
+		default:
+			errs = append(errs, plan.errorf(AnnotationNICs, "NIC %s is not on node %s in the fabric and %s gives no zone to hold it under; not held",
+				nic, plan.node, AnnotationNUMA))
 		}
-		zones[numa].NICs = append(zones[numa].NICs, nic)
 	}
+	for _, z := range plan.zones {
+		if len(z.NICs) > 0 {
+			return plan, errs
+		}
+	}
+	if len(plan.slots) > 0 {
+		return plan, errs
+	}
+	return nil, errs
+}
 
-	r := &Reservation{
-		UID:       string(p.UID),
-		Namespace: p.Namespace,
-		Name:      p.Name,
-		Node:      p.Spec.NodeName,
+// takeSlots gives each of the plan's slots a free synthetic NIC of its node
+// (in zone, then name order): one the fabric shows free and no reservation
+// of l holds. It reports the slots left without one.
+func (p *podPlan) takeSlots(f *topology.Fabric, l *Ledger) []error {
+	node, _ := f.Node(p.node)
+	var errs []error
+	next := 0
+	for _, z := range node.Zones {
+		for _, n := range z.NICs {
+			if next == len(p.slots) {
+				break
+			}
+			if _, held := l.Holder(p.node, n.ID); held || !n.Free || p.has(n.ID) {
+				continue
+			}
+			errs = append(errs, p.errorf(AnnotationNICs, "NIC %s is not on node %s, whose NICs are synthetic (no usable topology); it holds %s in its place",
+				p.slots[next], p.node, n.ID))
+			zu := p.zone(z.ID)
+			zu.NICs = append(zu.NICs, n.ID)
+			next++
+		}
 	}
-	if g := p.Annotations[GroupNameAnnotation]; g != "" {
-		r.Job = p.Namespace + "/" + g
+	for _, nic := range p.slots[next:] {
+		errs = append(errs, p.errorf(AnnotationNICs, "%w: NIC %s is not on node %s, whose NICs are synthetic (no usable topology), and no free one is left to hold in its place",
+			ErrNICTaken, nic, p.node))
 	}
-	for _, z := range zones {
+	p.slots = nil
+	return errs
+}
+
+// reserve turns the plan into a reservation of l: zones sorted, NICs sorted,
+// GPU and CPU requests split evenly, confirmed when the node's KCNR lists
+// the pod. A plan left without NICs reserves nothing.
+func (p *podPlan) reserve(cfg topology.Config, f *topology.Fabric, l *Ledger) []error {
+	r := Reservation{
+		UID:       string(p.pod.UID),
+		Namespace: p.pod.Namespace,
+		Name:      p.pod.Name,
+		Node:      p.node,
+	}
+	if g := p.pod.Annotations[GroupNameAnnotation]; g != "" {
+		r.Job = p.pod.Namespace + "/" + g
+	}
+	held := 0
+	for _, z := range p.zones {
+		held += len(z.NICs)
+		z.NICs = append([]topology.NICID(nil), z.NICs...)
 		sort.Slice(z.NICs, func(i, j int) bool { return z.NICs[i] < z.NICs[j] })
-		r.Zones = append(r.Zones, *z)
+		r.Zones = append(r.Zones, z)
+	}
+	if held == 0 {
+		return nil
 	}
 	sort.Slice(r.Zones, func(i, j int) bool { return r.Zones[i].NUMA < r.Zones[j].NUMA })
-	gpus := SplitEvenly(podRequest(p, corev1.ResourceName(cfg.GPUResource), false), len(r.Zones))
-	cpus := SplitEvenly(podRequest(p, corev1.ResourceCPU, true), len(r.Zones))
+	gpus := SplitEvenly(podRequest(p.pod, corev1.ResourceName(cfg.GPUResource), false), len(r.Zones))
+	cpus := SplitEvenly(podRequest(p.pod, corev1.ResourceCPU, true), len(r.Zones))
 	for i := range r.Zones {
 		r.Zones[i].GPU, r.Zones[i].CPUMilli = gpus[i], cpus[i]
 	}
-	r.Confirmed = known && node.Consumers[r.Consumer()]
-	return r, errs
+	if node, ok := f.Node(p.node); ok {
+		r.Confirmed = node.Consumers[r.Consumer()]
+	}
+	if err := l.Reserve(r); err != nil {
+		return []error{p.errorf(AnnotationNICs, "%w", err)}
+	}
+	return nil
 }
 
 // nicNUMA finds the NUMA zone of a NIC on a fabric node.
@@ -154,6 +311,23 @@ func nicNUMA(node *topology.Node, known bool, nic topology.NICID) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// syntheticNICs reports whether every NIC of a node is a synthetic
+// "rdma-<n>" the topology package invents for a node without usable
+// topology (and the node has at least one).
+func syntheticNICs(node *topology.Node) bool {
+	any := false
+	for _, z := range node.Zones {
+		for _, n := range z.NICs {
+			rest, ok := strings.CutPrefix(string(n.ID), topology.SyntheticNICPrefix)
+			if !ok || rest == "" || strings.Trim(rest, "0123456789") != "" {
+				return false
+			}
+			any = true
+		}
+	}
+	return any
 }
 
 // podRequest is the pod's effective request of a resource: the larger of the

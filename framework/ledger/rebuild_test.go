@@ -100,6 +100,21 @@ func TestRebuild(t *testing.T) {
 				"pod ns/late: annotation rdmatopo.io/nics: NIC already reserved: NIC 0000:3f:00.0 on node n1 is held by pod ns/early (u-early)",
 			},
 		},
+		"a later pod naming a held NIC keeps its other NICs": {
+			pods: []*corev1.Pod{
+				bound("late", "n1", nicA1+","+nicB1, "0,1").Created(t0.Add(time.Minute)).Obj(),
+				bound("early", "n1", nicA1, "0").Obj(),
+			},
+			want: []ledger.Reservation{
+				{UID: "u-early", Namespace: "ns", Name: "early", Node: "n1",
+					Zones: []ledger.ZoneUse{{NUMA: 0, NICs: []topology.NICID{nicA1}}}},
+				{UID: "u-late", Namespace: "ns", Name: "late", Node: "n1",
+					Zones: []ledger.ZoneUse{{NUMA: 0}, {NUMA: 1, NICs: []topology.NICID{nicB1}}}},
+			},
+			wantErrs: []string{
+				"pod ns/late: annotation rdmatopo.io/nics: NIC already reserved: NIC 0000:3f:00.0 on node n1 is held by pod ns/early (u-early)",
+			},
+		},
 		"duplicate UID": {
 			pods: []*corev1.Pod{
 				bound("one", "n1", nicA1, "0").UID("same").Obj(),
@@ -109,20 +124,32 @@ func TestRebuild(t *testing.T) {
 				Zones: []ledger.ZoneUse{{NUMA: 0, NICs: []topology.NICID{nicA1}}}}},
 			wantErrs: []string{"pod ns/two: annotation rdmatopo.io/nics: pod already has a reservation"},
 		},
-		"malformed annotations": {
+		"annotations that cannot be read keep the NICs that are on the node": {
 			pods: []*corev1.Pod{
 				bound("badnic", "n1", "eth0", "0").Obj(),
 				bound("dupnic", "n1", nicA0+","+nicA0, "0").Obj(),
-				bound("badnuma", "n1", nicA0, "zero").Obj(),
-				bound("emptynuma", "n1", nicA0, "").Obj(),
-				builders.MakePod("ns", "nonuma").Node("n1").Req(builders.RDMAResource, "1").Annotation(ledger.AnnotationNICs, nicA0).Obj(),
+				bound("badnuma", "n1", nicA1, "zero").Obj(),
+				bound("emptynuma", "n2", nicA0, "").Obj(),
+				builders.MakePod("ns", "nonuma").UID("u-nonuma").Node("n2").Created(t0).Req(builders.RDMAResource, "1").Annotation(ledger.AnnotationNICs, nicB0).Obj(),
+			},
+			want: []ledger.Reservation{
+				{UID: "u-badnic", Namespace: "ns", Name: "badnic", Node: "n1",
+					Zones: []ledger.ZoneUse{{NUMA: 0, NICs: []topology.NICID{"eth0"}}}},
+				{UID: "u-badnuma", Namespace: "ns", Name: "badnuma", Node: "n1",
+					Zones: []ledger.ZoneUse{{NUMA: 0, NICs: []topology.NICID{nicA1}}}},
+				{UID: "u-dupnic", Namespace: "ns", Name: "dupnic", Node: "n1",
+					Zones: []ledger.ZoneUse{{NUMA: 0, NICs: []topology.NICID{nicA0}}}},
+				{UID: "u-emptynuma", Namespace: "ns", Name: "emptynuma", Node: "n2",
+					Zones: []ledger.ZoneUse{{NUMA: 0, NICs: []topology.NICID{nicA0}}}},
+				{UID: "u-nonuma", Namespace: "ns", Name: "nonuma", Node: "n2",
+					Zones: []ledger.ZoneUse{{NUMA: 1, NICs: []topology.NICID{nicB0}}}},
 			},
 			wantErrs: []string{
-				"pod ns/nonuma: annotation rdmatopo.io/numa: malformed annotation value",
-				"pod ns/badnic: annotation rdmatopo.io/nics: malformed annotation value",
+				"pod ns/badnic: annotation rdmatopo.io/nics: NIC eth0 is not on node n1 in the fabric; kept under NUMA 0",
 				"pod ns/badnuma: annotation rdmatopo.io/numa: malformed annotation value",
-				"pod ns/dupnic: annotation rdmatopo.io/nics: malformed annotation value",
-				"pod ns/emptynuma: annotation rdmatopo.io/numa: malformed annotation value",
+				"pod ns/dupnic: annotation rdmatopo.io/nics: malformed annotation value: NIC 0000:1a:00.0 is listed twice",
+				"pod ns/emptynuma: annotation rdmatopo.io/numa: malformed annotation value: empty",
+				"pod ns/nonuma: annotation rdmatopo.io/numa: malformed annotation value: missing",
 			},
 		},
 		"NIC unknown to the fabric stays under the annotated NUMA": {
