@@ -22,7 +22,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
-// The job contract (see DESIGN.md): users set mode and highest tier on the
+// The job contract (see docs/design.md): users set mode and highest tier on the
 // job; the scheduler writes the rest.
 const (
 	annMode        = "rdmatopo.io/mode"

@@ -10,7 +10,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/internal/sim"
 )
 
-// jsonPod is one element of "pods" in `simulate -o json` (DESIGN.md, the
+// jsonPod is one element of "pods" in `simulate -o json` (docs/design.md, the
 // simulate contract). Field order is the documented one.
 type jsonPod struct {
 	Namespace string   `json:"namespace"`

@@ -1,7 +1,3 @@
-// Package placement plans where a whole gang goes: every pod on a node, a
-// NUMA zone and RDMA NICs, under as few S0 leaf switches as possible, or
-// nowhere. It is pure Go (no Volcano import): the rdma-topology plugin and the
-// topology-allocate action feed it a fabric snapshot, the ledger and the gang.
 package placement
 
 import (
@@ -24,7 +20,7 @@ const (
 	TierNone Tier = -1
 )
 
-// String returns the DESIGN.md name of the tier ("" for TierNone).
+// String returns the name of the tier (docs/design.md "Tiers") ("" for TierNone).
 func (t Tier) String() string {
 	switch t {
 	case TierNode:
@@ -83,7 +79,7 @@ func ParseMode(s string) (Mode, error) {
 	return ModeSoft, fmt.Errorf("unknown mode %q (want hard or soft)", s)
 }
 
-// Defaults of the job contract (DESIGN.md "Job contract").
+// Defaults of the job contract (docs/design.md "Job contract").
 const (
 	DefaultMode        = ModeSoft
 	DefaultHighestTier = TierS1

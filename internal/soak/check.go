@@ -109,7 +109,7 @@ type Checker struct {
 	Grace int
 	// StrictS0 makes a hard s0 (or s1) gang breach its limit when its NICs
 	// span S0s (S1s) even though all its pods share one node. By default a
-	// one-node placement is tier node, the narrowest tier (DESIGN.md
+	// one-node placement is tier node, the narrowest tier (docs/design.md
 	// "Tiers"), and within every limit.
 	StrictS0 bool
 

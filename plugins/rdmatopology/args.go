@@ -13,7 +13,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
 
-// Argument keys of the rdma-topology plugin (DESIGN.md "Plugin arguments").
+// Argument keys of the rdma-topology plugin (docs/design.md "Plugin arguments").
 const (
 	ArgRDMAResource = "rdmaResource"
 	ArgGPUResource  = "gpuResource"
