@@ -169,9 +169,7 @@ func (s *Session) reconcile() {
 	if len(missing) > 0 {
 		sort.Slice(missing, func(i, j int) bool { return missing[i].UID < missing[j].UID })
 		rebuilt, errs := ledger.Rebuild(s.args.TopologyConfig(), missing, s.Fabric)
-		for _, err := range errs {
-			klog.ErrorS(err, "Ignoring NIC annotations of a bound pod")
-		}
+		reportRebuildErrors(s.rt.recorder, errs)
 		for _, r := range rebuilt.All() {
 			if job, ok := tasks[r.UID]; ok {
 				r.Job = string(job.Job)
