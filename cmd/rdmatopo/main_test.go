@@ -151,6 +151,16 @@ func writeFile(t *testing.T, dir, name, content string) string {
 	return path
 }
 
+// nodeYAML is a Node with room for a few pods.
+const nodeYAML = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: 8, vke.volcengine.com/rdma: 2}}\n"
+
+// annotatedPodYAML is pod ns/p bound to n1, requesting one RDMA NIC, with
+// the given annotations (YAML flow map entries).
+func annotatedPodYAML(annotations string) string {
+	return "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns, annotations: {" + annotations + "}}\n" +
+		"spec: {nodeName: n1, containers: [{name: c, resources: {requests: {vke.volcengine.com/rdma: 1}, limits: {vke.volcengine.com/rdma: 1}}}]}\n"
+}
+
 func TestUnusableInputExits2(t *testing.T) {
 	const pg = "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {name: pg}\nspec: {minMember: 1}\n"
 	cases := map[string]struct {
@@ -177,6 +187,26 @@ func TestUnusableInputExits2(t *testing.T) {
 		"cluster file error": {
 			file: "c.yaml", content: "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: lots}}\n",
 			args: []string{"simulate", "--cluster", "FILE"}, wantIn: []string{"c.yaml", "Node n1", "status.allocatable.cpu"},
+		},
+		"bound pod with missing numa": {
+			file: "c.yaml", content: nodeYAML + "---\n" + annotatedPodYAML(`rdmatopo.io/nics: mlx5_0`),
+			args:   []string{"simulate", "--cluster", "FILE"},
+			wantIn: []string{"c.yaml", "Pod ns/p", `metadata.annotations["rdmatopo.io/numa"]`, "missing"},
+		},
+		"bound pod with non-numeric numa": {
+			file: "c.yaml", content: nodeYAML + "---\n" + annotatedPodYAML(`rdmatopo.io/nics: "1a:00.0", rdmatopo.io/numa: one`),
+			args:   []string{"simulate", "--cluster", "FILE"},
+			wantIn: []string{"c.yaml", "Pod ns/p", `metadata.annotations["rdmatopo.io/numa"]`, `"one"`},
+		},
+		"bound pod naming a NIC twice": {
+			file: "c.yaml", content: nodeYAML + "---\n" + annotatedPodYAML(`rdmatopo.io/nics: "mlx5_0,mlx5_0", rdmatopo.io/numa: "0"`),
+			args:   []string{"simulate", "--cluster", "FILE"},
+			wantIn: []string{"c.yaml", "Pod ns/p", `metadata.annotations["rdmatopo.io/nics"]`, "twice"},
+		},
+		"bound pod with an unreadable s0": {
+			file: "c.yaml", content: nodeYAML + "---\n" + annotatedPodYAML(`rdmatopo.io/nics: mlx5_0, rdmatopo.io/numa: "0", rdmatopo.io/s0: ","`),
+			args:   []string{"simulate", "--cluster", "FILE"},
+			wantIn: []string{"c.yaml", "Pod ns/p", `metadata.annotations["rdmatopo.io/s0"]`},
 		},
 		"conf with an unknown action": {
 			file: "s.conf", content: "actions: \"enqueue, alocate\"\ntiers:\n- plugins:\n  - name: gang\n",

@@ -182,5 +182,5 @@ func preparePod(r *rawObject, p *corev1.Pod, reg registry, clk *clock) *InputErr
 		p.UID = StableUID(KindPod, p.Namespace, p.Name)
 	}
 	p.CreationTimestamp = timeOr(p.CreationTimestamp, clk)
-	return nil
+	return checkSchedulerAnnotations(r, p)
 }

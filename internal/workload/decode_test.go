@@ -155,6 +155,11 @@ func TestLoadClusterErrors(t *testing.T) {
 	boundPod := func(node string) string {
 		return "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns}\nspec: {nodeName: " + node + ", containers: [{name: c}]}\n"
 	}
+	// annotatedPod is ns/p bound to n1 with the given annotations (YAML flow map entries).
+	annotatedPod := func(annotations string) string {
+		return "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns, annotations: {" + annotations + "}}\n" +
+			"spec: {nodeName: n1, containers: [{name: c}]}\n"
+	}
 	cases := map[string]struct {
 		in   string
 		want wantErr
@@ -183,6 +188,26 @@ func TestLoadClusterErrors(t *testing.T) {
 		"KCNR unknown field": {
 			in:   "apiVersion: node.katalyst.kubewharf.io/v1alpha1\nkind: CustomNodeResource\nmetadata: {name: n1}\nstatus: {topologyPolcy: None}\n",
 			want: wantErr{Doc: 1, Kind: "CustomNodeResource", Name: "n1", Field: "status.topologyPolcy", Msg: "unknown field"},
+		},
+		"bound pod with missing numa": {
+			in:   nodeDoc + "---\n" + annotatedPod(`rdmatopo.io/nics: mlx5_0`),
+			want: wantErr{Doc: 2, Kind: "Pod", Name: "ns/p", Field: `metadata.annotations["rdmatopo.io/numa"]`, Msg: "missing while rdmatopo.io/nics is set"},
+		},
+		"bound pod with non-numeric numa": {
+			in:   nodeDoc + "---\n" + annotatedPod(`rdmatopo.io/nics: "1a:00.0", rdmatopo.io/numa: zero`),
+			want: wantErr{Doc: 2, Kind: "Pod", Name: "ns/p", Field: `metadata.annotations["rdmatopo.io/numa"]`, Msg: `"zero" is not a NUMA id`},
+		},
+		"bound pod naming a NIC twice": {
+			in:   nodeDoc + "---\n" + annotatedPod(`rdmatopo.io/nics: "mlx5_0,MLX5_0", rdmatopo.io/numa: "0"`),
+			want: wantErr{Doc: 2, Kind: "Pod", Name: "ns/p", Field: `metadata.annotations["rdmatopo.io/nics"]`, Msg: "NIC mlx5_0 is listed twice"},
+		},
+		"bound pod with a stray space in its NICs": {
+			in:   nodeDoc + "---\n" + annotatedPod(`rdmatopo.io/nics: "mlx5_0, mlx5_1", rdmatopo.io/numa: "0"`),
+			want: wantErr{Doc: 2, Kind: "Pod", Name: "ns/p", Field: `metadata.annotations["rdmatopo.io/nics"]`, Msg: "holds whitespace"},
+		},
+		"bound pod with an unreadable s0": {
+			in:   nodeDoc + "---\n" + annotatedPod(`rdmatopo.io/nics: mlx5_0, rdmatopo.io/numa: "0", rdmatopo.io/s0: "a,,b"`),
+			want: wantErr{Doc: 2, Kind: "Pod", Name: "ns/p", Field: `metadata.annotations["rdmatopo.io/s0"]`, Msg: "empty item"},
 		},
 		"PodGroup in a cluster file": {
 			in:   pgDoc,
