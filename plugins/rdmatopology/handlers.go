@@ -131,14 +131,10 @@ func (s *Session) allocate(task *api.TaskInfo) {
 	a.PodUID = string(task.UID)
 	r := ledger.Reservation{UID: string(task.UID), Namespace: task.Namespace, Name: task.Name,
 		Job: string(task.Job), Node: task.NodeName, Zones: a.Zones}
-	if err := s.rt.Ledger.Reserve(r); err != nil {
+	if err := s.reserve(r); err != nil {
 		s.markBroken(task, err.Error())
 		return
 	}
-	s.State.Apply(string(task.UID), a)
-	s.mu.Lock()
-	s.indexLocked(r)
-	s.mu.Unlock()
 	s.annotate(task, a)
 	klog.V(4).InfoS("Reserved NICs", "pod", klog.KRef(task.Namespace, task.Name), "node", task.NodeName, "nics", a.NICs())
 }
@@ -147,13 +143,9 @@ func (s *Session) allocate(task *api.TaskInfo) {
 // evicted task).
 func (s *Session) deallocate(task *api.TaskInfo) {
 	s.mu.Lock()
-	delete(s.byJob[task.Job], string(task.UID))
-	delete(s.held, task.Job)
 	delete(s.broken, task.Job)
 	s.mu.Unlock()
-	if r, held := s.rt.Ledger.Release(string(task.UID)); held {
-		s.State.Unapply(r.UID, placement.Assignment{PodUID: r.UID, Node: r.Node, Zones: r.Zones})
-	}
+	s.release(string(task.UID), task.Job)
 	stripAnnotations(task)
 }
 
