@@ -8,10 +8,11 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
-	"github.com/rdmatopo/rdmatopo/internal/sim"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
 
@@ -55,16 +56,20 @@ type leafRow struct {
 
 // printTopology prints, per S0 leaf (grouped by S1), its nodes, its free
 // and used NICs and which jobs hold them. A NIC is used when its KCNR lists
-// an allocation on it or a bound pod's rdmatopo.io/nics annotation names
-// it (a reservation the KCNR may not show yet). Leaves of topology-unknown
-// NICs are shown one line per node.
+// an allocation on it or a bound pod holds it by its rdmatopo.io
+// annotations, read as the scheduler rebuilds its reservations
+// (ledger.Rebuild: a reservation the KCNR may not show yet, kept even when
+// the annotations cannot be fully read). On topology-unknown NICs, which no
+// KCNR allocation covers, a bound pod also holds as many NICs as it requests
+// beyond those its annotations name. Leaves of topology-unknown NICs are
+// shown one line per node.
 func printTopology(w io.Writer, cfg topology.Config, c *workload.Cluster) error {
+	cfg = cfg.WithDefaults()
 	f := topology.Build(cfg, c.Nodes, c.CNRs)
 
 	// Who holds each NIC: by annotation, then by KCNR consumer.
 	jobOf := map[string]string{} // namespace/name -> job
 	byUID := map[string]string{} // namespace/name/uid consumer -> job
-	held := map[string]string{}  // node/nic -> job
 	for _, p := range c.Pods {
 		key := p.Namespace + "/" + p.Name
 		job := key
@@ -73,11 +78,15 @@ func printTopology(w io.Writer, cfg topology.Config, c *workload.Cluster) error 
 		}
 		jobOf[key] = job
 		byUID[key+"/"+string(p.UID)] = job
-		nics := sim.NICsOf(p)
-		for _, nic := range nics {
-			held[p.Spec.NodeName+"/"+string(nic)] = job
+	}
+	held := map[string]string{} // node/nic -> job
+	reserved, annotationErrs := ledger.Rebuild(cfg, c.Pods, f)
+	for _, r := range reserved.All() {
+		for _, nic := range r.NICs() {
+			held[r.Node+"/"+string(nic)] = jobOf[r.Namespace+"/"+r.Name]
 		}
 	}
+	holdUnannotated(cfg, f, c.Pods, reserved, jobOf, held)
 	holderOf := func(node string, nic topology.NIC) (string, bool) {
 		if job, ok := held[node+"/"+string(nic.ID)]; ok {
 			return job, true
@@ -179,6 +188,12 @@ func printTopology(w io.Writer, cfg topology.Config, c *workload.Cluster) error 
 	}
 	fmt.Fprintf(w, "\n%d nodes, %d S0 leaves, %d topology-unknown nodes; %d of %d RDMA NICs free.\n",
 		f.Len(), leaves, len(unknownRows), totalFree, totalNICs)
+	if len(annotationErrs) > 0 {
+		fmt.Fprintln(w, "\nPod annotations (the NICs they name on their node count as used):")
+		for _, err := range annotationErrs {
+			fmt.Fprintln(w, "  "+err.Error())
+		}
+	}
 	if reasons := f.Reasons(); len(reasons) > 0 {
 		fmt.Fprintln(w, "\nTopology problems (these NICs count as leaves of their own):")
 		for _, r := range reasons {
@@ -186,6 +201,40 @@ func printTopology(w io.Writer, cfg topology.Config, c *workload.Cluster) error 
 		}
 	}
 	return nil
+}
+
+// holdUnannotated marks, on each node, topology-unknown NICs as held by the
+// bound pods that request more RDMA NICs than they hold in reserved and that
+// their node's KCNR does not list: no KCNR allocation shows such NICs taken
+// (a node without KCNR status, a pod bound without rdmatopo.io annotations),
+// yet the pods hold them. The lowest free unknown NICs of the node are taken,
+// pods in namespace/name order.
+func holdUnannotated(cfg topology.Config, f *topology.Fabric, pods []*corev1.Pod, reserved *ledger.Ledger,
+	jobOf map[string]string, held map[string]string) {
+	for _, p := range pods {
+		node, ok := f.Node(p.Spec.NodeName)
+		if !ok || p.DeletionTimestamp != nil || node.Consumers[p.Namespace+"/"+p.Name+"/"+string(p.UID)] {
+			continue
+		}
+		want := workload.PodRequests(&p.Spec)[corev1.ResourceName(cfg.RDMAResource)]
+		units := want.Value()
+		if r, ok := reserved.Get(string(p.UID)); ok {
+			units -= int64(len(r.NICs()))
+		}
+		for _, z := range node.Zones {
+			for _, nic := range z.NICs {
+				key := node.Name + "/" + string(nic.ID)
+				if units <= 0 {
+					break
+				}
+				if _, taken := held[key]; taken || !nic.Free || !nic.S0.IsUnknown() {
+					continue
+				}
+				held[key] = jobOf[p.Namespace+"/"+p.Name]
+				units--
+			}
+		}
+	}
 }
 
 // nicsOf returns the NIC records of a slot's NICs.
