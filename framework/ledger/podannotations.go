@@ -45,7 +45,7 @@ func (e *PodError) Unwrap() error { return e.Err }
 // Otherwise AnnotationNICs must parse (ParseNICs: no empty item, no
 // whitespace, no NIC twice), AnnotationNUMA must be present and list at least
 // one NUMA id (ParseNUMA), and AnnotationS0, when present, must parse
-// (ParseS0) and name one leaf per NIC.
+// (ParseS0).
 func CheckAnnotations(ann map[string]string) []*AnnotationError {
 	raw := ann[AnnotationNICs]
 	if raw == "" {
@@ -55,9 +55,8 @@ func CheckAnnotations(ann map[string]string) []*AnnotationError {
 	bad := func(key string, err error) {
 		out = append(out, &AnnotationError{Key: key, Err: err})
 	}
-	nics, nicErr := ParseNICs(raw)
-	if nicErr != nil {
-		bad(AnnotationNICs, nicErr)
+	if _, err := ParseNICs(raw); err != nil {
+		bad(AnnotationNICs, err)
 	}
 	switch numa, ok := ann[AnnotationNUMA]; {
 	case !ok:
@@ -72,12 +71,8 @@ func CheckAnnotations(ann map[string]string) []*AnnotationError {
 		}
 	}
 	if s0, ok := ann[AnnotationS0]; ok {
-		leaves, err := ParseS0(s0)
-		switch {
-		case err != nil:
+		if _, err := ParseS0(s0); err != nil {
 			bad(AnnotationS0, err)
-		case nicErr == nil && len(leaves) != len(nics):
-			bad(AnnotationS0, fmt.Errorf("%w: %d leaves for %d NICs", ErrBadAnnotation, len(leaves), len(nics)))
 		}
 	}
 	return out

@@ -99,11 +99,6 @@ func TestRebuildNeverDropsNICs(t *testing.T) {
 			want:     []ledger.Reservation{onN3("s0", nicsZone(0, "mlx5_0"))},
 			wantErrs: []string{"pod ns/s0: annotation rdmatopo.io/s0: malformed annotation value: empty item"},
 		},
-		"s0 naming fewer leaves than NICs": {
-			pods:     []*corev1.Pod{bound("s0", "n3", "mlx5_0,mlx5_1", "0").Annotation(ledger.AnnotationS0, "leafC").Obj()},
-			want:     []ledger.Reservation{onN3("s0", nicsZone(0, "mlx5_0", "mlx5_1"))},
-			wantErrs: []string{"pod ns/s0: annotation rdmatopo.io/s0: malformed annotation value: 1 leaves for 2 NICs"},
-		},
 		"two pods naming a device-named NIC: the earlier keeps it": {
 			pods: []*corev1.Pod{
 				bound("second", "n3", "mlx5_0,mlx5_1", "0").Created(t0.Add(time.Second)).Obj(),
