@@ -201,3 +201,28 @@ func (l *Ledger) dropNIC(r *Reservation, nic topology.NICID) {
 		}
 	}
 }
+
+// ReserveUncontested reserves r without the NICs other pods already hold on
+// its node, for a reservation restored from a bound pod's annotations (after
+// a restart): the pod keeps every NIC that is not contested, so none of them
+// can be handed out again. It returns the contested NICs; the error is
+// Reserve's for anything but a held NIC.
+func (l *Ledger) ReserveUncontested(r Reservation) ([]topology.NICID, error) {
+	l.mu.RLock()
+	var contested []topology.NICID
+	r = r.clone()
+	for i := range r.Zones {
+		z := &r.Zones[i]
+		kept := z.NICs[:0]
+		for _, n := range z.NICs {
+			if holder, ok := l.holder[nicKey{r.Node, n}]; ok && holder != r.UID {
+				contested = append(contested, n)
+				continue
+			}
+			kept = append(kept, n)
+		}
+		z.NICs = kept
+	}
+	l.mu.RUnlock()
+	return contested, l.Reserve(r)
+}

@@ -134,3 +134,51 @@ func confirmed(r ledger.Reservation) ledger.Reservation {
 	r.Confirmed = true
 	return r
 }
+
+func TestReserveUncontested(t *testing.T) {
+	cases := map[string]struct {
+		held          []ledger.Reservation
+		add           ledger.Reservation
+		wantContested []topology.NICID
+		want          ledger.Reservation
+	}{
+		"nothing held: reserved whole": {
+			add:  res("b", "n1", zone(0, 4, nicA0, nicA1)),
+			want: res("b", "n1", zone(0, 4, nicA0, nicA1)),
+		},
+		"one NIC held: the pod keeps the other": {
+			held:          []ledger.Reservation{res("a", "n1", zone(0, 2, nicA0))},
+			add:           res("b", "n1", zone(0, 4, nicA0, nicA1)),
+			wantContested: []topology.NICID{nicA0},
+			want:          res("b", "n1", zone(0, 4, nicA1)),
+		},
+		"every NIC held: zone kept, no NIC": {
+			held:          []ledger.Reservation{res("a", "n1", zone(0, 4, nicA0, nicA1))},
+			add:           res("b", "n1", zone(0, 4, nicA0, nicA1)),
+			wantContested: []topology.NICID{nicA0, nicA1},
+			want:          res("b", "n1", zone(0, 4)),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			l := ledger.New()
+			for _, r := range tc.held {
+				if err := l.Reserve(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			contested, err := l.ReserveUncontested(tc.add)
+			if err != nil {
+				t.Fatalf("ReserveUncontested: %v", err)
+			}
+			if diff := cmp.Diff(tc.wantContested, contested); diff != "" {
+				t.Errorf("contested (-want,+got):\n%s", diff)
+			}
+			got, _ := l.Get(tc.add.UID)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("reservation (-want,+got):\n%s", diff)
+			}
+			mustInvariants(t, l)
+		})
+	}
+}

@@ -174,9 +174,15 @@ func (s *Session) reconcile() {
 			if job, ok := tasks[r.UID]; ok {
 				r.Job = string(job.Job)
 			}
-			if err := l.Reserve(r); err != nil {
+			// A NIC another pod already holds stays with it; the pod keeps
+			// every other NIC it names, so none is handed out twice.
+			contested, err := l.ReserveUncontested(r)
+			switch {
+			case err != nil:
 				klog.ErrorS(err, "Cannot restore NIC reservation of a bound pod", "pod", r.Namespace+"/"+r.Name)
-			} else {
+			case len(contested) > 0:
+				klog.ErrorS(nil, "Restored NIC reservation without NICs another pod holds", "pod", r.Namespace+"/"+r.Name, "node", r.Node, "contested", contested)
+			default:
 				klog.V(3).InfoS("Restored NIC reservation from pod annotations", "pod", r.Namespace+"/"+r.Name, "node", r.Node, "nics", r.NICs())
 			}
 		}
