@@ -8,12 +8,17 @@
 #   training-operator     github.com/kubeflow/training-operator v1.8.1 (tools/training-operator)
 #   vc-scheduler          this repository's cmd/vc-scheduler
 #
+# and, on request only (the end-to-end benchmark, `make bench-e2e`):
+#
+#   kwok                  sigs.k8s.io/kwok v0.8.0             (tools/kwok, Kubernetes 0.36)
+#   vc-scheduler-stock    volcano.sh/volcano v1.10.0 cmd/scheduler (tools/volcano)
+#
 # The third-party tools are rebuilt only when their stamp changes: a hash of
 # their tool module (go.mod, go.sum, Go files), the Go version and the build
 # flags. vc-scheduler is handed to `go build` every time; Go itself leaves an
 # up-to-date binary alone, so an unchanged tree costs about a second.
 #
-# Usage: hack/build-tools.sh [name...]   (default: all, in the order above)
+# Usage: hack/build-tools.sh [name...]   (default: the first five, in the order above)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -74,6 +79,8 @@ build() {
 	vc-controller-manager) build_tool vc-controller-manager tools/volcano volcano.sh/volcano/cmd/controller-manager "" ;;
 	training-operator) build_tool training-operator tools/training-operator github.com/kubeflow/training-operator/cmd/training-operator.v1 "" ;;
 	vc-scheduler) build_scheduler ;;
+	kwok) build_tool kwok tools/kwok sigs.k8s.io/kwok/cmd/kwok "" ;;
+	vc-scheduler-stock) build_tool vc-scheduler-stock tools/volcano volcano.sh/volcano/cmd/scheduler "" ;;
 	*)
 		echo "build-tools: unknown tool $1" >&2
 		return 2
