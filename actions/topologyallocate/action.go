@@ -50,19 +50,23 @@ func (a *Action) Initialize() {}
 // UnInitialize is a no-op.
 func (a *Action) UnInitialize() {}
 
-// Execute allocates pending jobs queue by queue, in the session's orders.
+// Execute allocates pending jobs queue by queue, in the session's orders,
+// as allocate does: a job is popped from the best queue, given tasks until
+// it is ready, and pushed back while it has pending tasks, so jobs and
+// queues are re-ordered after every task once a job runs. The first
+// placement of an RDMA gang (up to minMember) is planned whole.
 func (a *Action) Execute(ssn *framework.Session) {
 	klog.V(5).InfoS("Enter topology-allocate")
 	defer klog.V(5).InfoS("Leave topology-allocate")
 	topo := rdmatopology.ForSession(ssn)
-	if topo == nil {
-		klog.V(3).InfoS("rdma-topology plugin is not enabled; RDMA gangs are allocated task by task")
+	st := &run{ssn: ssn, topo: topo, refuse: checkConf(ssn, topo),
+		// One node filter per session: nodes do not change within it, so
+		// the filter's per-node answers are shared by every gang.
+		filters: newNodeFilter(ssn),
+		jobs:    map[api.QueueID]*util.PriorityQueue{},
+		tasks:   map[api.JobID]*util.PriorityQueue{},
 	}
 	queues := util.NewPriorityQueue(ssn.QueueOrderFn)
-	// One node filter per session: nodes do not change within it, so the
-	// filter's per-node answers are shared by every gang.
-	filters := newNodeFilter(ssn)
-	jobsByQueue := map[api.QueueID]*util.PriorityQueue{}
 	for _, job := range ssn.Jobs {
 		if job.IsPending() {
 			if conf.EnabledActionMap["enqueue"] {
@@ -80,21 +84,22 @@ func (a *Action) Execute(ssn *framework.Session) {
 			klog.InfoS("Skipping job of unknown queue", "job", job.UID, "queue", job.Queue)
 			continue
 		}
-		if _, ok := jobsByQueue[job.Queue]; !ok {
-			jobsByQueue[job.Queue] = util.NewPriorityQueue(ssn.JobOrderFn)
+		if _, ok := st.jobs[job.Queue]; !ok {
+			st.jobs[job.Queue] = util.NewPriorityQueue(ssn.JobOrderFn)
 			queues.Push(ssn.Queues[job.Queue])
 		}
-		jobsByQueue[job.Queue].Push(job)
+		st.jobs[job.Queue].Push(job)
 	}
 	// Partial RDMA gangs first: some of their pods are bound (others failed
 	// to bind and are pending again), so they hold GPUs and NICs while they
 	// wait. The NICs their failed pods had were released when the session
 	// opened; placing these gangs before anyone else lets them take those
-	// slots back, inside the tier they hold, before another gang can.
+	// slots back, inside the tier they hold, before another gang can. Once
+	// whole, they compete in their queue like every other job.
 	if topo != nil {
-		for _, job := range partialGangs(ssn, topo, jobsByQueue) {
+		for _, job := range partialGangs(ssn, topo, st.jobs) {
 			if queue := ssn.Queues[job.Queue]; queue != nil && !ssn.Overused(queue) {
-				allocateGang(ssn, topo, filters, queue, job)
+				st.allocateJob(queue, job)
 			}
 		}
 	}
@@ -104,18 +109,30 @@ func (a *Action) Execute(ssn *framework.Session) {
 			klog.V(3).InfoS("Queue is overused", "queue", queue.Name)
 			continue
 		}
-		jobs := jobsByQueue[queue.UID]
+		jobs := st.jobs[queue.UID]
 		if jobs == nil || jobs.Empty() {
 			continue
 		}
-		job := jobs.Pop().(*api.JobInfo)
-		if topo != nil && topo.IsRDMAJob(job) {
-			allocateGang(ssn, topo, filters, queue, job)
-		} else {
-			allocateTasks(ssn, queue, job, framework.NewStatement(ssn), nil)
-		}
+		st.allocateJob(queue, jobs.Pop().(*api.JobInfo))
+		// Pushed back after each job's turn, so the queue order sees the
+		// latest allocation.
 		queues.Push(queue)
 	}
+}
+
+// run is one Execute: the session, the plugin's state in it (nil when the
+// plugin is not enabled) and the jobs and tasks still to allocate.
+type run struct {
+	ssn     *framework.Session
+	topo    *rdmatopology.Session
+	filters *nodeFilter
+	// refuse, when set, is why no RDMA pod is placed in this session.
+	refuse error
+	// jobs are each queue's jobs still to allocate, in job order.
+	jobs map[api.QueueID]*util.PriorityQueue
+	// tasks are each job's pending tasks not yet tried in this session, in
+	// task order (allocate's pendingTasks).
+	tasks map[api.JobID]*util.PriorityQueue
 }
 
 // partialGangs removes from the queues, and returns in job order, the RDMA
@@ -141,37 +158,74 @@ func partialGangs(ssn *framework.Session, topo *rdmatopology.Session, jobsByQueu
 	return out
 }
 
-// pendingTasks returns the job's schedulable pending tasks in task order.
-func pendingTasks(ssn *framework.Session, job *api.JobInfo) []*api.TaskInfo {
-	pq := util.NewPriorityQueue(ssn.TaskOrderFn)
+// pendingTasks returns the job's task queue, built on the job's first turn
+// from its schedulable pending tasks.
+func (r *run) pendingTasks(job *api.JobInfo) *util.PriorityQueue {
+	if pq, ok := r.tasks[job.UID]; ok {
+		return pq
+	}
+	pq := util.NewPriorityQueue(r.ssn.TaskOrderFn)
 	for _, t := range job.TaskStatusIndex[api.Pending] {
 		if t.SchGated || t.Resreq.IsEmpty() {
 			continue
 		}
 		pq.Push(t)
 	}
-	var out []*api.TaskInfo
-	for !pq.Empty() {
-		out = append(out, pq.Pop().(*api.TaskInfo))
-	}
-	return out
+	r.tasks[job.UID] = pq
+	return pq
 }
 
-// allocateGang plans the job's RDMA tasks as one gang and applies the plan
-// through a Statement; the job's other tasks are allocated in the same
-// statement. The statement is committed only if the job is ready.
-func allocateGang(ssn *framework.Session, topo *rdmatopology.Session, filters *nodeFilter, queue *api.QueueInfo, job *api.JobInfo) {
-	tasks := pendingTasks(ssn, job)
-	var rdma, other []*api.TaskInfo
-	for _, t := range tasks {
+// pushBack returns a job to its queue's jobs, to be ordered again.
+func (r *run) pushBack(job *api.JobInfo) {
+	if jobs := r.jobs[job.Queue]; jobs != nil {
+		jobs.Push(job)
+	}
+}
+
+// gangMet reports whether the job has its minMember (and each task role
+// its minimum) placed: what the gang plugin calls ready.
+func gangMet(job *api.JobInfo) bool {
+	return job.CheckTaskReady() && job.IsReady()
+}
+
+// allocateJob gives the job its turn. An RDMA gang whose minMember is not
+// met is planned whole; any other job, and a gang's pods beyond minMember,
+// get allocate's per-task turn.
+func (r *run) allocateJob(queue *api.QueueInfo, job *api.JobInfo) {
+	tasks := r.pendingTasks(job)
+	if tasks.Empty() {
+		return
+	}
+	if r.topo != nil && r.topo.IsRDMAJob(job) && !gangMet(job) {
+		r.allocateGang(queue, job, tasks)
+		return
+	}
+	r.allocateTasks(queue, job, tasks)
+}
+
+// allocateGang plans the job's pending RDMA tasks as one gang and applies
+// the plan through a Statement, with the job's other tasks allocated in the
+// same statement, in task order until the gang is ready. The statement is
+// committed only if the gang is ready; the tasks left are the job's pods
+// beyond minMember, and the job is pushed back for them.
+func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.PriorityQueue) {
+	ssn, topo := r.ssn, r.topo
+	var all, rdma []*api.TaskInfo
+	others := 0
+	for !tasks.Empty() {
+		t := tasks.Pop().(*api.TaskInfo)
+		all = append(all, t)
 		if topo.RequestsRDMA(t) {
 			rdma = append(rdma, t)
 		} else {
-			other = append(other, t)
+			others++
 		}
 	}
 	if len(rdma) == 0 {
-		allocateTasks(ssn, queue, job, framework.NewStatement(ssn), nil)
+		for _, t := range all {
+			tasks.Push(t)
+		}
+		r.allocateTasks(queue, job, tasks)
 		return
 	}
 	c, relaxed, err := topo.EffectiveContract(job)
@@ -184,11 +238,7 @@ func allocateGang(ssn *framework.Session, topo *rdmatopology.Session, filters *n
 	if relaxed {
 		klog.V(3).InfoS("Gang waited max-wait for its highest tier; planning it as soft", "job", job.UID, "maxWait", c.MaxWait)
 	}
-	g := buildGang(topo, filters, job, c, rdma, len(other))
-	byUID := make(map[string]*api.TaskInfo, len(rdma))
-	for _, t := range rdma {
-		byUID[string(t.UID)] = t
-	}
+	g := buildGang(topo, r.filters, job, c, rdma, others)
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		start := time.Now()
 		plan, fail := topo.State.Plan(g)
@@ -200,13 +250,18 @@ func allocateGang(ssn *framework.Session, topo *rdmatopology.Session, filters *n
 		}
 		klog.V(3).InfoS("Planned gang", "job", job.UID, "tier", plan.Tier, "s0s", len(plan.S0s), "pods", len(plan.Assignments), "attempt", attempt)
 		stmt := framework.NewStatement(ssn)
-		bad, err := applyPlan(ssn, topo, queue, stmt, plan, byUID)
+		left, bad, err := r.applyGang(queue, job, stmt, plan, all)
 		if err == nil {
-			allocateTasks(ssn, queue, job, stmt, plan)
-			if ssn.JobReady(job) {
+			if gangMet(job) && ssn.JobReady(job) {
 				stmt.Commit()
 				topo.ClearPlanned()
 				rdmatopology.ObservePlaced(plan)
+				for _, t := range left {
+					tasks.Push(t)
+				}
+				if !tasks.Empty() {
+					r.pushBack(job)
+				}
 				return
 			}
 			err = fmt.Errorf("gang is not ready after its plan was applied")
@@ -224,31 +279,73 @@ func allocateGang(ssn *framework.Session, topo *rdmatopology.Session, filters *n
 		Message: fmt.Sprintf("planned nodes kept failing the session predicates after %d attempts", maxAttempts)})
 }
 
+// applyGang walks the gang's tasks in task order until the gang is ready:
+// planned RDMA tasks go where the plan puts them, other tasks are
+// allocated as allocate does. It returns the tasks not reached or not
+// planned, and the node to exclude when a planned one refuses.
+func (r *run) applyGang(queue *api.QueueInfo, job *api.JobInfo, stmt *framework.Statement, plan *placement.Plan, tasks []*api.TaskInfo) ([]*api.TaskInfo, string, error) {
+	planned := make(map[string]placement.Assignment, len(plan.Assignments))
+	for _, a := range plan.Assignments {
+		planned[a.PodUID] = a
+	}
+	var left []*api.TaskInfo
+	for i, task := range tasks {
+		if gangMet(job) && r.ssn.JobReady(job) {
+			return append(left, tasks[i:]...), "", nil
+		}
+		if !r.topo.RequestsRDMA(task) {
+			r.allocateTask(queue, job, stmt, task)
+			continue
+		}
+		a, ok := planned[string(task.UID)]
+		if !ok {
+			left = append(left, task)
+			continue
+		}
+		if bad, err := applyAssignment(r.ssn, r.topo, queue, stmt, task, a); err != nil {
+			return nil, bad, err
+		}
+	}
+	return left, "", nil
+}
+
 // applyPlan allocates every planned task on its node, checked by the
 // session predicates. It returns the node to exclude when one refuses.
 func applyPlan(ssn *framework.Session, topo *rdmatopology.Session, queue *api.QueueInfo, stmt *framework.Statement, plan *placement.Plan, byUID map[string]*api.TaskInfo) (string, error) {
 	for _, a := range plan.Assignments {
 		task := byUID[a.PodUID]
-		node := ssn.Nodes[a.Node]
-		if task == nil || node == nil {
-			return a.Node, fmt.Errorf("plan names unknown task %s or node %s", a.PodUID, a.Node)
+		if task == nil {
+			return a.Node, fmt.Errorf("plan names unknown task %s", a.PodUID)
 		}
-		if !ssn.Allocatable(queue, task) {
-			return "", fmt.Errorf("queue %s cannot take task %s/%s", queue.Name, task.Namespace, task.Name)
+		if bad, err := applyAssignment(ssn, topo, queue, stmt, task, a); err != nil {
+			return bad, err
 		}
-		if !task.InitResreq.LessEqual(node.Idle, api.Zero) {
-			return a.Node, fmt.Errorf("node %s has too few idle resources for %s/%s", a.Node, task.Namespace, task.Name)
-		}
-		if err := ssn.PrePredicateFn(task); err != nil {
-			return "", fmt.Errorf("pre-predicate of %s/%s: %w", task.Namespace, task.Name, err)
-		}
-		topo.SetPlanned(task.UID, a)
-		if err := ssn.PredicateForAllocateAction(task, node); err != nil {
-			return a.Node, fmt.Errorf("predicates refuse %s/%s on %s: %w", task.Namespace, task.Name, a.Node, err)
-		}
-		if err := stmt.Allocate(task, node); err != nil {
-			return a.Node, fmt.Errorf("allocate %s/%s on %s: %w", task.Namespace, task.Name, a.Node, err)
-		}
+	}
+	return "", nil
+}
+
+// applyAssignment allocates one planned task on its node, checked by the
+// session predicates. It returns the node to exclude when the node refuses.
+func applyAssignment(ssn *framework.Session, topo *rdmatopology.Session, queue *api.QueueInfo, stmt *framework.Statement, task *api.TaskInfo, a placement.Assignment) (string, error) {
+	node := ssn.Nodes[a.Node]
+	if node == nil {
+		return a.Node, fmt.Errorf("plan names unknown node %s", a.Node)
+	}
+	if !ssn.Allocatable(queue, task) {
+		return "", fmt.Errorf("queue %s cannot take task %s/%s", queue.Name, task.Namespace, task.Name)
+	}
+	if !task.InitResreq.LessEqual(node.Idle, api.Zero) {
+		return a.Node, fmt.Errorf("node %s has too few idle resources for %s/%s", a.Node, task.Namespace, task.Name)
+	}
+	if err := ssn.PrePredicateFn(task); err != nil {
+		return "", fmt.Errorf("pre-predicate of %s/%s: %w", task.Namespace, task.Name, err)
+	}
+	topo.SetPlanned(task.UID, a)
+	if err := ssn.PredicateForAllocateAction(task, node); err != nil {
+		return a.Node, fmt.Errorf("predicates refuse %s/%s on %s: %w", task.Namespace, task.Name, a.Node, err)
+	}
+	if err := stmt.Allocate(task, node); err != nil {
+		return a.Node, fmt.Errorf("allocate %s/%s on %s: %w", task.Namespace, task.Name, a.Node, err)
 	}
 	return "", nil
 }
@@ -272,68 +369,129 @@ func buildGang(topo *rdmatopology.Session, filters *nodeFilter, job *api.JobInfo
 	return g
 }
 
-// allocateTasks allocates the job's pending tasks that have no planned
-// placement one by one, as allocate does: predicates, node order, best node,
-// idle first, else pipelined on future idle. It commits the statement when
-// the job is ready and plan is nil (a gang's caller commits itself);
-// otherwise it discards, unless the job may pipeline.
-func allocateTasks(ssn *framework.Session, queue *api.QueueInfo, job *api.JobInfo, stmt *framework.Statement, plan *placement.Plan) {
-	planned := map[api.TaskID]bool{}
-	if plan != nil {
-		for _, a := range plan.Assignments {
-			planned[api.TaskID(a.PodUID)] = true
-		}
-	}
-	for _, task := range pendingTasks(ssn, job) {
-		if planned[task.UID] || task.Status != api.Pending {
-			continue
-		}
-		if !ssn.Allocatable(queue, task) || job.TaskHasFitErrors(task) {
-			continue
-		}
-		if err := ssn.PrePredicateFn(task); err != nil {
-			fe := api.NewFitErrors()
-			for _, n := range ssn.NodeList {
-				fe.SetNodeError(n.Name, err)
-			}
-			job.NodesFitErrors[task.UID] = fe
+// allocateTasks is allocate's per-task turn of a job: tasks are taken in
+// task order and each is placed (an RDMA task next to what its gang holds,
+// see allocateRDMATask); as soon as the job is ready with tasks left, it
+// is pushed back so that others get their turn. The statement is committed
+// if the job is ready, else discarded unless the job may pipeline.
+func (r *run) allocateTasks(queue *api.QueueInfo, job *api.JobInfo, tasks *util.PriorityQueue) {
+	ssn := r.ssn
+	stmt := framework.NewStatement(ssn)
+	for !tasks.Empty() {
+		task := tasks.Pop().(*api.TaskInfo)
+		if !r.allocateTask(queue, job, stmt, task) {
 			break
 		}
-		nodes, fe := feasibleNodes(task, ssn.NodeList, func(t *api.TaskInfo, n *api.NodeInfo) error {
-			if ok, res := t.InitResreq.LessEqualWithResourcesName(n.FutureIdle(), api.Zero); !ok {
-				return api.NewFitErrWithStatus(t, n, &api.Status{Code: api.Unschedulable, Reason: api.WrapInsufficientResourceReason(res)})
-			}
-			return ssn.PredicateForAllocateAction(t, n)
-		})
-		if len(nodes) == 0 {
-			job.NodesFitErrors[task.UID] = fe
-			if job.NeedContinueAllocating() {
-				continue
-			}
+		if ssn.JobReady(job) && !tasks.Empty() {
+			r.pushBack(job)
 			break
 		}
-		best := bestNode(ssn, task, nodes)
-		if best == nil {
-			continue
-		}
-		if task.InitResreq.LessEqual(best.Idle, api.Zero) {
-			if err := stmt.Allocate(task, best); err != nil {
-				klog.ErrorS(err, "Allocate failed", "task", klog.KRef(task.Namespace, task.Name), "node", best.Name)
-			}
-		} else if task.InitResreq.LessEqual(best.FutureIdle(), api.Zero) {
-			if err := stmt.Pipeline(task, best.Name, false); err != nil {
-				klog.ErrorS(err, "Pipeline failed", "task", klog.KRef(task.Namespace, task.Name), "node", best.Name)
-			}
-		}
-	}
-	if plan != nil {
-		return
 	}
 	if ssn.JobReady(job) {
 		stmt.Commit()
 	} else if !ssn.JobPipelined(job) {
 		stmt.Discard()
 	}
+	if r.topo != nil {
+		r.topo.ClearPlanned()
+	}
+}
+
+// allocateTask places one task as allocate does: predicates, node order,
+// best node, idle first, else pipelined on future idle. RDMA tasks are
+// planned by allocateRDMATask instead, or refused when the session cannot
+// place RDMA pods. It returns false when the job's turn should end
+// (allocate's break).
+func (r *run) allocateTask(queue *api.QueueInfo, job *api.JobInfo, stmt *framework.Statement, task *api.TaskInfo) bool {
+	ssn := r.ssn
+	if !ssn.Allocatable(queue, task) || job.TaskHasFitErrors(task) {
+		return true
+	}
+	if r.refuse != nil && requestsRDMA(task) {
+		setFitError(job, task, r.refuse.Error())
+		return true
+	}
+	if err := ssn.PrePredicateFn(task); err != nil {
+		fe := api.NewFitErrors()
+		for _, n := range ssn.NodeList {
+			fe.SetNodeError(n.Name, err)
+		}
+		job.NodesFitErrors[task.UID] = fe
+		return false
+	}
+	if r.topo != nil && r.topo.RequestsRDMA(task) {
+		r.allocateRDMATask(queue, job, stmt, task)
+		return true
+	}
+	nodes, fe := feasibleNodes(task, ssn.NodeList, func(t *api.TaskInfo, n *api.NodeInfo) error {
+		if ok, res := t.InitResreq.LessEqualWithResourcesName(n.FutureIdle(), api.Zero); !ok {
+			return api.NewFitErrWithStatus(t, n, &api.Status{Code: api.Unschedulable, Reason: api.WrapInsufficientResourceReason(res)})
+		}
+		return ssn.PredicateForAllocateAction(t, n)
+	})
+	if len(nodes) == 0 {
+		job.NodesFitErrors[task.UID] = fe
+		return job.NeedContinueAllocating()
+	}
+	best := bestNode(ssn, task, nodes)
+	if best == nil {
+		return true
+	}
+	if task.InitResreq.LessEqual(best.Idle, api.Zero) {
+		if err := stmt.Allocate(task, best); err != nil {
+			klog.ErrorS(err, "Allocate failed", "task", klog.KRef(task.Namespace, task.Name), "node", best.Name)
+		}
+	} else if task.InitResreq.LessEqual(best.FutureIdle(), api.Zero) {
+		if err := stmt.Pipeline(task, best.Name, false); err != nil {
+			klog.ErrorS(err, "Pipeline failed", "task", klog.KRef(task.Namespace, task.Name), "node", best.Name)
+		}
+	}
+	return true
+}
+
+// allocateRDMATask places one RDMA pod of a gang whose minMember is met: the
+// planner places it alone, next to the nodes and leaves the gang holds
+// (within its hard tier), and it is allocated in stmt.
+func (r *run) allocateRDMATask(queue *api.QueueInfo, job *api.JobInfo, stmt *framework.Statement, task *api.TaskInfo) {
+	topo := r.topo
+	c, _, err := topo.EffectiveContract(job)
+	if err != nil {
+		klog.V(3).InfoS("Pod not placed: invalid job contract", "pod", klog.KRef(task.Namespace, task.Name), "err", err)
+		topo.RecordFailure(job, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
+		setFitError(job, task, err.Error())
+		return
+	}
+	g := buildGang(topo, r.filters, job, c, []*api.TaskInfo{task}, 0)
+	g.Need = 1
+	byUID := map[string]*api.TaskInfo{string(task.UID): task}
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		plan, fail := topo.State.Plan(g)
+		if plan == nil {
+			klog.V(3).InfoS("No placement for pod next to its gang", "pod", klog.KRef(task.Namespace, task.Name), "reason", fail.Message)
+			setFitError(job, task, fail.Message)
+			return
+		}
+		bad, err := applyPlan(r.ssn, topo, queue, stmt, plan, byUID)
+		if err == nil {
+			klog.V(3).InfoS("Placed pod next to its gang", "pod", klog.KRef(task.Namespace, task.Name), "node", task.NodeName, "tier", plan.Tier)
+			return
+		}
+		klog.V(3).InfoS("Planned node refused pod", "pod", klog.KRef(task.Namespace, task.Name), "attempt", attempt, "err", err)
+		if bad == "" {
+			setFitError(job, task, err.Error())
+			return
+		}
+		g.Exclude[bad] = true
+	}
+	setFitError(job, task, fmt.Sprintf("planned nodes kept failing the session predicates after %d attempts", maxAttempts))
+}
+
+// setFitError records why a task was not placed, for Volcano's
+// Unschedulable condition and the pod's PodScheduled condition.
+func setFitError(job *api.JobInfo, task *api.TaskInfo, msg string) {
+	fe := api.NewFitErrors()
+	fe.SetError(msg)
+	job.NodesFitErrors[task.UID] = fe
 }
 
 // bestNode scores candidate nodes, preferring those with idle resources.
