@@ -1,14 +1,15 @@
 // Package bench measures placement quality and scheduling cost of
 // rdmatopo's scheduler conf against stock Volcano v1.10, side by side in one
-// process, on one generated trace: a provider-shaped cluster with part of
-// its capacity already taken, and gangs arriving over time and finishing
-// after a random number of cycles.
+// process, on one generated trace: a cluster of provider, rail or mixed
+// cabling (NewFabricCluster) with part of its capacity already taken, and
+// gangs arriving over time and finishing after a random number of cycles.
 //
 // Both confs run in the same session loop (internal/sim, on Volcano's mock
 // scheduler cache). For every placed multi-pod RDMA gang the package counts
 // the S0 leaf switches its NICs span and compares that with the fewest S0s
-// the gang could have used at the moment it was placed, computed by the
-// placement planner on an exact copy of the fabric state.
+// the gang could have used at the moment it was placed, computed by an
+// exact search written apart from the placement planner (MinLeaves, in
+// oracle.go) on the benchmark's own record of the fabric state.
 package bench
 
 import (

@@ -28,6 +28,9 @@ type Report struct {
 // RunDetails are the figures of a run that are not part of the fixed
 // "runs" keys.
 type RunDetails struct {
+	// Fabric is the generated fabric (FabricProvider, FabricRail,
+	// FabricMixed).
+	Fabric string `json:"fabric"`
 	// RDMAGangs is the number of placed multi-pod RDMA gangs MeanS0 and
 	// FloorS0 average over.
 	RDMAGangs int `json:"rdmaGangs"`
@@ -39,6 +42,15 @@ type RunDetails struct {
 	// NodesToFindPercent is Volcano's percentage-nodes-to-find of the run
 	// (0: adaptive).
 	NodesToFindPercent int32 `json:"nodesToFindPercent"`
+	// OracleUnknown counts gangs the oracle could not decide, left out of
+	// atOptimumFrac.
+	OracleUnknown int `json:"oracleUnknown"`
+	// OracleInfeasible counts gangs with no NUMA-aligned placement on the
+	// state they saw.
+	OracleInfeasible int `json:"oracleInfeasible"`
+	// BelowOptimum counts gangs that spanned fewer S0s than the oracle's
+	// minimum at their first bind.
+	BelowOptimum int `json:"belowOptimum"`
 }
 
 // Options select a benchmark run.
@@ -52,6 +64,9 @@ type Options struct {
 	// Confs limits the run to these confs (ConfRDMATopo, ConfBaseline);
 	// empty runs both.
 	Confs []string
+	// Fabric is the generated fabric (CheckFabric); empty means
+	// FabricProvider.
+	Fabric string
 }
 
 // Validate checks the options.
@@ -63,6 +78,11 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--gangs must be at least 1, got %d", o.Gangs)
 	case o.NodesToFindPercent < 0 || o.NodesToFindPercent > 100:
 		return fmt.Errorf("--nodes-to-find-percent must be 0 (adaptive) to 100, got %d", o.NodesToFindPercent)
+	}
+	if o.Fabric != "" {
+		if err := CheckFabric(o.Fabric); err != nil {
+			return err
+		}
 	}
 	for _, c := range o.Confs {
 		if c != ConfRDMATopo && c != ConfBaseline {
@@ -86,7 +106,11 @@ func Run(o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	trace := NewTrace(o.Gangs, o.Seed)
+	fabric := o.Fabric
+	if fabric == "" {
+		fabric = FabricProvider
+	}
+	trace := NewFabricTrace(fabric, o.Gangs, o.Seed)
 	rep := &Report{Nodes: o.Nodes, Gangs: o.Gangs, Seed: o.Seed, Runs: map[string]*RunResult{},
 		Details: map[string]*RunDetails{}}
 	for _, name := range runOrder {
@@ -94,15 +118,19 @@ func Run(o Options) (*Report, error) {
 			continue
 		}
 		// A fresh cluster per run: the simulator owns the objects it gets.
-		cluster := NewCluster(o.Nodes, o.Seed)
+		cluster, err := NewFabricCluster(fabric, o.Nodes, o.Seed)
+		if err != nil {
+			return nil, err
+		}
 		runtime.GC()
 		res, err := Replay(confs[name], cluster, trace, SimOptions(o.NodesToFindPercent))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		rep.Runs[name] = res
-		rep.Details[name] = &RunDetails{RDMAGangs: res.RDMAGangs, FloorS0: res.FloorS0,
-			Misaligned: res.Misaligned, NodesToFindPercent: o.NodesToFindPercent}
+		rep.Details[name] = &RunDetails{Fabric: fabric, RDMAGangs: res.RDMAGangs, FloorS0: res.FloorS0,
+			Misaligned: res.Misaligned, NodesToFindPercent: o.NodesToFindPercent,
+			OracleUnknown: res.OracleUnknown, OracleInfeasible: res.OracleInfeasible, BelowOptimum: res.BelowOptimum}
 	}
 	return rep, nil
 }
@@ -132,9 +160,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("o", outputTable, "output format: table or json")
 	pct := fs.Int("nodes-to-find-percent", 0, "Volcano's percentage-nodes-to-find for both confs: 0 (Volcano's adaptive default) to 100 (every node)")
 	only := fs.String("conf", "both", "confs to replay: rdmatopo, baseline or both")
+	fabric := fs.String("fabric", FabricProvider, "generated fabric: provider (every NIC of a NUMA zone under one S0), rail (NIC i of every node of a 32-node unit on rail S0 i) or mixed (thirds of provider, rail and topology-unknown nodes)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rdmatopo bench [--nodes N] [--gangs G] [--seed S] [--nodes-to-find-percent P] [--conf rdmatopo|baseline|both] [--cpuprofile FILE] [-o table|json]")
+		fmt.Fprintln(stderr, "usage: rdmatopo bench [--nodes N] [--gangs G] [--seed S] [--nodes-to-find-percent P] [--conf rdmatopo|baseline|both] [--fabric provider|rail|mixed] [--cpuprofile FILE] [-o table|json]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -152,12 +181,16 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	// Clamped into int32 range; Validate reports anything outside 0..100.
-	o := Options{Nodes: *nodes, Gangs: *gangs, Seed: *seed, NodesToFindPercent: int32(min(max(*pct, -1), 101))}
+	o := Options{Nodes: *nodes, Gangs: *gangs, Seed: *seed, NodesToFindPercent: int32(min(max(*pct, -1), 101)), Fabric: *fabric}
 	if *only != "both" {
 		o.Confs = []string{*only}
 	}
 	if o.Gangs == 0 {
 		o.Gangs = max(o.Nodes/5, 1)
+	}
+	if err := CheckFabric(*fabric); err != nil {
+		fmt.Fprintln(stderr, "rdmatopo bench:", err)
+		return exitUsage
 	}
 	if err := o.Validate(); err != nil {
 		fmt.Fprintln(stderr, "rdmatopo bench:", err)
@@ -208,7 +241,13 @@ func WriteTable(w io.Writer, rep *Report) error {
 	if len(names) == 0 {
 		return fmt.Errorf("report has no run")
 	}
-	fmt.Fprintf(w, "nodes=%d gangs=%d seed=%d\n", rep.Nodes, rep.Gangs, rep.Seed)
+	fabric := ""
+	for _, name := range names {
+		if d := rep.Details[name]; d != nil && d.Fabric != "" {
+			fabric = " fabric=" + d.Fabric
+		}
+	}
+	fmt.Fprintf(w, "nodes=%d gangs=%d seed=%d%s\n", rep.Nodes, rep.Gangs, rep.Seed, fabric)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "metric\t%s\t\n", strings.Join(names, "\t"))
 	rows := []struct {
@@ -221,6 +260,8 @@ func WriteTable(w io.Writer, rep *Report) error {
 		{"mean S0 per gang", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.MeanS0) }},
 		{"floor S0 (empty fabric)", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.FloorS0) }},
 		{"at optimum", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.AtOptimumFrac) }},
+		{"oracle unknown (left out)", func(r *RunResult) string { return fmt.Sprint(r.OracleUnknown) }},
+		{"oracle infeasible", func(r *RunResult) string { return fmt.Sprint(r.OracleInfeasible) }},
 		{"fragmentation", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.Fragmentation) }},
 		{"NUMA-misaligned pods", func(r *RunResult) string { return fmt.Sprint(r.Misaligned) }},
 		{"session seconds", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.Seconds) }},

@@ -25,6 +25,8 @@ func TestMainRejectsBadFlags(t *testing.T) {
 		{name: "unknown conf", args: []string{"--conf", "stock"}, wantErr: `--conf must be rdmatopo, baseline or both, got "stock"`},
 		{name: "percent above 100", args: []string{"--nodes-to-find-percent", "250"}, wantErr: "--nodes-to-find-percent must be 0 (adaptive) to 100"},
 		{name: "negative percent", args: []string{"--nodes-to-find-percent", "-5"}, wantErr: "--nodes-to-find-percent must be 0 (adaptive) to 100"},
+		{name: "unknown fabric", args: []string{"--fabric", "fat-tree"}, wantErr: `--fabric must be provider, rail or mixed, got "fat-tree"`},
+		{name: "empty fabric", args: []string{"--fabric", ""}, wantErr: `--fabric must be provider, rail or mixed, got ""`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -190,6 +192,37 @@ func TestRunSmall(t *testing.T) {
 		if r.RDMAGangs > 0 && (d.FloorS0 < 1 || d.FloorS0 > r.MeanS0) {
 			t.Errorf("%s: floor S0 %v outside [1, meanS0 %v]", name, d.FloorS0, r.MeanS0)
 		}
+	}
+}
+
+// TestRunFabrics replays a small trace on every fabric and checks the
+// report names the fabric and accounts for every RDMA gang.
+func TestRunFabrics(t *testing.T) {
+	for _, fabric := range Fabrics {
+		t.Run(fabric, func(t *testing.T) {
+			rep, err := Run(Options{Nodes: 96, Gangs: 16, Seed: 2, Fabric: fabric})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, r := range rep.Runs {
+				d := rep.Details[name]
+				if d.Fabric != fabric {
+					t.Errorf("%s: details.fabric = %q, want %q", name, d.Fabric, fabric)
+				}
+				if r.Placed < 1 {
+					t.Errorf("%s placed no gang", name)
+				}
+				if r.AtOptimumFrac < 0 || r.AtOptimumFrac > 1 {
+					t.Errorf("%s: atOptimumFrac %v out of [0,1]", name, r.AtOptimumFrac)
+				}
+				if d.OracleUnknown+d.OracleInfeasible > d.RDMAGangs {
+					t.Errorf("%s: %d unknown + %d infeasible of %d gangs", name, d.OracleUnknown, d.OracleInfeasible, d.RDMAGangs)
+				}
+			}
+			if d := rep.Details[ConfRDMATopo]; d.OracleInfeasible != 0 {
+				t.Errorf("rdmatopo placed %d gangs the oracle finds no aligned placement for", d.OracleInfeasible)
+			}
+		})
 	}
 }
 

@@ -15,15 +15,10 @@ import (
 // Tracker is the benchmark's own record of who holds which GPUs and NICs,
 // independent of the scheduler under test. It answers the placement-quality
 // questions: how many S0s a gang's NICs span, the fewest S0s the gang could
-// have used, and how many S0s are partly used.
-//
-// Its fabric is built without an S1 label, so every leaf is in one S1 and
-// the planner's S1 tier is "the fewest S0s anywhere": planning a gang in
-// soft mode then yields the fewest S0s possible for it (exact for gangs
-// whose pods share one shape, which every trace gang does).
+// have used (from the oracle, MinLeaves, on the tracker's state), and how
+// many S0s are partly used.
 type Tracker struct {
 	fabric *topology.Fabric
-	state  *placement.State
 	// held maps pod UID to its assignment.
 	held map[string]placement.Assignment
 	// onNode maps node to the UIDs holding something on it.
@@ -42,7 +37,6 @@ func NewTracker(nodes []*corev1.Node, cnrs []*v1alpha1.CustomNodeResource) *Trac
 	f := topology.Build(topology.Config{}.WithDefaults(), nodes, cnrs)
 	t := &Tracker{
 		fabric:   f,
-		state:    placement.NewState(f, nil),
 		held:     map[string]placement.Assignment{},
 		onNode:   map[string]map[string]bool{},
 		leafUsed: map[topology.S0ID]int{},
@@ -71,7 +65,6 @@ func (t *Tracker) Reserve(uid string, a placement.Assignment) error {
 		t.onNode[a.Node] = map[string]bool{}
 	}
 	t.onNode[a.Node][uid] = true
-	t.state.Apply(uid, a)
 	for _, nic := range a.NICs() {
 		if leaf, ok := t.fabric.NICLeaf(a.Node, nic); ok {
 			t.leafUsed[leaf]++
@@ -88,7 +81,6 @@ func (t *Tracker) Release(uid string) {
 	}
 	delete(t.held, uid)
 	delete(t.onNode[a.Node], uid)
-	t.state.Unapply(uid, a)
 	for _, nic := range a.NICs() {
 		if leaf, ok := t.fabric.NICLeaf(a.Node, nic); ok {
 			t.leafUsed[leaf]--
@@ -243,61 +235,40 @@ func (t *Tracker) S0Count(assign []placement.Assignment) int {
 	return len(seen)
 }
 
-// OptimumS0 returns the fewest S0s that pods pods of shape sh could use in
-// the current state; ok is false when the gang does not fit at all.
-func (t *Tracker) OptimumS0(job string, pods int, sh placement.Shape) (int, bool) {
-	g := placement.Gang{Job: job, Need: pods, Mode: placement.ModeSoft, HighestTier: placement.TierCluster}
-	for i := 0; i < pods; i++ {
-		g.Pods = append(g.Pods, placement.Pod{UID: fmt.Sprintf("%s#%d", job, i), Name: job, Shape: sh})
-	}
-	plan, fail := t.state.Plan(g)
-	if fail != nil || plan == nil || len(plan.Assignments) != pods {
-		return 0, false
-	}
-	// The planner ranks one node tighter than one S0; on this hardware a
-	// node's two NUMA zones hang off different S0s, so a node-tier plan may
-	// use two S0s where one S0 alone could hold the gang.
-	if len(plan.S0s) > 1 && t.oneLeafHolds(pods, sh) {
-		return 1, true
-	}
-	return len(plan.S0s), true
-}
-
-// oneLeafHolds reports whether some leaf alone can hold pods pods of shape
-// sh, each pod NUMA-aligned with NICs under that leaf.
-func (t *Tracker) oneLeafHolds(pods int, sh placement.Shape) bool {
-	if sh.NICs == 0 {
-		return false
-	}
-	for _, id := range t.leaves {
-		if t.leafNICs[id]-t.leafUsed[id] < int(sh.NICs)*pods {
+// OracleState returns every node's free GPUs, CPU and NICs as the tracker
+// holds them, with each free NIC's leaf, for MinLeaves. CPU is what the
+// KCNRs show: the tracker does not follow CPU, which never limits placement
+// in the trace.
+func (t *Tracker) OracleState() []OracleNode {
+	names := t.fabric.NodeNames()
+	out := make([]OracleNode, 0, len(names))
+	for _, name := range names {
+		zones, n, ok := t.freeZones(name)
+		if !ok {
 			continue
 		}
-		l, _ := t.fabric.Leaf(id)
-		fit := 0
-		for _, s := range l.Slots {
-			zones, _, ok := t.freeZones(s.Node.Name)
-			if !ok {
-				continue
-			}
-			z := zones[s.Zone]
-			under := int64(0)
+		on := OracleNode{Name: name, Spanning: n.Policy == topology.PolicySpanning, Zones: make([]OracleZone, len(zones))}
+		for i, z := range zones {
+			oz := OracleZone{FreeGPU: z.gpu, FreeCPUMilli: n.Zones[i].FreeCPUMilli}
 			for _, nic := range z.nics {
-				if leaf, ok := t.fabric.NICLeaf(s.Node.Name, nic); ok && leaf == id {
-					under++
-				}
+				leaf, _ := t.fabric.NICLeaf(name, nic)
+				oz.FreeNICLeaves = append(oz.FreeNICLeaves, string(leaf))
 			}
-			n := under / sh.NICs
-			if sh.GPU > 0 {
-				n = min(n, z.gpu/sh.GPU)
-			}
-			fit += int(n)
-			if fit >= pods {
-				return true
-			}
+			on.Zones[i] = oz
 		}
+		out = append(out, on)
 	}
-	return false
+	return out
+}
+
+// Optimum asks the oracle for the fewest S0s pods pods of shape sh could
+// use on the tracker's current state.
+func (t *Tracker) Optimum(pods int, sh placement.Shape) OracleResult {
+	gang := make([]OracleShape, pods)
+	for i := range gang {
+		gang[i] = OracleShape{GPU: sh.GPU, CPUMilli: sh.CPUMilli, NICs: sh.NICs}
+	}
+	return MinLeaves(t.OracleState(), gang, 0)
 }
 
 // Fragmentation is the share of all S0s that are partly used: some of their

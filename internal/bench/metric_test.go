@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
@@ -79,7 +80,7 @@ func TestFragmentationAfterRelease(t *testing.T) {
 	}
 }
 
-func TestOptimumS0(t *testing.T) {
+func TestTrackerOptimum(t *testing.T) {
 	half := KindHalf.Shape()
 	small := KindSmall.Shape()
 	// Every zone of leaf 0 but one is taken; leaf 2 is half taken.
@@ -90,29 +91,30 @@ func TestOptimumS0(t *testing.T) {
 	for i := 16; i < 24; i++ {
 		crowded = append(crowded, zoneUse(i, 0))
 	}
+	exact := func(n int) OracleResult { return OracleResult{Status: OracleExact, Leaves: n} }
 	tests := []struct {
-		name   string
-		held   []placement.Assignment
-		pods   int
-		shape  placement.Shape
-		want   int
-		wantOK bool
+		name  string
+		held  []placement.Assignment
+		pods  int
+		shape placement.Shape
+		want  OracleResult
 	}{
-		{name: "two half-node pods fit under one S0 (not on one node: two S0s)", pods: 2, shape: half, want: 1, wantOK: true},
-		{name: "a full leaf of half-node pods", pods: 16, shape: half, want: 1, wantOK: true},
-		{name: "one pod more than a leaf", pods: 17, shape: half, want: 2, wantOK: true},
-		{name: "small pods share zones", pods: 32, shape: small, want: 1, wantOK: true},
-		{name: "crowded leaves force a wider placement", held: crowded, pods: 16, shape: half, want: 1, wantOK: true},
-		{name: "crowded: two leaves needed", held: crowded, pods: 17, shape: half, want: 2, wantOK: true},
-		{name: "more than the cluster holds", pods: 65, shape: half, wantOK: false},
+		{name: "two half-node pods fit under one S0 (not on one node: two S0s)", pods: 2, shape: half, want: exact(1)},
+		{name: "a full leaf of half-node pods", pods: 16, shape: half, want: exact(1)},
+		{name: "one pod more than a leaf", pods: 17, shape: half, want: exact(2)},
+		{name: "small pods share zones", pods: 32, shape: small, want: exact(1)},
+		{name: "whole-node pods need both leaves of a spanning node", pods: 2, shape: KindFull.Shape(), want: exact(2)},
+		{name: "crowded leaves force a wider placement", held: crowded, pods: 16, shape: half, want: exact(1)},
+		{name: "crowded: two leaves needed", held: crowded, pods: 17, shape: half, want: exact(2)},
+		{name: "more than the cluster holds", pods: 65, shape: half, want: OracleResult{Status: OracleInfeasible}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := smallTracker(t)
 			reserveAll(t, tr, tc.held)
-			got, ok := tr.OptimumS0("default/g", tc.pods, tc.shape)
-			if ok != tc.wantOK || (ok && got != tc.want) {
-				t.Errorf("OptimumS0(%d x %s) = %d, %v; want %d, %v", tc.pods, tc.shape, got, ok, tc.want, tc.wantOK)
+			got := tr.Optimum(tc.pods, tc.shape)
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(OracleResult{}, "Visited")); diff != "" {
+				t.Errorf("Optimum(%d x %s) differs (-want +got):\n%s", tc.pods, tc.shape, diff)
 			}
 		})
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -127,8 +126,17 @@ var kindWeights = []struct {
 // can hold them).
 const maxFullGang = 16
 
-// NewTrace generates gangs gangs from seed. The result is deterministic.
+// NewTrace generates gangs gangs from seed for the provider's fabric. The
+// result is deterministic.
 func NewTrace(gangs int, seed uint64) *Trace {
+	return NewFabricTrace(FabricProvider, gangs, seed)
+}
+
+// NewFabricTrace generates gangs gangs from seed for the named fabric
+// (CheckFabric). Every fabric gets the same gangs (sizes, shapes, arrivals,
+// durations, which gangs are hard); only the tier a hard gang is held to
+// depends on the fabric (hardTier). The result is deterministic.
+func NewFabricTrace(fabric string, gangs int, seed uint64) *Trace {
 	rng := rand.New(rand.NewPCG(seed, 0x7261636b))
 	t := &Trace{Cycles: ArrivalCycles + DrainCycles}
 	for i := 0; i < gangs; i++ {
@@ -145,7 +153,7 @@ func NewTrace(gangs int, seed uint64) *Trace {
 		}
 		g.HighestTier = placement.TierS1
 		if rng.Float64() < hardShare {
-			if tier, ok := hardTier(g.Kind, g.Pods); ok {
+			if tier, ok := hardTier(fabric, g.Kind, g.Pods); ok {
 				g.Mode, g.HighestTier = placement.ModeHard, tier
 			}
 		}
@@ -161,13 +169,21 @@ func NewTrace(gangs int, seed uint64) *Trace {
 // S0; an S1 has spanningPerS1 nodes that can hold whole-node pods. A gang
 // no tier holds that way is not made hard (ok false): a user would not ask
 // for a limit the hardware can hardly meet.
-func hardTier(kind PodKind, pods int) (tier placement.Tier, ok bool) {
+//
+// On the rail and mixed fabrics a pod of more than one NIC is never held
+// under one S0 either (its NICs hang off one rail each), so only 1-NIC pods
+// get s0; a rail leaf holds as many 1-NIC pods (32, one per node of its
+// unit) and a rail S1 at least as many pods of each kind as a provider
+// leaf and S1, so the other limits stay. On mixed, the limits must hold on
+// every part of the fabric, which the rail rule does.
+func hardTier(fabric string, kind PodKind, pods int) (tier placement.Tier, ok bool) {
 	sh := kind.Shape()
 	nics := int64(pods) * sh.NICs
+	oneLeaf := fabric == FabricProvider || sh.NICs == 1
 	switch {
 	case sh.NICs == 0:
 		return placement.TierS1, true
-	case kind != KindFull && nics <= nicsPerLeaf/2:
+	case kind != KindFull && oneLeaf && nics <= nicsPerLeaf/2:
 		return placement.TierS0, true
 	case kind != KindFull && nics <= nicsPerLeaf*leavesPerS1/2:
 		return placement.TierS1, true
@@ -235,46 +251,28 @@ const (
 // PreboundNamespace holds the pods that are running when the trace starts.
 const PreboundNamespace = "prebound"
 
-// NewCluster generates nodes nodes with pre-bound pods: each pre-bound pod
-// takes a whole NUMA zone (4 GPU + both its NICs) and carries the rdmatopo
-// NIC annotations a previous placement would have written, so both
-// schedulers see the same occupancy.
+// NewCluster generates nodes nodes of the provider's fabric with pre-bound
+// pods (NewFabricCluster with FabricProvider): each pre-bound pod takes a
+// whole NUMA zone (4 GPU + both its NICs) and carries the rdmatopo NIC
+// annotations a previous placement would have written, so both schedulers
+// see the same occupancy.
 func NewCluster(nodes int, seed uint64) *workload.Cluster {
-	rng := rand.New(rand.NewPCG(seed, 0x636c7573))
-	ns, cnrs := builders.ClusterShape{Nodes: nodes, ZonesPerLeaf: zonesPerLeaf,
-		LeavesPerS1: leavesPerS1, SpanningEvery: spanningEvery}.Generate()
-	for _, n := range ns {
-		q := *resource.NewQuantity(podsPerNode, resource.DecimalSI)
-		n.Status.Allocatable[corev1.ResourcePods] = q
-		n.Status.Capacity[corev1.ResourcePods] = q
-	}
-	c := &workload.Cluster{Nodes: ns, CNRs: cnrs}
-	created := workload.Epoch.Add(-24 * time.Hour)
-	for g := 0; g*zonesPerLeaf < nodes; g++ {
-		var p float64
-		switch x := rng.Float64(); {
-		case x < fullGroupShare:
-			p = 1
-		case x < fullGroupShare+partialGroupShare:
-			p = 0.2 + 0.6*rng.Float64()
-		}
-		for i := g * zonesPerLeaf; i < min((g+1)*zonesPerLeaf, nodes); i++ {
-			for numa := 0; numa < 2; numa++ {
-				if p == 0 || rng.Float64() >= p {
-					continue
-				}
-				c.Pods = append(c.Pods, preboundPod(builders.NodeName(i), numa, created))
-			}
-		}
+	c, err := NewFabricCluster(FabricProvider, nodes, seed)
+	if err != nil {
+		panic(err) // FabricProvider is always valid
 	}
 	return c
 }
 
-// preboundPod is a running pod holding NUMA zone numa of node.
-func preboundPod(node string, numa int, created time.Time) *corev1.Pod {
-	nics := []topology.NICID{topology.NICID(builders.NUMANICs[numa][0]), topology.NICID(builders.NUMANICs[numa][1])}
+// preboundPod is a running pod holding NUMA zone numa of node: 4 GPUs and
+// every NIC of the zone (pcis).
+func preboundPod(node string, numa int, pcis []string, created time.Time) *corev1.Pod {
+	nics := make([]topology.NICID, len(pcis))
+	for i, pci := range pcis {
+		nics[i] = topology.NICID(pci)
+	}
 	p := builders.MakePod(PreboundNamespace, fmt.Sprintf("%s-numa%d", node, numa)).
-		Req(builders.GPUResource, "4").Req(builders.RDMAResource, "2").
+		Req(builders.GPUResource, "4").Req(builders.RDMAResource, strconv.Itoa(len(nics))).
 		Req(corev1.ResourceCPU, strconv.Itoa(4*cpuPerGPU)).
 		Annotation(ledger.AnnotationNICs, ledger.FormatNICs(nics)).
 		Annotation(ledger.AnnotationNUMA, ledger.FormatNUMA([]int{numa})).

@@ -1,0 +1,440 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+)
+
+// This file is the benchmark's optimum: the fewest distinct leaves (S0s)
+// that all NICs of a gang can use on a given state. It is written apart
+// from the placement planner and imports nothing of the project, so the
+// benchmark does not grade the planner with the planner's own answer.
+//
+// The search. For pods of one shape (g GPUs, c CPU, r NICs) a placement
+// unit is a NUMA zone of a single-NUMA node (a pod must sit inside one zone)
+// or a whole node of a spanning policy (a pod may take GPUs, CPU and NICs
+// from any of its zones, so the zones pool). Restricted to the NICs of a
+// leaf set S, unit u holds exactly
+//
+//	p_u(S) = min(C_u, floor(a_u(S) / r))
+//
+// pods, where C_u is what its GPUs and CPU allow and a_u(S) is its free NICs
+// under S; the gang fits on S when the sum over units reaches its size n.
+// Units only interact through the leaves they share, so the leaves split
+// into components (leaves joined when one unit has NICs under both: the two
+// leaves of a provider node pair, the rails of a scalable unit, the NICs of
+// one topology-unknown zone). For each component the search finds, for k =
+// 1, 2, ... (iterative deepening on the leaf-set size), the most pods any k
+// of its leaves hold: a depth-first walk over k-subsets in order of leaf
+// capacity, pruned when the chosen leaves' capacity plus that of the next
+// best leaves cannot beat the best found, and stopped once the component
+// holds the whole gang or all it can. A small dynamic programme then picks
+// how many leaves to take from each component: the fewest in total whose
+// pods reach n. Each step is exact, so the result is the true minimum for
+// one shape. The walk counts the leaf sets it visits; past the limit the
+// result is OracleUnknown, never a guess.
+//
+// Gangs with pods of different shapes: the per-unit count above is not
+// defined for a mix, and the oracle returns OracleUnknown with a reason.
+
+// OracleShape is what one pod needs: GPUs, CPU (millicores) and RDMA NICs.
+type OracleShape struct {
+	GPU      int64
+	CPUMilli int64
+	NICs     int64
+}
+
+// OracleZone is the free capacity of one NUMA zone: its GPUs, its CPU and
+// one entry per free NIC naming that NIC's leaf.
+type OracleZone struct {
+	FreeGPU      int64
+	FreeCPUMilli int64
+	// FreeNICLeaves lists the leaf of each free NIC of the zone (a leaf may
+	// repeat). A topology-unknown NIC has a leaf of its own.
+	FreeNICLeaves []string
+}
+
+// OracleNode is one node as the oracle sees it.
+type OracleNode struct {
+	Name string
+	// Spanning is true when the node's topology policy lets a pod take
+	// resources from several NUMA zones; false for single-NUMA policies.
+	Spanning bool
+	Zones    []OracleZone
+}
+
+// OracleStatus says how far an oracle answer can be trusted.
+type OracleStatus int
+
+const (
+	// OracleExact: Leaves is the true minimum.
+	OracleExact OracleStatus = iota
+	// OracleInfeasible: the gang does not fit the state at all.
+	OracleInfeasible
+	// OracleUnknown: the search hit its limit or the gang mixes pod shapes;
+	// Reason says which.
+	OracleUnknown
+)
+
+// String names the status.
+func (s OracleStatus) String() string {
+	switch s {
+	case OracleExact:
+		return "exact"
+	case OracleInfeasible:
+		return "infeasible"
+	case OracleUnknown:
+		return "unknown"
+	}
+	return fmt.Sprintf("status-%d", int(s))
+}
+
+// OracleResult is the oracle's answer.
+type OracleResult struct {
+	Status OracleStatus
+	// Leaves is the fewest distinct leaves all NICs of the gang can use
+	// (0 for a gang requesting no NICs); set only when Status is
+	// OracleExact.
+	Leaves int
+	// Reason explains an OracleUnknown answer.
+	Reason string
+	// Visited is the number of leaf sets the search visited.
+	Visited int
+}
+
+// DefaultOracleLimit bounds the leaf sets one MinLeaves call visits.
+const DefaultOracleLimit = 1 << 20
+
+// MinLeaves returns the fewest distinct leaves whose NICs can hold every pod
+// of pods on nodes, visiting at most limit leaf sets (DefaultOracleLimit if
+// limit <= 0). It is exact for pods of one shape; see the comment at the top
+// of this file.
+func MinLeaves(nodes []OracleNode, pods []OracleShape, limit int) OracleResult {
+	if limit <= 0 {
+		limit = DefaultOracleLimit
+	}
+	n := len(pods)
+	if n == 0 {
+		return OracleResult{Status: OracleExact}
+	}
+	sh := pods[0]
+	for _, p := range pods[1:] {
+		if p != sh {
+			return OracleResult{Status: OracleUnknown, Reason: fmt.Sprintf("pods of different shapes (%+v and %+v): the oracle is exact for one shape only", sh, p)}
+		}
+	}
+	units := buildUnits(nodes, sh, n)
+	if sh.NICs <= 0 {
+		total := 0
+		for _, u := range units {
+			total += u.cap
+		}
+		if total >= n {
+			return OracleResult{Status: OracleExact}
+		}
+		return OracleResult{Status: OracleInfeasible}
+	}
+	s := &oracleSearch{r: sh.NICs, n: n, limit: limit}
+	var bests [][]int
+	for _, c := range components(units) {
+		best, ok := s.componentBest(c)
+		if !ok {
+			return OracleResult{Status: OracleUnknown, Visited: s.visited,
+				Reason: fmt.Sprintf("search limit of %d leaf sets reached in a component of %d leaves", limit, len(c.leaves))}
+		}
+		bests = append(bests, best)
+	}
+	k, ok := fewestLeaves(bests, n)
+	if !ok {
+		return OracleResult{Status: OracleInfeasible, Visited: s.visited}
+	}
+	return OracleResult{Status: OracleExact, Leaves: k, Visited: s.visited}
+}
+
+// unit is where pods of the gang's shape are counted: a zone of a
+// single-NUMA node or a whole spanning node.
+type unit struct {
+	// cap is how many pods its GPUs and CPU allow, at most the gang size.
+	cap int
+	// nics maps a leaf to the unit's free NICs under it.
+	nics map[string]int64
+}
+
+// buildUnits turns nodes into units for shape sh, capping each unit at n
+// pods. Units that can hold no pod are dropped.
+func buildUnits(nodes []OracleNode, sh OracleShape, n int) []unit {
+	var out []unit
+	add := func(gpu, cpu int64, leaves [][]string) {
+		c := int64(n)
+		if sh.GPU > 0 {
+			c = min(c, max(gpu, 0)/sh.GPU)
+		}
+		if sh.CPUMilli > 0 {
+			c = min(c, max(cpu, 0)/sh.CPUMilli)
+		}
+		if c <= 0 {
+			return
+		}
+		u := unit{cap: int(c), nics: map[string]int64{}}
+		var total int64
+		for _, ls := range leaves {
+			for _, l := range ls {
+				u.nics[l]++
+				total++
+			}
+		}
+		if total < sh.NICs {
+			return
+		}
+		out = append(out, u)
+	}
+	for _, nd := range nodes {
+		if nd.Spanning {
+			var gpu, cpu int64
+			var leaves [][]string
+			for _, z := range nd.Zones {
+				gpu += max(z.FreeGPU, 0)
+				cpu += max(z.FreeCPUMilli, 0)
+				leaves = append(leaves, z.FreeNICLeaves)
+			}
+			add(gpu, cpu, leaves)
+			continue
+		}
+		for _, z := range nd.Zones {
+			add(z.FreeGPU, z.FreeCPUMilli, [][]string{z.FreeNICLeaves})
+		}
+	}
+	return out
+}
+
+// component is a set of leaves joined by shared units, with those units.
+type component struct {
+	leaves []string
+	units  []unit
+}
+
+// components splits the units' leaves into connected components (sorted by
+// their first leaf, leaves sorted within), so the search is deterministic.
+func components(units []unit) []component {
+	parent := map[string]string{}
+	var find func(string) string
+	find = func(x string) string {
+		for parent[x] != x {
+			parent[x] = parent[parent[x]]
+			x = parent[x]
+		}
+		return x
+	}
+	for _, u := range units {
+		first := ""
+		for l := range u.nics {
+			if _, ok := parent[l]; !ok {
+				parent[l] = l
+			}
+			if first == "" {
+				first = l
+				continue
+			}
+			if a, b := find(first), find(l); a != b {
+				parent[a] = b
+			}
+		}
+	}
+	byRoot := map[string]*component{}
+	for l := range parent {
+		root := find(l)
+		if byRoot[root] == nil {
+			byRoot[root] = &component{}
+		}
+		byRoot[root].leaves = append(byRoot[root].leaves, l)
+	}
+	for _, u := range units {
+		for l := range u.nics {
+			c := byRoot[find(l)]
+			c.units = append(c.units, u)
+			break
+		}
+	}
+	out := make([]component, 0, len(byRoot))
+	for _, c := range byRoot {
+		slices.Sort(c.leaves)
+		out = append(out, *c)
+	}
+	slices.SortFunc(out, func(a, b component) int {
+		switch {
+		case a.leaves[0] < b.leaves[0]:
+			return -1
+		case a.leaves[0] > b.leaves[0]:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// oracleSearch holds what the component searches share.
+type oracleSearch struct {
+	r       int64 // NICs per pod
+	n       int   // gang size
+	limit   int
+	visited int
+}
+
+// leafUse is one unit's NICs under one leaf.
+type leafUse struct {
+	unit int
+	nics int64
+}
+
+// componentBest returns best[k], the most pods (at most n) any k leaves of
+// the component hold, for k = 0 .. K where best[K] is all the component can
+// give; ok is false when the search limit was reached.
+func (s *oracleSearch) componentBest(c component) (best []int, ok bool) {
+	// Per leaf: the units it reaches and an upper bound on the pods it adds
+	// to any set, scaled by r to stay in integers.
+	type leafInfo struct {
+		uses   []leafUse
+		weight int64
+	}
+	index := map[string]int{}
+	for i, l := range c.leaves {
+		index[l] = i
+	}
+	info := make([]leafInfo, len(c.leaves))
+	single := make([]bool, len(c.units))
+	for ui, u := range c.units {
+		single[ui] = len(u.nics) == 1
+		for l, k := range u.nics {
+			li := index[l]
+			info[li].uses = append(info[li].uses, leafUse{unit: ui, nics: k})
+			if single[ui] {
+				info[li].weight += s.r * min(int64(u.cap), k/s.r)
+			} else {
+				info[li].weight += min(int64(u.cap)*s.r, k)
+			}
+		}
+	}
+	for i := range info {
+		slices.SortFunc(info[i].uses, func(a, b leafUse) int { return a.unit - b.unit })
+	}
+	order := make([]int, len(info))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		switch {
+		case info[a].weight > info[b].weight:
+			return -1
+		case info[a].weight < info[b].weight:
+			return 1
+		}
+		return 0
+	})
+	// suffix[i] lets the walk sum the weights of order[i:i+m] in O(1).
+	prefix := make([]int64, len(order)+1)
+	for i, li := range order {
+		prefix[i+1] = prefix[i] + info[li].weight
+	}
+
+	// What the whole component holds.
+	full := 0
+	for _, u := range c.units {
+		var a int64
+		for _, k := range u.nics {
+			a += k
+		}
+		full += min(u.cap, int(a/s.r))
+	}
+	full = min(full, s.n)
+
+	have := make([]int64, len(c.units)) // NICs of each unit under the chosen leaves
+	// exact and bound track, for the chosen leaves, the pods they hold and
+	// the scaled upper bound Σ_u (single: r·p_u, else min(r·C_u, a_u)).
+	var exact int
+	var bound int64
+	contrib := func(ui int) (int, int64) {
+		u := c.units[ui]
+		p := min(u.cap, int(have[ui]/s.r))
+		if single[ui] {
+			return p, int64(p) * s.r
+		}
+		return p, min(int64(u.cap)*s.r, have[ui])
+	}
+	apply := func(li int, sign int64) {
+		for _, use := range info[li].uses {
+			p0, b0 := contrib(use.unit)
+			have[use.unit] += sign * use.nics
+			p1, b1 := contrib(use.unit)
+			exact += p1 - p0
+			bound += b1 - b0
+		}
+	}
+
+	best = []int{0}
+	for k := 1; k <= len(order) && best[k-1] < full; k++ {
+		target := best[k-1] // the best of k leaves is at least that of k-1
+		var walk func(start, left int) bool
+		walk = func(start, left int) bool {
+			s.visited++
+			if s.visited > s.limit {
+				return false
+			}
+			if left == 0 {
+				target = max(target, min(exact, s.n))
+				return true
+			}
+			for i := start; i+left <= len(order); i++ {
+				// Leaves are in falling weight, so no later start can do
+				// better than this one's bound: stop here.
+				if bound+prefix[i+left]-prefix[i] < int64(target+1)*s.r {
+					break
+				}
+				apply(order[i], 1)
+				ok := walk(i+1, left-1)
+				apply(order[i], -1)
+				if !ok {
+					return false
+				}
+				if target >= full {
+					break
+				}
+			}
+			return true
+		}
+		if !walk(0, k) {
+			return nil, false
+		}
+		best = append(best, target)
+	}
+	return best, true
+}
+
+// fewestLeaves combines the components: the fewest leaves in total, taking
+// k_c leaves of component c (holding bests[c][k_c] pods), whose pods reach
+// n. ok is false when all components together hold fewer than n pods.
+func fewestLeaves(bests [][]int, n int) (int, bool) {
+	const inf = int(^uint(0) >> 1)
+	dp := make([]int, n+1) // dp[j]: fewest leaves holding j pods (j = n: at least n)
+	for j := range dp {
+		dp[j] = inf
+	}
+	dp[0] = 0
+	next := make([]int, n+1)
+	for _, best := range bests {
+		copy(next, dp)
+		for j, leaves := range dp {
+			if leaves == inf {
+				continue
+			}
+			for k := 1; k < len(best); k++ {
+				t := min(n, j+best[k])
+				next[t] = min(next[t], leaves+k)
+			}
+		}
+		dp, next = next, dp
+	}
+	if dp[n] == inf {
+		return 0, false
+	}
+	return dp[n], true
+}
