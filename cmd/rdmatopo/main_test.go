@@ -220,6 +220,14 @@ func TestUnusableInputExits2(t *testing.T) {
 			file: "s.conf", content: "actions: \"enqueue, topology-allocate\"\ntiers:\n- plugins:\n  - name: gang\n  - name: rdma-topology\n    arguments: {weight: 0}\n",
 			args: []string{"validate", "--scheduler-conf", "FILE"}, wantIn: []string{"s.conf", "tiers[0].plugins[1].arguments", "weight"},
 		},
+		"validate: topology-allocate without rdma-topology": {
+			file: "s.conf", content: "actions: \"enqueue, topology-allocate\"\ntiers:\n- plugins:\n  - name: gang\n",
+			args: []string{"validate", "--scheduler-conf", "FILE"}, wantIn: []string{"s.conf", "tiers", `"rdma-topology" is missing`, `"topology-allocate"`},
+		},
+		"simulate: topology-allocate without rdma-topology": {
+			file: "s.conf", content: "actions: \"enqueue, topology-allocate\"\ntiers:\n- plugins:\n  - name: gang\n",
+			args: []string{"simulate", "--scheduler-conf", "FILE"}, wantIn: []string{"s.conf", "tiers", `"rdma-topology" is missing`, `"topology-allocate"`},
+		},
 		"missing file": {
 			args: []string{"simulate", "--workload", "/nonexistent/w.yaml"}, wantIn: []string{"/nonexistent/w.yaml", "cannot read"},
 		},

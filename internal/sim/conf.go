@@ -65,8 +65,9 @@ var yamlField = regexp.MustCompile(`line (\d+): field (\S+) not found in type \S
 // ParseConf parses a volcano-scheduler.conf with Volcano's own loader and
 // validates what Volcano leaves to run time: every action and every plugin
 // must be registered (Volcano only logs an unknown plugin), no plugin may
-// appear twice, unknown keys are errors, and the rdma-topology plugin's
-// arguments must parse.
+// appear twice, unknown keys are errors, the rdma-topology plugin's
+// arguments must parse, and actions that need that plugin
+// (topology-allocate, topology-preempt) must have it.
 func ParseConf(text string) (*Conf, error) {
 	var raw conf.SchedulerConfiguration
 	if err := yaml.UnmarshalStrict([]byte(text), &raw); err != nil {
@@ -116,6 +117,9 @@ func ParseConf(text string) (*Conf, error) {
 				c.Topology = args.TopologyConfig().WithDefaults()
 			}
 		}
+	}
+	if cerr := checkTopologyPlugin(raw.Actions, c.TopologyPlugin); cerr != nil {
+		return nil, cerr
 	}
 	actions, tiers, configurations, _, err := scheduler.UnmarshalSchedulerConf(text)
 	if err != nil {

@@ -133,6 +133,11 @@ func TestParseConfErrors(t *testing.T) {
 			wantField: "line 13",
 			wantMsg:   `unknown field "tier"`,
 		},
+		"topology-allocate without rdma-topology": {
+			text:      strings.Replace(topoConf, "  - name: rdma-topology\n", "", 1),
+			wantField: "tiers",
+			wantMsg:   `plugin "rdma-topology" is missing: action "topology-allocate" needs it`,
+		},
 		"not YAML": {
 			text:    "actions: [unclosed\n",
 			wantMsg: "invalid YAML",
