@@ -75,4 +75,3 @@ func TestWithoutTopologyPlugin(t *testing.T) {
 		t.Errorf("rdmatopo_conf_valid with the plugin (-want,+got):\n%s", diff)
 	}
 }
-
