@@ -149,7 +149,7 @@ func runningPod(name, uid, node string, numa int, nics [2]string, leaf string) *
 				builders.GroupNameAnnotation: "legacy-eval",
 				"rdmatopo.io/nics":           nics[0] + "," + nics[1],
 				"rdmatopo.io/numa":           fmt.Sprint(numa),
-				"rdmatopo.io/s0":             leaf + "," + leaf,
+				"rdmatopo.io/s0":             leaf,
 			},
 		},
 		Spec: corev1.PodSpec{

@@ -374,12 +374,15 @@ func SplitEvenly(total int64, parts int) []int64 {
 
 // Annotations returns the pod annotations that record r: AnnotationNICs (all
 // NICs, sorted), AnnotationNUMA (the zones' NUMA ids) and AnnotationS0 (the
-// leaf of each NIC in the same order, from f; a NIC f does not know gets its
-// synthetic unknown leaf). f may be nil.
+// distinct leaves of those NICs, in the order the NICs first reach them,
+// from f; a NIC f does not know gets its synthetic unknown leaf). f may be
+// nil. It is the one encoder of these keys: the plugin writes them at bind
+// and after adopting what a KCNR lists, the example generator for its
+// running pods.
 func (r Reservation) Annotations(f *topology.Fabric) map[string]string {
 	nics := r.NICs()
-	s0 := make([]topology.S0ID, len(nics))
-	for i, n := range nics {
+	s0 := make([]topology.S0ID, 0, len(nics))
+	for _, n := range nics {
 		id, ok := topology.S0ID(""), false
 		if f != nil {
 			id, ok = f.NICLeaf(r.Node, n)
@@ -387,7 +390,9 @@ func (r Reservation) Annotations(f *topology.Fabric) map[string]string {
 		if !ok {
 			id = topology.UnknownS0(r.Node, n)
 		}
-		s0[i] = id
+		if !slices.Contains(s0, id) {
+			s0 = append(s0, id)
+		}
 	}
 	return map[string]string{
 		AnnotationNICs: FormatNICs(nics),

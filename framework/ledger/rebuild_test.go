@@ -272,8 +272,8 @@ func TestRebuildRoundTrip(t *testing.T) {
 	if diff := cmp.Diff(want.All(), got.All()); diff != "" {
 		t.Errorf("rebuilt ledger (-want +got):\n%s", diff)
 	}
-	// The S0 annotation names each NIC's leaf.
-	if s0 := pods[0].Annotations[ledger.AnnotationS0]; s0 != builders.LeafID(0)+","+builders.LeafID(0) {
+	// The S0 annotation names the distinct leaves of the pod's NICs.
+	if s0 := pods[0].Annotations[ledger.AnnotationS0]; s0 != builders.LeafID(0) {
 		t.Errorf("s0 annotation = %q", s0)
 	}
 }

@@ -183,12 +183,7 @@ func (s *Session) patchPod(t *truth, r ledger.Reservation) {
 		}
 		patch = KubePodPatcher(kc)
 	}
-	nics := r.NICs()
-	ann := map[string]string{
-		ledger.AnnotationNICs: ledger.FormatNICs(nics),
-		ledger.AnnotationNUMA: ledger.FormatNUMA(r.NUMAs()),
-		ledger.AnnotationS0:   ledger.FormatS0(s.Fabric.NICLeaves(r.Node, nics)),
-	}
+	ann := r.Annotations(s.Fabric)
 	ctx, cancel := context.WithTimeout(context.Background(), patchTimeout)
 	defer cancel()
 	if err := patch(ctx, r.Namespace, r.Name, ann); err != nil {
