@@ -156,6 +156,9 @@ func prepareBoundPod(r *rawObject, p *corev1.Pod, reg registry, clk *clock) *Inp
 	if p.Spec.NodeName == "" {
 		return r.errorf("spec.nodeName", "required: pods in the cluster file are already bound (pending pods belong in the workload)")
 	}
+	if field, msg := checkQuantities(&p.Spec); field != "" {
+		return r.errorf(field, "%s", msg)
+	}
 	if p.Status.Phase == "" || p.Status.Phase == corev1.PodPending {
 		p.Status.Phase = corev1.PodRunning
 	}

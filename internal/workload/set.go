@@ -283,6 +283,9 @@ func (b *setBuilder) putPod(src podSource, p *corev1.Pod) *InputError {
 	if b.podRoom() <= 0 {
 		return src.origin.errorf(src.kind, src.namespace, src.name, "metadata.name", "a workload file holds at most %d pods", maxWorkloadPods)
 	}
+	if field, msg := checkQuantities(&p.Spec); field != "" {
+		return src.origin.errorf(src.kind, src.namespace, src.name, src.prefix+field, "%s", msg)
+	}
 	if name := p.Spec.PriorityClassName; name != "" {
 		v, ok := b.classes[name]
 		if !ok && !strings.HasPrefix(name, "system-") {
