@@ -51,6 +51,8 @@ type RunDetails struct {
 	// BelowOptimum counts gangs that spanned fewer S0s than the oracle's
 	// minimum at their first bind.
 	BelowOptimum int `json:"belowOptimum"`
+	// OneNodeGangs counts gangs on one node, at the optimum by definition.
+	OneNodeGangs int `json:"oneNodeGangs"`
 }
 
 // Options select a benchmark run.
@@ -130,7 +132,8 @@ func Run(o Options) (*Report, error) {
 		rep.Runs[name] = res
 		rep.Details[name] = &RunDetails{Fabric: fabric, RDMAGangs: res.RDMAGangs, FloorS0: res.FloorS0,
 			Misaligned: res.Misaligned, NodesToFindPercent: o.NodesToFindPercent,
-			OracleUnknown: res.OracleUnknown, OracleInfeasible: res.OracleInfeasible, BelowOptimum: res.BelowOptimum}
+			OracleUnknown: res.OracleUnknown, OracleInfeasible: res.OracleInfeasible, BelowOptimum: res.BelowOptimum,
+			OneNodeGangs: res.OneNode}
 	}
 	return rep, nil
 }

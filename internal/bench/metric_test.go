@@ -254,3 +254,58 @@ func TestFromAnnotations(t *testing.T) {
 		})
 	}
 }
+
+func TestGradeGang(t *testing.T) {
+	exact := func(n int) *OracleResult { return &OracleResult{Status: OracleExact, Leaves: n} }
+	tests := []struct {
+		name    string
+		s0      int
+		oneNode bool
+		opt     *OracleResult
+		want    grade
+	}{
+		{name: "one node beats the leaf count", s0: 2, oneNode: true, opt: exact(1), want: gradeOneNode},
+		{name: "one node needs no oracle", s0: 2, oneNode: true, want: gradeOneNode},
+		{name: "one node with an undecided oracle", s0: 2, oneNode: true, opt: &OracleResult{Status: OracleUnknown}, want: gradeOneNode},
+		{name: "at the minimum", s0: 2, opt: exact(2), want: gradeAt},
+		{name: "above the minimum", s0: 3, opt: exact(2), want: gradeOff},
+		{name: "below the minimum", s0: 1, opt: exact(2), want: gradeBelow},
+		{name: "undecided", s0: 1, opt: &OracleResult{Status: OracleUnknown}, want: gradeUnknown},
+		{name: "not asked", s0: 1, want: gradeUnknown},
+		{name: "no aligned placement existed", s0: 4, opt: &OracleResult{Status: OracleInfeasible}, want: gradeInfeasible},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := gradeGang(tc.s0, tc.oneNode, tc.opt); got != tc.want {
+				t.Errorf("gradeGang(%d, %v, %+v) = %d, want %d", tc.s0, tc.oneNode, tc.opt, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestOneNode(t *testing.T) {
+	on := func(nodes ...string) []placement.Assignment {
+		var out []placement.Assignment
+		for _, n := range nodes {
+			out = append(out, placement.Assignment{Node: n})
+		}
+		return out
+	}
+	tests := []struct {
+		name   string
+		assign []placement.Assignment
+		want   bool
+	}{
+		{name: "none", want: false},
+		{name: "one pod", assign: on("a"), want: true},
+		{name: "two pods on one node", assign: on("a", "a"), want: true},
+		{name: "two nodes", assign: on("a", "b", "a"), want: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := oneNode(tc.assign); got != tc.want {
+				t.Errorf("oneNode() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

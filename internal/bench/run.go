@@ -55,12 +55,32 @@ type RunResult struct {
 	// NUMA-aligned placement at all on the state they saw (the baseline's
 	// misaligned gangs); they are at the optimum only on one node.
 	OracleInfeasible int `json:"-"`
+	// OffOptimum lists the decided gangs that are not at the optimum, in
+	// trace order.
+	OffOptimum []GangMiss `json:"-"`
+	// OneNode counts those gangs that sit on one node (at the optimum
+	// whatever the oracle says).
+	OneNode int `json:"-"`
 	// BelowOptimum counts gangs that spanned fewer S0s than the oracle's
 	// minimum (possible only when a gang bound over several cycles and the
 	// state changed in between); they count as at the optimum.
 	BelowOptimum int `json:"-"`
 	// Cycles run.
 	Cycles int `json:"-"`
+}
+
+// GangMiss is a placed gang that spanned more S0s than the oracle's
+// minimum (or that the oracle found no aligned placement for).
+type GangMiss struct {
+	Gang string
+	Pods int
+	Kind PodKind
+	// Arrive and Placed are the cycles it arrived and was placed.
+	Arrive, Placed int
+	// S0 is how many S0s it spanned, Nodes how many nodes it used.
+	S0, Nodes int
+	// Optimum is the oracle's answer at its first bind.
+	Optimum OracleResult
 }
 
 // gangState follows one gang through a replay.
@@ -179,18 +199,26 @@ func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Op
 			floors[key] = floor
 		}
 		floorSum += float64(floor)
-		switch {
-		case oneNode(g.assign):
-			atOpt++ // its traffic crosses no leaf
-		case !g.computed || g.optimum.Status == OracleUnknown:
-			res.OracleUnknown++
-		case g.optimum.Status == OracleInfeasible:
-			res.OracleInfeasible++
-		case n <= g.optimum.Leaves:
+		var opt *OracleResult
+		if g.computed {
+			opt = &g.optimum
+		}
+		switch gradeGang(n, oneNode(g.assign), opt) {
+		case gradeOneNode:
 			atOpt++
-			if n < g.optimum.Leaves {
-				res.BelowOptimum++
-			}
+			res.OneNode++
+		case gradeAt:
+			atOpt++
+		case gradeBelow:
+			atOpt++
+			res.BelowOptimum++
+		case gradeUnknown:
+			res.OracleUnknown++
+		case gradeInfeasible:
+			res.OracleInfeasible++
+			res.OffOptimum = append(res.OffOptimum, missOf(g, n))
+		case gradeOff:
+			res.OffOptimum = append(res.OffOptimum, missOf(g, n))
 		}
 	}
 	if decided := res.RDMAGangs - res.OracleUnknown; decided > 0 {
@@ -259,6 +287,56 @@ func record(tr *Tracker, byName map[string]*gangState, rep *sim.CycleReport, cyc
 		}
 	}
 	return nil
+}
+
+// grade is how a placed gang compares with the optimum.
+type grade int
+
+const (
+	// gradeOneNode: the whole gang is on one node, so its traffic crosses
+	// no leaf: at the optimum whatever the oracle says.
+	gradeOneNode grade = iota
+	// gradeAt: it spanned the oracle's minimum of S0s.
+	gradeAt
+	// gradeBelow: it spanned fewer (the state changed between its binds,
+	// or its pods were placed NUMA-misaligned); counted as at the optimum.
+	gradeBelow
+	// gradeOff: it spanned more S0s than the minimum.
+	gradeOff
+	// gradeInfeasible: the oracle found no NUMA-aligned placement on the
+	// state it saw; not at the optimum.
+	gradeInfeasible
+	// gradeUnknown: the oracle could not decide (or was not asked); left
+	// out of atOptimumFrac.
+	gradeUnknown
+)
+
+// gradeGang grades a gang that spanned s0 S0s, all on one node or not,
+// against the oracle's answer at its first bind (nil: none).
+func gradeGang(s0 int, oneNode bool, opt *OracleResult) grade {
+	switch {
+	case oneNode:
+		return gradeOneNode
+	case opt == nil || opt.Status == OracleUnknown:
+		return gradeUnknown
+	case opt.Status == OracleInfeasible:
+		return gradeInfeasible
+	case s0 == opt.Leaves:
+		return gradeAt
+	case s0 < opt.Leaves:
+		return gradeBelow
+	}
+	return gradeOff
+}
+
+// missOf describes gang g, which spanned s0 S0s, off the optimum.
+func missOf(g *gangState, s0 int) GangMiss {
+	nodes := map[string]bool{}
+	for _, a := range g.assign {
+		nodes[a.Node] = true
+	}
+	return GangMiss{Gang: g.spec.Name, Pods: g.spec.Pods, Kind: g.spec.Kind, Arrive: g.spec.Arrive,
+		Placed: g.placed, S0: s0, Nodes: len(nodes), Optimum: g.optimum}
 }
 
 // oneNode reports whether every assignment is on one node.
