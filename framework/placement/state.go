@@ -57,6 +57,9 @@ type State struct {
 	// unusable marks nodes no pod may use (not in the session,
 	// unschedulable, tainted).
 	unusable map[string]bool
+	// freed marks NICs a KCNR lists as allocated that count as free in
+	// this state (their holders are evicted in a what-if, see Release).
+	freed map[string]map[topology.NICID]bool
 	// maxNode is the most GPUs and NICs any one node has (free or not),
 	// computed on first use; it rules out the node tier for large gangs
 	// without scanning nodes.
@@ -245,6 +248,7 @@ func (s *State) view(name string) *nodeFree {
 	}
 	taken := s.taken[name]
 	used := s.used[name]
+	freed := s.freed[name]
 	// One backing array for all zones' NICs and leaves (views are built for
 	// every node of the cluster once per session).
 	total := 0
@@ -261,7 +265,7 @@ func (s *State) view(name string) *nodeFree {
 		}
 		start := len(nics)
 		for _, nic := range z.NICs {
-			if !nic.Free {
+			if !nic.Free && !freed[nic.ID] {
 				continue
 			}
 			if _, held := taken[nic.ID]; held {

@@ -1,0 +1,69 @@
+// What-if planning: a copy of the free view in which some pods' holds are
+// returned, to ask whether a gang would fit once those pods are evicted.
+
+package placement
+
+import (
+	"maps"
+
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+)
+
+// Clone returns an independent copy of the state on the same fabric.
+// Changes to the copy (Apply, Unapply, Release, SetCap) do not reach s, and
+// the reverse. Cached free views and leaf statistics are shared (they are
+// never modified once computed, only dropped).
+func (s *State) Clone() *State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := &State{
+		fabric:    s.fabric,
+		taken:     make(map[string]map[topology.NICID]string, len(s.taken)),
+		used:      make(map[string]map[int]Cap, len(s.used)),
+		caps:      maps.Clone(s.caps),
+		views:     maps.Clone(s.views),
+		leafCache: make(map[Shape]map[topology.S0ID]*leafStat, len(s.leafCache)),
+		unusable:  maps.Clone(s.unusable),
+		freed:     make(map[string]map[topology.NICID]bool, len(s.freed)),
+		maxNode:   s.maxNode,
+	}
+	for k, v := range s.taken {
+		c.taken[k] = maps.Clone(v)
+	}
+	for k, v := range s.used {
+		c.used[k] = maps.Clone(v)
+	}
+	for k, v := range s.leafCache {
+		c.leafCache[k] = maps.Clone(v)
+	}
+	for k, v := range s.freed {
+		c.freed[k] = maps.Clone(v)
+	}
+	return c
+}
+
+// Release returns to the free view everything the pod uid holds under a:
+// its NICs (also where the node's KCNR still lists them as allocated), the
+// GPUs and CPUs of its zones and its share of the node cap. It is what the
+// view would look like once the pod is evicted and gone, and is meant for
+// what-if copies (Clone): the session's own state learns of an eviction
+// through Unapply, and of the KCNR catching up through the next session.
+func (s *State) Release(uid string, a Assignment) {
+	s.Unapply(uid, a)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.freed == nil {
+		s.freed = map[string]map[topology.NICID]bool{}
+	}
+	m := s.freed[a.Node]
+	if m == nil {
+		m = map[topology.NICID]bool{}
+		s.freed[a.Node] = m
+	}
+	for _, z := range a.Zones {
+		for _, nic := range z.NICs {
+			m[nic] = true
+		}
+	}
+	s.invalidate(a.Node)
+}
