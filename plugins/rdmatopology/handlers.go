@@ -12,6 +12,8 @@ import (
 	"volcano.sh/apis/pkg/apis/scheduling"
 	"volcano.sh/volcano/pkg/scheduler/api"
 
+	"github.com/kubewharf/katalyst-api/pkg/consts"
+
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
@@ -156,11 +158,20 @@ func (s *Session) markBroken(task *api.TaskInfo, why string) {
 	s.broken[task.Job] = why
 }
 
-// schedulerKeys are the annotations only the scheduler writes.
-var schedulerKeys = []string{ledger.AnnotationNICs, ledger.AnnotationNUMA, ledger.AnnotationS0}
+// AnnotationNUMABindResult is katalyst's pod annotation naming the NUMA
+// zone(s) a pod is bound to. The scheduler writes the planned zones there
+// (the same ids as ledger.AnnotationNUMA, comma-separated) so that the node
+// agent prefers them; docs/node-contract.md says what the node must run for
+// that.
+const AnnotationNUMABindResult = consts.PodAnnotationNUMABindResultKey
+
+// schedulerKeys are the pod annotations only the scheduler writes.
+var schedulerKeys = []string{ledger.AnnotationNICs, ledger.AnnotationNUMA, ledger.AnnotationS0, AnnotationNUMABindResult}
 
 // annotate replaces the task's pod with a copy carrying the scheduler's
 // annotations for assignment a; the binder sends them with the Binding.
+// katalyst's numa_bind_result gets the same NUMA ids as rdmatopo.io/numa,
+// replacing whatever the pod carried.
 func (s *Session) annotate(task *api.TaskInfo, a placement.Assignment) {
 	pod := task.Pod.DeepCopy()
 	if pod.Annotations == nil {
@@ -173,6 +184,7 @@ func (s *Session) annotate(task *api.TaskInfo, a placement.Assignment) {
 	nics := a.NICs()
 	pod.Annotations[ledger.AnnotationNICs] = ledger.FormatNICs(nics)
 	pod.Annotations[ledger.AnnotationNUMA] = ledger.FormatNUMA(numa)
+	pod.Annotations[AnnotationNUMABindResult] = ledger.FormatNUMA(numa)
 	pod.Annotations[ledger.AnnotationS0] = ledger.FormatS0(s.Fabric.NICLeaves(a.Node, nics))
 	task.Pod = pod
 }
