@@ -16,7 +16,9 @@ import (
 
 // FuzzBuildNode feeds arbitrary documents through DecodeCNR, BuildNode and
 // Build. Nothing may panic, and whatever decodes must give a fabric where
-// every NIC id is lower case and every NIC is in a slot of its own leaf.
+// every NIC id is normalised (NormalizeNICName) and can be handed out
+// (CheckNICName), every NIC's units are consistent, and every NIC is in a
+// slot of its own leaf.
 func FuzzBuildNode(f *testing.F) {
 	example, err := os.ReadFile(filepath.Join("..", "..", "testdata", "kcnr-provider-example.yaml"))
 	if err != nil {
@@ -40,6 +42,7 @@ func FuzzBuildNode(f *testing.F) {
 		"status:\n  topologyZone:\n  - {type: Numa, name: '0', resources: {allocatable: {cpu: '-3'}}}\n",
 		"status:\n  topologyZone:\n  - {type: Numa, name: '007', children: [{type: NIC, name: '0000:1A:00.0'}, {type: NIC, name: '0000:1a:00.0'}]}\n",
 		"spec: {nodeResourceProperties: [{propertyName: 'RDMATOR/', propertyValues: ['unknown:x']}]}\n",
+		"status:\n  topologyPolicy: SingleNUMANodeContainerLvl\n  topologyZone:\n  - {type: Numa, name: '0', children: [{type: NIC, name: 'a,b'}, {type: NIC, name: 'mlx5 0', resources: {allocatable: {vke.volcengine.com/rdma: '2'}}, allocations: [{consumer: c}]}]}\n",
 		"\xff\xfe", "[1,2", "metadata: {name: [}",
 	} {
 		f.Add([]byte(s))
@@ -81,8 +84,11 @@ func checkNode(t *testing.T, n *topology.Node) {
 			t.Fatalf("zone %d has negative free resources", z.ID)
 		}
 		for ni, c := range z.NICs {
-			if string(c.ID) != strings.ToLower(string(c.ID)) || c.ID == "" {
-				t.Fatalf("NIC id %q is empty or not lower case", c.ID)
+			if topology.NormalizeNICName(string(c.ID)) != c.ID || topology.CheckNICName(string(c.ID)) != nil {
+				t.Fatalf("NIC id %q is not normalised or cannot be handed out", c.ID)
+			}
+			if c.Units < 0 || c.FreeUnits < 0 || c.FreeUnits > c.Units || c.Free != (c.FreeUnits > 0) {
+				t.Fatalf("NIC %s: units %d, free units %d, free %v", c.ID, c.Units, c.FreeUnits, c.Free)
 			}
 			if ni > 0 && c.ID <= z.NICs[ni-1].ID {
 				t.Fatalf("NICs of zone %d not sorted", z.ID)

@@ -64,7 +64,12 @@ func (b *nodeBuilder) build(cfg Config, node *corev1.Node, cnr *v1alpha1.CustomN
 		if node != nil && cnr.Name != node.Name {
 			b.add(ReasonNameMismatch, "", "CustomNodeResource %q is read for node %q", cnr.Name, node.Name)
 		}
-		out.Policy = PolicyOf(cnr.Status.TopologyPolicy)
+		pol, known := ParsePolicy(cnr.Status.TopologyPolicy)
+		if !known {
+			b.add(ReasonUnknownPolicy, "", "status.topologyPolicy=%q is not a katalyst topology policy; read as %s",
+				cnr.Status.TopologyPolicy, v1alpha1.TopologyPolicySingleNUMANodeContainerLevel)
+		}
+		out.Policy = pol
 		b.collectConsumers(cnr.Status.TopologyZone)
 		b.zones = make([]Zone, 0, len(cnr.Status.TopologyZone))
 		b.readTop(cnr.Status.TopologyZone)
@@ -113,13 +118,16 @@ type nodeBuilder struct {
 	nicSeen smallIndex[NICID, zpath]
 	// leaves maps a NIC to the leaf its RDMATOR property names.
 	leaves smallIndex[NICID, S0ID]
+	// badNames lists the NIC zones skipped for a name that cannot be handed
+	// out (ReasonBadNICName); their RDMATOR properties are not reported again.
+	badNames []NICID
 }
 
 // reset readies the builder for another node. Slices handed to the previous
 // Node are dropped, not reused.
 func (b *nodeBuilder) reset(cfg Config) {
 	b.cfg, b.node = cfg, ""
-	b.reasons, b.consumers, b.zones = nil, nil, nil
+	b.reasons, b.consumers, b.zones, b.badNames = nil, nil, nil, nil
 	b.numaSeen.reset()
 	b.nicSeen.reset()
 	b.leaves.reset()
@@ -152,7 +160,7 @@ func (b *nodeBuilder) synthesize(out *Node, node *corev1.Node) bool {
 	}
 	for i := int64(0); i < n; i++ {
 		id := NICID(syntheticNICPrefix + strconv.FormatInt(i, 10))
-		z.NICs = append(z.NICs, NIC{ID: id, NUMA: 0, S0: UnknownS0(out.Name, id), Free: true})
+		z.NICs = append(z.NICs, NIC{ID: id, NUMA: 0, S0: UnknownS0(out.Name, id), Free: true, Units: 1, FreeUnits: 1})
 	}
 	out.Zones = []Zone{z}
 	out.Policy = PolicySpanning
@@ -274,7 +282,7 @@ func (b *nodeBuilder) readNUMA(z *v1alpha1.TopologyZone, path zpath) {
 		return
 	}
 	if prev, dup := b.numaSeen.get(id); dup {
-		b.add(ReasonMalformedZone, "", "%s repeats NUMA %d of %s; zone skipped", path, id, prev)
+		b.add(ReasonDuplicateNUMA, "", "%s.name=%q repeats NUMA %d of %s; zone skipped", path, z.Name, id, prev)
 		return
 	}
 	b.numaSeen.put(id, path)
@@ -316,11 +324,17 @@ func (b *nodeBuilder) readNUMA(z *v1alpha1.TopologyZone, path zpath) {
 	b.zones = append(b.zones, zone)
 }
 
-// readNIC reads one NIC zone. The leaf is assigned later.
+// readNIC reads one NIC zone: its name (see NormalizeNICName and
+// CheckNICName) and its units (see NIC). The leaf is assigned later.
 func (b *nodeBuilder) readNIC(z *v1alpha1.TopologyZone, path zpath, numa int) (NIC, bool) {
-	id := NICID(strings.ToLower(z.Name))
-	if id == "" {
+	if z.Name == "" {
 		b.add(ReasonMalformedZone, "", "%s is a NIC with an empty name; skipped", path)
+		return NIC{}, false
+	}
+	id := NormalizeNICName(z.Name)
+	if err := CheckNICName(z.Name); err != nil {
+		b.add(ReasonBadNICName, id, "%s.name=%q: %v; NIC skipped", path, z.Name, err)
+		b.badNames = append(b.badNames, id)
 		return NIC{}, false
 	}
 	if prev, dup := b.nicSeen.get(id); dup {
@@ -331,27 +345,38 @@ func (b *nodeBuilder) readNIC(z *v1alpha1.TopologyZone, path zpath, numa int) (N
 
 	rdma := corev1.ResourceName(b.cfg.RDMAResource)
 	afield := field{zone: path, alloc: -1}
-	free := int64(1)
+	units := int64(1)
 	if alloc := listOf(z.Resources.Allocatable); alloc != nil {
 		if _, ok := alloc[rdma]; ok {
-			free = b.quantity(alloc, rdma, false, afield)
+			units = b.quantity(alloc, rdma, false, afield)
 		}
 	}
+	free, whole := units, false
 	var consumers []string
 	for i, a := range z.Allocations {
 		if a == nil {
 			continue
 		}
-		free -= b.quantity(listOf(a.Requests), rdma, false, field{zone: path, alloc: i})
+		req := listOf(a.Requests)
+		if _, ok := req[rdma]; ok {
+			free -= b.quantity(req, rdma, false, field{zone: path, alloc: i})
+		} else if a.Consumer != "" {
+			// The agent gave the NIC to this consumer without counting
+			// units: it holds the whole NIC.
+			whole = true
+		}
 		if a.Consumer != "" {
 			consumers = append(consumers, a.Consumer)
 		}
+	}
+	if whole || free < 0 {
+		free = 0
 	}
 	if len(consumers) > 1 {
 		slices.Sort(consumers)
 		consumers = compactStrings(consumers)
 	}
-	return NIC{ID: id, NUMA: numa, Free: free > 0, Consumers: consumers}, true
+	return NIC{ID: id, NUMA: numa, Free: free > 0, Consumers: consumers, Units: units, FreeUnits: free}, true
 }
 
 // compactStrings drops adjacent duplicates of a sorted slice.
@@ -395,13 +420,20 @@ func (b *nodeBuilder) assignLeaves(out *Node, node *corev1.Node, cnr *v1alpha1.C
 		if !strings.HasPrefix(p.PropertyName, RDMATorPrefix) {
 			continue
 		}
-		nic := NICID(strings.ToLower(strings.TrimPrefix(p.PropertyName, RDMATorPrefix)))
+		nic := NormalizeNICName(strings.TrimPrefix(p.PropertyName, RDMATorPrefix))
+		if slices.Contains(b.badNames, nic) {
+			continue // the NIC zone is skipped and already reported
+		}
 		if len(p.PropertyValues) == 0 || p.PropertyValues[0] == "" {
 			b.add(ReasonEmptyProperty, nic, "%s (%s) has no propertyValues[0]", field, p.PropertyName)
 			failed = append(failed, nic)
 			continue
 		}
 		v := p.PropertyValues[0]
+		if len(p.PropertyValues) > 1 {
+			b.add(ReasonMultiplePropertyValues, nic, "%s (%s) has %d propertyValues %q; using propertyValues[0] %q",
+				field, p.PropertyName, len(p.PropertyValues), p.PropertyValues, v)
+		}
 		if strings.TrimSpace(v) != v || strings.Contains(v, ",") || strings.HasPrefix(v, UnknownS0Prefix) {
 			b.add(ReasonBadProperty, nic, "%s (%s) value %q has spaces, a comma or the reserved prefix %q",
 				field, p.PropertyName, v, UnknownS0Prefix)

@@ -3,6 +3,7 @@ package topology_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -50,12 +51,12 @@ func TestBuildNodeProviderExample(t *testing.T) {
 		Known:  true,
 		Zones: []topology.Zone{
 			{ID: 0, FreeGPU: 4, FreeCPUMilli: 61000, NICs: []topology.NIC{
-				{ID: nicA0, NUMA: 0, S0: leafA, Free: false, Consumers: []string{holderA}},
-				{ID: nicA1, NUMA: 0, S0: leafA, Free: true},
+				{ID: nicA0, NUMA: 0, S0: leafA, Free: false, Consumers: []string{holderA}, Units: 1},
+				{ID: nicA1, NUMA: 0, S0: leafA, Free: true, Units: 1, FreeUnits: 1},
 			}},
 			{ID: 1, FreeGPU: 4, FreeCPUMilli: 64000, NICs: []topology.NIC{
-				{ID: nicB0, NUMA: 1, S0: leafB, Free: false, Consumers: []string{holderB}},
-				{ID: nicB1, NUMA: 1, S0: leafB, Free: false, Consumers: []string{holderB}},
+				{ID: nicB0, NUMA: 1, S0: leafB, Free: false, Consumers: []string{holderB}, Units: 1},
+				{ID: nicB1, NUMA: 1, S0: leafB, Free: false, Consumers: []string{holderB}, Units: 1},
 			}},
 		},
 		Consumers:  map[string]bool{holderA: true, holderB: true},
@@ -137,6 +138,9 @@ func TestBuildNodeReasons(t *testing.T) {
 		wantNICs  map[topology.NICID]nicView
 		wantKnown bool
 		wantZones []int
+		// wantIn must each appear in some reason (its String form), so the
+		// reason names the field at fault.
+		wantIn []string
 	}{
 		"clean": {
 			node: sharedNode("n1").Obj(), cnr: provider("n1").Obj(),
@@ -208,6 +212,80 @@ func TestBuildNodeReasons(t *testing.T) {
 			cnr:       provider("n1").NIC(nicA0, 1, "").Obj(),
 			wantCodes: []string{"DuplicateNIC@" + nicA0},
 			wantNICs:  allKnown, wantKnown: true, wantZones: []int{0, 1},
+			wantIn: []string{"node n1 NIC " + nicA0, "status.topologyZone[1].children[0].children[2] lists the NIC again (first at status.topologyZone[0].children[0].children[0])"},
+		},
+		"empty RDMATOR value": {
+			node:      sharedNode("n1").Obj(),
+			cnr:       provider("n1").NIC("0000:aa:00.0", 1, "").Property("RDMATOR/0000:aa:00.0", "").Obj(),
+			wantCodes: []string{"EmptyProperty@0000:aa:00.0", "NICWithoutLeaf@0000:aa:00.0"},
+			wantNICs: merge(allKnown, map[topology.NICID]nicView{
+				"0000:aa:00.0": {1, unknown("0000:aa:00.0"), true},
+			}),
+			wantZones: []int{0, 1},
+			wantIn:    []string{"node n1 NIC 0000:aa:00.0: EmptyProperty: spec.nodeResourceProperties[4] (RDMATOR/0000:aa:00.0) has no propertyValues[0]"},
+		},
+		"multiple RDMATOR values use the first": {
+			node:      sharedNode("n1").Obj(),
+			cnr:       provider("n1").NIC("0000:aa:00.0", 1, "").Property("RDMATOR/0000:aa:00.0", "leafC", "leafD").Obj(),
+			wantCodes: []string{"MultiplePropertyValues@0000:aa:00.0"},
+			wantNICs: merge(allKnown, map[topology.NICID]nicView{
+				"0000:aa:00.0": {1, "leafC", true},
+			}),
+			wantKnown: true, wantZones: []int{0, 1},
+			wantIn: []string{`node n1 NIC 0000:aa:00.0: MultiplePropertyValues: spec.nodeResourceProperties[4] (RDMATOR/0000:aa:00.0) has 2 propertyValues ["leafC" "leafD"]`},
+		},
+		"duplicate NUMA id": {
+			node:      sharedNode("n1").Obj(),
+			cnr:       provider("n1").TopZone(&v1alpha1.TopologyZone{Type: v1alpha1.TopologyTypeNuma, Name: "1"}).Obj(),
+			wantCodes: []string{"DuplicateNUMA@"},
+			wantNICs:  allKnown, wantKnown: true, wantZones: []int{0, 1},
+			wantIn: []string{`node n1: DuplicateNUMA: status.topologyZone[2].name="1" repeats NUMA 1 of status.topologyZone[1].children[0]`},
+		},
+		"negative NUMA allocatable": {
+			node:      sharedNode("n1").Obj(),
+			cnr:       provider("n1").Allocatable(0, builders.GPUResource, "-2").Obj(),
+			wantCodes: []string{"BadQuantity@"},
+			wantNICs:  allKnown, wantKnown: true, wantZones: []int{0, 1},
+			wantIn: []string{"node n1: BadQuantity: status.topologyZone[0].children[0].resources.allocatable[nvidia.com/gpu]=-2 is negative"},
+		},
+		"negative NIC allocatable": {
+			node:      sharedNode("n1").Obj(),
+			cnr:       provider("n1").Units(nicA1, -1).Obj(),
+			wantCodes: []string{"BadQuantity@"},
+			wantNICs:  merge(allKnown, map[topology.NICID]nicView{nicA1: {0, "leafA", false}}),
+			wantKnown: true, wantZones: []int{0, 1},
+			wantIn: []string{"node n1: BadQuantity: status.topologyZone[0].children[0].children[1].resources.allocatable[vke.volcengine.com/rdma]=-1 is negative"},
+		},
+		"misspelt policy": {
+			node:      sharedNode("n1").Obj(),
+			cnr:       provider("n1").Policy("SingleNUMANodeContainerLvl").Obj(),
+			wantCodes: []string{"UnknownPolicy@"},
+			wantNICs:  allKnown, wantKnown: true, wantZones: []int{0, 1},
+			wantIn: []string{`node n1: UnknownPolicy: status.topologyPolicy="SingleNUMANodeContainerLvl" is not a katalyst topology policy; read as SingleNUMANodeContainerLevel`},
+		},
+		"NIC name with a comma is not handed out": {
+			node:      sharedNode("n1").Obj(),
+			cnr:       provider("n1").NIC("mlx5_0,mlx5_1", 1, "leafB").Obj(),
+			wantCodes: []string{"BadNICName@mlx5_0,mlx5_1"},
+			wantNICs:  allKnown, wantKnown: true, wantZones: []int{0, 1},
+			wantIn: []string{`node n1 NIC mlx5_0,mlx5_1: BadNICName: status.topologyZone[1].children[0].children[2].name="mlx5_0,mlx5_1": the name holds a comma`},
+		},
+		"NIC name with whitespace is not handed out": {
+			node:      sharedNode("n1").Obj(),
+			cnr:       provider("n1").NIC("mlx5 0", 0, "").NIC(" 0000:aa:00.0", 1, "leafB").Obj(),
+			wantCodes: []string{"BadNICName@ 0000:aa:00.0", "BadNICName@mlx5 0"},
+			wantNICs:  allKnown, wantKnown: true, wantZones: []int{0, 1},
+			wantIn: []string{`status.topologyZone[0].children[0].children[2].name="mlx5 0": the name holds whitespace`},
+		},
+		"other NIC names are kept, PCI addresses in lower case": {
+			node: sharedNode("n1").Obj(),
+			cnr: provider("n1").NIC("mlx5_0", 1, "leafB").NIC("MLX5_1", 1, "leafB").
+				NIC("1A:00.0", 0, "leafA").NIC("0000:AB:00.1", 0, "").Property("RDMATOR/0000:ab:00.1", "leafA").Obj(),
+			wantNICs: merge(allKnown, map[topology.NICID]nicView{
+				"mlx5_0": {1, "leafB", true}, "MLX5_1": {1, "leafB", true},
+				"1a:00.0": {0, "leafA", true}, "0000:ab:00.1": {0, "leafA", true},
+			}),
+			wantKnown: true, wantZones: []int{0, 1},
 		},
 		"malformed zones are skipped": {
 			node: sharedNode("n1").Obj(),
@@ -226,7 +304,7 @@ func TestBuildNodeReasons(t *testing.T) {
 				ChildZone(0, &v1alpha1.TopologyZone{Type: v1alpha1.TopologyTypeNuma, Name: "3"}).
 				ChildZone(0, &v1alpha1.TopologyZone{Type: v1alpha1.TopologyTypeGPU, Name: "gpu-0"}).
 				Obj(),
-			wantCodes: repeat("MalformedZone@", 11),
+			wantCodes: append([]string{"DuplicateNUMA@"}, repeat("MalformedZone@", 10)...),
 			wantNICs:  allKnown, wantKnown: true, wantZones: []int{0, 1},
 		},
 		"no topology falls back to the Node": {
@@ -311,9 +389,16 @@ func TestBuildNodeReasons(t *testing.T) {
 			if diff := cmp.Diff(tc.wantZones, zones, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("zones (-want +got):\n%s", diff)
 			}
+			var all strings.Builder
 			for _, r := range got.Reasons {
 				if r.Node != got.Name || r.Message == "" {
 					t.Errorf("reason %v: want node %q and a message", r, got.Name)
+				}
+				all.WriteString(r.String() + "\n")
+			}
+			for _, want := range tc.wantIn {
+				if !strings.Contains(all.String(), want) {
+					t.Errorf("no reason contains %q; reasons:\n%s", want, all.String())
 				}
 			}
 		})
@@ -356,22 +441,163 @@ func TestBuildNodeFreeResources(t *testing.T) {
 	}
 }
 
-func TestPolicyOf(t *testing.T) {
-	cases := map[v1alpha1.TopologyPolicy]topology.Policy{
-		v1alpha1.TopologyPolicySingleNUMANodeContainerLevel: topology.PolicySingleNUMA,
-		v1alpha1.TopologyPolicySingleNUMANodePodLevel:       topology.PolicySingleNUMA,
-		v1alpha1.TopologyPolicyNone:                         topology.PolicySpanning,
-		v1alpha1.TopologyPolicyBestEffortContainerLevel:     topology.PolicySpanning,
-		v1alpha1.TopologyPolicyRestrictedPodLevel:           topology.PolicySpanning,
-		v1alpha1.TopologyPolicyNumericContainerLevel:        topology.PolicySpanning,
-		"": topology.PolicySpanning,
+func TestParsePolicy(t *testing.T) {
+	type result struct {
+		Policy topology.Policy
+		Known  bool
+	}
+	cases := map[v1alpha1.TopologyPolicy]result{
+		v1alpha1.TopologyPolicySingleNUMANodeContainerLevel: {topology.PolicySingleNUMA, true},
+		v1alpha1.TopologyPolicySingleNUMANodePodLevel:       {topology.PolicySingleNUMA, true},
+		v1alpha1.TopologyPolicyNone:                         {topology.PolicySpanning, true},
+		v1alpha1.TopologyPolicyBestEffortContainerLevel:     {topology.PolicySpanning, true},
+		v1alpha1.TopologyPolicyBestEffortPodLevel:           {topology.PolicySpanning, true},
+		v1alpha1.TopologyPolicyRestrictedContainerLevel:     {topology.PolicySpanning, true},
+		v1alpha1.TopologyPolicyRestrictedPodLevel:           {topology.PolicySpanning, true},
+		v1alpha1.TopologyPolicyNumericContainerLevel:        {topology.PolicySpanning, true},
+		v1alpha1.TopologyPolicyNumericPodLevel:              {topology.PolicySpanning, true},
+		// Unset: katalyst's default, None.
+		"": {topology.PolicySpanning, true},
+		// Misspellings and unknown values: the conservative reading.
+		"SingleNUMANodeContainerLvl":   {topology.PolicySingleNUMA, false},
+		"singlenumanodecontainerlevel": {topology.PolicySingleNUMA, false},
+		"BestEffort":                   {topology.PolicySingleNUMA, false},
+		" None":                        {topology.PolicySingleNUMA, false},
 	}
 	for in, want := range cases {
 		t.Run(string(in), func(t *testing.T) {
-			if got := topology.PolicyOf(in); got != want {
-				t.Errorf("PolicyOf(%q) = %v, want %v", in, got, want)
+			var got result
+			got.Policy, got.Known = topology.ParsePolicy(in)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("ParsePolicy(%q) (-want +got):\n%s", in, diff)
+			}
+			if p := topology.PolicyOf(in); p != want.Policy {
+				t.Errorf("PolicyOf(%q) = %v, want %v", in, p, want.Policy)
 			}
 		})
+	}
+}
+
+func TestBuildNodePolicy(t *testing.T) {
+	cases := map[string]struct {
+		policy    v1alpha1.TopologyPolicy
+		want      topology.Policy
+		wantCodes []string
+	}{
+		"single NUMA":     {policy: v1alpha1.TopologyPolicySingleNUMANodePodLevel, want: topology.PolicySingleNUMA},
+		"best effort":     {policy: v1alpha1.TopologyPolicyBestEffortPodLevel, want: topology.PolicySpanning},
+		"unset is None":   {policy: "", want: topology.PolicySpanning},
+		"misspelt policy": {policy: "SingleNUMANodeContainerLvl", want: topology.PolicySingleNUMA, wantCodes: []string{"UnknownPolicy@"}},
+		"unknown policy":  {policy: "Strict", want: topology.PolicySingleNUMA, wantCodes: []string{"UnknownPolicy@"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := topology.BuildNode(topology.Config{}, sharedNode("n1").Obj(), provider("n1").Policy(tc.policy).Obj())
+			if got.Policy != tc.want {
+				t.Errorf("Policy = %v, want %v", got.Policy, tc.want)
+			}
+			if diff := cmp.Diff(tc.wantCodes, codesOf(got.Reasons), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("reason codes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBuildNodeNICUnits(t *testing.T) {
+	type units struct {
+		Units, FreeUnits int64
+		Free             bool
+	}
+	rdma := func(q string) corev1.ResourceList { return corev1.ResourceList{builders.RDMAResource: mustQty(q)} }
+	cases := map[string]struct {
+		cnr       *builders.CNRWrapper
+		want      units
+		wantCodes []string
+	}{
+		"one free unit":         {cnr: provider("n1"), want: units{1, 1, true}},
+		"two units, one used":   {cnr: provider("n1").Units(nicA0, 2).UseNICUnits(nicA0, "ns/a/1", 1), want: units{2, 1, true}},
+		"two units, both used":  {cnr: provider("n1").Units(nicA0, 2).UseNICUnits(nicA0, "ns/a/1", 1).UseNICUnits(nicA0, "ns/b/2", 1), want: units{2, 0, false}},
+		"over-allocated clamps": {cnr: provider("n1").UseNICUnits(nicA0, "ns/a/1", 3), want: units{1, 0, false}},
+		"no allocatable listed": {cnr: provider("n1").AllocNIC(nicA0, "", nil), want: units{1, 1, true}},
+		"zero units":            {cnr: provider("n1").Units(nicA0, 0), want: units{0, 0, false}},
+		"negative units":        {cnr: provider("n1").Units(nicA0, -2), want: units{0, 0, false}, wantCodes: []string{"BadQuantity@"}},
+		"consumer, no requests": {cnr: provider("n1").Units(nicA0, 2).AllocNIC(nicA0, "ns/a/1", nil), want: units{2, 0, false}},
+		"consumer, no RDMA request": {
+			cnr:  provider("n1").Units(nicA0, 2).AllocNIC(nicA0, "ns/a/1", corev1.ResourceList{corev1.ResourceCPU: mustQty("1")}),
+			want: units{2, 0, false},
+		},
+		"explicit zero request holds nothing": {cnr: provider("n1").Units(nicA0, 2).AllocNIC(nicA0, "ns/a/1", rdma("0")), want: units{2, 2, true}},
+		"no consumer, no requests":            {cnr: provider("n1").Units(nicA0, 2).AllocNIC(nicA0, "", nil), want: units{2, 2, true}},
+		"no consumer, RDMA request":           {cnr: provider("n1").Units(nicA0, 2).AllocNIC(nicA0, "", rdma("1")), want: units{2, 1, true}},
+		"negative request":                    {cnr: provider("n1").AllocNIC(nicA0, "ns/a/1", rdma("-1")), want: units{1, 1, true}, wantCodes: []string{"BadQuantity@"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			n := topology.BuildNode(topology.Config{}, sharedNode("n1").Obj(), tc.cnr.Obj())
+			var got units
+			for _, z := range n.Zones {
+				for _, c := range z.NICs {
+					if c.ID == nicA0 {
+						got = units{c.Units, c.FreeUnits, c.Free}
+					}
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("NIC %s (-want +got):\n%s", nicA0, diff)
+			}
+			if diff := cmp.Diff(tc.wantCodes, codesOf(n.Reasons), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("reason codes (-want +got):\n%s\nreasons: %v", diff, n.Reasons)
+			}
+		})
+	}
+
+	// Synthetic NICs of a node without KCNR have one free unit each.
+	n := topology.BuildNode(topology.Config{}, sharedNode("n1").RDMA(2).Obj(), nil)
+	for _, c := range n.Zones[0].NICs {
+		if diff := cmp.Diff(units{1, 1, true}, units{c.Units, c.FreeUnits, c.Free}); diff != "" {
+			t.Errorf("synthetic NIC %s (-want +got):\n%s", c.ID, diff)
+		}
+	}
+}
+
+func TestNormalizeNICName(t *testing.T) {
+	cases := map[string]topology.NICID{
+		"0000:1a:00.0":   "0000:1a:00.0",
+		"0000:1A:00.0":   "0000:1a:00.0",
+		"1A:00.7":        "1a:00.7",
+		"0001AB:CD:EF.1": "0001ab:cd:ef.1",
+		"mlx5_0":         "mlx5_0",
+		"MLX5_0":         "MLX5_0",
+		"1A:00.8":        "1A:00.8", // function 8 does not exist: not a PCI address
+		"0000:1A:00":     "0000:1A:00",
+		"rdma-0":         "rdma-0",
+	}
+	for in, want := range cases {
+		if got := topology.NormalizeNICName(in); got != want {
+			t.Errorf("NormalizeNICName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestCheckNICName(t *testing.T) {
+	cases := map[string]string{ // name -> part of the error, "" for none
+		"0000:1a:00.0": "",
+		"mlx5_0":       "",
+		"1a:00.0":      "",
+		"":             "empty",
+		"a,b":          "comma",
+		"mlx5 0":       "whitespace",
+		"mlx5_0\t":     "whitespace",
+		"\xff":         "UTF-8",
+	}
+	for in, want := range cases {
+		err := topology.CheckNICName(in)
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("CheckNICName(%q) = %v, want nil", in, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("CheckNICName(%q) = %v, want an error about %s", in, err, want)
+		}
 	}
 }
 

@@ -12,7 +12,12 @@ import (
 	"fmt"
 )
 
-// NICID is a NIC's PCI address, always lower case (e.g. "0000:1a:00.0").
+// NICID names a NIC as its KCNR NIC zone does. A name that looks like a PCI
+// address ("0000:1A:00.0", "1a:00.0") is kept in lower case, so PCI addresses
+// compare in lower case; any other name ("mlx5_0", "eth-rdma0") is kept
+// verbatim. See NormalizeNICName. A NIC name never contains a comma or
+// whitespace: such a NIC cannot be written into the comma-separated
+// rdmatopo.io/nics annotation and is not handed out (ReasonBadNICName).
 type NICID string
 
 // S0ID identifies a leaf switch. For a NIC whose leaf is known it is the opaque
@@ -93,6 +98,21 @@ const (
 	// ReasonS1Mismatch: the nodes under one leaf carry different S1 labels;
 	// the leaf takes the S1 of its first node by name.
 	ReasonS1Mismatch ReasonCode = "S1Mismatch"
+	// ReasonUnknownPolicy: status.topologyPolicy is set to a value katalyst
+	// does not define (a misspelling such as "SingleNUMANodeContainerLvl");
+	// the node is read as SingleNUMANodeContainerLevel (PolicySingleNUMA),
+	// the conservative reading.
+	ReasonUnknownPolicy ReasonCode = "UnknownPolicy"
+	// ReasonBadNICName: a NIC zone's name holds a comma, whitespace or
+	// invalid UTF-8, so it cannot round-trip through the rdmatopo.io/nics
+	// annotation; the NIC is skipped (never handed out).
+	ReasonBadNICName ReasonCode = "BadNICName"
+	// ReasonDuplicateNUMA: two Numa zones of one node carry the same id; the
+	// later zone (and everything under it) is skipped.
+	ReasonDuplicateNUMA ReasonCode = "DuplicateNUMA"
+	// ReasonMultiplePropertyValues: an RDMATOR property lists more than one
+	// value; propertyValues[0] names the leaf, the others are ignored.
+	ReasonMultiplePropertyValues ReasonCode = "MultiplePropertyValues"
 )
 
 // Reason is one topology problem: which node (and NIC, if any), its code and a
@@ -116,24 +136,41 @@ type Policy int
 
 const (
 	// PolicySingleNUMA: each pod's GPUs, NICs and CPUs come from one NUMA zone
-	// (SingleNUMANodeContainerLevel / SingleNUMANodePodLevel).
+	// (SingleNUMANodeContainerLevel / SingleNUMANodePodLevel, and any value
+	// katalyst does not define, reported as ReasonUnknownPolicy).
 	PolicySingleNUMA Policy = iota
 	// PolicySpanning: a pod may span NUMA zones (None, BestEffort*,
-	// Restricted*, Numeric*, or an unset policy).
+	// Restricted*, Numeric*, or an unset policy, which katalyst reads as its
+	// default None).
 	PolicySpanning
 )
 
-// NIC is one RDMA NIC.
+// NIC is one RDMA NIC, counted in units of the RDMA resource.
+//
+// Units is the NIC zone's resources.allocatable of the RDMA resource (1 when
+// the zone does not list it, as katalyst reports one unit per NIC; a negative
+// value is reported and read as 0). FreeUnits is Units minus the RDMA
+// requests of the zone's allocations, clamped at 0. An allocation whose
+// consumer is set but whose requests are missing or name no RDMA resource
+// holds the whole NIC (FreeUnits 0): the node agent gave the NIC to that
+// pod without saying how much of it. An allocation with neither consumer nor
+// RDMA request holds nothing. Synthetic NICs of a node without topology
+// have one unit.
 type NIC struct {
 	ID NICID
 	// NUMA is the id of the NUMA zone the NIC hangs off.
 	NUMA int
 	// S0 is the NIC's leaf switch (synthetic when unknown).
 	S0 S0ID
-	// Free is true when the KCNR shows no allocation on the NIC.
+	// Free is true when the NIC has at least one free unit (FreeUnits > 0).
 	Free bool
 	// Consumers are the KCNR consumers ("namespace/name/uid") holding the NIC.
 	Consumers []string
+	// Units is the NIC's allocatable RDMA units (>= 0).
+	Units int64
+	// FreeUnits is Units minus the units the KCNR allocations hold, in
+	// [0, Units].
+	FreeUnits int64
 }
 
 // Zone is one NUMA zone of a node.

@@ -107,30 +107,87 @@ func (w *CNRWrapper) Alloc(numa int, consumer string, req corev1.ResourceList) *
 // UseNIC records that consumer holds the NIC: one RDMA unit on the NIC zone
 // and on its NUMA zone, as katalyst reports it. Unknown NICs are ignored.
 func (w *CNRWrapper) UseNIC(pci, consumer string) *CNRWrapper {
-	for _, id := range w.order {
-		z := w.numa[id]
-		for _, c := range z.Children {
-			if c.Name != pci {
-				continue
-			}
-			c.Allocations = append(c.Allocations, rdmaAllocation(consumer))
-			for _, a := range z.Allocations {
-				if a.Consumer == consumer {
-					addQty(*a.Requests, RDMAResource, 1)
-					return w
-				}
-			}
-			z.Allocations = append(z.Allocations, rdmaAllocation(consumer))
+	return w.UseNICUnits(pci, consumer, 1)
+}
+
+// UseNICUnits records that consumer holds units RDMA units of the NIC, on the
+// NIC zone and on its NUMA zone. Unknown NICs are ignored.
+func (w *CNRWrapper) UseNICUnits(pci, consumer string, units int64) *CNRWrapper {
+	z, nic := w.nicZone(pci)
+	if nic == nil {
+		return w
+	}
+	nic.Allocations = append(nic.Allocations, rdmaAllocation(consumer, units))
+	for _, a := range z.Allocations {
+		if a.Consumer == consumer && a.Requests != nil {
+			addQty(*a.Requests, RDMAResource, units)
 			return w
 		}
 	}
+	z.Allocations = append(z.Allocations, rdmaAllocation(consumer, units))
 	return w
 }
 
-func rdmaAllocation(consumer string) *v1alpha1.Allocation {
+// AllocNIC records an allocation on the NIC zone named pci with the given
+// requests (nil: an allocation without requests, as an agent that does not
+// count units reports a NIC it gave away; consumer may be empty). The NUMA
+// zone is left alone. Unknown NICs are ignored.
+func (w *CNRWrapper) AllocNIC(pci, consumer string, req corev1.ResourceList) *CNRWrapper {
+	_, nic := w.nicZone(pci)
+	if nic == nil {
+		return w
+	}
+	a := &v1alpha1.Allocation{Consumer: consumer}
+	if req != nil {
+		r := req.DeepCopy()
+		a.Requests = &r
+	}
+	nic.Allocations = append(nic.Allocations, a)
+	return w
+}
+
+// Units sets the NIC zone's RDMA allocatable and capacity to units (which may
+// be negative, to build bad data); the NUMA zone's RDMA allocatable and
+// capacity follow. Unknown NICs are ignored.
+func (w *CNRWrapper) Units(pci string, units int64) *CNRWrapper {
+	z, nic := w.nicZone(pci)
+	if nic == nil {
+		return w
+	}
+	old := (*nic.Resources.Allocatable)[RDMAResource]
+	delta := units - old.Value()
+	setQty(nic.Resources.Allocatable, RDMAResource, *resource.NewQuantity(units, resource.DecimalSI))
+	setQty(nic.Resources.Capacity, RDMAResource, *resource.NewQuantity(units, resource.DecimalSI))
+	addQty(*z.Resources.Allocatable, RDMAResource, delta)
+	addQty(*z.Resources.Capacity, RDMAResource, delta)
+	return w
+}
+
+// Allocatable sets one resource of a NUMA zone's allocatable to qty (a
+// Kubernetes quantity, possibly negative, to build bad data), creating the
+// zone if needed.
+func (w *CNRWrapper) Allocatable(numa int, name corev1.ResourceName, qty string) *CNRWrapper {
+	setQty(w.zone(numa).Resources.Allocatable, name, resource.MustParse(qty))
+	return w
+}
+
+// nicZone finds the NIC zone named pci and its NUMA zone (nil, nil if none).
+func (w *CNRWrapper) nicZone(pci string) (numa, nic *v1alpha1.TopologyZone) {
+	for _, id := range w.order {
+		z := w.numa[id]
+		for _, c := range z.Children {
+			if c != nil && c.Type == v1alpha1.TopologyTypeNIC && c.Name == pci {
+				return z, c
+			}
+		}
+	}
+	return nil, nil
+}
+
+func rdmaAllocation(consumer string, units int64) *v1alpha1.Allocation {
 	return &v1alpha1.Allocation{
 		Consumer: consumer,
-		Requests: &corev1.ResourceList{RDMAResource: *resource.NewQuantity(1, resource.DecimalSI)},
+		Requests: &corev1.ResourceList{RDMAResource: *resource.NewQuantity(units, resource.DecimalSI)},
 	}
 }
 
