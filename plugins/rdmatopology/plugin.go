@@ -82,11 +82,12 @@ func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 	}
 	logArgs.Do(func() { klog.InfoS("rdma-topology plugin configured", "args", p.args.String()) })
 	s := openSession(ssn, p.args)
+	s.applyHolds()
 	sessionsMu.Lock()
 	sessions[string(ssn.UID)] = s
 	sessionsMu.Unlock()
 
-	ssn.AddPredicateFn(PluginName, s.predicate)
+	ssn.AddPredicateFn(PluginName, s.predicateWithHolds)
 	ssn.AddNodeOrderFn(PluginName, s.nodeOrder)
 	ssn.AddJobReadyFn(PluginName, func(obj interface{}) bool {
 		job, ok := obj.(*api.JobInfo)
@@ -94,9 +95,10 @@ func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 	})
 	ssn.AddJobPipelinedFn(PluginName, func(obj interface{}) int {
 		job, ok := obj.(*api.JobInfo)
-		if ok && s.IsRDMAJob(job) {
+		if ok && s.IsRDMAJob(job) && !s.pipelineAllowed(job.UID) {
 			// A gang that must be whole never holds resources while it
-			// waits for others to be released.
+			// waits for others to be released (except where
+			// topology-preempt pipelines it onto its victims' resources).
 			return util.Reject
 		}
 		return util.Abstain

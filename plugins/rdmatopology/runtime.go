@@ -50,6 +50,8 @@ type Runtime struct {
 	// clock is the time max-wait deadlines are measured on (nil: the wall
 	// clock); the simulator installs its simulated clock (wait.go).
 	clock func() time.Time
+	// holds are the preempting gangs' holds (holds.go).
+	holds *holdBook
 }
 
 // NewRuntime returns a Runtime whose fabric the caller feeds (UpsertNode,

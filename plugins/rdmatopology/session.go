@@ -45,6 +45,8 @@ type Session struct {
 	// byJob indexes the ledger's reservations by job (pod UID ->
 	// reservation), kept in step by allocate and deallocate.
 	byJob map[api.JobID]map[string]ledger.Reservation
+	// holds is the session's view of preempting gangs' holds (holds.go).
+	holds *sessionHolds
 }
 
 // openSession builds the session state: the runtime (started on first use),
