@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/rdmatopo/rdmatopo/examples"
+	"github.com/rdmatopo/rdmatopo/internal/fabricmap"
 	"github.com/rdmatopo/rdmatopo/internal/sim"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
@@ -84,7 +85,7 @@ func runSimulate(args []string, stdout io.Writer) error {
 	rep := sim.BuildReport(s)
 
 	if o.mapFile != "" {
-		svg := renderMap(s.Fabric(), rep, s.Pods())
+		svg := fabricmap.Render(s.Fabric(), fabricmap.FromSim(rep, s.Pods()))
 		if err := os.WriteFile(o.mapFile, svg, 0o644); err != nil {
 			return fmt.Errorf("writing the map: %w", err)
 		}

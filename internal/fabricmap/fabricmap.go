@@ -1,0 +1,285 @@
+// Package fabricmap draws an RDMA fabric as SVG: one box per S1 (miniPod),
+// inside it one box per S0 leaf, inside that one row per NUMA zone cabled to
+// the leaf (node and NUMA id) with a square per NIC, coloured by the job
+// holding it (grey when free), and a legend of the jobs. It draws the
+// fabric of a simulation (`rdmatopo simulate --map`) and of a live cluster
+// (`kubectl rdmatopo map`, the dashboard).
+package fabricmap
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+)
+
+// Map colours: one per job (cycled), and fixed ones for NIC states.
+var (
+	jobPalette = []string{
+		"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+		"#e377c2", "#17becf", "#bcbd22", "#7f7f7f", "#393b79", "#637939",
+	}
+	colorFree     = "#e5e7eb" // free NIC
+	colorRunning  = "#4b5563" // held by a pod that ran before the simulation
+	colorReported = "#9ca3af" // the KCNR reports it in use, no pod known
+)
+
+// Map geometry (pixels).
+const (
+	mapMargin    = 16
+	leafWidth    = 250
+	leafGap      = 12
+	leavesPerRow = 4
+	rowHeight    = 22
+	nicSize      = 15
+	leafHeader   = 24
+	s1Header     = 30
+	legendRow    = 20
+)
+
+// nicHolder is who holds a NIC of a node.
+type nicHolder struct {
+	color string
+	title string
+}
+
+// Job is one entry of the legend; jobs take the palette's colours in order.
+type Job struct {
+	// Key is "namespace/name", as NICUse.Job names it.
+	Key string
+	// Label is the legend's text.
+	Label string
+}
+
+// NICUse is who holds one NIC.
+type NICUse struct {
+	// Job is the holder's job key; a job not in Model.Jobs is drawn in the
+	// colour of other holders.
+	Job string
+	// Pod is "namespace/name" of the holding pod.
+	Pod string
+}
+
+// Model is what a map shows.
+type Model struct {
+	// Title heads the map.
+	Title string
+	// Jobs are the legend, in colour order.
+	Jobs []Job
+	// NICs maps "node/nic" to its holder.
+	NICs map[string]NICUse
+	// OtherLabel names, in the legend, the NICs of holders not in Jobs;
+	// OtherTitle is appended to such a NIC's tooltip.
+	OtherLabel string
+	OtherTitle string
+}
+
+// Render draws the fabric f with the holders and jobs of m.
+func Render(f *topology.Fabric, m Model) []byte {
+	jobColor := map[string]string{}
+	for i, j := range m.Jobs {
+		if _, dup := jobColor[j.Key]; !dup {
+			jobColor[j.Key] = jobPalette[i%len(jobPalette)]
+		}
+	}
+	holders := map[string]nicHolder{} // node/nic -> holder
+	for key, use := range m.NICs {
+		h := nicHolder{color: colorRunning, title: fmt.Sprintf("%s (%s)", use.Pod, m.OtherTitle)}
+		if c, ok := jobColor[use.Job]; ok {
+			h = nicHolder{color: c, title: fmt.Sprintf("%s of %s", use.Pod, use.Job)}
+		}
+		holders[key] = h
+	}
+
+	// Group leaves by S1; leaves of unknown topology go last.
+	type group struct {
+		title  string
+		leaves []topology.S0ID
+	}
+	var groups []group
+	var unknown []topology.S0ID
+	for _, s1 := range f.S1IDs() {
+		var known []topology.S0ID
+		for _, id := range f.LeavesOf(s1) {
+			if id.IsUnknown() {
+				unknown = append(unknown, id)
+			} else {
+				known = append(known, id)
+			}
+		}
+		if len(known) == 0 {
+			continue
+		}
+		title := "S1 " + string(s1)
+		if s1 == "" {
+			title = "S1 unknown (no s1NodeLabel configured, or nodes without the label): one miniPod"
+		}
+		sortLeaves(f, known)
+		groups = append(groups, group{title: title, leaves: known})
+	}
+	if len(unknown) > 0 {
+		sort.Slice(unknown, func(i, j int) bool { return unknown[i] < unknown[j] })
+		groups = append(groups, group{title: "Topology unknown: each NIC is a leaf of its own", leaves: unknown})
+	}
+
+	var body bytes.Buffer
+	y := mapMargin + 28
+	width := 2*mapMargin + leavesPerRow*leafWidth + (leavesPerRow-1)*leafGap
+	for _, g := range groups {
+		rows := (len(g.leaves) + leavesPerRow - 1) / leavesPerRow
+		heights := make([]int, rows)
+		for i, id := range g.leaves {
+			l, _ := f.Leaf(id)
+			if h := leafHeader + rowHeight*len(l.Slots) + 6; h > heights[i/leavesPerRow] {
+				heights[i/leavesPerRow] = h
+			}
+		}
+		total := s1Header
+		for _, h := range heights {
+			total += h + leafGap
+		}
+		fmt.Fprintf(&body, `<rect x="%d" y="%d" width="%d" height="%d" rx="6" fill="#f9fafb" stroke="#9ca3af"/>`+"\n",
+			mapMargin/2, y, width-mapMargin, total)
+		text(&body, mapMargin, y+20, "font-weight=\"bold\" font-size=\"14\"", g.title)
+		rowY := y + s1Header
+		for i, id := range g.leaves {
+			col := i % leavesPerRow
+			if col == 0 && i > 0 {
+				rowY += heights[i/leavesPerRow-1] + leafGap
+			}
+			l, _ := f.Leaf(id)
+			drawLeaf(&body, l, mapMargin+col*(leafWidth+leafGap), rowY, holders)
+		}
+		y += total + leafGap
+	}
+
+	// Legend.
+	y += 4
+	text(&body, mapMargin, y+12, "font-weight=\"bold\" font-size=\"13\"", "Jobs")
+	y += legendRow
+	for i, j := range m.Jobs {
+		color := jobPalette[i%len(jobPalette)]
+		fmt.Fprintf(&body, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>`+"\n", mapMargin, y, nicSize, nicSize, color)
+		text(&body, mapMargin+nicSize+8, y+12, "font-size=\"12\"", j.Label)
+		y += legendRow
+	}
+	for _, fixed := range []struct{ color, label string }{
+		{colorFree, "free NIC"}, {colorRunning, m.OtherLabel},
+		{colorReported, "NIC in use per its KCNR, holder unknown"},
+	} {
+		fmt.Fprintf(&body, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s" stroke="#6b7280"/>`+"\n", mapMargin, y, nicSize, nicSize, fixed.color)
+		text(&body, mapMargin+nicSize+8, y+12, "font-size=\"12\"", fixed.label)
+		y += legendRow
+	}
+	height := y + mapMargin
+
+	var out bytes.Buffer
+	fmt.Fprintf(&out, `<?xml version="1.0" encoding="UTF-8"?>`+"\n")
+	fmt.Fprintf(&out, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif">`+"\n",
+		width, height, width, height)
+	fmt.Fprintf(&out, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height)
+	text(&out, mapMargin, mapMargin+12, "font-weight=\"bold\" font-size=\"16\"",
+		m.Title)
+	out.Write(body.Bytes())
+	out.WriteString("</svg>\n")
+	return out.Bytes()
+}
+
+// sortLeaves orders leaves by their first node and NUMA zone, so leaves
+// of neighbouring nodes sit next to each other.
+func sortLeaves(f *topology.Fabric, ids []topology.S0ID) {
+	first := func(id topology.S0ID) (string, int) {
+		l, ok := f.Leaf(id)
+		if !ok || len(l.Slots) == 0 {
+			return string(id), 0
+		}
+		s := l.Slots[0]
+		return s.Node.Name, s.Node.Zones[s.Zone].ID
+	}
+	sort.SliceStable(ids, func(i, j int) bool {
+		ni, zi := first(ids[i])
+		nj, zj := first(ids[j])
+		if ni != nj {
+			return ni < nj
+		}
+		if zi != zj {
+			return zi < zj
+		}
+		return ids[i] < ids[j]
+	})
+}
+
+// drawLeaf draws one leaf box with a row per slot.
+func drawLeaf(w *bytes.Buffer, l *topology.Leaf, x, y int, holders map[string]nicHolder) {
+	h := leafHeader + rowHeight*len(l.Slots) + 6
+	fmt.Fprintf(w, `<rect x="%d" y="%d" width="%d" height="%d" rx="4" fill="#ffffff" stroke="#6b7280"/>`+"\n", x, y, leafWidth, h)
+	free, total := 0, 0
+	for _, s := range l.Slots {
+		for _, nic := range s.NICs {
+			total++
+			if _, held := holders[s.Node.Name+"/"+string(nic)]; !held && nicFree(s, nic) {
+				free++
+			}
+		}
+	}
+	label := "S0 " + ShortID(string(l.ID))
+	if l.ID.IsUnknown() {
+		label = "unknown leaf"
+	}
+	fmt.Fprintf(w, "<g><title>%s</title>\n", escape(string(l.ID)))
+	text(w, x+8, y+16, "font-size=\"12\" font-weight=\"bold\"", fmt.Sprintf("%s  (%d/%d NICs free)", label, free, total))
+	w.WriteString("</g>\n")
+	for i, s := range l.Slots {
+		ry := y + leafHeader + i*rowHeight
+		z := s.Node.Zones[s.Zone]
+		text(w, x+8, ry+12, "font-size=\"11\"", fmt.Sprintf("%s NUMA %d", s.Node.Name, z.ID))
+		for k, nic := range s.NICs {
+			key := s.Node.Name + "/" + string(nic)
+			color, title := colorFree, fmt.Sprintf("%s %s: free", s.Node.Name, nic)
+			if hd, ok := holders[key]; ok {
+				color, title = hd.color, fmt.Sprintf("%s %s: %s", s.Node.Name, nic, hd.title)
+			} else if !nicFree(s, nic) {
+				color, title = colorReported, fmt.Sprintf("%s %s: in use (KCNR)", s.Node.Name, nic)
+			}
+			fmt.Fprintf(w, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s" stroke="#6b7280"><title>%s</title></rect>`+"\n",
+				x+leafWidth-12-(len(s.NICs)-k)*(nicSize+4), ry, nicSize, nicSize, color, escape(title))
+		}
+	}
+}
+
+// nicFree reports whether the fabric (the KCNR) shows the NIC free.
+func nicFree(s topology.Slot, id topology.NICID) bool {
+	for _, n := range s.Node.Zones[s.Zone].NICs {
+		if n.ID == id {
+			return n.Free
+		}
+	}
+	return true
+}
+
+// text writes an SVG text element with escaped content.
+func text(w *bytes.Buffer, x, y int, attrs, s string) {
+	fmt.Fprintf(w, `<text x="%d" y="%d" %s>%s</text>`+"\n", x, y, attrs, escape(s))
+}
+
+// escape makes s safe as XML character data or attribute value.
+func escape(s string) string {
+	var b strings.Builder
+	_ = xml.EscapeText(&b, []byte(s)) // writes to a strings.Builder never fail
+	return b.String()
+}
+
+// ShortID abbreviates an S0 hash to 8 characters ("?" and the rest for
+// the synthetic leaf of a topology-unknown NIC).
+func ShortID(id string) string {
+	if strings.HasPrefix(id, "unknown:") {
+		return "?" + strings.TrimPrefix(id, "unknown:")
+	}
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
