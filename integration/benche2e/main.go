@@ -1,0 +1,252 @@
+// Command benche2e runs rdmatopo's vc-scheduler and stock Volcano v1.10's
+// vc-scheduler, one after the other, against a real kube-apiserver with
+// kwok's fake nodes, on the trace `rdmatopo bench` replays in-process, and
+// prints one JSON object comparing them (`make bench-e2e`).
+//
+// Each run gets a fresh etcd, kube-apiserver (default flow control and
+// in-flight limits), vc-controller-manager and kwok. The driver writes the
+// generated provider-shaped cluster (bench.NewCluster: Nodes, KCNRs with
+// status, the pods already running), plays katalyst's node agent (bound pods
+// appear in their node's KCNR a lag after the bind), submits the trace's
+// gangs as VolcanoJobs at their arrival times and deletes each placed gang
+// when its run time is over. See docs/benchmarks.md for what it measures.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rdmatopo/rdmatopo/internal/bench"
+	"github.com/rdmatopo/rdmatopo/internal/workload"
+)
+
+// options are the driver's flags.
+type options struct {
+	nodes, gangs  int
+	seed          uint64
+	binDir, root  string
+	workDir       string
+	keep          bool
+	lag, period   time.Duration
+	runTimeout    time.Duration
+	settle        time.Duration
+	controllerQPS int
+	runs          string
+	profileDir    string
+	profileFor    time.Duration
+	schedulerArgs string
+	schedulerEnv  string
+	// current names the run in progress, for log lines.
+	current string
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench-e2e: "+format+"\n", args...)
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.nodes, "nodes", 1000, "fake nodes (provider shape, as rdmatopo bench)")
+	flag.IntVar(&o.gangs, "gangs", 0, "gangs of the trace (default nodes/5)")
+	flag.Uint64Var(&o.seed, "seed", 1, "seed of the cluster and the trace")
+	flag.StringVar(&o.binDir, "bin", "integration/.bin", "directory of the built tools (integration/hack/build-tools.sh)")
+	flag.StringVar(&o.root, "repo", ".", "root of the rdmatopo module")
+	flag.StringVar(&o.workDir, "dir", "", "directory for data and logs (default: a new temporary directory)")
+	flag.BoolVar(&o.keep, "keep", false, "keep data and logs after a successful run")
+	flag.DurationVar(&o.lag, "agent-lag", 2*time.Second, "how long after a bind the node agent lists the pod in its KCNR")
+	flag.DurationVar(&o.period, "period", time.Second, "one trace cycle (arrival spacing and run-time unit); the schedulers' default --schedule-period")
+	flag.DurationVar(&o.runTimeout, "run-timeout", 10*time.Minute, "give up on gangs not placed this long after the first submit")
+	flag.DurationVar(&o.settle, "settle", 10*time.Second, "wait after the scheduler is up before the first submit")
+	flag.IntVar(&o.controllerQPS, "controller-qps", 200, "vc-controller-manager --kube-api-qps (burst: twice that), the same for both runs")
+	flag.StringVar(&o.runs, "runs", "rdmatopo,stock", "runs, in order")
+	flag.StringVar(&o.profileDir, "profile-dir", "", "write a CPU profile of each scheduler (its /debug/pprof/profile) here")
+	flag.DurationVar(&o.profileFor, "profile-seconds", 60*time.Second, "length of that profile, from the first submit")
+	flag.StringVar(&o.schedulerArgs, "scheduler-args", "", "extra flags for both schedulers, space-separated")
+	flag.StringVar(&o.schedulerEnv, "scheduler-env", "", "extra environment for both schedulers, space-separated NAME=VALUE")
+	flag.Parse()
+	if o.gangs == 0 {
+		o.gangs = o.nodes / 5
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	report, err := run(ctx, o)
+	if err != nil {
+		logf("%v", err)
+		os.Exit(1)
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(report); err != nil {
+		logf("%v", err)
+		os.Exit(1)
+	}
+}
+
+// report is the driver's output.
+type report struct {
+	Nodes int                   `json:"nodes"`
+	Jobs  int                   `json:"jobs"`
+	Pods  int                   `json:"pods"`
+	Runs  map[string]*runResult `json:"runs"`
+}
+
+func run(ctx context.Context, o options) (*report, error) {
+	root, err := filepath.Abs(o.root)
+	if err != nil {
+		return nil, err
+	}
+	o.root = root
+	if o.binDir, err = filepath.Abs(o.binDir); err != nil {
+		return nil, err
+	}
+	if o.workDir == "" {
+		if o.workDir, err = os.MkdirTemp("", "rdmatopo-bench-e2e-"); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(o.workDir, 0o755); err != nil {
+		return nil, err
+	}
+	logf("data and logs in %s", o.workDir)
+	stockConf := filepath.Join(o.workDir, "stock-scheduler.conf")
+	if err := os.WriteFile(stockConf, []byte(bench.BaselineConfText), 0o644); err != nil {
+		return nil, err
+	}
+	specs := map[string]schedulerSpec{
+		"rdmatopo": {binary: "vc-scheduler", conf: filepath.Join(root, "config", "volcano-scheduler.conf")},
+		"stock":    {binary: "vc-scheduler-stock", conf: stockConf},
+	}
+	cluster := bench.NewCluster(o.nodes, o.seed)
+	trace := bench.NewTrace(o.gangs, o.seed)
+	rep := &report{Nodes: o.nodes, Jobs: len(trace.Gangs), Runs: map[string]*runResult{}}
+	for _, g := range trace.Gangs {
+		rep.Pods += g.Pods
+	}
+	logf("%d nodes, %d running pods, %d gangs (%d pods)", o.nodes, len(cluster.Pods), rep.Jobs, rep.Pods)
+	failed := false
+	for _, name := range strings.Split(o.runs, ",") {
+		spec, ok := specs[name]
+		if !ok {
+			return nil, fmt.Errorf("unknown run %q (rdmatopo, stock)", name)
+		}
+		if o.schedulerArgs != "" {
+			spec.extraArgs = strings.Fields(o.schedulerArgs)
+		}
+		if o.schedulerEnv != "" {
+			spec.env = strings.Fields(o.schedulerEnv)
+		}
+		o.current = name
+		r, err := runOne(ctx, o, name, spec, cluster, trace)
+		if err != nil {
+			failed = true
+			return nil, fmt.Errorf("run %s: %w (logs in %s)", name, err, filepath.Join(o.workDir, name, "logs"))
+		}
+		rep.Runs[name] = r
+	}
+	if !o.keep && !failed {
+		_ = os.RemoveAll(o.workDir)
+	}
+	return rep, nil
+}
+
+// runOne brings up a fresh stack, writes the cluster, starts the scheduler
+// and replays the trace.
+func runOne(ctx context.Context, o options, name string, spec schedulerSpec, cluster *workload.Cluster, trace *bench.Trace) (*runResult, error) {
+	s, err := newStack(ctx, o.workDir, name, o.binDir, o.root, o)
+	defer s.stop()
+	if err != nil {
+		logf("%s", s.logTails(30))
+		return nil, err
+	}
+	ag, err := writeCluster(ctx, s, cluster, o.lag)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.startScheduler(ctx, spec); err != nil {
+		logf("%s", s.logTails(30))
+		return nil, err
+	}
+	logf("%s: scheduler up; settling %s", name, o.settle)
+	time.Sleep(o.settle)
+	if o.profileDir != "" {
+		go profile(s, filepath.Join(o.profileDir, name+".cpu.pprof"), o.profileFor)
+	}
+	t, start, err := replay(ctx, s, ag, trace, o)
+	if err != nil {
+		logf("%s", s.logTails(30))
+		return nil, err
+	}
+	u, err := s.scheduler.usage()
+	if err != nil {
+		return nil, fmt.Errorf("scheduler usage: %w", err)
+	}
+	r := summarize(t, start)
+	r.CPUSeconds, r.PeakRSSBytes = u.CPUSeconds, u.PeakRSSBytes
+	ag.mu.Lock()
+	r.Details.PodsWithNUMAHint, r.Details.PodsWithoutNUMAHint = ag.hinted, ag.unhinted
+	r.Details.NUMAMisalignedPods, r.Details.KCNRWrites = ag.misaligned, ag.writes
+	ag.mu.Unlock()
+	if m, err := s.metrics(ctx); err == nil {
+		r.Details.APIServerRequests, r.Details.APIServerRejected429 = requestTotals(m)
+	} else {
+		logf("%s: API server metrics: %v", name, err)
+	}
+	// Stop the scheduler before reading the audit log, so that every one
+	// of its requests is in it.
+	s.scheduler.stop()
+	a, err := readAudit(s.auditLog, schedulerUser)
+	if err != nil {
+		return nil, err
+	}
+	r.APIRequests, r.Rejected429 = a.requests, a.rejected429
+	r.Details.APIRequestsByKind, r.Details.SchedulerUserAgents = a.byKind, a.userAgents
+	logf("%s: %d/%d gangs, %d pods bound in %.1fs; %.1f pods/s; scheduler %.1f CPU s, %d API requests (%d answered 429)",
+		name, r.Details.GangsPlaced, len(trace.Gangs), r.Details.PodsBound, r.Details.WallSeconds, r.PodsPerSecond, r.CPUSeconds, r.APIRequests, r.Rejected429)
+	return &r, nil
+}
+
+// profile saves a CPU profile of the running scheduler (vc-scheduler serves
+// net/http/pprof on its metrics address).
+func profile(s *stack, path string, d time.Duration) {
+	addr := ""
+	for _, a := range s.scheduler.cmd.Args {
+		if v, ok := strings.CutPrefix(a, "--listen-address="); ok {
+			addr = v
+		}
+	}
+	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds()))
+	resp, err := http.Get(url)
+	if err != nil {
+		logf("profile: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		logf("profile: %s: %s", url, resp.Status)
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		logf("profile: %v", err)
+		return
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		logf("profile: %v", err)
+		return
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		logf("profile: %v", err)
+	}
+	logf("CPU profile written to %s", path)
+}

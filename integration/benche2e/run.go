@@ -1,0 +1,368 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/internal/bench"
+)
+
+// Job objects of the trace.
+const (
+	jobNamespace  = "default"
+	schedulerName = "volcano"
+	podImage      = "registry.k8s.io/pause:3.9"
+	// cpuPerGPU and cpuOnlyCores are the CPU requests of the trace's pods,
+	// as in rdmatopo bench.
+	cpuPerGPU    = 4
+	cpuOnlyCores = 2
+)
+
+// stallTimeout ends a run in which nothing was placed this long after the
+// first submit: something in the stack is broken.
+const stallTimeout = 90 * time.Second
+
+// gang follows one trace gang through a run.
+type gang struct {
+	spec      bench.GangSpec
+	uid       string
+	submitted time.Time
+	bound     map[string]time.Time // pod name -> first seen bound
+	placed    time.Time            // all pods bound
+	deleted   bool
+}
+
+// tracker watches the trace's pods: bind times, the agent, deletions.
+type tracker struct {
+	mu    sync.Mutex
+	gangs map[string]*gang // by job name
+	order []*gang
+	// placedCh receives each gang once all its pods are bound.
+	placedCh chan *gang
+	ag       *agent
+	// stray counts pods of an already deleted job seen again (a controller
+	// recreated them); they are deleted.
+	stray   int
+	strayCh chan *corev1.Pod
+}
+
+func (t *tracker) onPod(p *corev1.Pod) {
+	t.ag.observe(p)
+	job := p.Labels[batchv1alpha1.JobNameKey]
+	if p.Namespace != jobNamespace || job == "" || p.Spec.NodeName == "" {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	g := t.gangs[job]
+	if g == nil {
+		return
+	}
+	if g.deleted {
+		if p.DeletionTimestamp == nil {
+			t.stray++
+			select {
+			case t.strayCh <- p:
+			default:
+			}
+		}
+		return
+	}
+	if _, ok := g.bound[p.Name]; ok {
+		return
+	}
+	g.bound[p.Name] = time.Now()
+	if len(g.bound) == g.spec.Pods {
+		g.placed = time.Now()
+		t.placedCh <- g
+	}
+}
+
+// volcanoJob is the trace gang as a VolcanoJob: one task of spec.Pods
+// replicas, minAvailable all of them, the rdmatopo contract annotations.
+func volcanoJob(g bench.GangSpec) *batchv1alpha1.Job {
+	sh := g.Kind.Shape()
+	req := corev1.ResourceList{}
+	lim := corev1.ResourceList{}
+	if sh.GPU > 0 {
+		req[corev1.ResourceCPU] = *resource.NewQuantity(sh.GPU*cpuPerGPU, resource.DecimalSI)
+		for name, n := range map[corev1.ResourceName]int64{gpuResource: sh.GPU, rdmaResource: sh.NICs} {
+			req[name] = *resource.NewQuantity(n, resource.DecimalSI)
+			lim[name] = *resource.NewQuantity(n, resource.DecimalSI)
+		}
+	} else {
+		req[corev1.ResourceCPU] = *resource.NewQuantity(cpuOnlyCores, resource.DecimalSI)
+	}
+	return &batchv1alpha1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: g.Name, Namespace: jobNamespace, Annotations: map[string]string{
+			ledger.AnnotationMode:        g.Mode.String(),
+			ledger.AnnotationHighestTier: g.HighestTier.String(),
+		}},
+		Spec: batchv1alpha1.JobSpec{
+			SchedulerName: schedulerName,
+			Queue:         "default",
+			MinAvailable:  int32(g.Pods),
+			Tasks: []batchv1alpha1.TaskSpec{{
+				Name:     "worker",
+				Replicas: int32(g.Pods),
+				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+					SchedulerName: schedulerName,
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{Name: "train", Image: podImage,
+						Resources: corev1.ResourceRequirements{Requests: req, Limits: lim}}},
+				}},
+			}},
+		},
+	}
+}
+
+// replay submits the trace (gang i at (Arrive-1) × period after the start),
+// deletes each placed gang Duration × period after its last bind, and
+// returns when every gang was placed or the timeout passed.
+func replay(ctx context.Context, s *stack, ag *agent, trace *bench.Trace, o options) (*tracker, time.Time, error) {
+	t := &tracker{gangs: map[string]*gang{}, placedCh: make(chan *gang, len(trace.Gangs)), ag: ag, strayCh: make(chan *corev1.Pod, 1024)}
+	for _, spec := range trace.Gangs {
+		g := &gang{spec: spec, bound: map[string]time.Time{}}
+		t.gangs[spec.Name] = g
+		t.order = append(t.order, g)
+	}
+
+	factory := informers.NewSharedInformerFactory(s.kube, 0)
+	pods := factory.Core().V1().Pods().Informer()
+	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { t.onPod(obj.(*corev1.Pod)) },
+		UpdateFunc: func(_, obj interface{}) { t.onPod(obj.(*corev1.Pod)) },
+		DeleteFunc: func(obj interface{}) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if p, ok := obj.(*corev1.Pod); ok {
+				ag.forget(p)
+			}
+		},
+	}); err != nil {
+		return nil, time.Time{}, err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	factory.Start(runCtx.Done())
+	if !cache.WaitForCacheSync(runCtx.Done(), pods.HasSynced) {
+		return nil, time.Time{}, fmt.Errorf("pod informer did not sync")
+	}
+	go ag.run(runCtx)
+
+	deleteGang := func(g *gang) {
+		if runCtx.Err() != nil {
+			return // the run is over
+		}
+		dctx := context.Background()
+		bg := metav1.DeletePropagationBackground
+		if err := s.volcano.BatchV1alpha1().Jobs(jobNamespace).Delete(dctx, g.spec.Name, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
+			logf("delete VolcanoJob %s: %v", g.spec.Name, err)
+		}
+		// No garbage collector runs: the driver removes the job's pods
+		// (as kubelet would once they stop, hence no grace period) and
+		// its PodGroup itself.
+		zero := int64(0)
+		sel := metav1.ListOptions{LabelSelector: batchv1alpha1.JobNameKey + "=" + g.spec.Name}
+		if err := s.kube.CoreV1().Pods(jobNamespace).DeleteCollection(dctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, sel); err != nil {
+			logf("delete pods of %s: %v", g.spec.Name, err)
+		}
+		if err := s.volcano.SchedulingV1beta1().PodGroups(jobNamespace).Delete(dctx, g.spec.Name+"-"+g.uid, metav1.DeleteOptions{}); err != nil {
+			logf("delete PodGroup of %s: %v", g.spec.Name, err)
+		}
+	}
+	go func() {
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case p := <-t.strayCh:
+				zero := int64(0)
+				_ = s.kube.CoreV1().Pods(p.Namespace).Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+			}
+		}
+	}()
+
+	start := time.Now()
+	submitErr := make(chan error, 1)
+	go func() {
+		for _, g := range t.order {
+			at := start.Add(time.Duration(g.spec.Arrive-1) * o.period)
+			select {
+			case <-runCtx.Done():
+				submitErr <- runCtx.Err()
+				return
+			case <-time.After(time.Until(at)):
+			}
+			t.mu.Lock()
+			g.submitted = time.Now()
+			t.mu.Unlock()
+			out, err := s.volcano.BatchV1alpha1().Jobs(jobNamespace).Create(runCtx, volcanoJob(g.spec), metav1.CreateOptions{})
+			if err != nil {
+				submitErr <- fmt.Errorf("create VolcanoJob %s: %w", g.spec.Name, err)
+				return
+			}
+			t.mu.Lock()
+			g.uid = string(out.UID)
+			t.mu.Unlock()
+		}
+		submitErr <- nil
+	}()
+
+	deadline := time.After(o.runTimeout)
+	ticker := time.NewTicker(5 * time.Second)
+	defer ticker.Stop()
+	placed := 0
+	for placed < len(t.order) {
+		select {
+		case err := <-submitErr:
+			if err != nil {
+				return t, start, err
+			}
+		case g := <-t.placedCh:
+			placed++
+			at := time.Duration(g.spec.Duration) * o.period
+			time.AfterFunc(at, func() {
+				t.mu.Lock()
+				g.deleted = true
+				t.mu.Unlock()
+				deleteGang(g)
+			})
+		case <-ticker.C:
+			if err := s.alive(); err != nil {
+				return t, start, err
+			}
+			if placed == 0 && time.Since(start) > stallTimeout {
+				return t, start, fmt.Errorf("no gang placed %s after the first submit", stallTimeout)
+			}
+			logf("%s: %d/%d gangs placed after %s", o.current, placed, len(t.order), time.Since(start).Round(time.Second))
+		case <-deadline:
+			logf("%s: timeout after %s with %d/%d gangs placed", o.current, o.runTimeout, placed, len(t.order))
+			return t, start, nil
+		case <-ctx.Done():
+			return t, start, ctx.Err()
+		}
+	}
+	return t, start, nil
+}
+
+// runResult is one scheduler's figures; JSON names are the report's.
+type runResult struct {
+	PodsPerSecond  float64 `json:"podsPerSecond"`
+	GangP50Seconds float64 `json:"gangP50Seconds"`
+	GangP99Seconds float64 `json:"gangP99Seconds"`
+	RealizedMeanS0 float64 `json:"realizedMeanS0"`
+	APIRequests    int     `json:"apiRequests"`
+	Rejected429    int     `json:"rejected429"`
+	CPUSeconds     float64 `json:"schedulerCPUSeconds"`
+	PeakRSSBytes   int64   `json:"schedulerPeakRSSBytes"`
+
+	Details runDetails `json:"details"`
+}
+
+// runDetails are the figures behind the headline ones.
+type runDetails struct {
+	GangsPlaced int     `json:"gangsPlaced"`
+	PodsBound   int     `json:"podsBound"`
+	WallSeconds float64 `json:"wallSeconds"`
+	// RDMAGangs is how many placed gangs of ≥ 2 RDMA pods realizedMeanS0
+	// averages over.
+	RDMAGangs int `json:"rdmaGangs"`
+	// APIRequestsByKind counts the scheduler's requests by verb and
+	// resource[/subresource] (from the audit log).
+	APIRequestsByKind map[string]int `json:"apiRequestsByKind"`
+	// SchedulerUserAgents are the user agents the counted requests came
+	// with.
+	SchedulerUserAgents []string `json:"schedulerUserAgents"`
+	// APIServerRequests and APIServerRejected429 are apiserver_request_total
+	// over every client (controllers, kwok, the agent and the driver too).
+	APIServerRequests    int `json:"apiServerRequests"`
+	APIServerRejected429 int `json:"apiServerRejected429"`
+	// Agent figures: pods placed on their numa_bind_result zones, pods
+	// without the hint, pods no single zone could hold, KCNR writes.
+	PodsWithNUMAHint    int `json:"podsWithNUMAHint"`
+	PodsWithoutNUMAHint int `json:"podsWithoutNUMAHint"`
+	NUMAMisalignedPods  int `json:"numaMisalignedPods"`
+	KCNRWrites          int `json:"kcnrWrites"`
+	StrayPods           int `json:"strayPods"`
+}
+
+// summarize computes the bind figures and the realized leaves.
+func summarize(t *tracker, start time.Time) runResult {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var r runResult
+	var first, last time.Time
+	var lat []float64
+	s0Sum := 0
+	for _, g := range t.order {
+		if !g.submitted.IsZero() && (first.IsZero() || g.submitted.Before(first)) {
+			first = g.submitted
+		}
+		for _, b := range g.bound {
+			r.Details.PodsBound++
+			if b.After(last) {
+				last = b
+			}
+		}
+		if g.placed.IsZero() {
+			continue
+		}
+		r.Details.GangsPlaced++
+		lat = append(lat, g.placed.Sub(g.submitted).Seconds())
+		if g.spec.Kind.Shape().NICs == 0 || g.spec.Pods < 2 {
+			continue
+		}
+		leaves := map[string]bool{}
+		confirmed := true
+		for i := 0; i < g.spec.Pods; i++ {
+			ls, ok := t.ag.leavesOf(jobNamespace, g.spec.Name+"-worker-"+strconv.Itoa(i))
+			if !ok {
+				confirmed = false
+				break
+			}
+			for _, l := range ls {
+				leaves[l] = true
+			}
+		}
+		if !confirmed {
+			continue
+		}
+		r.Details.RDMAGangs++
+		s0Sum += len(leaves)
+	}
+	if r.Details.RDMAGangs > 0 {
+		r.RealizedMeanS0 = float64(s0Sum) / float64(r.Details.RDMAGangs)
+	}
+	if !first.IsZero() && last.After(first) {
+		r.Details.WallSeconds = last.Sub(first).Seconds()
+		r.PodsPerSecond = float64(r.Details.PodsBound) / r.Details.WallSeconds
+	}
+	sort.Float64s(lat)
+	r.GangP50Seconds = quantile(lat, 0.50)
+	r.GangP99Seconds = quantile(lat, 0.99)
+	r.Details.StrayPods = t.stray
+	return r
+}
+
+// quantile is the nearest-rank quantile of sorted values.
+func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(sorted))+0.999999) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
