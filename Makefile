@@ -5,7 +5,7 @@ GO        ?= go
 BIN       ?= bin
 PKGS      := ./framework/... ./plugins/... ./actions/... ./cmd/... ./internal/...
 
-.PHONY: all build demo test unit integration bench bench-full bench-plot soak-full fuzz lint fmt vet clean-bin
+.PHONY: all build demo test unit integration bench bench-full bench-e2e bench-plot soak-full fuzz lint fmt vet clean-bin
 
 all: build
 
@@ -46,6 +46,16 @@ bench-full: build
 ## bench-plot: redraw docs/bench-plot.svg from the committed bench JSON
 bench-plot:
 	$(GO) run ./internal/bench/plot -o docs/bench-plot.svg $(wildcard docs/bench-[0-9]*.json)
+
+## bench-e2e: rdmatopo's vc-scheduler against stock vc-scheduler v1.10.0 on a
+## real kube-apiserver with NODES kwok nodes (a fresh control plane per
+## run); prints one JSON object (docs/benchmarks.md, "End to end")
+NODES ?= 1000
+BENCH_E2E_FLAGS ?=
+bench-e2e:
+	cd integration && ./hack/build-tools.sh etcd kube-apiserver vc-controller-manager kwok vc-scheduler vc-scheduler-stock >&2
+	$(GO) build -o $(BIN)/bench-e2e ./integration/benche2e
+	$(BIN)/bench-e2e --nodes $(NODES) --bin integration/.bin --repo . $(BENCH_E2E_FLAGS)
 
 ## soak-full: the full-size churn soak (exit 1 on any violation)
 soak-full: build
