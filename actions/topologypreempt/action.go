@@ -1,0 +1,447 @@
+// Package topologypreempt is the topology-preempt Volcano action, a
+// replacement for preempt. For each pending RDMA gang, highest priority
+// first (the session's job order), that the planner cannot place within its
+// hard tier (hard mode) or at all (soft mode), it evicts the cheapest set of
+// running pods of strictly lower priority after which the whole gang fits
+// at the tier it allows, and keeps the freed NICs for the gang until it
+// binds.
+//
+// Victims. A candidate is a running pod holding NICs in the ledger whose
+// priority (the higher of its job's, from the PodGroup's priorityClassName,
+// and its own) is strictly below the preemptor's job priority, and that the
+// session's preemptable vetoes allow (priority, conformance and any other
+// plugin enabled for it), except the gang plugin's: that one refuses every
+// victim that takes its job to minAvailable or below, so stock preemption
+// never frees a whole gang. Instead, a victim job is evicted whole (all its
+// bound pods, each of which must pass the vetoes) as soon as evicting its
+// pods would take it below minMember; only a job's pods beyond minMember are
+// evicted one by one.
+//
+// Cost. Sets of evictions compare by the number of pods evicted (whole jobs
+// counted in full), then the sum of their priorities, then age (the set of
+// the younger pods is cheaper), then names.
+//
+// Search. Candidate scopes follow the gang's contract: each node (hard,
+// tier node); each leaf (hard s0); each leaf, then each S1 (hard s1); each
+// leaf, each S1, then the whole cluster (hard cluster, soft). Within a
+// scope, the victims are the candidates whose NICs are under it, grouped
+// into units (a pod beyond its job's minMember, or a whole job). A scope
+// whose every unit evicted still leaves the gang unplaceable is dropped.
+// Otherwise, with at most exactUnits units, every subset is tried in cost
+// order on a what-if copy of the free view (placement.State.Clone and
+// Release) and the first one the planner places the gang with is the
+// scope's answer: exact for the unit model. With more units, units are added
+// cheapest first until the gang fits and then removed again, most expensive
+// first, while it still fits: a minimal set, not always the cheapest. The
+// cheapest scope answer wins. Each evaluation is a planner call, so the
+// answer is as good as the planner; what-if copies free only what the
+// ledger records (NICs, GPUs and CPUs of RDMA pods): pods without RDMA are
+// never victims and their resources never count as freed. Victims may be in
+// any queue: PriorityClasses are cluster-wide.
+//
+// No futile evictions: nothing is evicted unless the chosen set places the
+// gang in the what-if copy, and the evictions and the gang's pipelined tasks
+// go through one Statement that is committed only when the gang is then
+// complete (the session's JobPipelined), else discarded. A soft gang the
+// planner can place without evictions does not preempt.
+//
+// Holding. The gang's tasks are pipelined onto the planned nodes with their
+// planned NICs reserved (the plugin's allocate handler consumes the
+// SetPlanned assignments); the plugin keeps them as a hold across sessions
+// (plugins/rdmatopology holds.go) and this action allocates the gang there
+// once its nodes' resources are idle, all at once.
+package topologypreempt
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	"volcano.sh/apis/pkg/apis/scheduling"
+	"volcano.sh/volcano/pkg/scheduler/api"
+	"volcano.sh/volcano/pkg/scheduler/framework"
+	"volcano.sh/volcano/pkg/scheduler/util"
+
+	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
+)
+
+// ActionName is the name of the action in volcano-scheduler.conf.
+const ActionName = "topology-preempt"
+
+// Event reasons.
+const (
+	// ReasonPreempting is the Event on the preemptor's PodGroup.
+	ReasonPreempting = "TopologyPreempting"
+	// ReasonPreempted is the Event on each victim's PodGroup.
+	ReasonPreempted = "TopologyPreempted"
+)
+
+func init() {
+	framework.RegisterAction(New())
+}
+
+// Action is the topology-preempt action. It keeps no state between
+// sessions: holds live in the plugin's runtime.
+type Action struct{}
+
+// New returns the action.
+func New() *Action { return &Action{} }
+
+// Name returns ActionName.
+func (a *Action) Name() string { return ActionName }
+
+// Initialize is a no-op.
+func (a *Action) Initialize() {}
+
+// UnInitialize is a no-op.
+func (a *Action) UnInitialize() {}
+
+// Execute first allocates the gangs whose holds can now be realized, then
+// preempts for pending RDMA gangs in job order.
+func (a *Action) Execute(ssn *framework.Session) {
+	klog.V(5).InfoS("Enter topology-preempt")
+	defer klog.V(5).InfoS("Leave topology-preempt")
+	topo := rdmatopology.ForSession(ssn)
+	if topo == nil {
+		klog.ErrorS(nil, "Scheduler conf enables topology-preempt without a working rdma-topology plugin; nothing is preempted",
+			"action", ActionName, "plugin", rdmatopology.PluginName)
+		return
+	}
+	r := &run{ssn: ssn, topo: topo, filter: newNodeFilter(ssn)}
+	for _, h := range topo.Holds() {
+		r.realize(h)
+	}
+	jobs := util.NewPriorityQueue(ssn.JobOrderFn)
+	for _, job := range ssn.Jobs {
+		if r.wantsPreemption(job) {
+			jobs.Push(job)
+		}
+	}
+	for !jobs.Empty() {
+		r.preempt(jobs.Pop().(*api.JobInfo))
+	}
+}
+
+// run is one Execute.
+type run struct {
+	ssn    *framework.Session
+	topo   *rdmatopology.Session
+	filter *nodeFilter
+}
+
+// gangMet reports whether the job has its minMember (and each task role
+// its minimum) placed.
+func gangMet(job *api.JobInfo) bool {
+	return job.CheckTaskReady() && job.IsReady()
+}
+
+// wantsPreemption reports whether the job is a pending RDMA gang that may
+// preempt: enqueued, valid, short of minMember, not already holding
+// resources its victims release.
+func (r *run) wantsPreemption(job *api.JobInfo) bool {
+	if job.PodGroup == nil || job.PodGroup.Status.Phase == scheduling.PodGroupPending {
+		return false
+	}
+	if _, ok := r.ssn.Queues[job.Queue]; !ok {
+		return false
+	}
+	if !r.topo.IsRDMAJob(job) || gangMet(job) || r.topo.HasHold(job.UID) {
+		return false
+	}
+	if vr := r.ssn.JobValid(job); vr != nil && !vr.Pass {
+		return false
+	}
+	for _, t := range job.TaskStatusIndex[api.Pending] {
+		if !t.SchGated && r.topo.RequestsRDMA(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// pendingTasks returns the job's schedulable pending tasks in task order,
+// split into those requesting RDMA and the others.
+func (r *run) pendingTasks(job *api.JobInfo) (rdma, others []*api.TaskInfo) {
+	pq := util.NewPriorityQueue(r.ssn.TaskOrderFn)
+	for _, t := range job.TaskStatusIndex[api.Pending] {
+		if t.SchGated || t.Resreq.IsEmpty() {
+			continue
+		}
+		pq.Push(t)
+	}
+	for !pq.Empty() {
+		t := pq.Pop().(*api.TaskInfo)
+		if r.topo.RequestsRDMA(t) {
+			rdma = append(rdma, t)
+		} else {
+			others = append(others, t)
+		}
+	}
+	return rdma, others
+}
+
+// buildGang turns the job's pending RDMA tasks into a planner request.
+func (r *run) buildGang(job *api.JobInfo, c placement.Contract, rdma, others []*api.TaskInfo) placement.Gang {
+	g := placement.Gang{Job: string(job.UID), Mode: c.Mode, HighestTier: c.HighestTier, Held: r.topo.Held(job.UID),
+		Exclude: map[string]bool{}}
+	for _, t := range rdma {
+		g.Pods = append(g.Pods, placement.Pod{UID: string(t.UID), Name: t.Namespace + "/" + t.Name,
+			Shape: r.topo.Shape(t), Group: r.filter.group(t.Pod)})
+	}
+	need := int(job.MinAvailable) - int(job.ReadyTaskNum()) - len(others)
+	g.Need = max(0, min(need, len(rdma)))
+	return g
+}
+
+// preempt finds and applies the cheapest evictions for one gang.
+func (r *run) preempt(job *api.JobInfo) {
+	c, _, err := r.topo.EffectiveContract(job)
+	if err != nil {
+		return // never placed under a contract it does not have
+	}
+	rdma, others := r.pendingTasks(job)
+	if len(rdma) == 0 {
+		return
+	}
+	g := r.buildGang(job, c, rdma, others)
+	g.Allowed = r.filter.allowed(nil)
+	if plan, fail := r.topo.State.Plan(g); fail == nil && plan != nil {
+		// Placeable without evictions (topology-allocate's turn, or
+		// blocked by something evictions do not change).
+		klog.V(4).InfoS("Gang fits without preemption", "job", klog.KRef(job.Namespace, job.Name), "tier", plan.Tier)
+		return
+	}
+	start := time.Now()
+	cands := r.candidates(job, rdma[0])
+	if len(cands) == 0 {
+		klog.V(4).InfoS("No lower-priority pods to preempt", "job", klog.KRef(job.Namespace, job.Name))
+		return
+	}
+	best := r.search(g, c, cands)
+	klog.V(4).InfoS("Preemption search", "job", klog.KRef(job.Namespace, job.Name), "candidates", len(cands),
+		"found", best != nil, "duration", time.Since(start))
+	if best == nil {
+		klog.V(3).InfoS("No allowed evictions let the gang fit; evicting nothing", "job", klog.KRef(job.Namespace, job.Name),
+			"mode", c.Mode, "highestTier", c.HighestTier, "candidates", len(cands))
+		return
+	}
+	r.apply(job, rdma, others, best)
+}
+
+// apply evicts the chosen victims and pipelines the gang onto the plan in
+// one Statement, committed only when the gang is then complete.
+func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) {
+	ssn, topo := r.ssn, r.topo
+	jobName := job.Namespace + "/" + job.Name
+	stmt := framework.NewStatement(ssn)
+	defer topo.ClearPlanned()
+	victims := ch.victims()
+	reason := fmt.Sprintf("preempted by gang %s (priority %d, %s)", jobName, job.Priority, ActionName)
+	for _, v := range victims {
+		// A discarded statement re-allocates the victim: give it back the
+		// NICs it holds rather than a new fit.
+		topo.SetPlanned(v.task.UID, placement.Assignment{PodUID: string(v.task.UID), Node: v.res.Node, Zones: v.res.Zones})
+		if err := stmt.Evict(v.task, reason); err != nil {
+			klog.ErrorS(err, "Cannot evict victim; preemption abandoned", "victim", klog.KRef(v.task.Namespace, v.task.Name), "job", jobName)
+			stmt.Discard()
+			return
+		}
+	}
+	byUID := map[string]*api.TaskInfo{}
+	for _, t := range rdma {
+		byUID[string(t.UID)] = t
+	}
+	var held []rdmatopology.HeldTask
+	fail := func(err error) {
+		klog.V(3).InfoS("Gang not pipelined after evictions; nothing evicted", "job", jobName, "err", err)
+		stmt.Discard()
+	}
+	for _, a := range ch.plan.Assignments {
+		task, node := byUID[a.PodUID], ssn.Nodes[a.Node]
+		if task == nil || node == nil {
+			fail(fmt.Errorf("plan names unknown task %s or node %s", a.PodUID, a.Node))
+			return
+		}
+		topo.SetPlanned(task.UID, a)
+		if err := r.pipeline(stmt, task, node); err != nil {
+			fail(err)
+			return
+		}
+		held = append(held, rdmatopology.HeldTask{UID: task.UID, Name: task.Namespace + "/" + task.Name, Node: node.Name,
+			RDMA: true, Assignment: a, Resreq: task.InitResreq.Clone()})
+	}
+	for _, t := range others {
+		if job.WaitingTaskNum()+job.ReadyTaskNum() >= job.MinAvailable && job.CheckTaskPipelined() {
+			break
+		}
+		node := r.nodeFor(t, ch.plan)
+		if node == nil {
+			fail(fmt.Errorf("no node for %s/%s, which requests no RDMA", t.Namespace, t.Name))
+			return
+		}
+		if err := r.pipeline(stmt, t, node); err != nil {
+			fail(err)
+			return
+		}
+		held = append(held, rdmatopology.HeldTask{UID: t.UID, Name: t.Namespace + "/" + t.Name, Node: node.Name, Resreq: t.InitResreq.Clone()})
+	}
+	topo.AllowPipeline(job.UID, true)
+	complete := ssn.JobPipelined(job)
+	topo.AllowPipeline(job.UID, false)
+	if !complete {
+		fail(fmt.Errorf("gang is not complete after its plan was pipelined"))
+		return
+	}
+	stmt.Commit()
+	names := make([]string, 0, len(victims))
+	for _, v := range victims {
+		names = append(names, v.name())
+	}
+	topo.Hold(&rdmatopology.Hold{Job: job.UID, Name: jobName, Tasks: held, Victims: names, Since: topo.Now()})
+	preemptions.Inc()
+	evictedPods.Add(float64(len(victims)))
+	r.events(job, ch)
+	klog.InfoS("Preempted for gang", "job", jobName, "priority", job.Priority, "tier", ch.plan.Tier,
+		"s0", ch.plan.S0s, "evicted", len(victims), "victims", names, "victimPriority", ch.cost.prio)
+}
+
+// pipeline puts a task on node as the victims' resources are released.
+func (r *run) pipeline(stmt *framework.Statement, task *api.TaskInfo, node *api.NodeInfo) error {
+	if !task.InitResreq.LessEqual(node.FutureIdle(), api.Zero) {
+		return fmt.Errorf("node %s will not have the resources of %s/%s", node.Name, task.Namespace, task.Name)
+	}
+	if err := r.ssn.PrePredicateFn(task); err != nil {
+		return fmt.Errorf("pre-predicate of %s/%s: %w", task.Namespace, task.Name, err)
+	}
+	if err := r.ssn.PredicateForPreemptAction(task, node); err != nil {
+		return fmt.Errorf("predicates refuse %s/%s on %s: %w", task.Namespace, task.Name, node.Name, err)
+	}
+	if err := stmt.Pipeline(task, node.Name, true); err != nil {
+		return fmt.Errorf("pipeline %s/%s on %s: %w", task.Namespace, task.Name, node.Name, err)
+	}
+	return nil
+}
+
+// nodeFor finds a node for a gang task that requests no RDMA: the plan's
+// nodes first, then every node by name; the first that will have room and
+// passes the predicates.
+func (r *run) nodeFor(task *api.TaskInfo, plan *placement.Plan) *api.NodeInfo {
+	seen := map[string]bool{}
+	var order []string
+	for _, a := range plan.Assignments {
+		if !seen[a.Node] {
+			seen[a.Node] = true
+			order = append(order, a.Node)
+		}
+	}
+	var rest []string
+	for name := range r.ssn.Nodes {
+		if !seen[name] {
+			rest = append(rest, name)
+		}
+	}
+	sort.Strings(rest)
+	for _, name := range append(order, rest...) {
+		node := r.ssn.Nodes[name]
+		if task.InitResreq.LessEqual(node.FutureIdle(), api.Zero) && r.ssn.PredicateForPreemptAction(task, node) == nil {
+			return node
+		}
+	}
+	return nil
+}
+
+// events records, on the preemptor's PodGroup and on each victim job's,
+// who preempted whom. Each evicted pod's own Event (from the evictor)
+// carries the preemptor in its reason.
+func (r *run) events(job *api.JobInfo, ch *choice) {
+	jobName := job.Namespace + "/" + job.Name
+	byJob := map[api.JobID][]string{}
+	var jobIDs []string
+	for _, v := range ch.victims() {
+		if _, ok := byJob[v.job.UID]; !ok {
+			jobIDs = append(jobIDs, string(v.job.UID))
+		}
+		byJob[v.job.UID] = append(byJob[v.job.UID], v.name())
+	}
+	sort.Strings(jobIDs)
+	var jobNames []string
+	for _, id := range jobIDs {
+		vj := r.ssn.Jobs[api.JobID(id)]
+		jobNames = append(jobNames, vj.Namespace+"/"+vj.Name)
+		r.ssn.RecordPodGroupEvent(vj.PodGroup, v1.EventTypeWarning, ReasonPreempted,
+			fmt.Sprintf("%d pod(s) evicted (%s) for gang %s of priority %d, to place it at tier %s",
+				len(byJob[api.JobID(id)]), strings.Join(byJob[api.JobID(id)], ", "), jobName, job.Priority, ch.plan.Tier))
+	}
+	leaves := make([]string, 0, len(ch.plan.S0s))
+	for _, s := range ch.plan.S0s {
+		leaves = append(leaves, string(s))
+	}
+	r.ssn.RecordPodGroupEvent(job.PodGroup, v1.EventTypeNormal, ReasonPreempting,
+		fmt.Sprintf("evicting %d pod(s) of %s to place the gang at tier %s under S0 %s",
+			ch.cost.pods, strings.Join(jobNames, ", "), ch.plan.Tier, strings.Join(leaves, ",")))
+}
+
+// realize allocates a held gang where it was planned once every node it
+// uses has the idle resources; a gang that then cannot be allocated (a
+// predicate refuses) loses its hold and competes again.
+func (r *run) realize(h *rdmatopology.Hold) {
+	ssn, topo := r.ssn, r.topo
+	job := ssn.Jobs[h.Job]
+	if job == nil {
+		return
+	}
+	need := map[string]*api.Resource{}
+	for _, t := range h.Tasks {
+		if need[t.Node] == nil {
+			need[t.Node] = api.EmptyResource()
+		}
+		need[t.Node].Add(t.Resreq)
+	}
+	for name, res := range need {
+		if node := ssn.Nodes[name]; node == nil || !res.LessEqual(node.Idle, api.Zero) {
+			klog.V(4).InfoS("Held gang waits for its victims to terminate", "job", h.Name, "node", name)
+			return
+		}
+	}
+	topo.TakeHold(h.Job)
+	defer topo.ClearPlanned()
+	queue := ssn.Queues[job.Queue]
+	stmt := framework.NewStatement(ssn)
+	var err error
+	for _, t := range h.Tasks {
+		task, node := job.Tasks[t.UID], ssn.Nodes[t.Node]
+		if task == nil || node == nil {
+			err = fmt.Errorf("task %s or node %s is gone", t.Name, t.Node)
+			break
+		}
+		if queue != nil && !ssn.Allocatable(queue, task) {
+			err = fmt.Errorf("queue %s cannot take task %s", queue.Name, t.Name)
+			break
+		}
+		if t.RDMA {
+			topo.SetPlanned(task.UID, t.Assignment)
+		}
+		if err = ssn.PredicateForAllocateAction(task, node); err != nil {
+			break
+		}
+		if err = stmt.Allocate(task, node); err != nil {
+			break
+		}
+	}
+	if err == nil && gangMet(job) && ssn.JobReady(job) {
+		stmt.Commit()
+		topo.DropHold(h.Job, "gang allocated where it was held")
+		klog.InfoS("Allocated preempting gang where its victims were", "job", h.Name, "pods", len(h.Tasks), "waited", topo.Now().Sub(h.Since))
+		return
+	}
+	stmt.Discard()
+	if err == nil {
+		err = fmt.Errorf("gang is not ready")
+	}
+	topo.DropHold(h.Job, "held placement cannot be allocated: "+err.Error())
+	klog.InfoS("Abandoned the hold of a preempting gang", "job", h.Name, "err", err)
+}

@@ -1,0 +1,230 @@
+package topologypreempt
+
+import (
+	"math/bits"
+	"sort"
+
+	"volcano.sh/volcano/pkg/scheduler/api"
+
+	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+)
+
+// exactUnits is the most units of a scope whose subsets are all tried.
+const exactUnits = 10
+
+// planBudget bounds the planner calls of one gang's search; once spent,
+// scopes are searched greedily.
+const planBudget = 4096
+
+// scope is a part of the fabric the gang is to fit in once its victims
+// there are evicted.
+type scope struct {
+	name string
+	// nodes the gang may use (nil: every node).
+	nodes map[string]bool
+	// in says whether a victim holds NICs in the scope.
+	in func(*victim) bool
+}
+
+// choice is a set of evictions and the plan it makes possible.
+type choice struct {
+	scope string
+	units []*unit
+	cost  cost
+	plan  *placement.Plan
+}
+
+func (c *choice) victims() []*victim { return union(c.units) }
+
+// better reports whether c beats d (nil d is beaten by anything).
+func (c *choice) better(d *choice) bool {
+	if d == nil {
+		return true
+	}
+	if c.cost != d.cost {
+		return c.cost.less(d.cost)
+	}
+	if c.plan.Tier != d.plan.Tier {
+		return c.plan.Tier < d.plan.Tier
+	}
+	return c.scope < d.scope
+}
+
+// scopes lists the scopes the contract allows, tightest first.
+func (r *run) scopes(c placement.Contract) []scope {
+	f := r.topo.Fabric
+	var out []scope
+	if c.Mode == placement.ModeHard && c.HighestTier == placement.TierNode {
+		for _, name := range f.NodeNames() {
+			name := name
+			out = append(out, scope{name: "node " + name, nodes: map[string]bool{name: true},
+				in: func(v *victim) bool { return v.res.Node == name }})
+		}
+		return out
+	}
+	leafScope := func(ids []topology.S0ID, name string) scope {
+		set := map[topology.S0ID]bool{}
+		nodes := map[string]bool{}
+		for _, id := range ids {
+			set[id] = true
+			if l, ok := f.Leaf(id); ok {
+				for _, s := range l.Slots {
+					nodes[s.Node.Name] = true
+				}
+			}
+		}
+		return scope{name: name, nodes: nodes, in: func(v *victim) bool {
+			for _, id := range v.leaves {
+				if set[id] {
+					return true
+				}
+			}
+			return false
+		}}
+	}
+	for _, id := range f.LeafIDs() {
+		out = append(out, leafScope([]topology.S0ID{id}, "s0 "+string(id)))
+	}
+	if c.Mode == placement.ModeHard && c.HighestTier == placement.TierS0 {
+		return out
+	}
+	if s1s := f.S1IDs(); len(s1s) > 1 || c.Mode == placement.ModeHard && c.HighestTier == placement.TierS1 {
+		for _, id := range s1s {
+			out = append(out, leafScope(f.LeavesOf(id), "s1 "+string(id)))
+		}
+	}
+	if c.Mode == placement.ModeHard && c.HighestTier == placement.TierS1 {
+		return out
+	}
+	return append(out, scope{name: "cluster", in: func(*victim) bool { return true }})
+}
+
+// searcher evaluates sets of evictions for one gang.
+type searcher struct {
+	r     *run
+	g     placement.Gang
+	plans int
+}
+
+// fits plans the gang in a what-if copy of the free view with the units'
+// victims evicted, on the scope's nodes.
+func (s *searcher) fits(sc scope, units []*unit) *placement.Plan {
+	s.plans++
+	st := s.r.topo.State.Clone()
+	for _, v := range union(units) {
+		if v.hasRes {
+			st.Release(string(v.task.UID), placement.Assignment{PodUID: string(v.task.UID), Node: v.res.Node, Zones: v.res.Zones})
+		}
+	}
+	g := s.g
+	g.Allowed = s.r.filter.allowed(sc.nodes)
+	plan, fail := st.Plan(g)
+	if fail != nil {
+		return nil
+	}
+	return plan
+}
+
+// search returns the cheapest choice over the contract's scopes, or nil
+// when no allowed evictions let the gang fit.
+func (r *run) search(g placement.Gang, c placement.Contract, jobs map[api.JobID]*victimJob) *choice {
+	s := &searcher{r: r, g: g}
+	var best *choice
+	for _, sc := range r.scopes(c) {
+		units := unitsIn(jobs, sc.in)
+		if len(units) == 0 {
+			continue
+		}
+		// Every unit evicted is the most the scope can free: if the gang
+		// does not fit then, no subset helps.
+		if s.fits(sc, units) == nil {
+			continue
+		}
+		var ch *choice
+		if len(units) <= exactUnits && s.plans < planBudget {
+			ch = s.exact(sc, units, best)
+		} else {
+			ch = s.greedy(sc, units)
+		}
+		if ch != nil && ch.better(best) {
+			best = ch
+		}
+	}
+	return best
+}
+
+// exact tries every subset of units in cost order and returns the first
+// that lets the gang fit; subsets no cheaper than bound are not tried.
+func (s *searcher) exact(sc scope, units []*unit, bound *choice) *choice {
+	type subset struct {
+		mask uint32
+		cost cost
+		set  []*unit
+	}
+	var subsets []subset
+	for mask := uint32(1); mask < 1<<len(units); mask++ {
+		set := make([]*unit, 0, bits.OnesCount32(mask))
+		whole := map[api.JobID]bool{}
+		for i, u := range units {
+			if mask&(1<<i) != 0 {
+				set = append(set, u)
+				if u.whole {
+					whole[u.job] = true
+				}
+			}
+		}
+		// A job evicted whole makes its single-pod units redundant: that
+		// set is the same as the one without them.
+		redundant := false
+		for _, u := range set {
+			if !u.whole && whole[u.job] {
+				redundant = true
+			}
+		}
+		if !redundant {
+			subsets = append(subsets, subset{mask: mask, cost: costOf(set), set: set})
+		}
+	}
+	sort.Slice(subsets, func(i, j int) bool { return subsets[i].cost.less(subsets[j].cost) })
+	for _, sub := range subsets {
+		if bound != nil && !sub.cost.less(bound.cost) {
+			return nil
+		}
+		if s.plans >= planBudget {
+			return s.greedy(sc, units)
+		}
+		if plan := s.fits(sc, sub.set); plan != nil {
+			return &choice{scope: sc.name, units: sub.set, cost: sub.cost, plan: plan}
+		}
+	}
+	return nil
+}
+
+// greedy adds units cheapest first until the gang fits, then drops units,
+// most expensive first, while it still fits.
+func (s *searcher) greedy(sc scope, units []*unit) *choice {
+	// Smallest prefix that fits, by bisection (freeing more never makes
+	// the gang fit less); the whole list is known to fit.
+	lo, hi := 1, len(units)
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if s.fits(sc, units[:mid]) != nil {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	set := append([]*unit(nil), units[:lo]...)
+	for i := len(set) - 1; i >= 0 && len(set) > 1; i-- {
+		trial := append(append([]*unit(nil), set[:i]...), set[i+1:]...)
+		if s.fits(sc, trial) != nil {
+			set = trial
+		}
+	}
+	plan := s.fits(sc, set)
+	if plan == nil {
+		return nil
+	}
+	return &choice{scope: sc.name, units: set, cost: costOf(set), plan: plan}
+}
