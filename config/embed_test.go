@@ -17,6 +17,7 @@ import (
 	_ "volcano.sh/volcano/pkg/scheduler/plugins"
 
 	_ "github.com/rdmatopo/rdmatopo/actions/topologyallocate"
+	_ "github.com/rdmatopo/rdmatopo/actions/topologypreempt"
 	"github.com/rdmatopo/rdmatopo/config"
 	_ "github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
@@ -34,7 +35,7 @@ func TestSchedulerConfLoads(t *testing.T) {
 	for _, a := range actions {
 		names = append(names, a.Name())
 	}
-	if diff := cmp.Diff([]string{"enqueue", "topology-allocate", "backfill"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"enqueue", "topology-allocate", "topology-preempt", "backfill"}, names); diff != "" {
 		t.Errorf("actions (-want,+got):\n%s", diff)
 	}
 	for _, tier := range tiers {
@@ -60,7 +61,7 @@ func TestSchedulerConfShape(t *testing.T) {
 	for _, a := range strings.Split(got.Actions, ",") {
 		actions = append(actions, strings.TrimSpace(a))
 	}
-	if diff := cmp.Diff([]string{"enqueue", "topology-allocate", "backfill"}, actions); diff != "" {
+	if diff := cmp.Diff([]string{"enqueue", "topology-allocate", "topology-preempt", "backfill"}, actions); diff != "" {
 		t.Errorf("actions (-want,+got):\n%s", diff)
 	}
 

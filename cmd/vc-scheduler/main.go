@@ -1,5 +1,6 @@
 // Command vc-scheduler is the Volcano v1.10.0 scheduler with the rdmatopo
-// plugin (rdma-topology) and action (topology-allocate) compiled in.
+// plugin (rdma-topology) and actions (topology-allocate, topology-preempt)
+// compiled in.
 //
 // It accepts exactly the flags of the stock volcanosh/vc-scheduler:v1.10.0
 // binary and behaves like it, so the image built from this repository's
@@ -42,8 +43,10 @@ import (
 	// controlled by the PANIC_ON_ERROR environment variable).
 	_ "volcano.sh/volcano/pkg/scheduler/util/assert"
 
-	// rdmatopo: the topology-allocate action and the rdma-topology plugin.
+	// rdmatopo: the topology-allocate and topology-preempt actions and the
+	// rdma-topology plugin.
 	_ "github.com/rdmatopo/rdmatopo/actions/topologyallocate"
+	_ "github.com/rdmatopo/rdmatopo/actions/topologypreempt"
 	_ "github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 

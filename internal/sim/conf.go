@@ -15,6 +15,7 @@ import (
 	_ "volcano.sh/volcano/pkg/scheduler/plugins"
 
 	_ "github.com/rdmatopo/rdmatopo/actions/topologyallocate"
+	_ "github.com/rdmatopo/rdmatopo/actions/topologypreempt"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
