@@ -34,6 +34,11 @@ type PodPlacement struct {
 	S1 []string
 	// Evicted is the eviction reason of a pod the scheduler evicted.
 	Evicted string
+	// Annotations are the keys the scheduler wrote on a bound pod that
+	// requests RDMA: rdmatopo.io/* and katalyst's numa_bind_result (as the
+	// pod carries them, patches after an adoption included); empty
+	// otherwise.
+	Annotations map[string]string
 }
 
 // JobPlacement is the outcome of one workload PodGroup.
@@ -100,9 +105,16 @@ func locate(f *topology.Fabric, node string, nic topology.NICID) nicPlace {
 }
 
 // BuildReport summarises the simulator's workload: per pod its node and
-// NICs, per PodGroup whether it is placed, at which tier, and why not.
+// NICs, per PodGroup whether it is placed, at which tier, and why not. A
+// pod's NICs are the realized ones: what its node's KCNR lists for it (the
+// node agent's choice); only a pod no KCNR lists yet is reported with the
+// NICs of its rdmatopo.io/nics annotation.
 func BuildReport(s *Simulator) *Report {
 	f := s.Fabric()
+	listed := map[string]map[string][]topology.NICID{}
+	for name, cnr := range s.cnrs {
+		listed[name] = ListedNICs(cnr)
+	}
 	rep := &Report{Pods: []PodPlacement{}, Jobs: []JobPlacement{}, Cycles: s.Cycle()}
 
 	type jobAcc struct {
@@ -132,16 +144,24 @@ func BuildReport(s *Simulator) *Report {
 		p := ps.Pod
 		job := p.Namespace + "/" + p.Annotations[schedulingv1beta1.KubeGroupNameAnnotationKey]
 		pp := PodPlacement{Namespace: p.Namespace, Name: p.Name, Job: job, NUMA: -1,
-			NICs: []string{}, S0: []string{}, S1: []string{}, Evicted: ps.Evicted}
+			NICs: []string{}, S0: []string{}, S1: []string{}, Evicted: ps.Evicted, Annotations: map[string]string{}}
 		a := get(job)
 		a.pods++
-		if requestsResource(p, s.conf.Topology.RDMAResource) {
+		rdma := requestsResource(p, s.conf.Topology.RDMAResource)
+		if rdma {
 			a.rdma = true
 		}
 		if ps.Evicted == "" && p.Spec.NodeName != "" {
 			pp.Node = p.Spec.NodeName
 			a.bound++
-			fillNICs(f, p, &pp, a.nodes, a.leaves, a.s1s)
+			if rdma {
+				pp.Annotations = SchedulerAnnotations(p)
+			}
+			nics, ok := listed[p.Spec.NodeName][consumerOf(p)]
+			if !ok {
+				nics = NICsOf(p)
+			}
+			fillNICs(f, p, nics, &pp, a.nodes, a.leaves, a.s1s)
 		} else if a.pendingMsg == "" {
 			a.pendingMsg = scheduledMessage(p)
 		}
@@ -168,12 +188,10 @@ func BuildReport(s *Simulator) *Report {
 	return rep
 }
 
-// fillNICs reads a bound pod's NICs from its rdmatopo.io/nics annotation
-// and locates each in the fabric, adding the pod's node, leaves and S1s to
-// the job's sets.
-func fillNICs(f *topology.Fabric, p *corev1.Pod, pp *PodPlacement, nodes map[string]bool,
+// fillNICs locates a bound pod's NICs in the fabric, adding the pod's
+// node, leaves and S1s to the job's sets.
+func fillNICs(f *topology.Fabric, p *corev1.Pod, nics []topology.NICID, pp *PodPlacement, nodes map[string]bool,
 	leaves map[topology.S0ID]bool, s1s map[topology.S1ID]bool) {
-	nics := NICsOf(p)
 	if len(nics) == 0 {
 		return
 	}
@@ -207,6 +225,18 @@ func fillNICs(f *topology.Fabric, p *corev1.Pod, pp *PodPlacement, nodes map[str
 			pp.NUMA = ids[0]
 		}
 	}
+}
+
+// SchedulerAnnotations returns the annotations of a pod that the scheduler
+// writes: every rdmatopo.io/ key and katalyst's numa_bind_result.
+func SchedulerAnnotations(p *corev1.Pod) map[string]string {
+	out := map[string]string{}
+	for k, v := range p.Annotations {
+		if strings.HasPrefix(k, "rdmatopo.io/") || k == rdmatopology.AnnotationNUMABindResult {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // NICsOf returns the NICs of a pod's rdmatopo.io/nics annotation, lower

@@ -27,6 +27,7 @@ func (s *Simulator) Restart() {
 		c.AddPriorityClass(s.classes[name].DeepCopy())
 	}
 	rt := rdmatopology.NewRuntime(s.conf.Topology)
+	rt.SetPodPatcher(s.queuePatch)
 	for _, name := range s.nodeOrder {
 		_ = c.AddOrUpdateNode(s.nodes[name].DeepCopy()) // never fails
 		rt.Fabric.UpsertNode(s.nodes[name].DeepCopy())

@@ -17,6 +17,7 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"sync"
@@ -26,6 +27,7 @@ import (
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/klog/v2"
 	schedulingscheme "volcano.sh/apis/pkg/apis/scheduling/scheme"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	"volcano.sh/volcano/cmd/scheduler/app/options"
@@ -53,6 +55,11 @@ type Options struct {
 	// default is adaptive, and which nodes its parallel workers find first
 	// varies). Negative selects Volcano's adaptive default.
 	NodesToFindPercent int32
+	// NodeAgent, when set, plays katalyst's node agent right after every
+	// bind: it chooses the pod's zones and NICs and its node's KCNR lists
+	// them at once (see ConfirmPod). Empty: binds reach the KCNRs only
+	// through ConfirmPod, at a lag the caller chooses.
+	NodeAgent NodeAgent
 }
 
 // CycleReport says what one scheduling cycle did.
@@ -133,6 +140,17 @@ type Simulator struct {
 
 	cycle int
 	rv    int64
+
+	// patchMu guards patches: the annotation patches the scheduler sent
+	// during the current session, applied after it.
+	patchMu sync.Mutex
+	patches []podPatch
+}
+
+// podPatch is one merge patch of a pod's annotations.
+type podPatch struct {
+	key         string
+	annotations map[string]string
 }
 
 var (
@@ -188,6 +206,7 @@ func New(c *Conf, cluster *workload.Cluster, opts Options) (*Simulator, error) {
 		classes:   map[string]*schedulingv1.PriorityClass{},
 	}
 	s.cache = s.newCache()
+	s.runtime.SetPodPatcher(s.queuePatch)
 	for _, n := range cluster.Nodes {
 		s.UpsertNode(n)
 	}
@@ -448,6 +467,8 @@ func (s *Simulator) RunCycle() (rep *CycleReport, err error) {
 	rep.Duration = time.Since(start)
 
 	s.applyBinds(rep)
+	s.applyPatches()
+	s.confirmBinds(rep)
 	s.applyEvictions(rep)
 	s.applyStatus()
 	if s.opts.OnCycle != nil {
@@ -662,4 +683,63 @@ func (s *Simulator) Events() []Event { return s.events.all() }
 // conf's topology configuration.
 func (s *Simulator) Fabric() *topology.Fabric {
 	return topology.Build(s.conf.Topology, s.Nodes(), s.CNRs())
+}
+
+// queuePatch is the rdma-topology PodPatcher of the simulator: the
+// scheduler patches a pod's annotations when it adopts what a KCNR lists;
+// the patch reaches the simulated API server after the session, as an
+// informer would deliver it.
+func (s *Simulator) queuePatch(_ context.Context, namespace, name string, annotations map[string]string) error {
+	key := namespace + "/" + name
+	s.patchMu.Lock()
+	defer s.patchMu.Unlock()
+	if e, ok := s.pods[key]; !ok || e.deleted {
+		return fmt.Errorf("pod %s does not exist", key)
+	}
+	cp := make(map[string]string, len(annotations))
+	for k, v := range annotations {
+		cp[k] = v
+	}
+	s.patches = append(s.patches, podPatch{key: key, annotations: cp})
+	return nil
+}
+
+// applyPatches merges the session's annotation patches into the pods (a
+// pod deleted meanwhile is skipped).
+func (s *Simulator) applyPatches() {
+	s.patchMu.Lock()
+	patches := s.patches
+	s.patches = nil
+	s.patchMu.Unlock()
+	for _, pt := range patches {
+		e, ok := s.pods[pt.key]
+		if !ok || e.deleted {
+			continue
+		}
+		old := e.pod
+		next := old.DeepCopy()
+		if next.Annotations == nil {
+			next.Annotations = map[string]string{}
+		}
+		for k, v := range pt.annotations {
+			next.Annotations[k] = v
+		}
+		next.ResourceVersion = s.nextRV()
+		s.cache.UpdatePod(old, next.DeepCopy())
+		e.pod = next
+	}
+}
+
+// confirmBinds runs the node agent on the cycle's binds when
+// Options.NodeAgent is set: each bound pod's node KCNR lists what the
+// agent chose for it before the next session.
+func (s *Simulator) confirmBinds(rep *CycleReport) {
+	if s.opts.NodeAgent == "" {
+		return
+	}
+	for _, b := range rep.Binds {
+		if _, err := s.ConfirmPod(b.Pod.Namespace, b.Pod.Name); err != nil {
+			klog.ErrorS(err, "Node agent cannot report the pod", "pod", klog.KRef(b.Pod.Namespace, b.Pod.Name), "node", b.Node)
+		}
+	}
 }

@@ -1,0 +1,293 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
+	"github.com/kubewharf/katalyst-api/pkg/consts"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/workload"
+)
+
+// NodeAgent says how the simulated katalyst node agent hands a bound pod
+// its NUMA zone(s) and NICs. The node, not the scheduler, has the last
+// word: the KCNR then lists what the agent chose, and the scheduler adopts
+// it where it differs from the plan.
+type NodeAgent string
+
+const (
+	// AgentExact gives the pod the NICs of its rdmatopo.io/nics annotation
+	// (a node that follows the plan to the NIC).
+	AgentExact NodeAgent = "exact"
+	// AgentNUMA honours katalyst's numa_bind_result: the pod gets the hinted
+	// zone(s) when they have room, and inside them the free NICs in the
+	// agent's own order (by name), whatever NICs the scheduler annotated.
+	// Without a usable hint, or without room in the hinted zones, it acts
+	// as AgentBlind.
+	AgentNUMA NodeAgent = "numa"
+	// AgentBlind ignores the hint and takes the first NUMA zone (lowest id)
+	// with room for the pod's GPUs, CPU and NICs, as a kubelet topology
+	// manager without hints would.
+	AgentBlind NodeAgent = "blind"
+)
+
+// DefaultNodeAgent is the agent of `rdmatopo simulate`, bench and soak
+// unless told otherwise: a node that honours the NUMA hint only.
+const DefaultNodeAgent = AgentNUMA
+
+// NodeAgents lists every agent, the default first.
+var NodeAgents = []NodeAgent{AgentNUMA, AgentExact, AgentBlind}
+
+// ParseNodeAgent reads a --node-agent value.
+func ParseNodeAgent(s string) (NodeAgent, error) {
+	for _, a := range NodeAgents {
+		if string(a) == s {
+			return a, nil
+		}
+	}
+	names := make([]string, len(NodeAgents))
+	for i, a := range NodeAgents {
+		names[i] = string(a)
+	}
+	return "", fmt.Errorf("unknown node agent %q: must be one of %s", s, strings.Join(names, ", "))
+}
+
+// agentZone is one NUMA zone as the agent sees it: what is still free.
+type agentZone struct {
+	id  int
+	gpu int64
+	cpu int64
+	// nics are the zone's NICs with a free unit, by name.
+	nics []topology.NICID
+}
+
+// podAsk is what a pod asks of its node.
+type podAsk struct {
+	nics int
+	gpu  int64
+	cpu  int64
+}
+
+// Allot returns what agent a gives pod p on the node whose KCNR is cnr.
+// Free capacity is the KCNR's allocatable minus its allocations, minus
+// held: what the agent already handed out on that node that the KCNR does
+// not list yet (nil when the KCNR is current). The second result is false
+// when there is nothing to report: the pod requests no RDMA, or the KCNR
+// lists no NIC the pod could get.
+//
+// When no zone has room, the agent spreads the pod over the zones in id
+// order if together they hold it, and otherwise gives it the NICs it was
+// annotated with (a real kubelet would reject the pod; the simulation keeps
+// the scheduler's accounting).
+func Allot(a NodeAgent, cfg topology.Config, cnr *v1alpha1.CustomNodeResource, held []ledger.Reservation, p *corev1.Pod) (ledger.Reservation, bool) {
+	cfg = cfg.WithDefaults()
+	r := ledger.Reservation{UID: string(p.UID), Namespace: p.Namespace, Name: p.Name,
+		Job: p.Namespace + "/" + p.Annotations[ledger.GroupNameAnnotation], Node: p.Spec.NodeName}
+	if cnr == nil {
+		return r, false
+	}
+	req := workload.PodRequests(&p.Spec)
+	ask := podAsk{}
+	if q, ok := req[corev1.ResourceName(cfg.RDMAResource)]; ok {
+		ask.nics = int(q.Value())
+	}
+	if q, ok := req[corev1.ResourceName(cfg.GPUResource)]; ok {
+		ask.gpu = q.Value()
+	}
+	if q, ok := req[corev1.ResourceCPU]; ok {
+		ask.cpu = q.MilliValue()
+	}
+	if ask.nics <= 0 {
+		return r, false
+	}
+	node := topology.BuildNode(cfg, nil, cnr)
+	if node == nil || !listsNICs(cnr) {
+		return r, false
+	}
+	zones := freeZones(node, held, r.UID)
+
+	var uses []ledger.ZoneUse
+	if a == AgentNUMA {
+		uses = hinted(zones, p.Annotations[consts.PodAnnotationNUMABindResultKey], ask)
+	}
+	if uses == nil && a != AgentExact {
+		uses = firstWithRoom(zones, ask)
+		if uses == nil {
+			uses = spread(zones, ask)
+		}
+	}
+	if uses == nil {
+		uses = annotated(node, p, ask)
+	}
+	r.Zones = uses
+	return r, len(uses) > 0
+}
+
+// listsNICs reports whether a KCNR's zone tree holds a NIC zone.
+func listsNICs(cnr *v1alpha1.CustomNodeResource) bool {
+	var walk func([]*v1alpha1.TopologyZone) bool
+	walk = func(zs []*v1alpha1.TopologyZone) bool {
+		for _, z := range zs {
+			if z != nil && (z.Type == v1alpha1.TopologyTypeNIC || walk(z.Children)) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(cnr.Status.TopologyZone)
+}
+
+// freeZones lists the node's zones (by id) with what is free once held,
+// except the pod's own reservation, is taken.
+func freeZones(node *topology.Node, held []ledger.Reservation, self string) []agentZone {
+	units := map[topology.NICID]int64{}
+	gpu, cpu := map[int]int64{}, map[int]int64{}
+	for _, z := range node.Zones {
+		gpu[z.ID], cpu[z.ID] = z.FreeGPU, z.FreeCPUMilli
+		for _, n := range z.NICs {
+			units[n.ID] = n.FreeUnits
+		}
+	}
+	for _, h := range held {
+		if h.UID == self {
+			continue
+		}
+		for _, u := range h.Zones {
+			gpu[u.NUMA] -= u.GPU
+			cpu[u.NUMA] -= u.CPUMilli
+			for _, n := range u.NICs {
+				units[n]--
+			}
+		}
+	}
+	out := make([]agentZone, 0, len(node.Zones))
+	for _, z := range node.Zones {
+		az := agentZone{id: z.ID, gpu: max(gpu[z.ID], 0), cpu: max(cpu[z.ID], 0)}
+		for _, n := range z.NICs {
+			if units[n.ID] > 0 {
+				az.nics = append(az.nics, n.ID)
+			}
+		}
+		out = append(out, az)
+	}
+	return out
+}
+
+// room reports whether one zone holds the whole pod.
+func (z agentZone) room(ask podAsk) bool {
+	return z.gpu >= ask.gpu && z.cpu >= ask.cpu && len(z.nics) >= ask.nics
+}
+
+// take is the pod's whole use of one zone with room: its first free NICs.
+func (z agentZone) take(ask podAsk) ledger.ZoneUse {
+	return ledger.ZoneUse{NUMA: z.id, GPU: ask.gpu, CPUMilli: ask.cpu, NICs: append([]topology.NICID(nil), z.nics[:ask.nics]...)}
+}
+
+// hinted places the pod in the zones numa_bind_result names: the zone if
+// it names one with room, the named zones together (greedily, by id) if it
+// names several that hold the pod; nil otherwise.
+func hinted(zones []agentZone, hint string, ask podAsk) []ledger.ZoneUse {
+	ids, err := ledger.ParseNUMA(hint)
+	if err != nil || len(ids) == 0 {
+		return nil
+	}
+	want := map[int]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	var sel []agentZone
+	for _, z := range zones {
+		if want[z.id] {
+			sel = append(sel, z)
+		}
+	}
+	if len(sel) != len(want) {
+		return nil // a zone the node does not have
+	}
+	if len(sel) == 1 {
+		if !sel[0].room(ask) {
+			return nil
+		}
+		return []ledger.ZoneUse{sel[0].take(ask)}
+	}
+	return spread(sel, ask)
+}
+
+// firstWithRoom places the pod in the lowest zone that holds all of it.
+func firstWithRoom(zones []agentZone, ask podAsk) []ledger.ZoneUse {
+	for _, z := range zones {
+		if z.room(ask) {
+			return []ledger.ZoneUse{z.take(ask)}
+		}
+	}
+	return nil
+}
+
+// spread takes what the pod asks from the zones in order, each giving what
+// it has left; nil when together they fall short.
+func spread(zones []agentZone, ask podAsk) []ledger.ZoneUse {
+	var out []ledger.ZoneUse
+	left := ask
+	for _, z := range zones {
+		u := ledger.ZoneUse{NUMA: z.id, GPU: min(z.gpu, left.gpu), CPUMilli: min(z.cpu, left.cpu)}
+		n := min(len(z.nics), left.nics)
+		u.NICs = append([]topology.NICID(nil), z.nics[:n]...)
+		left.gpu -= u.GPU
+		left.cpu -= u.CPUMilli
+		left.nics -= n
+		if u.GPU > 0 || u.CPUMilli > 0 || n > 0 {
+			out = append(out, u)
+		}
+	}
+	if left.gpu > 0 || left.cpu > 0 || left.nics > 0 {
+		return nil
+	}
+	return out
+}
+
+// annotated gives the pod the NICs of its rdmatopo.io/nics annotation that
+// the node has, in their zones (first seen first), with the pod's GPUs and
+// CPU split evenly over those zones.
+func annotated(node *topology.Node, p *corev1.Pod, ask podAsk) []ledger.ZoneUse {
+	zoneOf := map[topology.NICID]int{}
+	for _, z := range node.Zones {
+		for _, n := range z.NICs {
+			zoneOf[n.ID] = z.ID
+		}
+	}
+	var out []ledger.ZoneUse
+	at := map[int]int{}
+	for _, nic := range NICsOf(p) {
+		id, ok := zoneOf[nic]
+		if !ok {
+			continue
+		}
+		i, seen := at[id]
+		if !seen {
+			i = len(out)
+			at[id] = i
+			out = append(out, ledger.ZoneUse{NUMA: id})
+		}
+		if !containsNIC(out[i].NICs, nic) {
+			out[i].NICs = append(out[i].NICs, nic)
+		}
+	}
+	for i := range out {
+		out[i].GPU = ask.gpu / int64(len(out))
+		out[i].CPUMilli = ask.cpu / int64(len(out))
+	}
+	return out
+}
+
+func containsNIC(list []topology.NICID, id topology.NICID) bool {
+	for _, n := range list {
+		if n == id {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,187 @@
+package sim
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
+	"github.com/kubewharf/katalyst-api/pkg/consts"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
+)
+
+// agentCNR is a two-zone node (4 GPUs, 16 cores and two NICs per zone)
+// whose KCNR lists another pod on zone0GPUsTaken of zone 0's GPUs.
+func agentCNR(zone0GPUsTaken int64) *v1alpha1.CustomNodeResource {
+	w := builders.MakeCNR("n1").Policy(v1alpha1.TopologyPolicyNone).
+		Zone(0, 4, 16000).Zone(1, 4, 16000).
+		NIC(builders.NUMANICs[0][0], 0, "A").NIC(builders.NUMANICs[0][1], 0, "A").
+		NIC(builders.NUMANICs[1][0], 1, "B").NIC(builders.NUMANICs[1][1], 1, "B")
+	if zone0GPUsTaken > 0 {
+		w = w.Alloc(0, "ns/other/u-other", corev1.ResourceList{
+			builders.GPUResource: *resource.NewQuantity(zone0GPUsTaken, resource.DecimalSI)})
+	}
+	return w.Obj()
+}
+
+// agentPod asks for gpu GPUs, 4 cores and nics NICs; it was annotated with
+// annotatedNICs and the hint.
+func agentPod(gpu, nics string, hint string, annotatedNICs ...string) *corev1.Pod {
+	w := builders.MakePod("ns", "p").UID("u-p").Node("n1").Group("g").
+		Req(builders.GPUResource, gpu).Req(corev1.ResourceCPU, "4")
+	if nics != "" {
+		w = w.Req(builders.RDMAResource, nics)
+	}
+	if len(annotatedNICs) > 0 {
+		w = w.Annotation(ledger.AnnotationNICs, joinNICs(annotatedNICs))
+	}
+	if hint != "" {
+		w = w.Annotation(consts.PodAnnotationNUMABindResultKey, hint)
+	}
+	return w.Obj()
+}
+
+func joinNICs(nics []string) string {
+	ids := make([]topology.NICID, len(nics))
+	for i, n := range nics {
+		ids[i] = topology.NICID(n)
+	}
+	return ledger.FormatNICs(ids)
+}
+
+func use(numa int, gpu, cpuMilli int64, nics ...string) ledger.ZoneUse {
+	u := ledger.ZoneUse{NUMA: numa, GPU: gpu, CPUMilli: cpuMilli}
+	for _, n := range nics {
+		u.NICs = append(u.NICs, topology.NICID(n))
+	}
+	return u
+}
+
+func TestAllot(t *testing.T) {
+	nic := builders.NUMANICs
+	cases := []struct {
+		name   string
+		agent  NodeAgent
+		cnr    *v1alpha1.CustomNodeResource
+		held   []ledger.Reservation
+		pod    *corev1.Pod
+		want   []ledger.ZoneUse
+		wantOK bool
+	}{
+		{
+			name:  "numa: hinted zone 0, its first free NIC by name, not the annotated one",
+			agent: AgentNUMA, cnr: agentCNR(0),
+			pod:  agentPod("2", "1", "0", nic[0][1]),
+			want: []ledger.ZoneUse{use(0, 2, 4000, nic[0][0])}, wantOK: true,
+		},
+		{
+			name:  "numa: hinted zone 1 although zone 0 has room",
+			agent: AgentNUMA, cnr: agentCNR(0),
+			pod:  agentPod("4", "2", "1", nic[1][0], nic[1][1]),
+			want: []ledger.ZoneUse{use(1, 4, 4000, nic[1][0], nic[1][1])}, wantOK: true,
+		},
+		{
+			name:  "numa: the NICs the agent handed out before are not free",
+			agent: AgentNUMA, cnr: agentCNR(0),
+			held: []ledger.Reservation{{UID: "u-q", Node: "n1", Zones: []ledger.ZoneUse{use(0, 1, 1000, nic[0][0])}}},
+			pod:  agentPod("1", "1", "0", nic[0][0]),
+			want: []ledger.ZoneUse{use(0, 1, 4000, nic[0][1])}, wantOK: true,
+		},
+		{
+			name:  "numa: hinted zone full, first zone with room",
+			agent: AgentNUMA, cnr: agentCNR(4),
+			pod:  agentPod("2", "1", "0", nic[0][0]),
+			want: []ledger.ZoneUse{use(1, 2, 4000, nic[1][0])}, wantOK: true,
+		},
+		{
+			name:  "numa: no hint, first zone with room",
+			agent: AgentNUMA, cnr: agentCNR(0),
+			pod:  agentPod("1", "1", "", nic[1][1]),
+			want: []ledger.ZoneUse{use(0, 1, 4000, nic[0][0])}, wantOK: true,
+		},
+		{
+			name:  "numa: spanning hint",
+			agent: AgentNUMA, cnr: agentCNR(0),
+			pod:  agentPod("8", "4", "0,1", nic[0][0], nic[0][1], nic[1][0], nic[1][1]),
+			want: []ledger.ZoneUse{use(0, 4, 4000, nic[0][0], nic[0][1]), use(1, 4, 0, nic[1][0], nic[1][1])}, wantOK: true,
+		},
+		{
+			name:  "blind: ignores the hint, takes zone 0",
+			agent: AgentBlind, cnr: agentCNR(0),
+			pod:  agentPod("4", "2", "1", nic[1][0], nic[1][1]),
+			want: []ledger.ZoneUse{use(0, 4, 4000, nic[0][0], nic[0][1])}, wantOK: true,
+		},
+		{
+			name:  "blind: zone 0 lacks GPUs, takes zone 1",
+			agent: AgentBlind, cnr: agentCNR(3),
+			pod:  agentPod("2", "1", "0", nic[0][1]),
+			want: []ledger.ZoneUse{use(1, 2, 4000, nic[1][0])}, wantOK: true,
+		},
+		{
+			name:  "blind: no zone holds the pod, spread over both",
+			agent: AgentBlind, cnr: agentCNR(0),
+			pod:  agentPod("8", "4", "0,1", nic[0][0], nic[0][1], nic[1][0], nic[1][1]),
+			want: []ledger.ZoneUse{use(0, 4, 4000, nic[0][0], nic[0][1]), use(1, 4, 0, nic[1][0], nic[1][1])}, wantOK: true,
+		},
+		{
+			name:  "exact: the annotated NICs",
+			agent: AgentExact, cnr: agentCNR(0),
+			pod:  agentPod("2", "1", "0", nic[0][1]),
+			want: []ledger.ZoneUse{use(0, 2, 4000, nic[0][1])}, wantOK: true,
+		},
+		{
+			name:  "exact: annotated NICs over two zones, GPUs and CPU split evenly",
+			agent: AgentExact, cnr: agentCNR(0),
+			pod:  agentPod("8", "2", "0,1", nic[0][0], nic[1][0]),
+			want: []ledger.ZoneUse{use(0, 4, 2000, nic[0][0]), use(1, 4, 2000, nic[1][0])}, wantOK: true,
+		},
+		{
+			name:  "no RDMA requested: nothing to report",
+			agent: AgentNUMA, cnr: agentCNR(0),
+			pod: agentPod("1", "", "0"),
+		},
+		{
+			name:  "no KCNR: nothing to report",
+			agent: AgentBlind,
+			pod:   agentPod("1", "1", "0", nic[0][0]),
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := Allot(tc.agent, topology.Config{}, tc.cnr, tc.held, tc.pod)
+			if ok != tc.wantOK {
+				t.Fatalf("ok = %v, want %v", ok, tc.wantOK)
+			}
+			if diff := cmp.Diff(tc.want, got.Zones); diff != "" {
+				t.Errorf("zones (-want +got):\n%s", diff)
+			}
+			if ok && (got.UID != "u-p" || got.Node != "n1" || got.Job != "ns/g") {
+				t.Errorf("reservation names %q on %q of job %q", got.UID, got.Node, got.Job)
+			}
+		})
+	}
+}
+
+func TestParseNodeAgent(t *testing.T) {
+	cases := []struct {
+		in      string
+		want    NodeAgent
+		wantErr bool
+	}{
+		{in: "exact", want: AgentExact},
+		{in: "numa", want: AgentNUMA},
+		{in: "blind", want: AgentBlind},
+		{in: "NUMA", wantErr: true},
+		{in: "", wantErr: true},
+	}
+	for _, tc := range cases {
+		got, err := ParseNodeAgent(tc.in)
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("ParseNodeAgent(%q) = %q, %v; want %q, error %v", tc.in, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
