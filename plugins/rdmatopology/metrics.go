@@ -8,6 +8,7 @@ import (
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
 
 // Metrics on the scheduler's existing Prometheus endpoint (the default
@@ -53,7 +54,24 @@ var (
 		Name:      "nics_reserved_unconfirmed",
 		Help:      "NICs reserved for bound pods that no CustomNodeResource lists yet.",
 	})
+
+	// topologyUnknownNICs is the number of NICs whose leaf is unknown, by
+	// the reason code of the cause, as of the last fabric sync.
+	topologyUnknownNICs = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "topology_unknown_nics",
+		Help:      "RDMA NICs whose S0 leaf is unknown (each counted as a leaf of its own), by reason code of the topology problem.",
+	}, []string{"reason"})
 )
+
+// observeUnknownNICs sets rdmatopo_topology_unknown_nics to the counts of a
+// freshly synced fabric; reasons without NICs are dropped.
+func observeUnknownNICs(byReason map[topology.ReasonCode]int) {
+	topologyUnknownNICs.Reset()
+	for code, n := range byReason {
+		topologyUnknownNICs.WithLabelValues(string(code)).Set(float64(n))
+	}
+}
 
 // ObservePlan records one planner call: its duration, and for a plan that
 // was committed, its tier and S0 count.

@@ -52,6 +52,10 @@ type Runtime struct {
 	clock func() time.Time
 	// holds are the preempting gangs' holds (holds.go).
 	holds *holdBook
+	// topology reports the fabric's KCNR problems (Events, the gauge
+	// rdmatopo_topology_unknown_nics) each time the fabric is synced
+	// (topology_events.go).
+	topology topologyReporter
 }
 
 // NewRuntime returns a Runtime whose fabric the caller feeds (UpsertNode,
@@ -135,7 +139,11 @@ func (rt *Runtime) upsertCNR(obj interface{}) {
 }
 
 // syncNodes feeds the session's Node objects into the fabric; unchanged
-// objects (same pointer from the scheduler cache) are skipped.
+// objects (same pointer from the scheduler cache) are skipped. When the
+// fabric changed since the last sync (a Node here, or a KCNR from the
+// informer or the caller), its topology problems are reported: one Warning
+// Event per node and reason code on the node's KCNR, not repeated while the
+// same problems persist, and the gauge rdmatopo_topology_unknown_nics.
 func (rt *Runtime) syncNodes(ssn *framework.Session) {
 	runtimeMu.Lock()
 	defer runtimeMu.Unlock()
@@ -149,6 +157,7 @@ func (rt *Runtime) syncNodes(ssn *framework.Session) {
 		rt.nodes[name] = ni.Node
 		rt.Fabric.UpsertNode(ni.Node)
 	}
+	rt.topology.report(rt.recorder, rt.Fabric.Snapshot())
 }
 
 // recordEvent emits an Event on the job's PodGroup, if a recorder exists.
