@@ -425,6 +425,9 @@ func (r *run) realize(h *rdmatopology.Hold) {
 		if t.RDMA {
 			topo.SetPlanned(task.UID, t.Assignment)
 		}
+		if err = ssn.PrePredicateFn(task); err != nil {
+			break
+		}
 		if err = ssn.PredicateForAllocateAction(task, node); err != nil {
 			break
 		}

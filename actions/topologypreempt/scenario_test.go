@@ -1,0 +1,451 @@
+package topologypreempt_test
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	"volcano.sh/volcano/cmd/scheduler/app/options"
+	"volcano.sh/volcano/pkg/scheduler"
+	_ "volcano.sh/volcano/pkg/scheduler/actions"
+	"volcano.sh/volcano/pkg/scheduler/api"
+	"volcano.sh/volcano/pkg/scheduler/cache"
+	"volcano.sh/volcano/pkg/scheduler/framework"
+	_ "volcano.sh/volcano/pkg/scheduler/plugins"
+	"volcano.sh/volcano/pkg/scheduler/util"
+
+	_ "github.com/rdmatopo/rdmatopo/actions/topologyallocate"
+	"github.com/rdmatopo/rdmatopo/actions/topologypreempt"
+	"github.com/rdmatopo/rdmatopo/config"
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
+	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
+)
+
+var optionsOnce sync.Once
+
+// Priority classes of the scenarios.
+var priorityClasses = []*schedulingv1.PriorityClass{
+	{ObjectMeta: metav1.ObjectMeta{Name: "low"}, Value: 10},
+	{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000},
+	{ObjectMeta: metav1.ObjectMeta{Name: "top"}, Value: 2000},
+}
+
+// epoch is when the scenarios' running pods were created (plus their index
+// in minutes: later pods are younger).
+var epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// cluster is a scenario's input.
+type cluster struct {
+	nodes []*corev1.Node
+	cnrs  []*v1alpha1.CustomNodeResource
+	pods  []*corev1.Pod
+	pgs   []*schedulingv1beta1.PodGroup
+	// created counts running pods, for their creation times.
+	created int
+}
+
+// addNode adds a provider-shaped node (2 NUMA zones of 4 GPUs and 2 NICs)
+// whose NUMA-0 NICs go to leaf0 and NUMA-1 NICs to leaf1.
+func (c *cluster) addNode(name, leaf0, leaf1 string) {
+	c.nodes = append(c.nodes, builders.MakeNode(name).Shared().GPU(8).RDMA(4).CPU("128").
+		Resource("pods", "110").Resource("memory", "512Gi").Obj())
+	c.cnrs = append(c.cnrs, builders.MakeCNR(name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
+		Zone(0, 4, 64000).Zone(1, 4, 64000).
+		NIC(builders.NUMANICs[0][0], 0, leaf0).NIC(builders.NUMANICs[0][1], 0, leaf0).
+		NIC(builders.NUMANICs[1][0], 1, leaf1).NIC(builders.NUMANICs[1][1], 1, leaf1).Obj())
+}
+
+// eightNodes adds n1..n4 (NUMA 0 on leaf A, NUMA 1 on B) and n5..n8 (C, D).
+func (c *cluster) eightNodes() {
+	for i := 1; i <= 4; i++ {
+		c.addNode(fmt.Sprintf("n%d", i), "A", "B")
+	}
+	for i := 5; i <= 8; i++ {
+		c.addNode(fmt.Sprintf("n%d", i), "C", "D")
+	}
+}
+
+func (c *cluster) podGroup(name, class string, minMember int, phase schedulingv1beta1.PodGroupPhase, ann map[string]string) {
+	c.pgs = append(c.pgs, &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Annotations: ann, UID: types.UID("pg-ns-" + name)},
+		Spec:       schedulingv1beta1.PodGroupSpec{MinMember: int32(minMember), Queue: "default", PriorityClassName: class},
+		Status:     schedulingv1beta1.PodGroupStatus{Phase: phase},
+	})
+}
+
+// slot is a NUMA zone of a node, where a running pod sits.
+type slot struct {
+	node string
+	numa int
+}
+
+// addRunning adds a running job of priority class class: one pod of 4 GPUs
+// and 2 NICs per slot, holding the slot's NICs (annotated as the scheduler
+// binds them), minMember minMember.
+func (c *cluster) addRunning(name, class string, minMember int, slots ...slot) {
+	c.podGroup(name, class, minMember, schedulingv1beta1.PodGroupRunning, nil)
+	for i, s := range slots {
+		p := builders.MakePod("ns", fmt.Sprintf("%s-%d", name, i)).Node(s.node).Group(name).
+			Req(builders.GPUResource, "4").Req(builders.RDMAResource, "2").Req("cpu", "4").Req("memory", "8Gi").
+			Annotation(ledger.AnnotationNICs, builders.NUMANICs[s.numa][0]+","+builders.NUMANICs[s.numa][1]).
+			Annotation(ledger.AnnotationNUMA, fmt.Sprint(s.numa)).
+			Created(epoch.Add(time.Duration(c.created) * time.Minute)).Obj()
+		c.created++
+		p.Spec.SchedulerName = "volcano"
+		c.pods = append(c.pods, p)
+	}
+}
+
+// podPriority sets the pods' own priority (spec.priority) on a job.
+func (c *cluster) podPriority(job string, prio int32) {
+	for _, p := range c.pods {
+		if strings.HasPrefix(p.Name, job+"-") {
+			p.Spec.Priority = &prio
+		}
+	}
+}
+
+// addPending adds a pending gang of n pods of 4 GPUs and 2 NICs.
+func (c *cluster) addPending(name, class string, n int, ann map[string]string) {
+	c.podGroup(name, class, n, schedulingv1beta1.PodGroupInqueue, ann)
+	for i := 0; i < n; i++ {
+		p := builders.MakePod("ns", fmt.Sprintf("%s-%d", name, i)).Group(name).
+			Req(builders.GPUResource, "4").Req(builders.RDMAResource, "2").Req("cpu", "4").Req("memory", "8Gi").Obj()
+		p.Spec.SchedulerName = "volcano"
+		c.pods = append(c.pods, p)
+	}
+}
+
+// without returns the cluster less the named pods (evicted and gone).
+func (c *cluster) without(names []string) *cluster {
+	gone := map[string]bool{}
+	for _, n := range names {
+		gone[n] = true
+	}
+	out := *c
+	out.pods = nil
+	for _, p := range c.pods {
+		if !gone[p.Namespace+"/"+p.Name] {
+			out.pods = append(out.pods, p)
+		}
+	}
+	return &out
+}
+
+// outcome is what one session produced.
+type outcome struct {
+	binds   map[string]*api.TaskInfo // ns/name -> bound task
+	evicted []string                 // ns/name, sorted
+	events  []string
+}
+
+// runSession runs one session of the project's conf over the cluster with
+// rt as the plugin runtime.
+func runSession(t *testing.T, c *cluster, rt *rdmatopology.Runtime) *outcome {
+	t.Helper()
+	optionsOnce.Do(func() { options.Default() })
+	actions, tiers, cfgs, _, err := scheduler.UnmarshalSchedulerConf(config.SchedulerConf)
+	if err != nil {
+		t.Fatalf("default conf: %v", err)
+	}
+	evictor := util.NewFakeEvictor(100)
+	recorder := record.NewFakeRecorder(1000)
+	sc := cache.NewCustomMockSchedulerCache("volcano", util.NewFakeBinder(100), evictor,
+		&util.FakeStatusUpdater{}, nil, &util.FakeVolumeBinder{}, recorder)
+	for _, pc := range priorityClasses {
+		sc.AddPriorityClass(pc)
+	}
+	for _, n := range c.nodes {
+		sc.AddOrUpdateNode(n)
+	}
+	for _, p := range c.pods {
+		sc.AddPod(p)
+	}
+	for _, pg := range c.pgs {
+		sc.AddPodGroupV1beta1(pg)
+	}
+	sc.AddQueueV1beta1(&schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: schedulingv1beta1.QueueSpec{Weight: 1}, Status: schedulingv1beta1.QueueStatus{State: schedulingv1beta1.QueueStateOpen}})
+	for _, cnr := range c.cnrs {
+		rt.Fabric.UpsertCNR(cnr)
+	}
+	rdmatopology.SetRuntime(rt)
+	t.Cleanup(func() { rdmatopology.SetRuntime(nil) })
+
+	ssn := framework.OpenSession(sc, tiers, cfgs)
+	for _, a := range actions {
+		if a.Name() != "enqueue" {
+			a.Execute(ssn)
+		}
+	}
+	framework.CloseSession(ssn)
+	out := &outcome{binds: map[string]*api.TaskInfo{}}
+	for done := false; !done; {
+		select {
+		case task := <-sc.BindFlowChannel:
+			out.binds[task.Namespace+"/"+task.Name] = task
+		default:
+			done = true
+		}
+	}
+	// Evictions run asynchronously in the cache.
+	for done := false; !done; {
+		select {
+		case name := <-evictor.Channel:
+			out.evicted = append(out.evicted, name)
+		case <-time.After(300 * time.Millisecond):
+			done = true
+		}
+	}
+	sort.Strings(out.evicted)
+	for done := false; !done; {
+		select {
+		case e := <-recorder.Events:
+			out.events = append(out.events, e)
+		default:
+			done = true
+		}
+	}
+	if err := rt.Ledger.CheckInvariants(); err != nil {
+		t.Errorf("ledger invariants: %v", err)
+	}
+	return out
+}
+
+func newRuntime() *rdmatopology.Runtime {
+	return rdmatopology.NewRuntime(topology.Config{}.WithDefaults())
+}
+
+// leavesOf returns the S0 annotations of the bound pods of a job, sorted.
+func leavesOf(o *outcome, job string) []string {
+	set := map[string]bool{}
+	for name, task := range o.binds {
+		if strings.HasPrefix(name, "ns/"+job+"-") {
+			for _, s := range strings.Split(task.Pod.Annotations[ledger.AnnotationS0], ",") {
+				set[s] = true
+			}
+		}
+	}
+	var out []string
+	for s := range set {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// bound counts the bound pods of a job.
+func bound(o *outcome, job string) int {
+	n := 0
+	for name := range o.binds {
+		if strings.HasPrefix(name, "ns/"+job+"-") {
+			n++
+		}
+	}
+	return n
+}
+
+func pods(job string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("ns/%s-%d", job, i)
+	}
+	return out
+}
+
+func sorted(s ...[]string) []string {
+	var out []string
+	for _, x := range s {
+		out = append(out, x...)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var hardS0 = map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s0"}
+
+func TestPreemptionScenarios(t *testing.T) {
+	cases := map[string]struct {
+		build func(c *cluster)
+		// wantEvicted are the pods evicted in the first session.
+		wantEvicted []string
+		// wantBound and wantLeaves: the preemptor's pods bound and their
+		// leaves, in the first session, or in the second when victims were
+		// evicted (they are gone by then).
+		preemptor  string
+		wantBound  int
+		wantLeaves []string
+	}{
+		"hard-s0 gang frees the leaf of fewest evictions, whole victim gangs counted": {
+			build: func(c *cluster) {
+				c.eightNodes()
+				// A: one gang of four (4 evictions).
+				c.addRunning("wa", "low", 4, slot{"n1", 0}, slot{"n2", 0}, slot{"n3", 0}, slot{"n4", 0})
+				// B: two single pods, two free slots (2 evictions).
+				c.addRunning("sb1", "low", 1, slot{"n1", 1})
+				c.addRunning("sb2", "low", 1, slot{"n2", 1})
+				// C: one pod of a gang of three, three free slots (the whole
+				// gang: 3 evictions).
+				c.addRunning("wc", "low", 3, slot{"n5", 0}, slot{"n5", 1}, slot{"n6", 1})
+				// D: the rest held at the preemptor's priority.
+				c.addRunning("hd", "high", 1, slot{"n7", 1}, slot{"n8", 1})
+				c.addPending("big", "high", 4, hardS0)
+			},
+			wantEvicted: sorted(pods("sb1", 1), pods("sb2", 1)),
+			preemptor:   "big", wantBound: 4, wantLeaves: []string{"B"},
+		},
+		"a gang that cannot fit after every allowed eviction evicts nothing": {
+			build: func(c *cluster) {
+				c.eightNodes()
+				c.addRunning("wa", "low", 4, slot{"n1", 0}, slot{"n2", 0}, slot{"n3", 0}, slot{"n4", 0})
+				c.addRunning("sb", "low", 1, slot{"n1", 1})
+				// No leaf holds five pods.
+				c.addPending("huge", "high", 5, hardS0)
+			},
+			preemptor: "huge",
+		},
+		"a leaf blocked only by equal or higher priority pods is not freed": {
+			build: func(c *cluster) {
+				c.eightNodes()
+				// Leaves A and B: one pod of the preemptor's priority each,
+				// then low pods; C: a higher class; D: low pods whose own
+				// priority is the preemptor's.
+				c.addRunning("peer", "high", 1, slot{"n1", 0}, slot{"n1", 1})
+				c.addRunning("la", "low", 1, slot{"n2", 0}, slot{"n3", 1})
+				c.addRunning("topc", "top", 1, slot{"n5", 0})
+				c.addRunning("ld", "low", 1, slot{"n6", 1}, slot{"n7", 1}, slot{"n8", 1})
+				c.podPriority("ld", 1000)
+				c.addPending("big", "high", 4, hardS0)
+			},
+			preemptor: "big",
+		},
+		"equal or higher priority pods are never evicted; low ones elsewhere are": {
+			build: func(c *cluster) {
+				c.eightNodes()
+				c.addRunning("peer", "high", 1, slot{"n1", 0}, slot{"n1", 1})
+				c.addRunning("topc", "top", 1, slot{"n5", 0})
+				c.addRunning("ld", "low", 1, slot{"n5", 1}, slot{"n6", 1}, slot{"n7", 1}, slot{"n8", 1})
+				c.addRunning("la", "low", 1, slot{"n2", 0}, slot{"n3", 0}, slot{"n4", 0})
+				c.addPending("big", "high", 4, hardS0)
+			},
+			// A needs peer-0 (equal priority): D's four low pods go instead
+			// of A's three.
+			wantEvicted: pods("ld", 4),
+			preemptor:   "big", wantBound: 4, wantLeaves: []string{"D"},
+		},
+		"a soft gang that fits somewhere does not preempt": {
+			build: func(c *cluster) {
+				c.eightNodes()
+				c.addRunning("la", "low", 1, slot{"n1", 0}, slot{"n2", 0}, slot{"n3", 1}, slot{"n4", 1},
+					slot{"n5", 0}, slot{"n6", 0}, slot{"n7", 1}, slot{"n8", 1})
+				c.addPending("soft", "high", 4, nil)
+			},
+			preemptor: "soft", wantBound: 4,
+		},
+		"a victim gang that would fall below minMember is evicted whole": {
+			build: func(c *cluster) {
+				c.eightNodes()
+				// Two pods of a six-pod gang on A, two free slots there;
+				// every other leaf keeps a pod of the preemptor's priority.
+				c.addRunning("w6", "low", 6, slot{"n1", 0}, slot{"n2", 0},
+					slot{"n3", 1}, slot{"n6", 1}, slot{"n7", 1}, slot{"n8", 1})
+				c.addRunning("hb", "high", 1, slot{"n1", 1})
+				c.addRunning("hc", "high", 1, slot{"n5", 0})
+				c.addRunning("hd", "high", 1, slot{"n5", 1})
+				c.addPending("big", "high", 4, hardS0)
+			},
+			wantEvicted: pods("w6", 6),
+			preemptor:   "big", wantBound: 4, wantLeaves: []string{"A"},
+		},
+		"a victim gang above minMember loses only pods beyond it": {
+			build: func(c *cluster) {
+				c.eightNodes()
+				c.addRunning("w6", "low", 4, slot{"n1", 0}, slot{"n2", 0},
+					slot{"n3", 1}, slot{"n6", 1}, slot{"n7", 1}, slot{"n8", 1})
+				c.addRunning("hb", "high", 1, slot{"n1", 1})
+				c.addRunning("hc", "high", 1, slot{"n5", 0})
+				c.addRunning("hd", "high", 1, slot{"n5", 1})
+				c.addPending("big", "high", 4, hardS0)
+			},
+			wantEvicted: pods("w6", 2),
+			preemptor:   "big", wantBound: 4, wantLeaves: []string{"A"},
+		},
+		"a soft gang that fits nowhere preempts the cheapest pods": {
+			build: func(c *cluster) {
+				c.eightNodes()
+				c.addRunning("old", "low", 1, slot{"n1", 0}, slot{"n1", 1}, slot{"n2", 0}, slot{"n2", 1})
+				c.addRunning("hx", "high", 1, slot{"n3", 0}, slot{"n3", 1}, slot{"n4", 0}, slot{"n4", 1},
+					slot{"n5", 0}, slot{"n5", 1}, slot{"n6", 0}, slot{"n6", 1}, slot{"n7", 0}, slot{"n7", 1})
+				c.addRunning("young", "low", 1, slot{"n8", 0}, slot{"n8", 1})
+				c.addPending("soft", "high", 2, nil)
+			},
+			// Two pods of one node are the tightest, and the youngest go.
+			wantEvicted: pods("young", 2),
+			preemptor:   "soft", wantBound: 2, wantLeaves: []string{"C", "D"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := &cluster{}
+			tc.build(c)
+			rt := newRuntime()
+			o := runSession(t, c, rt)
+			if diff := cmp.Diff(tc.wantEvicted, o.evicted); diff != "" {
+				t.Errorf("evicted (-want,+got):\n%s", diff)
+			}
+			if len(o.evicted) > 0 {
+				if got := bound(o, tc.preemptor); got != 0 {
+					t.Errorf("preemptor bound %d pods while its victims terminate, want 0", got)
+				}
+				checkEvents(t, o, tc.preemptor)
+				// The victims are gone: the gang binds where it was held.
+				o = runSession(t, c.without(o.evicted), rt)
+				if len(o.evicted) > 0 {
+					t.Errorf("second session evicted %v, want none", o.evicted)
+				}
+			}
+			if got := bound(o, tc.preemptor); got != tc.wantBound {
+				t.Errorf("preemptor: %d pods bound, want %d", got, tc.wantBound)
+			}
+			if tc.wantLeaves != nil {
+				if diff := cmp.Diff(tc.wantLeaves, leavesOf(o, tc.preemptor)); diff != "" {
+					t.Errorf("preemptor leaves (-want,+got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+// checkEvents checks the PodGroup Events naming preemptor and victims.
+func checkEvents(t *testing.T, o *outcome, preemptor string) {
+	t.Helper()
+	var preempting, preempted int
+	for _, e := range o.events {
+		switch {
+		case strings.Contains(e, topologypreempt.ReasonPreempting):
+			preempting++
+		case strings.Contains(e, topologypreempt.ReasonPreempted):
+			preempted++
+			if !strings.Contains(e, "ns/"+preemptor) {
+				t.Errorf("victim Event does not name the preemptor: %s", e)
+			}
+		}
+	}
+	if preempting != 1 || preempted == 0 {
+		t.Errorf("events: %d %s, %d %s; want 1 and at least 1:\n%s", preempting, topologypreempt.ReasonPreempting,
+			preempted, topologypreempt.ReasonPreempted, strings.Join(o.events, "\n"))
+	}
+}
