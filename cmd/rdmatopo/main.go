@@ -2,7 +2,7 @@
 //
 //	rdmatopo simulate [--cluster FILE] [--workload FILE] [--scheduler-conf FILE] [-o table|json] [--map FILE.svg] [--kubeconfig FILE]
 //	rdmatopo topology --kubeconfig FILE
-//	rdmatopo validate [--scheduler-conf FILE] [--cluster FILE] [--workload FILE]
+//	rdmatopo validate [--scheduler-conf FILE] [--cluster FILE] [--workload FILE] [--strict]
 //	rdmatopo example cluster|workload
 //	rdmatopo bench [flags]
 //	rdmatopo soak [flags]
@@ -12,7 +12,8 @@
 // workload, cycle after cycle until nothing new binds, and reports where
 // every gang landed. It exits 0 when it ran (pending jobs included), 2 on
 // unusable input (one line on stderr naming the file, the object and the
-// field) and 1 on any other failure.
+// field) and 1 on any other failure. Topology problems of the cluster's
+// KCNRs are warnings on stderr (validate --strict makes them errors).
 package main
 
 import (
@@ -50,20 +51,25 @@ func badInput(err error) error { return &inputError{err: err} }
 func badInputf(format string, args ...any) error { return badInput(fmt.Errorf(format, args...)) }
 
 // command is one subcommand: run returns an error (printed as one line,
-// exit 2 for unusable input, else 1); main, for commands that handle their
-// own output, returns the exit code.
+// exit 2 for unusable input, else 1) and may write warnings to stderr; main,
+// for commands that handle their own output, returns the exit code.
 type command struct {
 	name    string
 	summary string
-	run     func(args []string, stdout io.Writer) error
+	run     func(args []string, stdout, stderr io.Writer) error
 	main    func(args []string, stdout, stderr io.Writer) int
+}
+
+// stdoutOnly adapts a command that writes nothing but its output.
+func stdoutOnly(run func(args []string, stdout io.Writer) error) func(args []string, stdout, stderr io.Writer) error {
+	return func(args []string, stdout, _ io.Writer) error { return run(args, stdout) }
 }
 
 var commands = []command{
 	{name: "simulate", summary: "run the Volcano scheduler over a cluster and a workload, and show where each gang lands", run: runSimulate},
-	{name: "topology", summary: "print a live cluster's RDMA fabric: per S0 its nodes, free and used NICs, and holders", run: runTopology},
+	{name: "topology", summary: "print a live cluster's RDMA fabric: per S0 its nodes, free and used NICs, and holders", run: stdoutOnly(runTopology)},
 	{name: "validate", summary: "check a scheduler conf (and, optionally, cluster and workload files) without running", run: runValidate},
-	{name: "example", summary: "print the embedded default cluster or workload (YAML)", run: runExample},
+	{name: "example", summary: "print the embedded default cluster or workload (YAML)", run: stdoutOnly(runExample)},
 	{name: "bench", summary: "replay a generated trace with rdmatopo's conf and stock Volcano's, and compare placements", main: bench.Main},
 	{name: "soak", summary: "run many cycles with bind failures and KCNR lag, checking the scheduler's invariants", main: soak.Main},
 }
@@ -86,7 +92,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if c.main != nil {
 			return c.main(args[1:], stdout, stderr)
 		}
-		err := c.run(args[1:], stdout)
+		err := c.run(args[1:], stdout, stderr)
 		switch {
 		case err == nil:
 			return exitOK

@@ -28,8 +28,10 @@ type simulateOpts struct {
 	maxCycles  int
 }
 
-// runSimulate implements `rdmatopo simulate`.
-func runSimulate(args []string, stdout io.Writer) error {
+// runSimulate implements `rdmatopo simulate`. Topology problems of the
+// cluster's KCNRs are warning lines on stderr, never on stdout (which holds
+// only the table or the one JSON object).
+func runSimulate(args []string, stdout, stderr io.Writer) error {
 	var o simulateOpts
 	fs := newFlags("simulate", "[--cluster FILE] [--workload FILE] [--scheduler-conf FILE] [-o table|json] [--map FILE.svg] [--kubeconfig FILE]", stdout)
 	fs.StringVar(&o.cluster, "cluster", "", "cluster file: Nodes, CustomNodeResources and bound Pods (default: the built-in sample cluster)")
@@ -57,7 +59,9 @@ func runSimulate(args []string, stdout io.Writer) error {
 		return err
 	}
 	var cluster *workload.Cluster
+	clusterName := nameOr(o.cluster, examples.ClusterFile)
 	if o.kubeconfig != "" {
+		clusterName = o.kubeconfig
 		if cluster, err = loadLiveCluster(o.kubeconfig); err != nil {
 			return err
 		}
@@ -79,6 +83,7 @@ func runSimulate(args []string, stdout io.Writer) error {
 	if err := s.Submit(set); err != nil {
 		return badInput(err)
 	}
+	writeProblems(stderr, "warning", clusterName, topologyProblems(c.Topology, cluster))
 	if _, err := s.Run(o.maxCycles); err != nil {
 		return err
 	}

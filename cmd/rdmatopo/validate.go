@@ -10,13 +10,18 @@ import (
 
 // runValidate implements `rdmatopo validate`: it parses and checks a
 // scheduler conf (the built-in one by default) and, when given, a cluster
-// and a workload file, exactly as simulate would, without scheduling.
-func runValidate(args []string, stdout io.Writer) error {
+// and a workload file, exactly as simulate would, without scheduling. Each
+// topology problem of the cluster's Nodes and KCNRs is one warning line on
+// stderr naming the node and the field; with --strict they are error lines
+// and the input is unusable (exit 2).
+func runValidate(args []string, stdout, stderr io.Writer) error {
 	var confPath, clusterPath, workloadPath string
-	fs := newFlags("validate", "[--scheduler-conf FILE] [--cluster FILE] [--workload FILE]", stdout)
+	var strict bool
+	fs := newFlags("validate", "[--scheduler-conf FILE] [--cluster FILE] [--workload FILE] [--strict]", stdout)
 	fs.StringVar(&confPath, "scheduler-conf", "", "volcano-scheduler.conf to check (default: the built-in conf)")
 	fs.StringVar(&clusterPath, "cluster", "", "cluster file to check")
 	fs.StringVar(&workloadPath, "workload", "", "workload file to check")
+	fs.BoolVar(&strict, "strict", false, "treat topology problems of the cluster's CustomNodeResources as errors (exit 2)")
 	if err := fs.parse(args, 0); err != nil {
 		return err
 	}
@@ -39,7 +44,17 @@ func runValidate(args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%s: ok: %d nodes, %d CustomNodeResources, %d bound pods\n", clusterPath, len(cl.Nodes), len(cl.CNRs), len(cl.Pods))
+		problems := topologyProblems(c.Topology, cl)
+		if strict && len(problems) > 0 {
+			writeProblems(stderr, "error", clusterPath, problems)
+			return badInputf("%s: %s (--strict)", clusterPath, plural(len(problems), "topology problem"))
+		}
+		writeProblems(stderr, "warning", clusterPath, problems)
+		var warned string
+		if len(problems) > 0 {
+			warned = "; " + plural(len(problems), "topology warning")
+		}
+		fmt.Fprintf(stdout, "%s: ok: %d nodes, %d CustomNodeResources, %d bound pods%s\n", clusterPath, len(cl.Nodes), len(cl.CNRs), len(cl.Pods), warned)
 	}
 	if workloadPath != "" {
 		set, err := loadWorkload(workloadPath)
