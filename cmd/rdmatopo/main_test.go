@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -22,6 +23,7 @@ import (
 
 	"github.com/rdmatopo/rdmatopo/examples"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
+	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -100,7 +102,7 @@ func TestSimulateJSONContract(t *testing.T) {
 	require.True(t, errors.Is(dec.Decode(&extra), io.EOF), "exactly one JSON object")
 	require.Equal(t, []string{"jobs", "pods"}, keysOf(top))
 
-	podKeys := []string{"job", "name", "namespace", "nics", "node", "numa", "s0", "s1"}
+	podKeys := []string{"annotations", "job", "name", "namespace", "nics", "node", "numa", "s0", "s1"}
 	jobKeys := []string{"boundPods", "minMember", "name", "namespace", "placed", "reason", "s0", "s1", "tier"}
 	pods, ok := top["pods"].([]any)
 	require.True(t, ok)
@@ -111,6 +113,7 @@ func TestSimulateJSONContract(t *testing.T) {
 		for _, list := range []string{"nics", "s0", "s1"} {
 			require.IsType(t, []any{}, pod[list], "%s is a list, never null", list)
 		}
+		require.IsType(t, map[string]any{}, pod["annotations"], "annotations is an object, never null")
 		if pod["node"] == "" {
 			require.EqualValues(t, -1, pod["numa"], "an unplaced pod has numa -1")
 			require.Empty(t, pod["nics"])
@@ -231,6 +234,9 @@ func TestUnusableInputExits2(t *testing.T) {
 		"missing file": {
 			args: []string{"simulate", "--workload", "/nonexistent/w.yaml"}, wantIn: []string{"/nonexistent/w.yaml", "cannot read"},
 		},
+		"unknown node agent": {
+			args: []string{"simulate", "--node-agent", "kubelet"}, wantIn: []string{"--node-agent", `"kubelet"`, "exact", "numa", "blind"},
+		},
 		"bad output format": {
 			args: []string{"simulate", "-o", "yaml"}, wantIn: []string{"-o", "table or json"},
 		},
@@ -276,6 +282,66 @@ func TestUnusableInputExits2(t *testing.T) {
 type jsonOutput struct {
 	Pods []jsonPod `json:"pods"`
 	Jobs []jsonJob `json:"jobs"`
+}
+
+// TestSimulateNodeAgents: every bound RDMA pod shows the annotations the
+// scheduler wrote, katalyst's numa_bind_result (the planned zones) among
+// them, and its nics and numa are what the node agent chose:
+// the annotated NICs (exact), the hinted zone (numa, the sample has room in
+// every hinted zone), or the first zone with room whatever the hint
+// (blind, which on the sample puts some pods in the other zone).
+func TestSimulateNodeAgents(t *testing.T) {
+	cases := []struct {
+		agent string
+		// check tests one bound single-zone RDMA pod; it reports whether
+		// the pod sits in the hinted zone.
+		check func(t *testing.T, p jsonPod) bool
+		// wantAllHinted: every such pod sits in its hinted zone.
+		wantAllHinted bool
+	}{
+		{agent: "exact", wantAllHinted: true, check: func(t *testing.T, p jsonPod) bool {
+			require.Equal(t, p.Annotations["rdmatopo.io/nics"], strings.Join(p.NICs, ","), "pod %s", p.Name)
+			require.Equal(t, p.Annotations["rdmatopo.io/numa"], p.Annotations[rdmatopology.AnnotationNUMABindResult], "pod %s", p.Name)
+			return strconv.Itoa(p.NUMA) == p.Annotations[rdmatopology.AnnotationNUMABindResult]
+		}},
+		{agent: "numa", wantAllHinted: true, check: func(t *testing.T, p jsonPod) bool {
+			return strconv.Itoa(p.NUMA) == p.Annotations[rdmatopology.AnnotationNUMABindResult]
+		}},
+		{agent: "blind", wantAllHinted: false, check: func(t *testing.T, p jsonPod) bool {
+			return strconv.Itoa(p.NUMA) == p.Annotations[rdmatopology.AnnotationNUMABindResult]
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.agent, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, "simulate", "-o", "json", "--node-agent", tc.agent)
+			require.Equal(t, exitOK, code, stderr)
+			var out jsonOutput
+			require.NoError(t, json.Unmarshal([]byte(stdout), &out))
+			checked, hinted := 0, 0
+			for _, p := range out.Pods {
+				if p.Node == "" || len(p.NICs) == 0 {
+					require.Empty(t, p.Annotations, "pod %s got no NICs: no scheduler annotations", p.Name)
+					continue
+				}
+				for _, k := range []string{"rdmatopo.io/nics", "rdmatopo.io/numa", "rdmatopo.io/s0", rdmatopology.AnnotationNUMABindResult} {
+					require.Contains(t, p.Annotations, k, "pod %s", p.Name)
+				}
+				if p.NUMA < 0 {
+					continue // spans zones
+				}
+				checked++
+				if tc.check(t, p) {
+					hinted++
+				}
+			}
+			require.NotZero(t, checked)
+			if tc.wantAllHinted {
+				require.Equal(t, checked, hinted, "pods in their hinted zone")
+			} else {
+				require.Less(t, hinted, checked, "some pods outside their hinted zone")
+			}
+		})
+	}
 }
 
 func TestSimulateExpandsControllerJobs(t *testing.T) {

@@ -21,6 +21,9 @@ type jsonPod struct {
 	NICs      []string `json:"nics"`
 	S0        []string `json:"s0"`
 	S1        []string `json:"s1"`
+	// Annotations are the keys the scheduler wrote on the pod
+	// (rdmatopo.io/* and katalyst.kubewharf.io/numa_bind_result).
+	Annotations map[string]string `json:"annotations"`
 }
 
 // jsonJob is one element of "jobs".
@@ -50,13 +53,21 @@ func nonNil(s []string) []string {
 	return s
 }
 
+// nonNilMap returns m, or an empty map for nil (objects are never null).
+func nonNilMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
 // toJSON converts a report to the contract's shape.
 func toJSON(rep *sim.Report) jsonReport {
 	out := jsonReport{Pods: make([]jsonPod, 0, len(rep.Pods)), Jobs: make([]jsonJob, 0, len(rep.Jobs))}
 	for _, p := range rep.Pods {
 		out.Pods = append(out.Pods, jsonPod{
 			Namespace: p.Namespace, Name: p.Name, Job: p.Job, Node: p.Node, NUMA: p.NUMA,
-			NICs: nonNil(p.NICs), S0: nonNil(p.S0), S1: nonNil(p.S1),
+			NICs: nonNil(p.NICs), S0: nonNil(p.S0), S1: nonNil(p.S1), Annotations: nonNilMap(p.Annotations),
 		})
 	}
 	for _, j := range rep.Jobs {

@@ -26,6 +26,7 @@ type simulateOpts struct {
 	mapFile    string
 	kubeconfig string
 	maxCycles  int
+	nodeAgent  string
 }
 
 // runSimulate implements `rdmatopo simulate`. Topology problems of the
@@ -33,7 +34,7 @@ type simulateOpts struct {
 // only the table or the one JSON object).
 func runSimulate(args []string, stdout, stderr io.Writer) error {
 	var o simulateOpts
-	fs := newFlags("simulate", "[--cluster FILE] [--workload FILE] [--scheduler-conf FILE] [-o table|json] [--map FILE.svg] [--kubeconfig FILE]", stdout)
+	fs := newFlags("simulate", "[--cluster FILE] [--workload FILE] [--scheduler-conf FILE] [-o table|json] [--map FILE.svg] [--kubeconfig FILE] [--node-agent exact|numa|blind]", stdout)
 	fs.StringVar(&o.cluster, "cluster", "", "cluster file: Nodes, CustomNodeResources and bound Pods (default: the built-in sample cluster)")
 	fs.StringVar(&o.workload, "workload", "", "workload file: Queues, PodGroups, Pods, Volcano Jobs, PyTorchJobs (default: the built-in sample workload)")
 	fs.StringVar(&o.conf, "scheduler-conf", "", "volcano-scheduler.conf (default: the built-in conf of config/)")
@@ -41,6 +42,8 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.mapFile, "map", "", "also write an SVG map of the fabric and the placements to this file")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "read the cluster (Nodes, CustomNodeResources, bound Pods) from a live cluster, read-only")
 	fs.IntVar(&o.maxCycles, "max-cycles", 1000, "stop with an error if the scheduler still binds after this many cycles")
+	fs.StringVar(&o.nodeAgent, "node-agent", string(sim.DefaultNodeAgent),
+		"how the simulated katalyst node agent hands out devices after each bind: exact (the annotated NICs), numa (the numa_bind_result zone, its free NICs by name) or blind (the first zone with room)")
 	if err := fs.parse(args, 0); err != nil {
 		return err
 	}
@@ -52,6 +55,10 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	}
 	if o.maxCycles < 1 {
 		return badInputf("simulate: --max-cycles must be at least 1, got %d", o.maxCycles)
+	}
+	agent, err := sim.ParseNodeAgent(o.nodeAgent)
+	if err != nil {
+		return badInputf("simulate: --node-agent: %v", err)
 	}
 
 	c, err := loadConf(o.conf)
@@ -76,7 +83,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	s, err := sim.New(c, cluster, sim.Options{})
+	s, err := sim.New(c, cluster, sim.Options{NodeAgent: agent})
 	if err != nil {
 		return err
 	}
