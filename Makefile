@@ -4,6 +4,10 @@
 GO        ?= go
 BIN       ?= bin
 PKGS      := ./framework/... ./plugins/... ./actions/... ./cmd/... ./internal/...
+# Version stamped into kubectl-rdmatopo and rdmatopo_build_info.
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+GIT_SHA   ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+VERSION_LDFLAGS := -X github.com/rdmatopo/rdmatopo/internal/version.Version=$(VERSION) -X github.com/rdmatopo/rdmatopo/internal/version.GitCommit=$(GIT_SHA)
 
 .PHONY: all build demo test unit integration bench bench-full bench-e2e bench-plot soak-full fuzz lint fmt vet clean-bin
 
@@ -11,6 +15,7 @@ all: build
 
 build:
 	$(GO) build -o $(BIN)/rdmatopo ./cmd/rdmatopo
+	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/kubectl-rdmatopo ./cmd/kubectl-rdmatopo
 	$(GO) build -o $(BIN)/vc-scheduler ./cmd/vc-scheduler
 
 ## demo: run the main job (simulate on the embedded default cluster + workload)

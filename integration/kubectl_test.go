@@ -1,0 +1,285 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/rdmatopo/rdmatopo/internal/explain"
+	"github.com/rdmatopo/rdmatopo/internal/fabricview"
+	"github.com/rdmatopo/rdmatopo/internal/kubectlcmd"
+	"github.com/rdmatopo/rdmatopo/internal/live"
+	"github.com/rdmatopo/rdmatopo/internal/version"
+)
+
+// kubectlRun runs `kubectl rdmatopo ARGS` in-process against the test
+// cluster and returns its exit code, stdout and stderr.
+func kubectlRun(t *testing.T, e *Env, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	full := append([]string{}, args...)
+	full = append(full, "--kubeconfig", e.adminKubeconfig)
+	code := kubectlcmd.Main(full, strings.NewReader(""), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// kubectlJSON runs a command with -o json and decodes its output into v.
+func kubectlJSON(t *testing.T, e *Env, v any, args ...string) {
+	t.Helper()
+	code, out, errOut := kubectlRun(t, e, append(args, "-o", "json")...)
+	if code != 0 {
+		t.Fatalf("kubectl rdmatopo %s: exit %d: %s", strings.Join(args, " "), code, errOut)
+	}
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		t.Fatalf("kubectl rdmatopo %s -o json: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// useSchedulerConfigMap writes the project's scheduler conf into the
+// cluster's scheduler ConfigMap for the test's duration.
+func useSchedulerConfigMap(t *testing.T, e *Env) {
+	t.Helper()
+	ctx := context.Background()
+	conf, err := os.ReadFile(e.SchedulerConf())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cms := e.Kube.CoreV1().ConfigMaps(live.SchedulerConfigMapNamespace)
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: live.SchedulerConfigMapName},
+		Data:       map[string]string{live.SchedulerConfigMapKey: string(conf)},
+	}
+	if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create the scheduler ConfigMap: %v", err)
+	}
+	t.Cleanup(func() { _ = cms.Delete(context.Background(), live.SchedulerConfigMapName, metav1.DeleteOptions{}) })
+}
+
+// TestKubectlPlugin: on the real API server, with one gang bound under one
+// S0 (a VolcanoJob) and one that cannot fit its hard tier (a PyTorchJob),
+// every read command of the kubectl plugin works in table, JSON and YAML,
+// and reaches each gang from the job the user submitted.
+func TestKubectlPlugin(t *testing.T) {
+	e := requireEnv(t)
+	ctx := context.Background()
+	f := newFabric(t, e)
+	ns := newNamespace(t, e)
+	wide := twoGroups(ctx, f)
+	useSchedulerConfigMap(t, e)
+
+	placed := volcanoJob{Name: "llm", Workers: 3, Shape: trainer, Contract: hardS0}
+	placed.Create(t, e, ns)
+	pods := waitBound(t, e, ns, placed.Selector(), placed.Size(), placeTimeout)
+	placedPG := podGroupOf(t, e, pods[0])
+	_, leaf := checkGangUnderOneS0(t, f, pods, placed.Shape)
+
+	// Five pods of 4 GPUs under one S0: no leaf has room (the wide ones
+	// have four zones, one of them taken).
+	waiting := pytorchJob{Name: "big", Workers: 4, Shape: trainer, Contract: hardS0}
+	waiting.Create(t, e, ns)
+	eventually(t, placeTimeout, func() (bool, string) {
+		pg, err := e.Volcano.SchedulingV1beta1().PodGroups(ns).Get(ctx, waiting.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		n := len(listPods(t, e, ns, waiting.Selector()))
+		return condition(pg, "Unschedulable") != nil && n == waiting.Size(),
+			"waiting gang: " + describePodGroup(pg)
+	})
+	placedKey, waitingKey := ns+"/"+placedPG.Name, ns+"/"+waiting.Name
+
+	cases := []struct {
+		name  string
+		check func(t *testing.T)
+	}{
+		{"topology", func(t *testing.T) {
+			var v fabricview.View
+			kubectlJSON(t, e, &v, "topology")
+			var row *fabricview.Leaf
+			for i := range v.Leaves {
+				if v.Leaves[i].S0 == leaf {
+					row = &v.Leaves[i]
+				}
+			}
+			if row == nil {
+				t.Fatalf("topology -o json lists no leaf %s: %+v", leaf, v.Leaves)
+			}
+			if row.Holders[placedKey] != 8 || row.Free != 0 {
+				t.Errorf("leaf %s: holders %v, %d free; want %s holding all 8 NICs", leaf, row.Holders, row.Free, placedKey)
+			}
+			code, out, errOut := kubectlRun(t, e, "topology")
+			if code != 0 || !strings.Contains(out, "HOLDERS (NICS HELD)") || !strings.Contains(out, placedKey+" (8)") {
+				t.Errorf("topology table: exit %d, stderr %q:\n%s", code, errOut, out)
+			}
+			code, out, _ = kubectlRun(t, e, "topology", "-o", "yaml", "--page-size", "2")
+			var y fabricview.View
+			if code != 0 || yaml.Unmarshal([]byte(out), &y) != nil || y.NICs != v.NICs {
+				t.Errorf("topology -o yaml with 2 objects per page: exit %d, %d NICs, want %d:\n%s", code, y.NICs, v.NICs, out)
+			}
+		}},
+		{"explain placed VolcanoJob", func(t *testing.T) {
+			var x explain.Explanation
+			kubectlJSON(t, e, &x, "explain", "job/"+placed.Name, "-n", ns)
+			if x.PodGroup != placedPG.Name || x.State != explain.StatePlaced || x.Current == nil ||
+				x.Current.Tier != "s0" || len(x.Current.S0) != 1 || x.Current.S0[0] != leaf {
+				t.Errorf("explain job/%s: %+v (current %+v), want placed at s0 on %s", placed.Name, x, x.Current, leaf)
+			}
+		}},
+		{"explain waiting PyTorchJob", func(t *testing.T) {
+			var x explain.Explanation
+			kubectlJSON(t, e, &x, "explain", "pytorchjob/"+waiting.Name, "-n", ns)
+			if x.PodGroup != waiting.Name || x.State != explain.StateWaiting || x.Plan != nil ||
+				!strings.HasPrefix(x.Blocked, "TierLimit") || x.Contract.Mode != "hard" || x.Contract.HighestTier != "s0" {
+				t.Errorf("explain pytorchjob/%s: %+v, want waiting, blocked by its hard s0 limit", waiting.Name, x)
+			}
+			if len(x.Leaves) == 0 || x.Leaves[0].Pods != 3 || !wide[x.Leaves[0].S0] {
+				t.Errorf("best leaves %+v: want a wide leaf first, holding 3 of the 5 pods", x.Leaves)
+			}
+			code, out, _ := kubectlRun(t, e, "explain", waiting.Name, "-n", ns)
+			if code != 0 || !strings.Contains(out, "Blocked: TierLimit") || !strings.Contains(out, "Best leaves") {
+				t.Errorf("explain table: exit %d:\n%s", code, out)
+			}
+		}},
+		{"explain unknown kind is a usage error", func(t *testing.T) {
+			if code, _, errOut := kubectlRun(t, e, "explain", "deployment/x", "-n", ns); code != 2 || !strings.Contains(errOut, "unknown kind") {
+				t.Errorf("exit %d, stderr %q; want 2 naming the kind", code, errOut)
+			}
+		}},
+		{"simulate", func(t *testing.T) {
+			dir := t.TempDir()
+			wl := filepath.Join(dir, "w.yaml")
+			writeFile(t, wl, `apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: small, namespace: `+ns+`}
+spec: {minMember: 1, queue: default}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: small-0
+  namespace: `+ns+`
+  annotations: {scheduling.k8s.io/group-name: small}
+spec:
+  schedulerName: volcano
+  containers:
+  - name: c
+    image: x
+    resources:
+      requests: {nvidia.com/gpu: "4", vke.volcengine.com/rdma: "2", cpu: "1"}
+      limits: {nvidia.com/gpu: "4", vke.volcengine.com/rdma: "2", cpu: "1"}
+`)
+			svg := filepath.Join(dir, "sim.svg")
+			var res kubectlcmd.SimulateResult
+			kubectlJSON(t, e, &res, "simulate", "--workload", wl, "--map", svg)
+			if res.SchedulerConf.Kind != "configmap" {
+				t.Errorf("scheduler conf from %+v, want the cluster's ConfigMap", res.SchedulerConf)
+			}
+			jobs := map[string]kubectlcmd.SimJob{}
+			for _, j := range res.Jobs {
+				jobs[j.Namespace+"/"+j.Name] = j
+			}
+			if j, ok := jobs[waitingKey]; !ok || j.Placed {
+				t.Errorf("waiting gang %s in the simulation: %+v (present %v), want included and still waiting", waitingKey, j, ok)
+			}
+			if j := jobs[ns+"/small"]; !j.Placed || j.Tier != "node" {
+				t.Errorf("workload gang: %+v, want placed on one node", j)
+			}
+			checkSVG(t, readFile(t, svg))
+		}},
+		{"map", func(t *testing.T) {
+			code, out, errOut := kubectlRun(t, e, "map")
+			if code != 0 {
+				t.Fatalf("map: exit %d: %s", code, errOut)
+			}
+			checkSVG(t, out)
+			if !strings.Contains(out, placedKey+": tier s0") || !strings.Contains(out, waitingKey+": waiting") {
+				t.Errorf("the map's legend does not show %s placed and %s waiting", placedKey, waitingKey)
+			}
+			var st kubectlcmd.State
+			kubectlJSON(t, e, &st, "map")
+			found := 0
+			for _, j := range st.Jobs {
+				switch j.Key() {
+				case placedKey:
+					found++
+					if !j.Placed || j.Tier != "s0" || j.Color == "" {
+						t.Errorf("map -o json: %+v, want placed at s0 with a colour", j)
+					}
+				case waitingKey:
+					found++
+					if j.Placed || j.Reason == "" {
+						t.Errorf("map -o json: %+v, want waiting with the scheduler's reason", j)
+					}
+				}
+			}
+			if found != 2 {
+				t.Errorf("map -o json lists %d of the 2 jobs: %+v", found, st.Jobs)
+			}
+		}},
+		{"version", func(t *testing.T) {
+			var v version.Info
+			kubectlJSON(t, e, &v, "version")
+			if v.Volcano != "v1.10.0" || v.Version == "" || v.GitCommit == "" {
+				t.Errorf("version -o json: %+v, want Volcano v1.10.0", v)
+			}
+			if code, out, _ := kubectlRun(t, e, "version"); code != 0 || !strings.Contains(out, "Volcano v1.10.0") {
+				t.Errorf("version: exit %d: %s", code, out)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, tc.check)
+	}
+}
+
+// writeFile writes a test file.
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readFile reads a test file.
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// checkSVG fails unless s is a well-formed SVG document.
+func checkSVG(t *testing.T, s string) {
+	t.Helper()
+	dec := xml.NewDecoder(strings.NewReader(s))
+	root := ""
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("map is not well-formed XML: %v", err)
+		}
+		if el, ok := tok.(xml.StartElement); ok && root == "" {
+			root = el.Name.Local
+		}
+	}
+	if root != "svg" {
+		t.Fatalf("map's root element is %q, want svg", root)
+	}
+}

@@ -1,0 +1,451 @@
+// Package explain says why a gang waits, or where it sits, on the live
+// state of a cluster: the planner (framework/placement) runs over the
+// fabric the KCNRs describe minus every NIC bound pods hold, with the
+// gang's own contract, and each leaf is probed for how many of the gang's
+// pods it could hold alone and who holds its NICs.
+package explain
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/fabricview"
+	"github.com/rdmatopo/rdmatopo/internal/live"
+	"github.com/rdmatopo/rdmatopo/internal/workload"
+)
+
+// MaxLeaves is how many leaves an explanation lists.
+const MaxLeaves = 5
+
+// States of a gang.
+const (
+	StatePlaced  = "placed"
+	StateWaiting = "waiting"
+)
+
+// Contract is the gang's job contract as read from its PodGroup.
+type Contract struct {
+	Mode         string `json:"mode"`
+	HighestTier  string `json:"highestTier"`
+	MaxWait      string `json:"maxWait"`
+	WaitingSince string `json:"waitingSince"`
+	// Error names the annotations that cannot be read (the scheduler then
+	// keeps the gang pending with reason InvalidAnnotation).
+	Error string `json:"error"`
+}
+
+// Placement is a set of nodes and leaves and its tier.
+type Placement struct {
+	Tier  string   `json:"tier"`
+	Nodes []string `json:"nodes"`
+	S0    []string `json:"s0"`
+	S1    []string `json:"s1"`
+}
+
+// LeafFit is what one leaf could give the gang now.
+type LeafFit struct {
+	S0 string `json:"s0"`
+	S1 string `json:"s1"`
+	// Pods is how many of the gang's pending pods fit under the leaf
+	// alone (of Need pods needed).
+	Pods int `json:"pods"`
+	// FreeNICs and NICs count the leaf's NICs.
+	FreeNICs int `json:"freeNICs"`
+	NICs     int `json:"nics"`
+	// HeldBy lists the jobs holding the leaf's NICs, with NIC counts.
+	HeldBy map[string]int `json:"heldBy"`
+}
+
+// Explanation is the answer for one gang.
+type Explanation struct {
+	Namespace string `json:"namespace"`
+	PodGroup  string `json:"podGroup"`
+	// From is the PodGroup's controller ("Job/llm", "PyTorchJob/bert").
+	From      string   `json:"from"`
+	Phase     string   `json:"phase"`
+	MinMember int32    `json:"minMember"`
+	Pods      int      `json:"pods"`
+	Bound     int      `json:"bound"`
+	State     string   `json:"state"`
+	Contract  Contract `json:"contract"`
+	// Shape is the largest pending pod's need ("4 GPU + 2 RDMA").
+	Shape string `json:"shape"`
+	// Current is where the bound pods sit (nil when none is bound).
+	Current *Placement `json:"current"`
+	// Plan is where the planner would place the pending pods now (nil
+	// when it cannot, or nothing is pending).
+	Plan *Placement `json:"plan"`
+	// Blocked says why the planner cannot place the gang now.
+	Blocked string `json:"blocked"`
+	// Leaves are the best leaves for the gang, best first.
+	Leaves []LeafFit `json:"leaves"`
+	// Scheduler is what the scheduler last wrote on the PodGroup.
+	Scheduler string `json:"scheduler"`
+	// Notes are further remarks (non-RDMA gang, gang fits now, ...).
+	Notes []string `json:"notes"`
+}
+
+// Explain computes the explanation of one PodGroup on a snapshot.
+func Explain(cfg topology.Config, snap *live.Snapshot, pg *schedulingv1beta1.PodGroup) *Explanation {
+	cfg = cfg.WithDefaults()
+	bound, pending := snap.PodsOf(pg.Namespace, pg.Name)
+	e := &Explanation{
+		Namespace: pg.Namespace, PodGroup: pg.Name, From: live.OwnerOf(pg), Phase: string(pg.Status.Phase),
+		MinMember: pg.Spec.MinMember, Pods: len(bound) + len(pending), Bound: len(bound),
+		Leaves: []LeafFit{}, Notes: []string{},
+	}
+	e.State = StateWaiting
+	if len(bound) > 0 && int32(len(bound)) >= pg.Spec.MinMember {
+		e.State = StatePlaced
+	}
+	contract, cerr := placement.ParseContract(pg.Annotations)
+	e.Contract = Contract{Mode: contract.Mode.String(), HighestTier: contract.HighestTier.String(),
+		WaitingSince: pg.Annotations[ledger.AnnotationWaitingSince]}
+	if contract.MaxWait > 0 {
+		e.Contract.MaxWait = contract.MaxWait.String()
+	}
+	if cerr != nil {
+		e.Contract.Error = cerr.Error()
+	}
+	for _, j := range snap.Jobs(cfg.RDMAResource) {
+		if j.Namespace == pg.Namespace && j.Name == pg.Name && !j.Placed {
+			e.Scheduler = j.Reason
+		}
+	}
+
+	view := fabricview.Build(cfg, snap.Cluster)
+	f := view.Fabric()
+	reserved, _ := ledger.Rebuild(cfg, snap.Cluster.Pods, f)
+	if len(bound) > 0 {
+		e.Current = where(f, reserved, bound)
+	}
+
+	rdma := corev1.ResourceName(cfg.RDMAResource)
+	var pods []placement.Pod
+	for _, p := range pending {
+		req := workload.PodRequests(&p.Spec)
+		sh := placement.Shape{
+			GPU:      req.Name(corev1.ResourceName(cfg.GPUResource), "").Value(),
+			NICs:     req.Name(rdma, "").Value(),
+			CPUMilli: req.Cpu().MilliValue(),
+		}
+		if sh.NICs <= 0 {
+			continue
+		}
+		pods = append(pods, placement.Pod{UID: string(p.UID), Name: p.Namespace + "/" + p.Name, Shape: sh})
+	}
+	if len(pending) == 0 {
+		return e
+	}
+	if len(pods) == 0 {
+		e.Notes = append(e.Notes, "no pending pod requests "+cfg.RDMAResource+": rdmatopo does not place this gang, stock Volcano does")
+		return e
+	}
+	main := pods[0].Shape
+	for _, p := range pods[1:] {
+		if p.Shape.NICs > main.NICs || (p.Shape.NICs == main.NICs && p.Shape.GPU > main.GPU) {
+			main = p.Shape
+		}
+	}
+	e.Shape = main.String()
+	need := int(pg.Spec.MinMember) - len(bound)
+	if need < 1 {
+		need = 1
+	}
+	if need > len(pods) {
+		need = len(pods)
+	}
+
+	st := placement.NewState(f, reserved)
+	limit(st, snap.Cluster, cfg)
+	gang := placement.Gang{Job: pg.Namespace + "/" + pg.Name, Pods: pods, Need: need,
+		Mode: contract.Mode, HighestTier: contract.HighestTier, Held: held(f, reserved, bound)}
+	switch plan, fail := st.Plan(gang); {
+	case cerr != nil:
+		e.Blocked = string(placement.ReasonInvalidContract) + ": " + cerr.Error()
+	case plan != nil:
+		p := &Placement{Tier: plan.Tier.String(), S0: ids(plan.S0s), S1: s1s(plan.S1s)}
+		seen := map[string]bool{}
+		for _, a := range plan.Assignments {
+			if !seen[a.Node] {
+				seen[a.Node] = true
+				p.Nodes = append(p.Nodes, a.Node)
+			}
+		}
+		sort.Strings(p.Nodes)
+		e.Plan = p
+		if e.State == StateWaiting {
+			e.Notes = append(e.Notes, fmt.Sprintf("the fabric holds %d of the gang's pods now at tier %s: it waits for something else (queue, quota, node conditions, the next scheduling cycle); see the scheduler's message", len(plan.Assignments), p.Tier))
+		}
+	case fail != nil:
+		e.Blocked = string(fail.Code) + ": " + fail.Message
+		if contract.Mode == placement.ModeHard && contract.MaxWait > 0 && e.Contract.WaitingSince != "" {
+			if since, err := time.Parse(time.RFC3339, e.Contract.WaitingSince); err == nil {
+				e.Notes = append(e.Notes, fmt.Sprintf("hard until %s (max-wait %s), then placed as soft",
+					since.Add(contract.MaxWait).UTC().Format(time.RFC3339), contract.MaxWait))
+			}
+		}
+	}
+	e.Leaves = bestLeaves(st, view, main, len(pods))
+	return e
+}
+
+// limit bounds each node by what its Node object still offers (allocatable
+// minus the bound pods' requests) and rules out nodes that are
+// unschedulable or not Ready, as the scheduler's session does.
+func limit(st *placement.State, c *workload.Cluster, cfg topology.Config) {
+	used := map[string]corev1.ResourceList{}
+	for _, p := range c.Pods {
+		req := workload.PodRequests(&p.Spec)
+		sum := used[p.Spec.NodeName]
+		if sum == nil {
+			sum = corev1.ResourceList{}
+			used[p.Spec.NodeName] = sum
+		}
+		for k, q := range req {
+			cur := sum[k]
+			cur.Add(q)
+			sum[k] = cur
+		}
+	}
+	for _, n := range c.Nodes {
+		if n.Spec.Unschedulable || !ready(n) {
+			st.SetUnusable(n.Name)
+			continue
+		}
+		left := func(name corev1.ResourceName, milli bool) int64 {
+			a := n.Status.Allocatable[name]
+			u := used[n.Name][name]
+			a.Sub(u)
+			if milli {
+				return max(a.MilliValue(), 0)
+			}
+			return max(a.Value(), 0)
+		}
+		st.SetCap(n.Name, placement.Cap{
+			GPU:      left(corev1.ResourceName(cfg.GPUResource), false),
+			CPUMilli: left(corev1.ResourceCPU, true),
+			NICs:     left(corev1.ResourceName(cfg.RDMAResource), false),
+		})
+	}
+}
+
+// ready reports whether a node's Ready condition is True.
+func ready(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// where is the placement of the bound pods, by their reservations.
+func where(f *topology.Fabric, l *ledger.Ledger, bound []*corev1.Pod) *Placement {
+	h := held(f, l, bound)
+	p := &Placement{Nodes: []string{}}
+	for n := range h.Nodes {
+		p.Nodes = append(p.Nodes, n)
+	}
+	sort.Strings(p.Nodes)
+	var s0 []topology.S0ID
+	for id := range h.S0s {
+		s0 = append(s0, id)
+	}
+	var s1 []topology.S1ID
+	for id := range h.S1s {
+		s1 = append(s1, id)
+	}
+	sort.Slice(s0, func(i, j int) bool { return s0[i] < s0[j] })
+	sort.Slice(s1, func(i, j int) bool { return s1[i] < s1[j] })
+	p.S0, p.S1 = ids(s0), s1s(s1)
+	if len(s0) > 0 {
+		p.Tier = placement.TierOf(len(h.Nodes), len(s0), max(len(s1), 1)).String()
+	}
+	return p
+}
+
+// held is what the bound pods of a gang hold.
+func held(f *topology.Fabric, l *ledger.Ledger, bound []*corev1.Pod) *placement.Held {
+	h := &placement.Held{Nodes: map[string]bool{}, S0s: map[topology.S0ID]bool{}, S1s: map[topology.S1ID]bool{}}
+	for _, p := range bound {
+		h.Nodes[p.Spec.NodeName] = true
+		r, ok := l.Get(string(p.UID))
+		if !ok {
+			continue
+		}
+		h.Pods++
+		for _, id := range f.NICLeaves(r.Node, r.NICs()) {
+			h.S0s[id] = true
+			if leaf, ok := f.Leaf(id); ok {
+				h.S1s[leaf.S1] = true
+			}
+		}
+	}
+	return h
+}
+
+// bestLeaves probes every known leaf: how many pods of the main shape it
+// holds alone (up to want), its free NICs and holders; best first.
+func bestLeaves(st *placement.State, v *fabricview.View, sh placement.Shape, want int) []LeafFit {
+	f := st.Fabric()
+	rows := map[string]fabricview.Leaf{}
+	for _, r := range v.Leaves {
+		rows[r.S0] = r
+	}
+	var out []LeafFit
+	probe := 0
+	for _, id := range f.LeafIDs() {
+		if id.IsUnknown() {
+			continue
+		}
+		leaf, _ := f.Leaf(id)
+		allowed := map[topology.S0ID]bool{id: true}
+		type applied struct {
+			uid string
+			a   placement.Assignment
+		}
+		var done []applied
+		last := ""
+		for _, s := range leaf.Slots {
+			if s.Node.Name == last {
+				continue
+			}
+			last = s.Node.Name
+			for len(done) < want {
+				a, ok := st.Fit(s.Node.Name, sh, allowed)
+				if !ok {
+					break
+				}
+				probe++
+				uid := fmt.Sprintf("explain-probe-%d", probe)
+				st.Apply(uid, a)
+				done = append(done, applied{uid, a})
+			}
+		}
+		for _, d := range done {
+			st.Unapply(d.uid, d.a)
+		}
+		r := rows[string(id)]
+		out = append(out, LeafFit{S0: string(id), S1: string(leaf.S1), Pods: len(done),
+			FreeNICs: r.Free, NICs: r.NICs, HeldBy: r.Holders})
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Pods != b.Pods {
+			return a.Pods > b.Pods
+		}
+		if a.FreeNICs != b.FreeNICs {
+			return a.FreeNICs > b.FreeNICs
+		}
+		return a.S0 < b.S0
+	})
+	if len(out) > MaxLeaves {
+		out = out[:MaxLeaves]
+	}
+	return out
+}
+
+func ids(in []topology.S0ID) []string {
+	out := make([]string, 0, len(in))
+	for _, id := range in {
+		out = append(out, string(id))
+	}
+	return out
+}
+
+func s1s(in []topology.S1ID) []string {
+	out := make([]string, 0, len(in))
+	for _, id := range in {
+		if id != "" {
+			out = append(out, string(id))
+		}
+	}
+	return out
+}
+
+// WriteText prints an explanation for people.
+func (e *Explanation) WriteText(w io.Writer) error {
+	var b strings.Builder
+	from := ""
+	if e.From != "" {
+		from = " (from " + e.From + ")"
+	}
+	fmt.Fprintf(&b, "PodGroup %s/%s%s: %s, %d/%d pods bound (minMember %d), phase %s\n",
+		e.Namespace, e.PodGroup, from, e.State, e.Bound, e.Pods, e.MinMember, e.Phase)
+	c := e.Contract
+	fmt.Fprintf(&b, "Contract: mode %s, highest tier %s", c.Mode, c.HighestTier)
+	if c.MaxWait != "" {
+		fmt.Fprintf(&b, ", max-wait %s", c.MaxWait)
+	}
+	if c.WaitingSince != "" {
+		fmt.Fprintf(&b, ", waiting since %s", c.WaitingSince)
+	}
+	b.WriteString("\n")
+	if c.Error != "" {
+		fmt.Fprintf(&b, "Contract error: %s\n", c.Error)
+	}
+	if e.Current != nil {
+		fmt.Fprintf(&b, "Sits at: %s\n", describe(e.Current))
+	}
+	if e.Shape != "" {
+		fmt.Fprintf(&b, "Pending pods: %d, largest %s\n", e.Pods-e.Bound, e.Shape)
+	}
+	if e.Plan != nil {
+		fmt.Fprintf(&b, "Would be placed now at: %s\n", describe(e.Plan))
+	}
+	if e.Blocked != "" {
+		fmt.Fprintf(&b, "Blocked: %s\n", e.Blocked)
+	}
+	if e.Scheduler != "" {
+		fmt.Fprintf(&b, "Scheduler says: %s\n", e.Scheduler)
+	}
+	for _, n := range e.Notes {
+		fmt.Fprintf(&b, "Note: %s\n", n)
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	if len(e.Leaves) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nBest leaves for the gang:")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "S1\tS0\tPODS THAT FIT\tFREE NICS\tHELD BY (NICS)")
+	for _, l := range e.Leaves {
+		s1 := l.S1
+		if s1 == "" {
+			s1 = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d/%d\t%s\n", s1, l.S0, l.Pods, l.FreeNICs, l.NICs, fabricview.HolderList(l.HeldBy))
+	}
+	return tw.Flush()
+}
+
+// describe renders a placement on one line.
+func describe(p *Placement) string {
+	tier := p.Tier
+	if tier == "" {
+		tier = "no RDMA NICs"
+	} else {
+		tier = "tier " + tier
+	}
+	s := fmt.Sprintf("%s on nodes %s", tier, strings.Join(p.Nodes, ","))
+	if len(p.S0) > 0 {
+		s += ", S0 " + strings.Join(p.S0, ",")
+	}
+	if len(p.S1) > 0 {
+		s += ", S1 " + strings.Join(p.S1, ",")
+	}
+	return s
+}

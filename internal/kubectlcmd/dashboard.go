@@ -1,0 +1,155 @@
+package kubectlcmd
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+//go:embed dashboard.html
+var dashboardHTML string
+
+var dashboardPage = template.Must(template.New("dashboard").Parse(dashboardHTML))
+
+// DefaultListen is the dashboard's default address: loopback only.
+const DefaultListen = "127.0.0.1:8080"
+
+func newDashboardCommand(o *options) *cobra.Command {
+	var listen string
+	var interval time.Duration
+	cmd := &cobra.Command{
+		Use:   "dashboard [--listen 127.0.0.1:8080]",
+		Short: "Serve a live fabric page: the map of the cluster, each job in its colour, pending gangs with their reasons",
+		Long: "dashboard serves a read-only page that redraws the live fabric map every --interval.\n" +
+			"Endpoints: / (the page), /api/state.json (jobs, topology and the SVG), /api/map.svg, /healthz.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if interval < time.Second {
+				return usagef("--interval must be at least 1s")
+			}
+			if _, err := o.clients(); err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return err
+			}
+			srv := &http.Server{
+				Handler:           NewDashboard(func(ctx context.Context) (*State, error) { return buildState(ctx, o) }, interval),
+				ReadHeaderTimeout: 10 * time.Second,
+			}
+			fmt.Fprintf(o.stdout, "Serving the fabric dashboard on http://%s/ (read-only; Ctrl-C stops)\n", ln.Addr())
+			ctx := cmd.Context()
+			done := make(chan error, 1)
+			go func() { done <- srv.Serve(ln) }()
+			select {
+			case <-ctx.Done():
+				shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_ = srv.Shutdown(shut)
+				return nil
+			case err := <-done:
+				if errors.Is(err, http.ErrServerClosed) {
+					return nil
+				}
+				return err
+			}
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", DefaultListen, "address to serve on")
+	cmd.Flags().DurationVar(&interval, "interval", 3*time.Second, "how often the page refreshes")
+	return cmd
+}
+
+// NewDashboard returns the dashboard's handler. read computes the live
+// state; a state younger than a third of the refresh interval is served
+// again rather than read anew, so many open pages cost one read.
+func NewDashboard(read func(context.Context) (*State, error), interval time.Duration) http.Handler {
+	d := &dashboard{read: read, interval: interval, maxAge: interval / 3}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", d.page)
+	mux.HandleFunc("/api/state.json", d.stateJSON)
+	mux.HandleFunc("/api/map.svg", d.mapSVG)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	return readOnly(mux)
+}
+
+// readOnly refuses every method but GET and HEAD.
+func readOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "read-only", http.StatusMethodNotAllowed)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+type dashboard struct {
+	read     func(context.Context) (*State, error)
+	interval time.Duration
+	maxAge   time.Duration
+
+	mu   sync.Mutex
+	last *State
+	at   time.Time
+}
+
+// state returns a fresh enough state.
+func (d *dashboard) state(ctx context.Context) (*State, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.last != nil && time.Since(d.at) < d.maxAge {
+		return d.last, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, liveTimeout)
+	defer cancel()
+	st, err := d.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d.last, d.at = st, time.Now()
+	return st, nil
+}
+
+func (d *dashboard) page(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/" {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = dashboardPage.Execute(w, struct{ IntervalMillis int64 }{d.interval.Milliseconds()})
+}
+
+func (d *dashboard) stateJSON(w http.ResponseWriter, r *http.Request) {
+	st, err := d.state(r.Context())
+	w.Header().Set("Cache-Control", "no-store")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(st)
+}
+
+func (d *dashboard) mapSVG(w http.ResponseWriter, r *http.Request) {
+	st, err := d.state(r.Context())
+	w.Header().Set("Cache-Control", "no-store")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	w.Header().Set("Content-Type", "image/svg+xml")
+	_, _ = w.Write([]byte(st.SVG))
+}

@@ -1,0 +1,134 @@
+package kubectlcmd
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/rdmatopo/rdmatopo/internal/explain"
+	"github.com/rdmatopo/rdmatopo/internal/live"
+)
+
+// pytorchJobs is the Kubeflow training operator's PyTorchJob resource.
+var pytorchJobs = schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"}
+
+func newExplainCommand(o *options) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "explain PODGROUP|podgroup/NAME|job/NAME|pytorchjob/NAME|pod/NAME",
+		Short: "Say why a gang waits or where it sits: its tier, the best leaves and what blocks them",
+		Long: "explain finds the gang's PodGroup (a Volcano Job's is <job>-<job uid>, a PyTorchJob's is named like the job,\n" +
+			"a pod names its own) and runs the planner on the live state with the gang's contract.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output, OutputTable, OutputJSON, OutputYAML); err != nil {
+				return err
+			}
+			ns, err := o.namespace()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), liveTimeout)
+			defer cancel()
+			c, err := o.clients()
+			if err != nil {
+				return err
+			}
+			conf, _, err := o.conf(ctx, c)
+			if err != nil {
+				return err
+			}
+			snap, err := live.Fetch(ctx, c)
+			if err != nil {
+				return err
+			}
+			pg, err := resolve(ctx, c, snap, ns, args[0])
+			if err != nil {
+				return err
+			}
+			e := explain.Explain(conf.Topology, snap, pg)
+			if output != OutputTable {
+				return writeStructured(o.stdout, output, e)
+			}
+			return e.WriteText(o.stdout)
+		},
+	}
+	outputFlag(cmd, &output, OutputTable, OutputJSON, OutputYAML)
+	return cmd
+}
+
+// resolve finds the PodGroup a target names in namespace ns.
+func resolve(ctx context.Context, c *live.Clients, snap *live.Snapshot, ns, target string) (*schedulingv1beta1.PodGroup, error) {
+	kind, name, ok := strings.Cut(target, "/")
+	if !ok {
+		kind, name = "podgroup", target
+	}
+	if name == "" {
+		return nil, usagef("explain %q: empty name", target)
+	}
+	find := func(pgName string) *schedulingv1beta1.PodGroup {
+		for _, pg := range snap.PodGroups {
+			if pg.Namespace == ns && pg.Name == pgName {
+				return pg
+			}
+		}
+		return nil
+	}
+	ownedBy := func(ownerKind, owner string) *schedulingv1beta1.PodGroup {
+		for _, pg := range snap.PodGroups {
+			for _, ref := range pg.OwnerReferences {
+				if pg.Namespace == ns && ref.Kind == ownerKind && ref.Name == owner {
+					return pg
+				}
+			}
+		}
+		return nil
+	}
+	switch strings.ToLower(kind) {
+	case "podgroup", "podgroups", "pg", "podgroups.scheduling.volcano.sh":
+		if pg := find(name); pg != nil {
+			return pg, nil
+		}
+		return nil, fmt.Errorf("PodGroup %s/%s not found", ns, name)
+	case "job", "jobs", "vcjob", "vcjobs", "jobs.batch.volcano.sh":
+		job, err := c.Volcano.BatchV1alpha1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("Volcano Job %s/%s: %w", ns, name, err)
+		}
+		if pg := find(name + "-" + string(job.UID)); pg != nil {
+			return pg, nil
+		}
+		if pg := ownedBy("Job", name); pg != nil {
+			return pg, nil
+		}
+		return nil, fmt.Errorf("Volcano Job %s/%s has no PodGroup yet (want %s-%s; is vc-controller-manager running?)", ns, name, name, job.UID)
+	case "pytorchjob", "pytorchjobs", "pytorchjobs.kubeflow.org":
+		if _, err := c.Dynamic.Resource(pytorchJobs).Namespace(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("PyTorchJob %s/%s not found", ns, name)
+			}
+			return nil, fmt.Errorf("PyTorchJob %s/%s: %w", ns, name, err)
+		}
+		if pg := find(name); pg != nil {
+			return pg, nil
+		}
+		return nil, fmt.Errorf("PyTorchJob %s/%s has no PodGroup %s yet (is the training operator running with Volcano gang scheduling?)", ns, name, name)
+	case "pod", "pods", "po":
+		pod, err := c.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("pod %s/%s: %w", ns, name, err)
+		}
+		group := pod.Annotations[schedulingv1beta1.KubeGroupNameAnnotationKey]
+		if pg := find(group); group != "" && pg != nil {
+			return pg, nil
+		}
+		return nil, fmt.Errorf("pod %s/%s belongs to no PodGroup (annotation %s is %q)", ns, name, schedulingv1beta1.KubeGroupNameAnnotationKey, group)
+	}
+	return nil, usagef("explain %q: unknown kind %q (want podgroup, job, pytorchjob or pod)", target, kind)
+}

@@ -1,0 +1,285 @@
+package kubectlcmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/rdmatopo/rdmatopo/internal/fabricmap"
+	"github.com/rdmatopo/rdmatopo/internal/live"
+	"github.com/rdmatopo/rdmatopo/internal/sim"
+	"github.com/rdmatopo/rdmatopo/internal/workload"
+)
+
+// SimulateResult is what `simulate -o json|yaml` prints.
+type SimulateResult struct {
+	// SchedulerConf says which conf ran (file, configmap or built-in).
+	SchedulerConf confSource `json:"schedulerConf"`
+	// Waiting lists the gangs already waiting in the cluster that the
+	// simulation includes ("namespace/name").
+	Waiting []string `json:"waiting"`
+	Cycles  int      `json:"cycles"`
+	Pods    []SimPod `json:"pods"`
+	Jobs    []SimJob `json:"jobs"`
+
+	report *sim.Report
+}
+
+// SimPod is where one simulated pod landed (the fields of `rdmatopo
+// simulate -o json`).
+type SimPod struct {
+	Namespace string   `json:"namespace"`
+	Name      string   `json:"name"`
+	Job       string   `json:"job"`
+	Node      string   `json:"node"`
+	NUMA      int      `json:"numa"`
+	NICs      []string `json:"nics"`
+	S0        []string `json:"s0"`
+	S1        []string `json:"s1"`
+}
+
+// SimJob is the outcome of one simulated gang.
+type SimJob struct {
+	Namespace string   `json:"namespace"`
+	Name      string   `json:"name"`
+	MinMember int32    `json:"minMember"`
+	Placed    bool     `json:"placed"`
+	BoundPods int      `json:"boundPods"`
+	Tier      string   `json:"tier"`
+	S0        []string `json:"s0"`
+	S1        []string `json:"s1"`
+	Reason    string   `json:"reason"`
+}
+
+// nonNil returns s, or an empty list for nil.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func newSimulateCommand(o *options) *cobra.Command {
+	var output, workloadFile, mapFile string
+	var maxCycles int
+	var noWaiting bool
+	cmd := &cobra.Command{
+		Use:   "simulate [--workload FILE]",
+		Short: "What-if on the live cluster: run the scheduler (the cluster's conf) over its waiting gangs and a workload file",
+		Long: "simulate reads the live cluster (Nodes, KCNRs, bound pods, Queues, PriorityClasses), its scheduler conf\n" +
+			"(ConfigMap " + live.SchedulerConfigMapNamespace + "/" + live.SchedulerConfigMapName + " when present) and the gangs\n" +
+			"waiting there, adds the workload file's jobs, and runs the real Volcano scheduler in memory until nothing new binds.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output, OutputTable, OutputJSON, OutputYAML); err != nil {
+				return err
+			}
+			if maxCycles < 1 {
+				return usagef("--max-cycles must be at least 1")
+			}
+			var set *workload.Set
+			if workloadFile != "" {
+				data, err := os.ReadFile(workloadFile)
+				if err != nil {
+					return usagef("--workload: %v", err)
+				}
+				if set, err = workload.LoadWorkload(workloadFile, data); err != nil {
+					return usagef("%v", err)
+				}
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), liveTimeout)
+			defer cancel()
+			snap, conf, src, err := o.snapshot(ctx)
+			if err != nil {
+				return err
+			}
+			res, s, err := simulate(conf, snap, set, !noWaiting, maxCycles)
+			if err != nil {
+				return err
+			}
+			res.SchedulerConf = src
+			if mapFile != "" {
+				svg := fabricmap.Render(s.Fabric(), fabricmap.FromSim(res.report, s.Pods()))
+				if err := os.WriteFile(mapFile, svg, 0o644); err != nil {
+					return fmt.Errorf("writing the map: %w", err)
+				}
+			}
+			if output != OutputTable {
+				return writeStructured(o.stdout, output, res)
+			}
+			return writeSimTable(o.stdout, res)
+		},
+	}
+	outputFlag(cmd, &output, OutputTable, OutputJSON, OutputYAML)
+	cmd.Flags().StringVar(&workloadFile, "workload", "", "workload file to add: Queues, PodGroups, Pods, Volcano Jobs, PyTorchJobs")
+	cmd.Flags().StringVar(&mapFile, "map", "", "also write an SVG map of the outcome to this file")
+	cmd.Flags().IntVar(&maxCycles, "max-cycles", 1000, "stop with an error if the scheduler still binds after this many cycles")
+	cmd.Flags().BoolVar(&noWaiting, "no-waiting", false, "leave out the gangs waiting in the cluster")
+	return cmd
+}
+
+// waitingSet is the workload of the gangs waiting in the cluster: every
+// PodGroup that is not placed and has pending pods, with those pods.
+func waitingSet(snap *live.Snapshot, rdmaResource string) (*workload.Set, []string) {
+	set := &workload.Set{}
+	var names []string
+	for _, j := range snap.Jobs(rdmaResource) {
+		if j.Placed || j.Bound == j.Pods {
+			continue
+		}
+		var pg *schedulingv1beta1.PodGroup
+		for _, g := range snap.PodGroups {
+			if g.Namespace == j.Namespace && g.Name == j.Name {
+				pg = g.DeepCopy()
+			}
+		}
+		if pg == nil {
+			continue
+		}
+		_, pending := snap.PodsOf(j.Namespace, j.Name)
+		pg.ResourceVersion = ""
+		pg.Status.Conditions = nil
+		set.PodGroups = append(set.PodGroups, pg)
+		for _, p := range pending {
+			p = p.DeepCopy()
+			p.ResourceVersion = ""
+			p.Status = corev1.PodStatus{Phase: corev1.PodPending}
+			set.Pods = append(set.Pods, p)
+		}
+		names = append(names, j.Key())
+	}
+	return set, names
+}
+
+// simulate runs the scheduler over the live cluster, its waiting gangs
+// (when withWaiting) and the extra workload.
+func simulate(conf *sim.Conf, snap *live.Snapshot, extra *workload.Set, withWaiting bool, maxCycles int) (*SimulateResult, *sim.Simulator, error) {
+	set := &workload.Set{Queues: snap.Queues, PriorityClasses: snap.PriorityClasses}
+	res := &SimulateResult{Waiting: []string{}}
+	if withWaiting {
+		w, names := waitingSet(snap, conf.Topology.WithDefaults().RDMAResource)
+		set.PodGroups = append(set.PodGroups, w.PodGroups...)
+		set.Pods = append(set.Pods, w.Pods...)
+		res.Waiting = append(res.Waiting, names...)
+	}
+	if extra != nil {
+		exists := map[string]bool{}
+		for _, p := range snap.Cluster.Pods {
+			exists["pod "+p.Namespace+"/"+p.Name] = true
+		}
+		for _, p := range set.Pods {
+			exists["pod "+p.Namespace+"/"+p.Name] = true
+		}
+		for _, pg := range set.PodGroups {
+			exists["PodGroup "+pg.Namespace+"/"+pg.Name] = true
+		}
+		for _, pg := range extra.PodGroups {
+			if exists["PodGroup "+pg.Namespace+"/"+pg.Name] {
+				return nil, nil, usagef("workload: PodGroup %s/%s already waits in the cluster (use --no-waiting, or rename it)", pg.Namespace, pg.Name)
+			}
+		}
+		for _, p := range extra.Pods {
+			if exists["pod "+p.Namespace+"/"+p.Name] {
+				return nil, nil, usagef("workload: pod %s/%s already exists in the cluster", p.Namespace, p.Name)
+			}
+		}
+		set.Queues = append(set.Queues, extra.Queues...)
+		set.PriorityClasses = append(set.PriorityClasses, extra.PriorityClasses...)
+		set.PodGroups = append(set.PodGroups, extra.PodGroups...)
+		set.Pods = append(set.Pods, extra.Pods...)
+	}
+	if len(set.Queues) == 0 {
+		set.Queues = []*schedulingv1beta1.Queue{defaultQueue()}
+	}
+	s, err := sim.New(conf, snap.Cluster, sim.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.Submit(set); err != nil {
+		return nil, nil, err
+	}
+	if _, err := s.Run(maxCycles); err != nil {
+		return nil, nil, err
+	}
+	rep := sim.BuildReport(s)
+	res.Cycles, res.report = rep.Cycles, rep
+	res.Pods, res.Jobs = []SimPod{}, []SimJob{}
+	for _, p := range rep.Pods {
+		res.Pods = append(res.Pods, SimPod{Namespace: p.Namespace, Name: p.Name, Job: p.Job, Node: p.Node, NUMA: p.NUMA,
+			NICs: nonNil(p.NICs), S0: nonNil(p.S0), S1: nonNil(p.S1)})
+	}
+	for _, j := range rep.Jobs {
+		res.Jobs = append(res.Jobs, SimJob{Namespace: j.Namespace, Name: j.Name, MinMember: j.MinMember, Placed: j.Placed,
+			BoundPods: j.BoundPods, Tier: j.Tier, S0: nonNil(j.S0), S1: nonNil(j.S1), Reason: j.Reason})
+	}
+	return res, s, nil
+}
+
+// defaultQueue is Volcano's default Queue, for clusters that list none.
+func defaultQueue() *schedulingv1beta1.Queue {
+	q := &schedulingv1beta1.Queue{}
+	q.Name = "default"
+	q.Spec.Weight = 1
+	q.Status.State = schedulingv1beta1.QueueStateOpen
+	return q
+}
+
+// writeSimTable prints one line per job and a summary.
+func writeSimTable(w io.Writer, res *SimulateResult) error {
+	waiting := map[string]bool{}
+	for _, k := range res.Waiting {
+		waiting[k] = true
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tSOURCE\tPLACED\tTIER\tS0\tS1\tPODS\tREASON")
+	placed := 0
+	for _, j := range res.Jobs {
+		key := j.Namespace + "/" + j.Name
+		source := "workload"
+		if waiting[key] {
+			source = "waiting in cluster"
+		}
+		yes, tier, reason := "no", j.Tier, j.Reason
+		if j.Placed {
+			yes = "yes"
+			placed++
+		}
+		if tier == "" {
+			tier = "-"
+		}
+		if reason == "" {
+			reason = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", key, source, yes, tier,
+			list(j.S0, fabricmap.ShortID), list(j.S1, func(s string) string { return s }), j.BoundPods, j.MinMember, reason)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\n%d jobs: %d placed, %d waiting, after %d scheduling cycles (scheduler conf: %s).\n",
+		len(res.Jobs), placed, len(res.Jobs)-placed, res.Cycles, res.SchedulerConf)
+	return err
+}
+
+// list renders up to three items and a count of the rest.
+func list(items []string, short func(string) string) string {
+	if len(items) == 0 {
+		return "-"
+	}
+	var parts []string
+	for i, it := range items {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("+%d", len(items)-3))
+			break
+		}
+		parts = append(parts, short(it))
+	}
+	return strings.Join(parts, ",")
+}

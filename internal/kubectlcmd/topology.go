@@ -1,0 +1,45 @@
+package kubectlcmd
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rdmatopo/rdmatopo/internal/fabricview"
+	"github.com/rdmatopo/rdmatopo/internal/live"
+)
+
+func newTopologyCommand(o *options) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "topology",
+		Short: "Print the live RDMA fabric: per S1 and S0 leaf its nodes, free and used NICs, and who holds them",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output, OutputTable, OutputJSON, OutputYAML); err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), liveTimeout)
+			defer cancel()
+			c, err := o.clients()
+			if err != nil {
+				return err
+			}
+			conf, _, err := o.conf(ctx, c)
+			if err != nil {
+				return err
+			}
+			cluster, err := live.FetchCluster(ctx, c)
+			if err != nil {
+				return err
+			}
+			v := fabricview.Build(conf.Topology, cluster)
+			if output != OutputTable {
+				return writeStructured(o.stdout, output, v)
+			}
+			return v.WriteTable(o.stdout)
+		},
+	}
+	outputFlag(cmd, &output, OutputTable, OutputJSON, OutputYAML)
+	return cmd
+}

@@ -1,0 +1,238 @@
+// Package live reads a live cluster for the read-only tools (`rdmatopo
+// topology|simulate --kubeconfig`, `kubectl rdmatopo`): Nodes, katalyst
+// CustomNodeResources, pods, PodGroups, Queues, PriorityClasses and the
+// scheduler's ConfigMap, every list paged (limit/continue) so that a large
+// cluster is never read in one response. Nothing is written.
+package live
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
+	katalystclient "github.com/kubewharf/katalyst-api/pkg/client/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/pager"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
+
+	"github.com/rdmatopo/rdmatopo/internal/workload"
+)
+
+// DefaultPageSize is how many objects one list request asks for.
+const DefaultPageSize = 500
+
+// Where Volcano's stock installation keeps the scheduler conf.
+const (
+	SchedulerConfigMapNamespace = "volcano-system"
+	SchedulerConfigMapName      = "volcano-scheduler-configmap"
+	SchedulerConfigMapKey       = "volcano-scheduler.conf"
+)
+
+// Clients are the read-only clients of a live cluster.
+type Clients struct {
+	Kube     kubernetes.Interface
+	Katalyst katalystclient.Interface
+	Volcano  vcclient.Interface
+	Dynamic  dynamic.Interface
+	// PageSize bounds every list request (0: DefaultPageSize).
+	PageSize int64
+}
+
+// NewClients builds the clients of a REST config.
+func NewClients(cfg *rest.Config, userAgent string) (*Clients, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = userAgent
+	c := &Clients{}
+	var err error
+	if c.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if c.Katalyst, err = katalystclient.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if c.Volcano, err = vcclient.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if c.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Clients) pageSize() int64 {
+	if c.PageSize > 0 {
+		return c.PageSize
+	}
+	return DefaultPageSize
+}
+
+// each lists in pages through list, calling fn per item. A resource the
+// server does not serve (its CRD is absent) yields nothing when optional.
+func each(ctx context.Context, pageSize int64, opts metav1.ListOptions, optional bool,
+	list func(context.Context, metav1.ListOptions) (runtime.Object, error), fn func(runtime.Object) error) error {
+	p := pager.New(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return list(ctx, o) })
+	p.PageSize = pageSize
+	err := p.EachListItem(ctx, opts, fn)
+	if optional && (apierrors.IsNotFound(err) || meta404(err)) {
+		return nil
+	}
+	return err
+}
+
+// meta404 reports a "the server could not find the requested resource"
+// error, which a missing CRD gives.
+func meta404(err error) bool {
+	e, ok := err.(apierrors.APIStatus)
+	return ok && e.Status().Code == 404
+}
+
+// FetchCluster lists Nodes, CustomNodeResources and the pods bound to the
+// nodes that have not finished, sorted by name. A cluster without the
+// CustomNodeResource API yields no KCNRs (every RDMA node is then
+// topology-unknown).
+func FetchCluster(ctx context.Context, c *Clients) (*workload.Cluster, error) {
+	cluster, _, err := fetch(ctx, c, metav1.ListOptions{
+		FieldSelector: fields.OneTermNotEqualSelector("spec.nodeName", "").String(),
+	})
+	return cluster, err
+}
+
+// Snapshot is everything the live tools read.
+type Snapshot struct {
+	// Cluster holds the Nodes, KCNRs and bound, unfinished pods.
+	Cluster *workload.Cluster
+	// Pending are the unbound, unfinished pods, sorted by namespace/name.
+	Pending []*corev1.Pod
+	// PodGroups, Queues and PriorityClasses, sorted by name.
+	PodGroups       []*schedulingv1beta1.PodGroup
+	Queues          []*schedulingv1beta1.Queue
+	PriorityClasses []*schedulingv1.PriorityClass
+}
+
+// Fetch reads a snapshot of the cluster.
+func Fetch(ctx context.Context, c *Clients) (*Snapshot, error) {
+	cluster, pending, err := fetch(ctx, c, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	s := &Snapshot{Cluster: cluster, Pending: pending}
+	if c.Volcano != nil {
+		pgs := c.Volcano.SchedulingV1beta1().PodGroups(metav1.NamespaceAll)
+		if err := each(ctx, c.pageSize(), metav1.ListOptions{}, true,
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return pgs.List(ctx, o) },
+			func(o runtime.Object) error {
+				s.PodGroups = append(s.PodGroups, o.(*schedulingv1beta1.PodGroup).DeepCopy())
+				return nil
+			}); err != nil {
+			return nil, fmt.Errorf("listing podgroups: %w", err)
+		}
+		qs := c.Volcano.SchedulingV1beta1().Queues()
+		if err := each(ctx, c.pageSize(), metav1.ListOptions{}, true,
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return qs.List(ctx, o) },
+			func(o runtime.Object) error {
+				s.Queues = append(s.Queues, o.(*schedulingv1beta1.Queue).DeepCopy())
+				return nil
+			}); err != nil {
+			return nil, fmt.Errorf("listing queues: %w", err)
+		}
+	}
+	pcs := c.Kube.SchedulingV1().PriorityClasses()
+	if err := each(ctx, c.pageSize(), metav1.ListOptions{}, true,
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return pcs.List(ctx, o) },
+		func(o runtime.Object) error {
+			s.PriorityClasses = append(s.PriorityClasses, o.(*schedulingv1.PriorityClass).DeepCopy())
+			return nil
+		}); err != nil {
+		return nil, fmt.Errorf("listing priorityclasses: %w", err)
+	}
+	sort.Slice(s.PodGroups, func(i, j int) bool {
+		a, b := s.PodGroups[i], s.PodGroups[j]
+		return a.Namespace < b.Namespace || (a.Namespace == b.Namespace && a.Name < b.Name)
+	})
+	sort.Slice(s.Queues, func(i, j int) bool { return s.Queues[i].Name < s.Queues[j].Name })
+	sort.Slice(s.PriorityClasses, func(i, j int) bool { return s.PriorityClasses[i].Name < s.PriorityClasses[j].Name })
+	return s, nil
+}
+
+// fetch lists Nodes, KCNRs and the pods selected by podOpts, and splits
+// the unfinished pods into the cluster's bound ones and pending ones.
+func fetch(ctx context.Context, c *Clients, podOpts metav1.ListOptions) (*workload.Cluster, []*corev1.Pod, error) {
+	cluster := &workload.Cluster{}
+	known := map[string]bool{}
+	nodes := c.Kube.CoreV1().Nodes()
+	if err := each(ctx, c.pageSize(), metav1.ListOptions{}, false,
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return nodes.List(ctx, o) },
+		func(o runtime.Object) error {
+			n := o.(*corev1.Node).DeepCopy()
+			known[n.Name] = true
+			cluster.Nodes = append(cluster.Nodes, n)
+			return nil
+		}); err != nil {
+		return nil, nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	if c.Katalyst != nil {
+		cnrs := c.Katalyst.NodeV1alpha1().CustomNodeResources()
+		if err := each(ctx, c.pageSize(), metav1.ListOptions{}, true,
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return cnrs.List(ctx, o) },
+			func(o runtime.Object) error {
+				cluster.CNRs = append(cluster.CNRs, o.(*v1alpha1.CustomNodeResource).DeepCopy())
+				return nil
+			}); err != nil {
+			return nil, nil, fmt.Errorf("listing customnoderesources: %w", err)
+		}
+	}
+	var pending []*corev1.Pod
+	pods := c.Kube.CoreV1().Pods(metav1.NamespaceAll)
+	if err := each(ctx, c.pageSize(), podOpts, false,
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return pods.List(ctx, o) },
+		func(o runtime.Object) error {
+			p := o.(*corev1.Pod).DeepCopy()
+			switch {
+			case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
+			case p.Spec.NodeName == "":
+				if podOpts.FieldSelector == "" {
+					pending = append(pending, p)
+				}
+			case known[p.Spec.NodeName]:
+				cluster.Pods = append(cluster.Pods, p)
+			}
+			return nil
+		}); err != nil {
+		return nil, nil, fmt.Errorf("listing pods: %w", err)
+	}
+	sort.Slice(cluster.Nodes, func(i, j int) bool { return cluster.Nodes[i].Name < cluster.Nodes[j].Name })
+	sort.Slice(cluster.CNRs, func(i, j int) bool { return cluster.CNRs[i].Name < cluster.CNRs[j].Name })
+	byName := func(ps []*corev1.Pod) {
+		sort.Slice(ps, func(i, j int) bool {
+			a, b := ps[i], ps[j]
+			return a.Namespace < b.Namespace || (a.Namespace == b.Namespace && a.Name < b.Name)
+		})
+	}
+	byName(cluster.Pods)
+	byName(pending)
+	return cluster, pending, nil
+}
+
+// SchedulerConf reads the scheduler conf from a ConfigMap; found is false
+// when the ConfigMap or its key does not exist.
+func SchedulerConf(ctx context.Context, c *Clients, namespace, name, key string) (text string, found bool, err error) {
+	cm, err := c.Kube.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("reading ConfigMap %s/%s: %w", namespace, name, err)
+	}
+	text, found = cm.Data[key]
+	return text, found, nil
+}
