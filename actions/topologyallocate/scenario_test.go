@@ -611,3 +611,26 @@ func TestContractScenarios(t *testing.T) {
 		})
 	}
 }
+
+// TestReasonInVolcanoCondition: the planner's reason reaches Volcano's own
+// Unschedulable PodGroup condition (the job's fit error), where users of
+// Volcano look first.
+func TestReasonInVolcanoCondition(t *testing.T) {
+	c := &cluster{}
+	for i := 1; i <= 4; i++ {
+		c.addNode(fmt.Sprintf("n%d", i), "A", "B")
+	}
+	c.addJob("big", 5, 4, 2, map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s0"})
+	o := runSession(t, c, newRuntime())
+	pg := o.pgs["ns/big"]
+	if pg == nil {
+		t.Fatal("PodGroup ns/big was not written back")
+	}
+	want := "Origin reason is: rdma-topology: no S0 can hold 5 pods of 4 GPU + 2 RDMA; the largest holds 4"
+	for _, cond := range pg.Status.Conditions {
+		if string(cond.Type) == string(schedulingv1beta1.PodGroupUnschedulableType) && strings.Contains(cond.Message, want) {
+			return
+		}
+	}
+	t.Errorf("no Unschedulable condition containing %q: %+v", want, pg.Status.Conditions)
+}

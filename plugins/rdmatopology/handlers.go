@@ -320,5 +320,9 @@ func (s *Session) setCondition(job *api.JobInfo, status v1.ConditionStatus, reas
 	if err := s.ssn.UpdatePodGroupCondition(job, cond); err != nil {
 		klog.ErrorS(err, "Cannot update PodGroup condition", "podgroup", klog.KRef(job.Namespace, job.Name))
 	}
-	s.rt.recordEvent(job, status == v1.ConditionTrue, reason, msg)
+	kind := v1.EventTypeWarning
+	if status == v1.ConditionTrue {
+		kind = v1.EventTypeNormal
+	}
+	s.ssn.RecordPodGroupEvent(job.PodGroup, kind, reason, msg)
 }

@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
-	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
@@ -158,20 +157,6 @@ func (rt *Runtime) syncNodes(ssn *framework.Session) {
 		rt.Fabric.UpsertNode(ni.Node)
 	}
 	rt.topology.report(rt.recorder, rt.Fabric.Snapshot())
-}
-
-// recordEvent emits an Event on the job's PodGroup, if a recorder exists.
-func (rt *Runtime) recordEvent(job *api.JobInfo, normal bool, reason, msg string) {
-	if rt.recorder == nil || job.PodGroup == nil {
-		return
-	}
-	kind := v1.EventTypeWarning
-	if normal {
-		kind = v1.EventTypeNormal
-	}
-	ref := &v1.ObjectReference{Kind: "PodGroup", APIVersion: "scheduling.volcano.sh/v1beta1",
-		Namespace: job.Namespace, Name: job.Name, UID: job.PodGroup.UID}
-	rt.recorder.Event(ref, kind, reason, msg)
 }
 
 var (

@@ -337,10 +337,16 @@ func (s *Session) ClearPlanned() {
 }
 
 // RecordFailure notes why a gang was not placed; shown on its PodGroup.
+//
+// The reason also becomes the job's fit error, so Volcano's own reports
+// carry it where users look: the PodGroup's Unschedulable condition and
+// event ("... Origin reason is: rdma-topology: ..."), and the pending pods'
+// PodScheduled condition.
 func (s *Session) RecordFailure(job *api.JobInfo, f *placement.Failure) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failures[job.UID] = f
+	job.JobFitErrors = PluginName + ": " + f.Message
 }
 
 // jobReady vetoes a job with an RDMA task allocated without NICs.
