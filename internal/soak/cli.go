@@ -10,6 +10,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
+
+	"github.com/rdmatopo/rdmatopo/internal/sim"
 )
 
 // Exit codes of Main.
@@ -45,6 +47,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.DrainEvery, "drain-every", 25, "drain a random node every this many cycles (0: never)")
 	fs.IntVar(&cfg.PartialGrace, "partial-grace", 2, "cycles after a failed bind a gang may stay partial")
 	fs.BoolVar(&cfg.StrictS0, "strict-s0", false, "a hard s0 gang on one node must still keep its NICs under one S0")
+	agent := fs.String("node-agent", string(sim.DefaultNodeAgent), "how the simulated node agent hands out devices: exact, numa or blind")
 	verbose := fs.Bool("verbose", false, "keep the scheduler's logs (on stderr)")
 	output := fs.String("o", outputTable, "output format: table or json")
 	fs.Usage = func() {
@@ -65,6 +68,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rdmatopo soak: -o: must be table or json, got %q\n", *output)
 		return ExitUsage
 	}
+	cfg.NodeAgent = sim.NodeAgent(*agent)
 	if cfg.Nodes < 1 {
 		fmt.Fprintf(stderr, "rdmatopo soak: nodes: must be at least 1, got %d\n", cfg.Nodes)
 		return ExitUsage

@@ -31,12 +31,15 @@ type kcnrAgent struct {
 	base map[string]*v1alpha1.CustomNodeResource
 	// shown maps node -> consumer -> what the KCNR lists for it.
 	shown map[string]map[string]ledger.Reservation
-	queue []kcnrChange
+	// handed maps node -> consumer -> what the agent gave it, listed in
+	// the KCNR or not yet.
+	handed map[string]map[string]ledger.Reservation
+	queue  []kcnrChange
 }
 
 func newKCNRAgent(cfg topology.Config, lag int, cnrs []*v1alpha1.CustomNodeResource) *kcnrAgent {
 	a := &kcnrAgent{cfg: cfg.WithDefaults(), lag: lag, base: map[string]*v1alpha1.CustomNodeResource{},
-		shown: map[string]map[string]ledger.Reservation{}}
+		shown: map[string]map[string]ledger.Reservation{}, handed: map[string]map[string]ledger.Reservation{}}
 	for _, c := range cnrs {
 		a.base[c.Name] = c.DeepCopy()
 	}
@@ -47,6 +50,35 @@ func newKCNRAgent(cfg topology.Config, lag int, cnrs []*v1alpha1.CustomNodeResou
 // session now+max(lag,1) on.
 func (a *kcnrAgent) schedule(now int, node, consumer string, alloc *ledger.Reservation) {
 	a.queue = append(a.queue, kcnrChange{due: now + max(a.lag, 1), node: node, consumer: consumer, alloc: alloc})
+	m := a.handed[node]
+	if m == nil {
+		m = map[string]ledger.Reservation{}
+		a.handed[node] = m
+	}
+	if alloc != nil {
+		m[consumer] = *alloc
+	} else {
+		delete(m, consumer)
+	}
+}
+
+// given lists what the agent has handed out on a node, in consumer order.
+func (a *kcnrAgent) given(node string) []ledger.Reservation {
+	m := a.handed[node]
+	out := make([]ledger.Reservation, 0, len(m))
+	for _, c := range sortedKeys(boolSetOf(m)) {
+		out = append(out, m[c])
+	}
+	return out
+}
+
+// boolSetOf returns the key set of a map.
+func boolSetOf[V any](m map[string]V) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
 }
 
 // due applies the changes due before cycle next runs and returns the nodes

@@ -95,6 +95,9 @@ type Config struct {
 	SchedulerConf string
 	// StrictS0 selects Checker.StrictS0.
 	StrictS0 bool
+	// NodeAgent chooses each bound pod's zones and NICs before its KCNR
+	// lists them (see sim.NodeAgent; default sim.DefaultNodeAgent).
+	NodeAgent sim.NodeAgent
 }
 
 // WithDefaults fills unset sizes.
@@ -115,6 +118,9 @@ func (c Config) WithDefaults() Config {
 	if c.SchedulerConf == "" {
 		c.SchedulerConf = config.SchedulerConf
 	}
+	if c.NodeAgent == "" {
+		c.NodeAgent = sim.DefaultNodeAgent
+	}
 	return c
 }
 
@@ -133,6 +139,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("drain-every: must be >= 0, got %d", c.DrainEvery)
 	case c.Nodes < 0 || c.Nodes > 4096:
 		return fmt.Errorf("nodes: must be in [1, 4096], got %d", c.Nodes)
+	}
+	if c.NodeAgent != "" {
+		if _, err := sim.ParseNodeAgent(string(c.NodeAgent)); err != nil {
+			return fmt.Errorf("node-agent: %w", err)
+		}
 	}
 	return nil
 }
@@ -523,8 +534,7 @@ func (r *runner) observe(rep *sim.CycleReport) (*Observation, error) {
 		if !justBound[string(p.UID)] {
 			continue
 		}
-		rebuilt, _ := ledger.Rebuild(r.checker.Config, []*corev1.Pod{p}, o.Fabric)
-		if res, ok := rebuilt.Get(string(p.UID)); ok {
+		if res, ok := r.allot(p, o); ok {
 			r.agent.schedule(rep.Cycle, p.Spec.NodeName, res.Consumer(), &res)
 		}
 	}
@@ -562,4 +572,15 @@ func mix64(x uint64) uint64 {
 	x *= 0x94d049bb133111eb
 	x ^= x >> 31
 	return x
+}
+
+// allot is the node agent's choice for a pod just bound: with the exact
+// agent the reservation its annotations record; otherwise what the agent
+// gives it on the node, given what it already handed out there.
+func (r *runner) allot(p *corev1.Pod, o *Observation) (ledger.Reservation, bool) {
+	if r.cfg.NodeAgent == sim.AgentExact {
+		rebuilt, _ := ledger.Rebuild(r.checker.Config, []*corev1.Pod{p}, o.Fabric)
+		return rebuilt.Get(string(p.UID))
+	}
+	return sim.Allot(r.cfg.NodeAgent, r.checker.Config, r.agent.base[p.Spec.NodeName], r.agent.given(p.Spec.NodeName), p)
 }
