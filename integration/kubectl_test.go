@@ -85,8 +85,8 @@ func TestKubectlPlugin(t *testing.T) {
 	placedPG := podGroupOf(t, e, pods[0])
 	_, leaf := checkGangUnderOneS0(t, f, pods, placed.Shape)
 
-	// Five pods of 4 GPUs under one S0: no leaf has room (the wide ones
-	// have four zones, one of them taken).
+	// Five pods of 4 GPUs under one S0: no leaf has room (the free wide
+	// leaf has four zones, the other one is taken whole).
 	waiting := pytorchJob{Name: "big", Workers: 4, Shape: trainer, Contract: hardS0}
 	waiting.Create(t, e, ns)
 	eventually(t, placeTimeout, func() (bool, string) {
@@ -144,8 +144,12 @@ func TestKubectlPlugin(t *testing.T) {
 				!strings.HasPrefix(x.Blocked, "TierLimit") || x.Contract.Mode != "hard" || x.Contract.HighestTier != "s0" {
 				t.Errorf("explain pytorchjob/%s: %+v, want waiting, blocked by its hard s0 limit", waiting.Name, x)
 			}
-			if len(x.Leaves) == 0 || x.Leaves[0].Pods != 3 || !wide[x.Leaves[0].S0] {
-				t.Errorf("best leaves %+v: want a wide leaf first, holding 3 of the 5 pods", x.Leaves)
+			if len(x.Leaves) == 0 || x.Leaves[0].Pods != 4 || !wide[x.Leaves[0].S0] || x.Leaves[0].S0 == leaf {
+				t.Errorf("best leaves %+v: want the free wide leaf first, holding 4 of the 5 pods", x.Leaves)
+			}
+			last := x.Leaves[len(x.Leaves)-1]
+			if last.S0 != leaf || last.Pods != 0 || last.HeldBy[placedKey] != 8 {
+				t.Errorf("best leaves %+v: want leaf %s last, all 8 NICs held by %s", x.Leaves, leaf, placedKey)
 			}
 			code, out, _ := kubectlRun(t, e, "explain", waiting.Name, "-n", ns)
 			if code != 0 || !strings.Contains(out, "Blocked: TierLimit") || !strings.Contains(out, "Best leaves") {
