@@ -58,9 +58,9 @@ bench-plot:
 NODES ?= 1000
 BENCH_E2E_FLAGS ?=
 bench-e2e:
-	cd integration && ./hack/build-tools.sh etcd kube-apiserver vc-controller-manager kwok vc-scheduler vc-scheduler-stock >&2
-	$(GO) build -o $(BIN)/bench-e2e ./integration/benche2e
-	$(BIN)/bench-e2e --nodes $(NODES) --bin integration/.bin --repo . $(BENCH_E2E_FLAGS)
+	@cd integration && ./hack/build-tools.sh etcd kube-apiserver vc-controller-manager kwok vc-scheduler vc-scheduler-stock >&2
+	@$(GO) build -o $(BIN)/bench-e2e ./integration/benche2e
+	@$(BIN)/bench-e2e --nodes $(NODES) --bin integration/.bin --repo . $(BENCH_E2E_FLAGS)
 
 ## soak-full: the full-size churn soak (exit 1 on any violation)
 soak-full: build

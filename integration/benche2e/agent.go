@@ -51,7 +51,7 @@ type agent struct {
 	// it was listed on, read from the KCNR's RDMATOR properties when the
 	// allocation was written (pods are deleted before the report).
 	realized map[string][]string
-	dirty   map[string]bool
+	dirty    map[string]bool
 	// Counters for the report.
 	hinted, unhinted, misaligned, writes, writeErrors int
 }

@@ -42,6 +42,7 @@ type options struct {
 	settle        time.Duration
 	controllerQPS int
 	runs          string
+	burst         bool
 	profileDir    string
 	profileFor    time.Duration
 	schedulerArgs string
@@ -69,8 +70,9 @@ func main() {
 	flag.DurationVar(&o.settle, "settle", 10*time.Second, "wait after the scheduler is up before the first submit")
 	flag.IntVar(&o.controllerQPS, "controller-qps", 200, "vc-controller-manager --kube-api-qps (burst: twice that), the same for both runs")
 	flag.StringVar(&o.runs, "runs", "rdmatopo,stock", "runs, in order")
+	flag.BoolVar(&o.burst, "burst", false, "submit every gang at once instead of at its arrival time (a bind burst)")
 	flag.StringVar(&o.profileDir, "profile-dir", "", "write a CPU profile of each scheduler (its /debug/pprof/profile) here")
-	flag.DurationVar(&o.profileFor, "profile-seconds", 60*time.Second, "length of that profile, from the first submit")
+	flag.DurationVar(&o.profileFor, "profile-seconds", 60*time.Second, "length of that profile, from the first submit (the scheduler must outlive it)")
 	flag.StringVar(&o.schedulerArgs, "scheduler-args", "", "extra flags for both schedulers, space-separated")
 	flag.StringVar(&o.schedulerEnv, "scheduler-env", "", "extra environment for both schedulers, space-separated NAME=VALUE")
 	flag.Parse()

@@ -40,8 +40,13 @@ type gang struct {
 	uid       string
 	submitted time.Time
 	bound     map[string]time.Time // pod name -> first seen bound
-	placed    time.Time            // all pods bound
-	deleted   bool
+	// uids are the pods seen before the gang was deleted; created is when
+	// the last of its pods first appeared (the job controller's share of
+	// the latency).
+	uids    map[string]bool
+	created time.Time
+	placed  time.Time // all pods bound
+	deleted bool
 }
 
 // tracker watches the trace's pods: bind times, the agent, deletions.
@@ -61,7 +66,7 @@ type tracker struct {
 func (t *tracker) onPod(p *corev1.Pod) {
 	t.ag.observe(p)
 	job := p.Labels[batchv1alpha1.JobNameKey]
-	if p.Namespace != jobNamespace || job == "" || p.Spec.NodeName == "" {
+	if p.Namespace != jobNamespace || job == "" {
 		return
 	}
 	t.mu.Lock()
@@ -70,14 +75,27 @@ func (t *tracker) onPod(p *corev1.Pod) {
 	if g == nil {
 		return
 	}
+	uid := string(p.UID)
 	if g.deleted {
-		if p.DeletionTimestamp == nil {
+		if !g.uids[uid] && p.DeletionTimestamp == nil {
+			// Created again by the job controller after the job was
+			// deleted: remove it.
+			g.uids[uid] = true
 			t.stray++
 			select {
 			case t.strayCh <- p:
 			default:
 			}
 		}
+		return
+	}
+	if !g.uids[uid] {
+		g.uids[uid] = true
+		if len(g.uids) == g.spec.Pods {
+			g.created = time.Now()
+		}
+	}
+	if p.Spec.NodeName == "" {
 		return
 	}
 	if _, ok := g.bound[p.Name]; ok {
@@ -134,7 +152,7 @@ func volcanoJob(g bench.GangSpec) *batchv1alpha1.Job {
 func replay(ctx context.Context, s *stack, ag *agent, trace *bench.Trace, o options) (*tracker, time.Time, error) {
 	t := &tracker{gangs: map[string]*gang{}, placedCh: make(chan *gang, len(trace.Gangs)), ag: ag, strayCh: make(chan *corev1.Pod, 1024)}
 	for _, spec := range trace.Gangs {
-		g := &gang{spec: spec, bound: map[string]time.Time{}}
+		g := &gang{spec: spec, bound: map[string]time.Time{}, uids: map[string]bool{}}
 		t.gangs[spec.Name] = g
 		t.order = append(t.order, g)
 	}
@@ -169,20 +187,19 @@ func replay(ctx context.Context, s *stack, ag *agent, trace *bench.Trace, o opti
 		}
 		dctx := context.Background()
 		bg := metav1.DeletePropagationBackground
-		if err := s.volcano.BatchV1alpha1().Jobs(jobNamespace).Delete(dctx, g.spec.Name, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
-			logf("delete VolcanoJob %s: %v", g.spec.Name, err)
+		report := func(what string, err error) {
+			if err != nil && runCtx.Err() == nil {
+				logf("delete %s of %s: %v", what, g.spec.Name, err)
+			}
 		}
+		report("VolcanoJob", s.volcano.BatchV1alpha1().Jobs(jobNamespace).Delete(dctx, g.spec.Name, metav1.DeleteOptions{PropagationPolicy: &bg}))
 		// No garbage collector runs: the driver removes the job's pods
 		// (as kubelet would once they stop, hence no grace period) and
 		// its PodGroup itself.
 		zero := int64(0)
 		sel := metav1.ListOptions{LabelSelector: batchv1alpha1.JobNameKey + "=" + g.spec.Name}
-		if err := s.kube.CoreV1().Pods(jobNamespace).DeleteCollection(dctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, sel); err != nil {
-			logf("delete pods of %s: %v", g.spec.Name, err)
-		}
-		if err := s.volcano.SchedulingV1beta1().PodGroups(jobNamespace).Delete(dctx, g.spec.Name+"-"+g.uid, metav1.DeleteOptions{}); err != nil {
-			logf("delete PodGroup of %s: %v", g.spec.Name, err)
-		}
+		report("pods", s.kube.CoreV1().Pods(jobNamespace).DeleteCollection(dctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, sel))
+		report("PodGroup", s.volcano.SchedulingV1beta1().PodGroups(jobNamespace).Delete(dctx, g.spec.Name+"-"+g.uid, metav1.DeleteOptions{}))
 	}
 	go func() {
 		for {
@@ -201,6 +218,9 @@ func replay(ctx context.Context, s *stack, ag *agent, trace *bench.Trace, o opti
 	go func() {
 		for _, g := range t.order {
 			at := start.Add(time.Duration(g.spec.Arrive-1) * o.period)
+			if o.burst {
+				at = start
+			}
 			select {
 			case <-runCtx.Done():
 				submitErr <- runCtx.Err()
@@ -298,6 +318,11 @@ type runDetails struct {
 	NUMAMisalignedPods  int `json:"numaMisalignedPods"`
 	KCNRWrites          int `json:"kcnrWrites"`
 	StrayPods           int `json:"strayPods"`
+	// GangCreatedP50Seconds and GangCreatedP99Seconds: submit → every pod
+	// of the gang created by the job controller (placed gangs); the rest of
+	// the gang latency is the scheduler's.
+	GangCreatedP50Seconds float64 `json:"gangCreatedP50Seconds"`
+	GangCreatedP99Seconds float64 `json:"gangCreatedP99Seconds"`
 }
 
 // summarize computes the bind figures and the realized leaves.
@@ -306,7 +331,7 @@ func summarize(t *tracker, start time.Time) runResult {
 	defer t.mu.Unlock()
 	var r runResult
 	var first, last time.Time
-	var lat []float64
+	var lat, created []float64
 	s0Sum := 0
 	for _, g := range t.order {
 		if !g.submitted.IsZero() && (first.IsZero() || g.submitted.Before(first)) {
@@ -323,6 +348,9 @@ func summarize(t *tracker, start time.Time) runResult {
 		}
 		r.Details.GangsPlaced++
 		lat = append(lat, g.placed.Sub(g.submitted).Seconds())
+		if !g.created.IsZero() {
+			created = append(created, g.created.Sub(g.submitted).Seconds())
+		}
 		if g.spec.Kind.Shape().NICs == 0 || g.spec.Pods < 2 {
 			continue
 		}
@@ -354,6 +382,9 @@ func summarize(t *tracker, start time.Time) runResult {
 	sort.Float64s(lat)
 	r.GangP50Seconds = quantile(lat, 0.50)
 	r.GangP99Seconds = quantile(lat, 0.99)
+	sort.Float64s(created)
+	r.Details.GangCreatedP50Seconds = quantile(created, 0.50)
+	r.Details.GangCreatedP99Seconds = quantile(created, 0.99)
 	r.Details.StrayPods = t.stray
 	return r
 }

@@ -70,9 +70,9 @@ type stack struct {
 	config   *rest.Config
 
 	etcdURL, serverURL, adminToken string
-	adminKubeconfig       string
-	schedulerKubeconfig   string
-	auditLog              string
+	adminKubeconfig                string
+	schedulerKubeconfig            string
+	auditLog                       string
 
 	etcd, apiserver, controllers, kwok, scheduler *process
 	all                                           []*process
