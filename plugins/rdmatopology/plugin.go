@@ -55,18 +55,17 @@ func New(arguments framework.Arguments) framework.Plugin {
 
 func (p *plugin) Name() string { return PluginName }
 
-var (
-	sessionsMu sync.Mutex
-	sessions   = map[string]*Session{}
-	logArgs    sync.Once
-)
+// logArgs logs the effective arguments once per process.
+var logArgs sync.Once
 
 // ForSession returns the plugin's state in ssn, or nil if the plugin is not
 // enabled in the session.
 func ForSession(ssn *framework.Session) *Session {
-	sessionsMu.Lock()
-	defer sessionsMu.Unlock()
-	return sessions[string(ssn.UID)]
+	rt := CurrentRuntime()
+	if rt == nil {
+		return nil
+	}
+	return rt.session(string(ssn.UID))
 }
 
 func (p *plugin) OnSessionOpen(ssn *framework.Session) {
@@ -83,9 +82,7 @@ func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 	logArgs.Do(func() { klog.InfoS("rdma-topology plugin configured", "args", p.args.String()) })
 	s := openSession(ssn, p.args)
 	s.applyHolds()
-	sessionsMu.Lock()
-	sessions[string(ssn.UID)] = s
-	sessionsMu.Unlock()
+	s.rt.addSession(string(ssn.UID), s)
 
 	ssn.AddPredicateFn(PluginName, s.predicateWithHolds)
 	ssn.AddNodeOrderFn(PluginName, s.nodeOrder)
@@ -110,10 +107,10 @@ func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 }
 
 func (p *plugin) OnSessionClose(ssn *framework.Session) {
-	sessionsMu.Lock()
-	s := sessions[string(ssn.UID)]
-	delete(sessions, string(ssn.UID))
-	sessionsMu.Unlock()
+	var s *Session
+	if rt := CurrentRuntime(); rt != nil {
+		s = rt.removeSession(string(ssn.UID))
+	}
 	if s != nil {
 		s.close()
 	}

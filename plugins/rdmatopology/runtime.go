@@ -2,6 +2,7 @@ package rdmatopology
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -55,17 +56,50 @@ type Runtime struct {
 	// rdmatopo_topology_unknown_nics) each time the fabric is synced
 	// (topology_events.go).
 	topology topologyReporter
+	// cfg is the topology configuration the runtime was built with; a conf
+	// reload with other plugin arguments rebuilds the production runtime.
+	cfg topology.Config
+	// sessions maps an open scheduling session's UID to the plugin's state
+	// in it (ForSession); guarded by sessionsMu.
+	sessionsMu sync.Mutex
+	sessions   map[string]*Session
 }
 
 // NewRuntime returns a Runtime whose fabric the caller feeds (UpsertNode,
 // UpsertCNR, ...). cfg selects resources and the S1 node label.
 func NewRuntime(cfg topology.Config) *Runtime {
+	cfg = cfg.WithDefaults()
 	return &Runtime{
-		Fabric:   topology.NewCache(cfg.WithDefaults()),
+		Fabric:   topology.NewCache(cfg),
 		Ledger:   ledger.New(),
 		external: true,
 		nodes:    map[string]*v1.Node{},
+		cfg:      cfg,
+		sessions: map[string]*Session{},
 	}
+}
+
+// addSession registers the plugin's state of an open session.
+func (rt *Runtime) addSession(uid string, s *Session) {
+	rt.sessionsMu.Lock()
+	defer rt.sessionsMu.Unlock()
+	rt.sessions[uid] = s
+}
+
+// session returns the plugin's state in the session, or nil.
+func (rt *Runtime) session(uid string) *Session {
+	rt.sessionsMu.Lock()
+	defer rt.sessionsMu.Unlock()
+	return rt.sessions[uid]
+}
+
+// removeSession forgets a closed session and returns its state.
+func (rt *Runtime) removeSession(uid string) *Session {
+	rt.sessionsMu.Lock()
+	defer rt.sessionsMu.Unlock()
+	s := rt.sessions[uid]
+	delete(rt.sessions, uid)
+	return s
 }
 
 // informerSyncTimeout bounds the wait for the KCNR cache at start-up; nodes
@@ -74,17 +108,28 @@ const informerSyncTimeout = 30 * time.Second
 
 // ensureRuntime returns the installed runtime, creating the production one on
 // first use: a KCNR informer built with the katalyst clientset from the
-// session's client config, and an event recorder on its kube client.
+// session's client config, and an event recorder on its kube client. When
+// Volcano reloads a conf whose rdma-topology arguments change the topology
+// configuration, the production runtime is rebuilt (its informer stopped;
+// the new ledger is restored from the pods' annotations and the KCNRs by
+// the next reconcile). A runtime installed with SetRuntime is kept as is.
+//
+// The informer is started, and its first sync awaited, outside the lock, so
+// other callers (ForSession, CurrentRuntime) never wait on the API server.
 func ensureRuntime(ssn *framework.Session, args *Args) *Runtime {
+	cfg := args.TopologyConfig().WithDefaults()
 	runtimeMu.Lock()
-	defer runtimeMu.Unlock()
-	if current != nil {
-		return current
+	old := current
+	if old != nil && (old.external || old.cfg == cfg) {
+		runtimeMu.Unlock()
+		return old
 	}
-	rt := NewRuntime(args.TopologyConfig())
+	runtimeMu.Unlock()
+
+	rt := NewRuntime(cfg)
 	rt.external = false
-	if cfg := ssn.ClientConfig(); cfg != nil {
-		if err := rt.startInformer(cfg); err != nil {
+	if c := ssn.ClientConfig(); c != nil {
+		if err := rt.startInformer(c); err != nil {
 			klog.ErrorS(err, "Cannot watch CustomNodeResources; RDMA nodes are topology-unknown")
 		}
 	}
@@ -93,8 +138,29 @@ func ensureRuntime(ssn *framework.Session, args *Args) *Runtime {
 		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kc.CoreV1().Events("")})
 		rt.recorder = b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "vc-scheduler-" + PluginName})
 	}
+
+	runtimeMu.Lock()
+	defer runtimeMu.Unlock()
+	if current != old {
+		// Installed meanwhile (SetRuntime, or a concurrent first session):
+		// keep that one.
+		rt.Stop()
+		return current
+	}
+	if old != nil {
+		klog.InfoS("rdma-topology arguments changed; rebuilding the topology runtime", "old", fmt.Sprintf("%+v", old.cfg), "new", fmt.Sprintf("%+v", cfg))
+		old.Stop()
+	}
 	current = rt
 	return rt
+}
+
+// Stop ends the runtime's informer, if it started one.
+func (rt *Runtime) Stop() {
+	if rt.stop != nil {
+		close(rt.stop)
+		rt.stop = nil
+	}
 }
 
 // startInformer watches KCNRs and feeds the fabric cache.
@@ -122,6 +188,7 @@ func (rt *Runtime) startInformer(cfg *rest.Config) error {
 		return err
 	}
 	factory.Start(rt.stop)
+	observeSynced(informerCNR, inf.HasSynced, rt.stop)
 	ctx, cancel := context.WithTimeout(context.Background(), informerSyncTimeout)
 	defer cancel()
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
@@ -159,6 +226,11 @@ func (rt *Runtime) syncNodes(ssn *framework.Session) {
 	rt.topology.report(rt.recorder, rt.Fabric.Snapshot())
 }
 
+// The one process-wide registry: the installed runtime, which owns
+// everything else (fabric, ledger, open sessions, holds, adoption memory).
+// Volcano v1.10 builds plugins and actions per session and gives them no
+// shared context, so this pointer is how sessions find the state that
+// outlives them.
 var (
 	runtimeMu sync.Mutex
 	// current is the installed runtime; nil until the first session or
