@@ -23,13 +23,13 @@ demo: build
 	$(BIN)/rdmatopo simulate --map fabric.svg
 	@echo "fabric map written to fabric.svg"
 
-## test: unit tests (fuzz seed corpora and a 300-job soak included) and
-## integration tests on a real kube-apiserver
+## test: unit tests under the race detector (fuzz seed corpora and a
+## 300-job soak included) and integration tests on a real kube-apiserver
 test: unit integration
 
 unit:
 	$(GO) vet $(PKGS)
-	$(GO) test -count=1 $(PKGS)
+	$(GO) test -count=1 -race $(PKGS)
 
 integration:
 	$(MAKE) -C integration test
