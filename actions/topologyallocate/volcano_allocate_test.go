@@ -1,7 +1,7 @@
 package topologyallocate_test
 
-// Volcano v1.10's allocate unit tests (pkg/scheduler/actions/allocate/
-// allocate_test.go), run against topology-allocate with the rdma-topology
+// Volcano v1.10's allocate unit tests (allocate_test.go of the
+// volcano.sh/volcano module's pkg/scheduler/actions/allocate), run against topology-allocate with the rdma-topology
 // plugin added to their tiers. Inputs and expectations are Volcano's own;
 // only the action and the extra plugin differ. Next to them, fair-sharing
 // probes that those cases miss, each run against both actions.
@@ -10,8 +10,9 @@ package topologyallocate_test
 //   - TestParseArgs checks stock allocate's own enablePredicateErrorCache
 //     argument on the stock action's private field; topology-allocate has
 //     neither the argument nor the field (its node search is feasibleNodes).
-//   - TestAllocateWithDynamicPVC's "resource not match" case is skipped
-//     upstream (its expectations are known to be wrong, Volcano issue 2812).
+//   - TestAllocateWithDynamicPVC's "resource not match" case: Volcano
+//     itself skips it, its expectations being wrong by its own account, so
+//     there is nothing correct to port.
 //     Its "node changed with enough resource" case is ported below
 //     unchanged, with the bind step done by the harness as the upstream
 //     test's AddBindTask patch does it (bind the volumes, then bind the
