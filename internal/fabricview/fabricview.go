@@ -305,3 +305,12 @@ func HolderList(h map[string]int) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// Holders maps every held NIC, as "node/nic", to its holding job.
+func (v *View) Holders() map[string]string {
+	out := make(map[string]string, len(v.holders))
+	for k, job := range v.holders {
+		out[k] = job
+	}
+	return out
+}
