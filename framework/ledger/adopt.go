@@ -28,12 +28,14 @@ type Mismatch struct {
 // list is freed. A KCNR that lists the consumer on no NIC at all (zone-level
 // allocations only) says nothing about NICs: the reservation stays.
 //
-// A NIC the KCNR gives the pod that another pod's unconfirmed reservation
-// holds (the scheduler planned it for a pod the agent has not reported yet)
-// moves to the adopting pod: the KCNR shows it taken, so the other pod will
-// not get it; that pod keeps the rest of its reservation until its own KCNR
-// entry arrives. A NIC held by a confirmed reservation (the KCNR lists both
-// consumers on it) stays with its holder and is not adopted.
+// Pods whose agent swapped NICs or zones between them each end with what
+// the KCNR lists. A NIC the KCNR gives the pod that another pod's
+// unconfirmed reservation holds (the scheduler planned it for a pod the
+// agent has not reported yet) moves to the adopting pod: the KCNR shows it
+// taken, so the other pod will not get it; that pod keeps the rest of its
+// reservation until its own KCNR entry arrives. A NIC that another confirmed
+// pod holds and is listed on too (a NIC of several units the two share)
+// stays with that pod; the adopting pod keeps the zone's GPUs and CPUs.
 //
 // It returns the mismatches, sorted by UID; a nil fabric adopts nothing.
 func (l *Ledger) Adopt(f *topology.Fabric) []Mismatch {
@@ -55,43 +57,87 @@ func (l *Ledger) Adopt(f *topology.Fabric) []Mismatch {
 			r.Confirmed = true
 		}
 	}
-	var out []Mismatch
+	// What each confirmed pod's KCNR entry lists.
+	listedBy := map[string][]listedNIC{}
 	for _, uid := range uids {
 		r := l.byUID[uid]
-		node, ok := f.Node(r.Node)
-		if !ok || !r.Confirmed {
-			continue
-		}
-		listed := listedNICs(node, r.Consumer())
-		if len(listed) == 0 {
-			continue
-		}
-		var keep, contested []listedNIC
-		for _, n := range listed {
-			holder, held := l.holder[nicKey{r.Node, n.id}]
-			switch {
-			case !held || holder == uid:
-				keep = append(keep, n)
-			case !l.byUID[holder].Confirmed:
-				keep = append(keep, n)
-				contested = append(contested, n)
+		if node, ok := f.Node(r.Node); ok && r.Confirmed {
+			if listed := listedNICs(node, r.Consumer()); len(listed) > 0 {
+				listedBy[uid] = listed
 			}
 		}
-		if len(keep) == 0 || sameNICs(keep, r) {
+	}
+	// Which of them differ from their reservation. A listed NIC that another
+	// confirmed pod holds and is listed on too (a NIC of several units the
+	// two share) stays with that pod.
+	type pending struct {
+		r        *Reservation
+		listed   []listedNIC
+		expected []listedNIC
+	}
+	var diff []pending
+	for _, uid := range uids {
+		listed, ok := listedBy[uid]
+		if !ok {
 			continue
 		}
-		m := Mismatch{Planned: r.clone()}
-		for _, n := range contested {
-			l.dropNIC(l.byUID[l.holder[nicKey{r.Node, n.id}]], n.id)
-			m.Contested = append(m.Contested, n.id)
+		r := l.byUID[uid]
+		var expected []listedNIC
+		for _, n := range listed {
+			if h, held := l.holder[nicKey{r.Node, n.id}]; held && h != uid && l.byUID[h].Confirmed && listsNIC(listedBy[h], n.id) {
+				continue
+			}
+			expected = append(expected, n)
+		}
+		if !sameNICs(expected, r) {
+			diff = append(diff, pending{r: r, listed: listed, expected: expected})
+		}
+	}
+	// Their planned NICs are freed first, so pods whose agent swapped NICs
+	// or zones between them each get what the KCNR lists.
+	planned := make([]Reservation, len(diff))
+	for i, d := range diff {
+		planned[i] = d.r.clone()
+		for _, z := range d.r.Zones {
+			for _, n := range z.NICs {
+				if l.holder[nicKey{d.r.Node, n}] == d.r.UID {
+					delete(l.holder, nicKey{d.r.Node, n})
+				}
+			}
+		}
+	}
+	out := make([]Mismatch, 0, len(diff))
+	for i, d := range diff {
+		r := d.r
+		m := Mismatch{Planned: planned[i]}
+		for _, n := range d.expected {
+			if holder, held := l.holder[nicKey{r.Node, n.id}]; held && !l.byUID[holder].Confirmed {
+				// Planned for a pod the agent has not reported yet: the
+				// KCNR shows the NIC taken, so that pod will not get it.
+				l.dropNIC(l.byUID[holder], n.id)
+				m.Contested = append(m.Contested, n.id)
+			}
 		}
 		realized := *r
-		realized.Zones = zonesOf(keep, r)
+		realized.Zones = zonesOf(d.listed, d.expected, r)
 		l.replace(r, realized)
-		m.Realized = l.byUID[uid].clone()
+		m.Realized = l.byUID[r.UID].clone()
 		out = append(out, m)
 	}
+	if len(out) == 0 {
+		return nil
+	}
 	return out
+}
+
+// listsNIC reports whether a KCNR entry lists the NIC.
+func listsNIC(listed []listedNIC, id topology.NICID) bool {
+	for _, n := range listed {
+		if n.id == id {
+			return true
+		}
+	}
+	return false
 }
 
 // listedNIC is a NIC the KCNR lists a consumer on, with its zone.
@@ -145,21 +191,24 @@ func sameNICs(listed []listedNIC, r *Reservation) bool {
 	return n == len(listed)
 }
 
-// zonesOf groups the NICs into zones (sorted by NUMA, NICs sorted) and
-// splits the reservation's GPUs and CPUs evenly over them.
-func zonesOf(nics []listedNIC, r *Reservation) []ZoneUse {
+// zonesOf builds the realized zones: one per NUMA zone the KCNR lists the
+// pod in (sorted), holding the kept NICs of that zone (sorted), with the
+// reservation's GPUs and CPUs split evenly over them.
+func zonesOf(listed, kept []listedNIC, r *Reservation) []ZoneUse {
 	var gpu, cpu int64
 	for _, z := range r.Zones {
 		gpu += z.GPU
 		cpu += z.CPUMilli
 	}
 	var zones []ZoneUse
-	for _, n := range nics {
+	for _, n := range listed {
 		if len(zones) == 0 || zones[len(zones)-1].NUMA != n.numa {
 			zones = append(zones, ZoneUse{NUMA: n.numa})
 		}
-		z := &zones[len(zones)-1]
-		z.NICs = append(z.NICs, n.id)
+		if listsNIC(kept, n.id) {
+			z := &zones[len(zones)-1]
+			z.NICs = append(z.NICs, n.id)
+		}
 	}
 	gpus, cpus := SplitEvenly(gpu, len(zones)), SplitEvenly(cpu, len(zones))
 	for i := range zones {

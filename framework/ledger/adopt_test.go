@@ -85,10 +85,22 @@ func TestAdopt(t *testing.T) {
 			},
 			listed: map[string][]string{consumer("a"): {nicA0, nicB0}, consumer("b"): {nicB0, nicB1}},
 			want: map[string]ledger.Reservation{
-				"u-a": confirmed(res("a", "n1", zone(0, 4, nicA0))),
+				"u-a": confirmed(res("a", "n1", zone(0, 2, nicA0), zone(1, 2))),
 				"u-b": confirmed(res("b", "n1", zone(1, 4, nicB0, nicB1))),
 			},
 			mismatched: map[string][]topology.NICID{"u-a": nil},
+		},
+		"agent swapped two pods' zones: both adopted": {
+			held: []ledger.Reservation{
+				res("a", "n1", zone(0, 4, nicA0, nicA1)),
+				res("b", "n1", zone(1, 4, nicB0, nicB1)),
+			},
+			listed: map[string][]string{consumer("a"): {nicB0, nicB1}, consumer("b"): {nicA0, nicA1}},
+			want: map[string]ledger.Reservation{
+				"u-a": confirmed(res("a", "n1", zone(1, 4, nicB0, nicB1))),
+				"u-b": confirmed(res("b", "n1", zone(0, 4, nicA0, nicA1))),
+			},
+			mismatched: map[string][]topology.NICID{"u-a": nil, "u-b": nil},
 		},
 	}
 	for name, tc := range cases {

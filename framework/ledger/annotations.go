@@ -84,9 +84,11 @@ func ParseNICs(s string) ([]topology.NICID, error) {
 }
 
 // NormalizeNIC returns the form a NIC name takes in the fabric and in the
-// ledger: lower case, as the topology package reads NIC names from a KCNR.
+// ledger, the one the topology package gives names it reads from a KCNR
+// (topology.NormalizeNICName): PCI addresses in lower case, any other name
+// as it is.
 func NormalizeNIC(name string) topology.NICID {
-	return topology.NICID(strings.ToLower(name))
+	return topology.NormalizeNICName(name)
 }
 
 // salvageNICs reads what it can of a NIC list ParseNICs refused: items are

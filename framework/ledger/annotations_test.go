@@ -19,13 +19,13 @@ func TestParseNICs(t *testing.T) {
 		want    []topology.NICID
 		wantErr bool
 	}{
-		"empty":          {in: ""},
-		"one":            {in: "0000:1a:00.0", want: []topology.NICID{"0000:1a:00.0"}},
-		"upper case":     {in: "0000:1A:00.0,0000:3F:00.1", want: []topology.NICID{"0000:1a:00.0", "0000:3f:00.1"}},
-		"order kept":     {in: "0000:e7:00.0,0000:1a:00.0", want: []topology.NICID{"0000:e7:00.0", "0000:1a:00.0"}},
-		"device names":   {in: "mlx5_0,MLX5_1", want: []topology.NICID{"mlx5_0", "mlx5_1"}},
-		"short address":  {in: "1a:00.0,3F:00.0", want: []topology.NICID{"1a:00.0", "3f:00.0"}},
-		"interface name": {in: "eth0", want: []topology.NICID{"eth0"}},
+		"empty":                      {in: ""},
+		"one":                        {in: "0000:1a:00.0", want: []topology.NICID{"0000:1a:00.0"}},
+		"upper case":                 {in: "0000:1A:00.0,0000:3F:00.1", want: []topology.NICID{"0000:1a:00.0", "0000:3f:00.1"}},
+		"order kept":                 {in: "0000:e7:00.0,0000:1a:00.0", want: []topology.NICID{"0000:e7:00.0", "0000:1a:00.0"}},
+		"device names kept as named": {in: "mlx5_0,MLX5_1", want: []topology.NICID{"mlx5_0", "MLX5_1"}},
+		"short address":              {in: "1a:00.0,3F:00.0", want: []topology.NICID{"1a:00.0", "3f:00.0"}},
+		"interface name":             {in: "eth0", want: []topology.NICID{"eth0"}},
 		"synthetic ids of a node without NIC topology": {in: "rdma-0,rdma-11", want: []topology.NICID{"rdma-0", "rdma-11"}},
 		"odd names are names":                          {in: "rdma-01,0000-1a:00.0", want: []topology.NICID{"rdma-01", "0000-1a:00.0"}},
 		"duplicate":                                    {in: "0000:1a:00.0,0000:1A:00.0", wantErr: true},

@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/rdmatopo/rdmatopo/framework/topology"
@@ -117,8 +116,8 @@ func (r Reservation) validate() error {
 			return fmt.Errorf("%w: pod %s: zone %d has a negative value", ErrInvalidReservation, r, z.NUMA)
 		}
 		for j, n := range z.NICs {
-			if n == "" || strings.ToLower(string(n)) != string(n) {
-				return fmt.Errorf("%w: pod %s: NIC %q is empty or not lower case", ErrInvalidReservation, r, n)
+			if n == "" || topology.NormalizeNICName(string(n)) != n {
+				return fmt.Errorf("%w: pod %s: NIC %q is empty or not in the fabric's form (PCI addresses in lower case)", ErrInvalidReservation, r, n)
 			}
 			if j > 0 && n <= z.NICs[j-1] {
 				return fmt.Errorf("%w: pod %s: NICs of NUMA %d not strictly sorted", ErrInvalidReservation, r, z.NUMA)

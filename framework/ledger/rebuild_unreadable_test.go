@@ -61,8 +61,8 @@ func TestRebuildNeverDropsNICs(t *testing.T) {
 			pods: []*corev1.Pod{annotated},
 			want: []ledger.Reservation{named},
 		},
-		"device names in upper case are the fabric's lower-case names": {
-			pods: []*corev1.Pod{bound("upper", "n3", "MLX5_1,1A:00.0", "0,1").Obj()},
+		"PCI addresses in upper case are the fabric's lower-case names": {
+			pods: []*corev1.Pod{bound("upper", "n3", "mlx5_1,1A:00.0", "0,1").Obj()},
 			want: []ledger.Reservation{onN3("upper", nicsZone(0, "mlx5_1"), nicsZone(1, "1a:00.0"))},
 		},
 		"missing numa: zones come from the fabric": {
@@ -195,7 +195,7 @@ func TestCheckAnnotations(t *testing.T) {
 		"readable, no s0":   {ann: map[string]string{ledger.AnnotationNICs: "mlx5_0", ledger.AnnotationNUMA: "0"}},
 		"missing numa":      {ann: map[string]string{ledger.AnnotationNICs: "mlx5_0"}, want: []string{ledger.AnnotationNUMA}},
 		"non-numeric numa":  {ann: map[string]string{ledger.AnnotationNICs: "mlx5_0", ledger.AnnotationNUMA: "zero"}, want: []string{ledger.AnnotationNUMA}},
-		"NIC twice":         {ann: map[string]string{ledger.AnnotationNICs: "mlx5_0,MLX5_0", ledger.AnnotationNUMA: "0"}, want: []string{ledger.AnnotationNICs}},
+		"NIC twice":         {ann: map[string]string{ledger.AnnotationNICs: "1a:00.0,1A:00.0", ledger.AnnotationNUMA: "0"}, want: []string{ledger.AnnotationNICs}},
 		"everything broken": {ann: map[string]string{ledger.AnnotationNICs: "a, b", ledger.AnnotationNUMA: "", ledger.AnnotationS0: ","}, want: []string{ledger.AnnotationNICs, ledger.AnnotationNUMA, ledger.AnnotationS0}},
 	}
 	for name, tc := range cases {

@@ -198,8 +198,8 @@ func TestLoadClusterErrors(t *testing.T) {
 			want: wantErr{Doc: 2, Kind: "Pod", Name: "ns/p", Field: `metadata.annotations["rdmatopo.io/numa"]`, Msg: `"zero" is not a NUMA id`},
 		},
 		"bound pod naming a NIC twice": {
-			in:   nodeDoc + "---\n" + annotatedPod(`rdmatopo.io/nics: "mlx5_0,MLX5_0", rdmatopo.io/numa: "0"`),
-			want: wantErr{Doc: 2, Kind: "Pod", Name: "ns/p", Field: `metadata.annotations["rdmatopo.io/nics"]`, Msg: "NIC mlx5_0 is listed twice"},
+			in:   nodeDoc + "---\n" + annotatedPod(`rdmatopo.io/nics: "0000:1a:00.0,0000:1A:00.0", rdmatopo.io/numa: "0"`),
+			want: wantErr{Doc: 2, Kind: "Pod", Name: "ns/p", Field: `metadata.annotations["rdmatopo.io/nics"]`, Msg: "NIC 0000:1a:00.0 is listed twice"},
 		},
 		"bound pod with a stray space in its NICs": {
 			in:   nodeDoc + "---\n" + annotatedPod(`rdmatopo.io/nics: "mlx5_0, mlx5_1", rdmatopo.io/numa: "0"`),
