@@ -1,0 +1,118 @@
+package rdmatopology
+
+// The Allocate / Deallocate event handlers: NIC reservation for each task the
+// session allocates, the annotations that bind with it, and their release
+// when a statement is discarded.
+
+import (
+	"github.com/kubewharf/katalyst-api/pkg/consts"
+	"k8s.io/klog/v2"
+	"volcano.sh/volcano/pkg/scheduler/api"
+
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+)
+
+// allocate reserves the task's NICs in the ledger (the planned ones, or the
+// best fit on its node) and writes the rdmatopo.io/* annotations that go
+// with the bind. A task that cannot get NICs marks its job not ready, so the
+// statement is discarded.
+func (s *Session) allocate(task *api.TaskInfo) {
+	if !s.RequestsRDMA(task) {
+		stripAnnotations(task)
+		return
+	}
+	s.mu.Lock()
+	a, planned := s.planned[task.UID]
+	s.mu.Unlock()
+	if !planned || a.Node != task.NodeName {
+		var allowed map[topology.S0ID]bool
+		ok := true
+		if job := s.ssn.Jobs[task.Job]; job != nil {
+			allowed, ok = s.tierLimit(job, task.NodeName)
+		}
+		if ok {
+			a, ok = s.State.Fit(task.NodeName, s.Shape(task), allowed)
+		}
+		if !ok {
+			s.markBroken(task, "no NICs fit on node "+task.NodeName)
+			return
+		}
+	}
+	a.PodUID = string(task.UID)
+	r := ledger.Reservation{UID: string(task.UID), Namespace: task.Namespace, Name: task.Name,
+		Job: string(task.Job), Node: task.NodeName, Zones: a.Zones}
+	if err := s.reserve(r); err != nil {
+		s.markBroken(task, err.Error())
+		return
+	}
+	s.annotate(task, a)
+	klog.V(4).InfoS("Reserved NICs", "pod", klog.KRef(task.Namespace, task.Name), "node", task.NodeName, "nics", a.NICs())
+}
+
+// deallocate releases what allocate reserved (a discarded statement, an
+// evicted task).
+func (s *Session) deallocate(task *api.TaskInfo) {
+	s.mu.Lock()
+	delete(s.broken, task.Job)
+	s.mu.Unlock()
+	s.release(string(task.UID), task.Job)
+	stripAnnotations(task)
+}
+
+func (s *Session) markBroken(task *api.TaskInfo, why string) {
+	klog.ErrorS(nil, "RDMA task allocated without NICs; its gang will be discarded", "pod", klog.KRef(task.Namespace, task.Name), "reason", why)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.broken[task.Job] = why
+}
+
+// AnnotationNUMABindResult is katalyst's pod annotation naming the NUMA
+// zone(s) a pod is bound to. The scheduler writes the planned zones there
+// (the same ids as ledger.AnnotationNUMA, comma-separated) so that the node
+// agent prefers them; docs/node-contract.md says what the node must run for
+// that.
+const AnnotationNUMABindResult = consts.PodAnnotationNUMABindResultKey
+
+// schedulerKeys are the pod annotations only the scheduler writes.
+var schedulerKeys = []string{ledger.AnnotationNICs, ledger.AnnotationNUMA, ledger.AnnotationS0, AnnotationNUMABindResult}
+
+// annotate replaces the task's pod with a copy carrying the scheduler's
+// annotations for assignment a; the binder sends them with the Binding.
+// katalyst's numa_bind_result gets the same NUMA ids as rdmatopo.io/numa,
+// replacing whatever the pod carried.
+func (s *Session) annotate(task *api.TaskInfo, a placement.Assignment) {
+	pod := task.Pod.DeepCopy()
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	ann := ledger.Reservation{Node: a.Node, Zones: a.Zones}.Annotations(s.Fabric)
+	for k, v := range ann {
+		pod.Annotations[k] = v
+	}
+	pod.Annotations[AnnotationNUMABindResult] = ann[ledger.AnnotationNUMA]
+	task.Pod = pod
+}
+
+// stripAnnotations removes scheduler-only keys a user set on a pending pod:
+// they never grant anything and must not reach the Binding.
+func stripAnnotations(task *api.TaskInfo) {
+	if task.Pod == nil {
+		return
+	}
+	found := false
+	for _, k := range schedulerKeys {
+		if _, ok := task.Pod.Annotations[k]; ok {
+			found = true
+		}
+	}
+	if !found {
+		return
+	}
+	pod := task.Pod.DeepCopy()
+	for _, k := range schedulerKeys {
+		delete(pod.Annotations, k)
+	}
+	task.Pod = pod
+}

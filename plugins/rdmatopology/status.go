@@ -1,0 +1,147 @@
+package rdmatopology
+
+// What the session writes back on each RDMA gang's PodGroup when it closes:
+// the placement annotation, waiting-since, and the RDMATopologyPlaced
+// condition with its Event.
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	"volcano.sh/apis/pkg/apis/scheduling"
+	"volcano.sh/volcano/pkg/scheduler/api"
+
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/placement"
+)
+
+// ConditionType is the PodGroup condition the plugin maintains: True with
+// the placement once a gang is placed, False with the reason while it waits.
+const ConditionType scheduling.PodGroupConditionType = "RDMATopologyPlaced"
+
+// Condition reasons.
+const (
+	ReasonPlaced  = "Placed"
+	ReasonInvalid = string(placement.ReasonInvalidContract)
+)
+
+// PlacementAnnotation is the JSON written to rdmatopo.io/placement.
+type PlacementAnnotation struct {
+	Tier string   `json:"tier"`
+	S0   []string `json:"s0"`
+	S1   []string `json:"s1"`
+	// Planned is the placement the scheduler planned, present when the
+	// nodes realized another one (the KCNRs listed pods on other NICs).
+	Planned *PlannedPlacement `json:"planned,omitempty"`
+}
+
+// close writes each RDMA gang's outcome on its PodGroup: the placement
+// annotation and a True condition once placed, a False condition with the
+// reason while it waits. User-set placement annotations are replaced.
+func (s *Session) close() {
+	defer s.observeSession()
+	for _, job := range s.ssn.Jobs {
+		if job.PodGroup == nil {
+			continue
+		}
+		if !s.IsRDMAJob(job) {
+			if _, forged := job.PodGroup.Annotations[ledger.AnnotationPlacement]; forged {
+				s.setPlacement(job, "")
+			}
+			continue
+		}
+		h := s.Held(job.UID)
+		if h.Empty() {
+			s.setPlacement(job, "")
+		} else {
+			nodes := len(h.Nodes)
+			tier := placement.TierOf(nodes, len(h.S0s), len(h.S1s))
+			ann := PlacementAnnotation{Tier: tier.String(), S0: []string{}, S1: []string{}}
+			for id := range h.S0s {
+				ann.S0 = append(ann.S0, string(id))
+			}
+			for id := range h.S1s {
+				if id != "" {
+					ann.S1 = append(ann.S1, string(id))
+				}
+			}
+			sort.Strings(ann.S0)
+			sort.Strings(ann.S1)
+			ann.Planned = s.plannedFor(job, ann)
+			data, _ := json.Marshal(ann)
+			s.setPlacement(job, string(data))
+			if _, err := Contract(job); err == nil && int32(h.Pods) > 0 && job.ReadyTaskNum() >= job.MinAvailable {
+				s.setCondition(job, v1.ConditionTrue, ReasonPlaced,
+					fmt.Sprintf("placed at tier %s on %d node(s) under S0 %s", tier, nodes, strings.Join(ann.S0, ",")))
+			}
+		}
+		_, cerr := Contract(job)
+		s.mu.Lock()
+		f := s.failures[job.UID]
+		s.mu.Unlock()
+		waiting := f != nil && job.ReadyTaskNum() < job.MinAvailable
+		note := s.waitNote(job, waiting && cerr == nil)
+		switch {
+		case cerr != nil:
+			// Never placed under a contract it does not have: one stable
+			// False condition (one Event), whether or not pods run.
+			s.setCondition(job, v1.ConditionFalse, ReasonInvalid, cerr.Error())
+		case waiting:
+			s.setCondition(job, v1.ConditionFalse, string(f.Code), f.Message+note)
+		}
+	}
+}
+
+// setPlacement sets (or, with "", removes) the placement annotation.
+func (s *Session) setPlacement(job *api.JobInfo, value string) {
+	s.setAnnotation(job, ledger.AnnotationPlacement, value)
+}
+
+// setAnnotation sets (or, with "", removes) a scheduler-written PodGroup
+// annotation; Volcano writes the PodGroup back when the session closes.
+func (s *Session) setAnnotation(job *api.JobInfo, key, value string) {
+	cur, ok := job.PodGroup.Annotations[key]
+	if (value == "" && !ok) || (value != "" && cur == value) {
+		return
+	}
+	ann := make(map[string]string, len(job.PodGroup.Annotations)+1)
+	for k, v := range job.PodGroup.Annotations {
+		ann[k] = v
+	}
+	if value == "" {
+		delete(ann, key)
+	} else {
+		ann[key] = value
+	}
+	job.PodGroup.Annotations = ann
+}
+
+// setCondition records the plugin's condition on the job's PodGroup.
+func (s *Session) setCondition(job *api.JobInfo, status v1.ConditionStatus, reason, msg string) {
+	for _, c := range job.PodGroup.Status.Conditions {
+		if c.Type == ConditionType && c.Status == status && c.Reason == reason && c.Message == msg {
+			return // unchanged: no update, no repeated Event
+		}
+	}
+	cond := &scheduling.PodGroupCondition{
+		Type:               ConditionType,
+		Status:             status,
+		TransitionID:       string(s.ssn.UID),
+		LastTransitionTime: metav1.Now(),
+		Reason:             reason,
+		Message:            msg,
+	}
+	if err := s.ssn.UpdatePodGroupCondition(job, cond); err != nil {
+		klog.ErrorS(err, "Cannot update PodGroup condition", "podgroup", klog.KRef(job.Namespace, job.Name))
+	}
+	kind := v1.EventTypeWarning
+	if status == v1.ConditionTrue {
+		kind = v1.EventTypeNormal
+	}
+	s.ssn.RecordPodGroupEvent(job.PodGroup, kind, reason, msg)
+}
