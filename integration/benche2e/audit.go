@@ -8,14 +8,18 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // auditEvent is the part of an audit.k8s.io/v1 Event the report reads.
 type auditEvent struct {
-	AuditID   string `json:"auditID"`
-	Stage     string `json:"stage"`
-	Verb      string `json:"verb"`
-	UserAgent string `json:"userAgent"`
+	AuditID string `json:"auditID"`
+	// Received and Done bound the request (RFC 3339, microseconds).
+	Received  time.Time `json:"requestReceivedTimestamp"`
+	Done      time.Time `json:"stageTimestamp"`
+	Stage     string    `json:"stage"`
+	Verb      string    `json:"verb"`
+	UserAgent string    `json:"userAgent"`
 	User      struct {
 		Username string `json:"username"`
 	} `json:"user"`
@@ -34,6 +38,9 @@ type auditCounts struct {
 	requests, rejected429 int
 	byKind                map[string]int
 	userAgents            []string
+	// peakInFlight is the most requests (watches aside) the user had
+	// open at once.
+	peakInFlight int
 }
 
 // readAudit counts the requests of user in an audit log: one per audit ID
@@ -46,6 +53,11 @@ func readAudit(path, user string) (auditCounts, error) {
 	defer f.Close()
 	c := auditCounts{byKind: map[string]int{}}
 	seen := map[string]bool{}
+	type edge struct {
+		at time.Time
+		d  int
+	}
+	var edges []edge
 	agents := map[string]bool{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
@@ -56,6 +68,9 @@ func readAudit(path, user string) (auditCounts, error) {
 		}
 		if ev.User.Username != user || seen[ev.AuditID] {
 			continue
+		}
+		if ev.Verb != "watch" && ev.Stage == "ResponseComplete" {
+			edges = append(edges, edge{ev.Received, 1}, edge{ev.Done, -1})
 		}
 		seen[ev.AuditID] = true
 		c.requests++
@@ -77,6 +92,17 @@ func readAudit(path, user string) (auditCounts, error) {
 		c.userAgents = append(c.userAgents, a)
 	}
 	sort.Strings(c.userAgents)
+	sort.Slice(edges, func(i, j int) bool {
+		if !edges[i].at.Equal(edges[j].at) {
+			return edges[i].at.Before(edges[j].at)
+		}
+		return edges[i].d < edges[j].d // an end before a start at the same instant
+	})
+	open := 0
+	for _, e := range edges {
+		open += e.d
+		c.peakInFlight = max(c.peakInFlight, open)
+	}
 	return c, sc.Err()
 }
 

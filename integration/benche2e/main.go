@@ -43,6 +43,7 @@ type options struct {
 	controllerQPS int
 	runs          string
 	burst         bool
+	direct        bool
 	profileDir    string
 	profileFor    time.Duration
 	schedulerArgs string
@@ -70,6 +71,7 @@ func main() {
 	flag.DurationVar(&o.settle, "settle", 10*time.Second, "wait after the scheduler is up before the first submit")
 	flag.IntVar(&o.controllerQPS, "controller-qps", 200, "vc-controller-manager --kube-api-qps (burst: twice that), the same for both runs")
 	flag.StringVar(&o.runs, "runs", "rdmatopo,stock", "runs, in order")
+	flag.BoolVar(&o.direct, "direct", false, "create each gang's PodGroup and pods directly instead of a VolcanoJob (no job controller, no enqueue wait)")
 	flag.BoolVar(&o.burst, "burst", false, "submit every gang at once instead of at its arrival time (a bind burst)")
 	flag.StringVar(&o.profileDir, "profile-dir", "", "write a CPU profile of each scheduler (its /debug/pprof/profile) here")
 	flag.DurationVar(&o.profileFor, "profile-seconds", 60*time.Second, "length of that profile, from the first submit (the scheduler must outlive it)")
@@ -212,6 +214,7 @@ func runOne(ctx context.Context, o options, name string, spec schedulerSpec, clu
 	}
 	r.APIRequests, r.Rejected429 = a.requests, a.rejected429
 	r.Details.APIRequestsByKind, r.Details.SchedulerUserAgents = a.byKind, a.userAgents
+	r.Details.SchedulerPeakInFlight = a.peakInFlight
 	logf("%s: %d/%d gangs, %d pods bound in %.1fs; %.1f pods/s; scheduler %.1f CPU s, %d API requests (%d answered 429)",
 		name, r.Details.GangsPlaced, len(trace.Gangs), r.Details.PodsBound, r.Details.WallSeconds, r.PodsPerSecond, r.CPUSeconds, r.APIRequests, r.Rejected429)
 	return &r, nil

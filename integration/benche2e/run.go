@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
@@ -29,6 +28,9 @@ const (
 	cpuPerGPU    = 4
 	cpuOnlyCores = 2
 )
+
+// gangLabel names a trace pod's gang (VolcanoJob or PodGroup name).
+const gangLabel = "bench-e2e.rdmatopo.io/gang"
 
 // stallTimeout ends a run in which nothing was placed this long after the
 // first submit: something in the stack is broken.
@@ -65,7 +67,7 @@ type tracker struct {
 
 func (t *tracker) onPod(p *corev1.Pod) {
 	t.ag.observe(p)
-	job := p.Labels[batchv1alpha1.JobNameKey]
+	job := p.Labels[gangLabel]
 	if p.Namespace != jobNamespace || job == "" {
 		return
 	}
@@ -135,7 +137,7 @@ func volcanoJob(g bench.GangSpec) *batchv1alpha1.Job {
 			Tasks: []batchv1alpha1.TaskSpec{{
 				Name:     "worker",
 				Replicas: int32(g.Pods),
-				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{gangLabel: g.Name}}, Spec: corev1.PodSpec{
 					SchedulerName: schedulerName,
 					RestartPolicy: corev1.RestartPolicyNever,
 					Containers: []corev1.Container{{Name: "train", Image: podImage,
@@ -144,6 +146,40 @@ func volcanoJob(g bench.GangSpec) *batchv1alpha1.Job {
 			}},
 		},
 	}
+}
+
+// createGang creates a gang's PodGroup and pods directly, as a job
+// controller would, without waiting for Volcano's enqueue: every pod exists
+// at once, so the scheduler can bind a whole arrival in one session.
+func createGang(ctx context.Context, s *stack, spec bench.GangSpec) error {
+	set := bench.GangSet(spec, time.Now())
+	for _, pg := range set.PodGroups {
+		pg = pg.DeepCopy()
+		pg.UID, pg.CreationTimestamp = "", metav1.Time{}
+		if _, err := s.volcano.SchedulingV1beta1().PodGroups(jobNamespace).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create PodGroup %s: %w", pg.Name, err)
+		}
+	}
+	errs := parallel(ctx, len(set.Pods), 8, func(i int) error {
+		p := set.Pods[i].DeepCopy()
+		p.UID, p.ResourceVersion, p.CreationTimestamp = "", "", metav1.Time{}
+		p.Status = corev1.PodStatus{}
+		if p.Labels == nil {
+			p.Labels = map[string]string{}
+		}
+		p.Labels[gangLabel] = spec.Name
+		for j := range p.Spec.Containers {
+			p.Spec.Containers[j].Image = podImage
+		}
+		_, err := s.kube.CoreV1().Pods(jobNamespace).Create(ctx, p, metav1.CreateOptions{})
+		return err
+	})
+	for _, err := range errs {
+		if err != nil {
+			return fmt.Errorf("create pods of %s: %w", spec.Name, err)
+		}
+	}
+	return nil
 }
 
 // replay submits the trace (gang i at (Arrive-1) × period after the start),
@@ -192,14 +228,20 @@ func replay(ctx context.Context, s *stack, ag *agent, trace *bench.Trace, o opti
 				logf("delete %s of %s: %v", what, g.spec.Name, err)
 			}
 		}
-		report("VolcanoJob", s.volcano.BatchV1alpha1().Jobs(jobNamespace).Delete(dctx, g.spec.Name, metav1.DeleteOptions{PropagationPolicy: &bg}))
+		if !o.direct {
+			report("VolcanoJob", s.volcano.BatchV1alpha1().Jobs(jobNamespace).Delete(dctx, g.spec.Name, metav1.DeleteOptions{PropagationPolicy: &bg}))
+		}
 		// No garbage collector runs: the driver removes the job's pods
 		// (as kubelet would once they stop, hence no grace period) and
 		// its PodGroup itself.
 		zero := int64(0)
-		sel := metav1.ListOptions{LabelSelector: batchv1alpha1.JobNameKey + "=" + g.spec.Name}
+		sel := metav1.ListOptions{LabelSelector: gangLabel + "=" + g.spec.Name}
 		report("pods", s.kube.CoreV1().Pods(jobNamespace).DeleteCollection(dctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, sel))
-		report("PodGroup", s.volcano.SchedulingV1beta1().PodGroups(jobNamespace).Delete(dctx, g.spec.Name+"-"+g.uid, metav1.DeleteOptions{}))
+		pg := g.spec.Name + "-" + g.uid // the job controller's name
+		if o.direct {
+			pg = g.spec.Name
+		}
+		report("PodGroup", s.volcano.SchedulingV1beta1().PodGroups(jobNamespace).Delete(dctx, pg, metav1.DeleteOptions{}))
 	}
 	go func() {
 		for {
@@ -230,6 +272,13 @@ func replay(ctx context.Context, s *stack, ag *agent, trace *bench.Trace, o opti
 			t.mu.Lock()
 			g.submitted = time.Now()
 			t.mu.Unlock()
+			if o.direct {
+				if err := createGang(runCtx, s, g.spec); err != nil {
+					submitErr <- err
+					return
+				}
+				continue
+			}
 			out, err := s.volcano.BatchV1alpha1().Jobs(jobNamespace).Create(runCtx, volcanoJob(g.spec), metav1.CreateOptions{})
 			if err != nil {
 				submitErr <- fmt.Errorf("create VolcanoJob %s: %w", g.spec.Name, err)
@@ -307,6 +356,9 @@ type runDetails struct {
 	// SchedulerUserAgents are the user agents the counted requests came
 	// with.
 	SchedulerUserAgents []string `json:"schedulerUserAgents"`
+	// SchedulerPeakInFlight is the most requests of the scheduler (watches
+	// aside) the API server had open at once.
+	SchedulerPeakInFlight int `json:"schedulerPeakInFlight"`
 	// APIServerRequests and APIServerRejected429 are apiserver_request_total
 	// over every client (controllers, kwok, the agent and the driver too).
 	APIServerRequests    int `json:"apiServerRequests"`
@@ -356,8 +408,8 @@ func summarize(t *tracker, start time.Time) runResult {
 		}
 		leaves := map[string]bool{}
 		confirmed := true
-		for i := 0; i < g.spec.Pods; i++ {
-			ls, ok := t.ag.leavesOf(jobNamespace, g.spec.Name+"-worker-"+strconv.Itoa(i))
+		for pod := range g.bound {
+			ls, ok := t.ag.leavesOf(jobNamespace, pod)
 			if !ok {
 				confirmed = false
 				break
