@@ -330,7 +330,7 @@ func (s *oracleSearch) componentBest(c component) (best []int, ok bool) {
 		}
 		return 0
 	})
-	// suffix[i] lets the walk sum the weights of order[i:i+m] in O(1).
+	// prefix lets the walk sum the weights of order[i:i+m] in O(1).
 	prefix := make([]int64, len(order)+1)
 	for i, li := range order {
 		prefix[i+1] = prefix[i] + info[li].weight
