@@ -13,8 +13,14 @@ type leafStat struct {
 	id    topology.S0ID
 	s1    topology.S1ID
 	nodes []string
-	// pods is how many pods of the main shape fit under the leaf alone.
+	// pods estimates how many pods of the main shape the leaf contributes to
+	// a group of leaves: own, plus, on spanning nodes where no pod fits with
+	// this leaf's NICs alone, the pods that fit with the node's NICs under
+	// any leaf (an over-estimate the group fill corrects by adding leaves).
 	pods int
+	// own is how many pods of the main shape fit using this leaf's NICs
+	// alone: what a single-leaf (s0) placement can use.
+	own int
 	// nics is the number of free NICs under the leaf.
 	nics int64
 	// split is true when a pod under this leaf may need NICs of other
@@ -87,6 +93,7 @@ func (p *planner) computeLeaf(id topology.S0ID) *leafStat {
 		st.nodes = append(st.nodes, name)
 		st.nics += n
 		c := quickCap(v, p.main, under)
+		st.own += c
 		if c == 0 && v.node.Policy == topology.PolicySpanning {
 			// A pod that spans zones may need NICs under several leaves;
 			// count it under each (an over-estimate the fill corrects by

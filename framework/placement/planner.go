@@ -216,7 +216,7 @@ func (p *planner) failure(pods []Pod, limit Tier) *Failure {
 	perS1 := map[topology.S1ID]int{}
 	counted := map[string]bool{}
 	for _, st := range stats {
-		largestLeaf = max(largestLeaf, st.pods)
+		largestLeaf = max(largestLeaf, st.own)
 		for _, n := range st.nodes {
 			if counted[n] {
 				continue
@@ -242,7 +242,10 @@ func (p *planner) failure(pods []Pod, limit Tier) *Failure {
 		heldRoom := func(in func(*leafStat) bool) int {
 			n := 0
 			for _, st := range stats {
-				if in(st) {
+				switch {
+				case in(st) && limit == TierS0:
+					n += st.own
+				case in(st):
 					n += st.pods
 				}
 			}

@@ -127,7 +127,7 @@ func (p *planner) tryS0(pods []Pod) *candidate {
 		if !h.Empty() && (len(h.S0s) != 1 || !h.S0s[st.id]) {
 			continue
 		}
-		if st.nics < need || st.pods < countShape(pods, p.main) {
+		if st.nics < need || st.own < countShape(pods, p.main) {
 			continue
 		}
 		opts = append(opts, st)
