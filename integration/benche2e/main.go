@@ -190,8 +190,6 @@ func runOne(ctx context.Context, o options, name string, spec schedulerSpec, clu
 		logf("%s", s.logTails(30))
 		return nil, err
 	}
-	// Let the agent list the last bound pods before the KCNRs are read.
-	time.Sleep(o.lag + time.Second)
 	u, err := s.scheduler.usage()
 	if err != nil {
 		return nil, fmt.Errorf("scheduler usage: %w", err)

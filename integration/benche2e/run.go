@@ -325,6 +325,11 @@ func replay(ctx context.Context, s *stack, ag *agent, trace *bench.Trace, o opti
 			return t, start, ctx.Err()
 		}
 	}
+	// Let the agent list the last bound pods before the KCNRs are read.
+	select {
+	case <-time.After(o.lag + time.Second):
+	case <-ctx.Done():
+	}
 	return t, start, nil
 }
 
