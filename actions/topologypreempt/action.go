@@ -240,7 +240,7 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 	stmt := framework.NewStatement(ssn)
 	defer topo.ClearPlanned()
 	victims := ch.victims()
-	reason := fmt.Sprintf("preempted by gang %s (priority %d, %s)", jobName, job.Priority, ActionName)
+	reason := EvictReason(jobName, job.Priority)
 	for _, v := range victims {
 		// A discarded statement re-allocates the victim: give it back the
 		// NICs it holds rather than a new fit.

@@ -100,10 +100,11 @@ func TestSimulateJSONContract(t *testing.T) {
 	require.NoError(t, dec.Decode(&top))
 	var extra any
 	require.True(t, errors.Is(dec.Decode(&extra), io.EOF), "exactly one JSON object")
-	require.Equal(t, []string{"jobs", "pods"}, keysOf(top))
+	require.Equal(t, []string{"evictions", "jobs", "pods"}, keysOf(top))
+	require.Equal(t, []any{}, top["evictions"], "evictions is a list, never null")
 
-	podKeys := []string{"annotations", "job", "name", "namespace", "nics", "node", "numa", "s0", "s1"}
-	jobKeys := []string{"boundPods", "minMember", "name", "namespace", "placed", "reason", "s0", "s1", "tier"}
+	podKeys := []string{"annotations", "evicted", "job", "name", "namespace", "nics", "node", "numa", "s0", "s1"}
+	jobKeys := []string{"boundPods", "minMember", "name", "namespace", "placed", "reason", "s0", "s1", "tier", "waitedSeconds"}
 	pods, ok := top["pods"].([]any)
 	require.True(t, ok)
 	require.NotEmpty(t, pods)
@@ -114,6 +115,7 @@ func TestSimulateJSONContract(t *testing.T) {
 			require.IsType(t, []any{}, pod[list], "%s is a list, never null", list)
 		}
 		require.IsType(t, map[string]any{}, pod["annotations"], "annotations is an object, never null")
+		require.Equal(t, false, pod["evicted"], "the default workload evicts nothing")
 		if pod["node"] == "" {
 			require.EqualValues(t, -1, pod["numa"], "an unplaced pod has numa -1")
 			require.Empty(t, pod["nics"])
@@ -131,9 +133,11 @@ func TestSimulateJSONContract(t *testing.T) {
 		for _, list := range []string{"s0", "s1"} {
 			require.IsType(t, []any{}, job[list])
 		}
+		require.IsType(t, float64(0), job["waitedSeconds"])
 		if job["placed"].(bool) {
 			placed++
 			require.Empty(t, job["reason"])
+			require.Zero(t, job["waitedSeconds"], "the default workload's placed jobs are placed at once")
 			require.GreaterOrEqual(t, job["boundPods"].(float64), job["minMember"].(float64))
 		} else {
 			waiting++

@@ -24,6 +24,9 @@ type jsonPod struct {
 	// Annotations are the keys the scheduler wrote on the pod
 	// (rdmatopo.io/* and katalyst.kubewharf.io/numa_bind_result).
 	Annotations map[string]string `json:"annotations"`
+	// Evicted is true for a pod evicted during the run (its node is then
+	// empty).
+	Evicted bool `json:"evicted"`
 }
 
 // jsonJob is one element of "jobs".
@@ -37,12 +40,27 @@ type jsonJob struct {
 	S0        []string `json:"s0"`
 	S1        []string `json:"s1"`
 	Reason    string   `json:"reason"`
+	// WaitedSeconds is the simulated time from the job's first failed
+	// attempt to its placement (0 when placed at once), or until the last
+	// cycle for a job still waiting.
+	WaitedSeconds float64 `json:"waitedSeconds"`
+}
+
+// jsonEviction is one element of "evictions".
+type jsonEviction struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Job       string `json:"job"`
+	// Preemptor is the gang ("namespace/podgroup") the pod was evicted
+	// for.
+	Preemptor string `json:"preemptor"`
 }
 
 // jsonReport is the single object `simulate -o json` prints.
 type jsonReport struct {
-	Pods []jsonPod `json:"pods"`
-	Jobs []jsonJob `json:"jobs"`
+	Pods      []jsonPod      `json:"pods"`
+	Jobs      []jsonJob      `json:"jobs"`
+	Evictions []jsonEviction `json:"evictions"`
 }
 
 // nonNil returns s, or an empty list for nil (lists are never null).
@@ -63,18 +81,24 @@ func nonNilMap(m map[string]string) map[string]string {
 
 // toJSON converts a report to the contract's shape.
 func toJSON(rep *sim.Report) jsonReport {
-	out := jsonReport{Pods: make([]jsonPod, 0, len(rep.Pods)), Jobs: make([]jsonJob, 0, len(rep.Jobs))}
+	out := jsonReport{Pods: make([]jsonPod, 0, len(rep.Pods)), Jobs: make([]jsonJob, 0, len(rep.Jobs)),
+		Evictions: make([]jsonEviction, 0, len(rep.Evictions))}
 	for _, p := range rep.Pods {
 		out.Pods = append(out.Pods, jsonPod{
 			Namespace: p.Namespace, Name: p.Name, Job: p.Job, Node: p.Node, NUMA: p.NUMA,
 			NICs: nonNil(p.NICs), S0: nonNil(p.S0), S1: nonNil(p.S1), Annotations: nonNilMap(p.Annotations),
+			Evicted: p.Evicted != "",
 		})
 	}
 	for _, j := range rep.Jobs {
 		out.Jobs = append(out.Jobs, jsonJob{
 			Namespace: j.Namespace, Name: j.Name, MinMember: j.MinMember, Placed: j.Placed,
 			BoundPods: j.BoundPods, Tier: j.Tier, S0: nonNil(j.S0), S1: nonNil(j.S1), Reason: j.Reason,
+			WaitedSeconds: j.WaitedSeconds,
 		})
+	}
+	for _, e := range rep.Evictions {
+		out.Evictions = append(out.Evictions, jsonEviction{Namespace: e.Namespace, Name: e.Name, Job: e.Job, Preemptor: e.Preemptor})
 	}
 	return out
 }
@@ -171,9 +195,29 @@ func writeTable(w io.Writer, rep *sim.Report) error {
 	if len(byTier) > 0 {
 		detail = " (" + strings.Join(byTier, ", ") + ")"
 	}
-	_, err := fmt.Fprintf(w, "\n%s: %d placed%s, %d waiting; %d of %s bound in %s.\n",
+	if _, err := fmt.Fprintf(w, "\n%s: %d placed%s, %d waiting; %d of %s bound in %s.\n",
 		plural(len(rep.Jobs), "job"), placed, detail, len(rep.Jobs)-placed, bound, plural(pods, "pod"),
-		plural(rep.Cycles, "scheduling cycle"))
+		plural(rep.Cycles, "scheduling cycle")); err != nil {
+		return err
+	}
+	return writeEvictions(w, rep.Evictions)
+}
+
+// writeEvictions adds, when the run evicted pods, one line naming them
+// and the gangs they were evicted for.
+func writeEvictions(w io.Writer, evictions []sim.Eviction) error {
+	if len(evictions) == 0 {
+		return nil
+	}
+	items := make([]string, 0, len(evictions))
+	for _, e := range evictions {
+		item := e.Namespace + "/" + e.Name
+		if e.Preemptor != "" {
+			item += " (for " + e.Preemptor + ")"
+		}
+		items = append(items, item)
+	}
+	_, err := fmt.Fprintf(w, "%s evicted: %s.\n", plural(len(evictions), "pod"), strings.Join(items, ", "))
 	return err
 }
 

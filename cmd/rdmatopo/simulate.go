@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/rdmatopo/rdmatopo/examples"
 	"github.com/rdmatopo/rdmatopo/internal/fabricmap"
@@ -27,6 +28,7 @@ type simulateOpts struct {
 	kubeconfig string
 	maxCycles  int
 	nodeAgent  string
+	period     time.Duration
 }
 
 // runSimulate implements `rdmatopo simulate`. Topology problems of the
@@ -34,14 +36,15 @@ type simulateOpts struct {
 // only the table or the one JSON object).
 func runSimulate(args []string, stdout, stderr io.Writer) error {
 	var o simulateOpts
-	fs := newFlags("simulate", "[--cluster FILE] [--workload FILE] [--scheduler-conf FILE] [-o table|json] [--map FILE.svg] [--kubeconfig FILE] [--node-agent exact|numa|blind]", stdout)
+	fs := newFlags("simulate", "[--cluster FILE] [--workload FILE] [--scheduler-conf FILE] [-o table|json] [--map FILE.svg] [--kubeconfig FILE] [--node-agent exact|numa|blind] [--period DURATION]", stdout)
 	fs.StringVar(&o.cluster, "cluster", "", "cluster file: Nodes, CustomNodeResources and bound Pods (default: the built-in sample cluster)")
 	fs.StringVar(&o.workload, "workload", "", "workload file: Queues, PodGroups, Pods, Volcano Jobs, PyTorchJobs (default: the built-in sample workload)")
 	fs.StringVar(&o.conf, "scheduler-conf", "", "volcano-scheduler.conf (default: the built-in conf of config/)")
 	fs.StringVarP(&o.output, "output", "o", outputTable, "output format: table or json")
 	fs.StringVar(&o.mapFile, "map", "", "also write an SVG map of the fabric and the placements to this file")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "read the cluster (Nodes, CustomNodeResources, bound Pods) from a live cluster, read-only")
-	fs.IntVar(&o.maxCycles, "max-cycles", 1000, "stop with an error if the scheduler still binds after this many cycles")
+	fs.IntVar(&o.maxCycles, "max-cycles", 1000, "stop with an error if the scheduler still binds after this many cycles (and stop waiting for max-wait deadlines)")
+	fs.DurationVar(&o.period, "period", sim.DefaultPeriod, "simulated time between two scheduling cycles (vc-scheduler's schedule period); max-wait deadlines are measured on this clock")
 	fs.StringVar(&o.nodeAgent, "node-agent", string(sim.DefaultNodeAgent),
 		"how the simulated katalyst node agent hands out devices after each bind: exact (the annotated NICs), numa (the numa_bind_result zone, its free NICs by name) or blind (the first zone with room)")
 	if err := fs.parse(args, 0); err != nil {
@@ -55,6 +58,9 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	}
 	if o.maxCycles < 1 {
 		return badInputf("simulate: --max-cycles must be at least 1, got %d", o.maxCycles)
+	}
+	if o.period <= 0 {
+		return badInputf("simulate: --period must be positive, got %s", o.period)
 	}
 	agent, err := sim.ParseNodeAgent(o.nodeAgent)
 	if err != nil {
@@ -82,8 +88,11 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	if err := checkDisjoint(cluster, set, nameOr(o.workload, examples.WorkloadFile)); err != nil {
 		return err
 	}
+	if err := workload.CheckRunning(cluster, set); err != nil {
+		return badInput(err)
+	}
 
-	s, err := sim.New(c, cluster, sim.Options{NodeAgent: agent})
+	s, err := sim.New(c, cluster, sim.Options{NodeAgent: agent, Period: o.period})
 	if err != nil {
 		return err
 	}
@@ -93,6 +102,10 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	writeProblems(stderr, "warning", clusterName, topologyProblems(c.Topology, cluster))
 	if _, err := s.Run(o.maxCycles); err != nil {
 		return err
+	}
+	if deadline, ok := s.PendingDeadline(); ok {
+		fmt.Fprintf(stderr, "warning: stopped after %d cycles (--max-cycles) with a max-wait deadline %s ahead; raise --max-cycles or --period to see it pass\n",
+			s.Cycle(), deadline.Sub(s.Now()))
 	}
 	rep := sim.BuildReport(s)
 

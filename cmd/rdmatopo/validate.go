@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rdmatopo/rdmatopo/examples"
+	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
 
 // runValidate implements `rdmatopo validate`: it parses and checks a
@@ -39,8 +40,10 @@ func runValidate(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%s: ok: actions %s; plugin tiers [%s]\n", nameOr(confPath, builtinConfName),
 		strings.Join(c.ActionNames(), ", "), strings.Join(plugins, "] ["))
+	var cl *workload.Cluster
 	if clusterPath != "" {
-		cl, err := loadCluster(clusterPath)
+		var err error
+		cl, err = loadCluster(clusterPath)
 		if err != nil {
 			return err
 		}
@@ -60,6 +63,14 @@ func runValidate(args []string, stdout, stderr io.Writer) error {
 		set, err := loadWorkload(workloadPath)
 		if err != nil {
 			return err
+		}
+		if cl != nil {
+			if err := checkDisjoint(cl, set, workloadPath); err != nil {
+				return err
+			}
+			if err := workload.CheckRunning(cl, set); err != nil {
+				return badInput(err)
+			}
 		}
 		fmt.Fprintf(stdout, "%s: ok: %d PodGroups, %d pods, %d queues\n", nameOr(workloadPath, examples.WorkloadFile),
 			len(set.PodGroups), len(set.Pods), len(set.Queues))

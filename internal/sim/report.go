@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/rdmatopo/rdmatopo/actions/topologypreempt"
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
@@ -64,14 +65,35 @@ type JobPlacement struct {
 	S1   []string
 	// Reason says what blocks an unplaced job; empty when placed.
 	Reason string
+	// WaitedSeconds is how long the job waited on the simulated clock
+	// (Simulator.Waited): from its first failed attempt to its placement,
+	// 0 when placed at once; for an unplaced job, until the last cycle.
+	WaitedSeconds float64
+}
+
+// Eviction is one pod the scheduler evicted during the simulation.
+type Eviction struct {
+	Namespace string
+	Name      string
+	// Job is the pod's PodGroup as "namespace/name" (empty for a pod of
+	// none).
+	Job string
+	// Preemptor is the gang ("namespace/podgroup") that topology-preempt
+	// evicted the pod for; empty when another action evicted it.
+	Preemptor string
+	// Reason is the eviction's reason.
+	Reason string
 }
 
 // Report is the outcome of a simulation, workload pods and jobs only, in
 // arrival order.
 type Report struct {
-	Pods   []PodPlacement
-	Jobs   []JobPlacement
-	Cycles int
+	Pods []PodPlacement
+	Jobs []JobPlacement
+	// Evictions lists every evicted pod (workload and cluster pods), in
+	// arrival order.
+	Evictions []Eviction
+	Cycles    int
 }
 
 // nicPlace is what the fabric says about one NIC of one node.
@@ -115,7 +137,7 @@ func BuildReport(s *Simulator) *Report {
 	for name, cnr := range s.cnrs {
 		listed[name] = ListedNICs(cnr)
 	}
-	rep := &Report{Pods: []PodPlacement{}, Jobs: []JobPlacement{}, Cycles: s.Cycle()}
+	rep := &Report{Pods: []PodPlacement{}, Jobs: []JobPlacement{}, Evictions: []Eviction{}, Cycles: s.Cycle()}
 
 	type jobAcc struct {
 		nodes  map[string]bool
@@ -138,6 +160,9 @@ func BuildReport(s *Simulator) *Report {
 	}
 
 	for _, ps := range s.Pods() {
+		if ps.Evicted != "" {
+			rep.Evictions = append(rep.Evictions, evictionOf(ps))
+		}
 		if !ps.Workload {
 			continue
 		}
@@ -183,9 +208,21 @@ func BuildReport(s *Simulator) *Report {
 		if !jp.Placed {
 			jp.Reason = unplacedReason(pg, events, a.pods, a.pendingMsg)
 		}
+		jp.WaitedSeconds = s.Waited(pg.Namespace, pg.Name).Seconds()
 		rep.Jobs = append(rep.Jobs, jp)
 	}
 	return rep
+}
+
+// evictionOf describes an evicted pod.
+func evictionOf(ps PodState) Eviction {
+	p := ps.Pod
+	ev := Eviction{Namespace: p.Namespace, Name: p.Name, Reason: ps.Evicted}
+	if g := p.Annotations[schedulingv1beta1.KubeGroupNameAnnotationKey]; g != "" {
+		ev.Job = p.Namespace + "/" + g
+	}
+	ev.Preemptor, _ = topologypreempt.PreemptorOf(ps.Evicted)
+	return ev
 }
 
 // fillNICs locates a bound pod's NICs in the fabric, adding the pod's

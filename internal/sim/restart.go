@@ -28,6 +28,7 @@ func (s *Simulator) Restart() {
 	}
 	rt := rdmatopology.NewRuntime(s.conf.Topology)
 	rt.SetPodPatcher(s.queuePatch)
+	s.installClock(rt)
 	for _, name := range s.nodeOrder {
 		_ = c.AddOrUpdateNode(s.nodes[name].DeepCopy()) // never fails
 		rt.Fabric.UpsertNode(s.nodes[name].DeepCopy())

@@ -60,6 +60,13 @@ type Options struct {
 	// them at once (see ConfirmPod). Empty: binds reach the KCNRs only
 	// through ConfirmPod, at a lag the caller chooses.
 	NodeAgent NodeAgent
+	// Period is how far the simulated clock advances from one cycle to the
+	// next (vc-scheduler's schedule period); 0 means DefaultPeriod. The
+	// rdma-topology runtime measures max-wait deadlines on this clock.
+	Period time.Duration
+	// Start is the simulated time of the first cycle; zero means the wall
+	// clock at New, truncated to the second.
+	Start time.Time
 }
 
 // CycleReport says what one scheduling cycle did.
@@ -140,6 +147,8 @@ type Simulator struct {
 
 	cycle int
 	rv    int64
+	// clock is the simulated time (clock.go).
+	clock simClock
 
 	// patchMu guards patches: the annotation patches the scheduler sent
 	// during the current session, applied after it.
@@ -207,6 +216,7 @@ func New(c *Conf, cluster *workload.Cluster, opts Options) (*Simulator, error) {
 	}
 	s.cache = s.newCache()
 	s.runtime.SetPodPatcher(s.queuePatch)
+	s.initClock()
 	for _, n := range cluster.Nodes {
 		s.UpsertNode(n)
 	}
@@ -255,9 +265,8 @@ func (s *Simulator) Submit(set *workload.Set) error {
 		}
 	}
 	for _, p := range set.Pods {
-		if p.Spec.NodeName != "" {
-			return fmt.Errorf("workload pod %s/%s is already bound", p.Namespace, p.Name)
-		}
+		// A running pod (spec.nodeName set) holds its node like a cluster
+		// pod and is reported with the workload.
 		if err := s.addPod(p, true); err != nil {
 			return err
 		}
@@ -306,7 +315,10 @@ func (s *Simulator) AddPod(p *corev1.Pod) error {
 	return s.addPod(p, p.Spec.NodeName == "")
 }
 
-func (s *Simulator) addPod(p *corev1.Pod, pending bool) error {
+// addPod stores a pod; workload pods are reported (pending ones, and
+// running ones submitted with the workload).
+func (s *Simulator) addPod(p *corev1.Pod, workload bool) error {
+	pending := p.Spec.NodeName == ""
 	key := p.Namespace + "/" + p.Name
 	if e, ok := s.pods[key]; ok && !e.deleted {
 		return fmt.Errorf("pod %s already exists", key)
@@ -325,7 +337,7 @@ func (s *Simulator) addPod(p *corev1.Pod, pending bool) error {
 		s.arrival[key] = len(s.podOrder)
 		s.podOrder = append(s.podOrder, key)
 	}
-	s.pods[key] = &podEntry{pod: obj, workload: pending}
+	s.pods[key] = &podEntry{pod: obj, workload: workload}
 	s.cache.AddPod(obj.DeepCopy())
 	return nil
 }
@@ -424,10 +436,12 @@ func removeKey(keys []string, key string) []string {
 	return keys
 }
 
-// Run runs cycles until one binds and evicts nothing, or maxCycles cycles
-// ran (maxCycles <= 0: no limit). It returns the reports of every cycle,
-// the last one included; running out of cycles while still binding is an
-// error.
+// Run runs cycles until one binds and evicts nothing while no max-wait
+// deadline is pending (PendingDeadline), or maxCycles cycles ran
+// (maxCycles <= 0: no limit). It returns the reports of every cycle, the
+// last one included; running out of cycles while still binding is an
+// error, while only waiting for a deadline is not (PendingDeadline then
+// still reports it).
 func (s *Simulator) Run(maxCycles int) ([]*CycleReport, error) {
 	var reports []*CycleReport
 	for i := 0; maxCycles <= 0 || i < maxCycles; i++ {
@@ -437,7 +451,9 @@ func (s *Simulator) Run(maxCycles int) ([]*CycleReport, error) {
 		}
 		reports = append(reports, rep)
 		if !rep.Progress() {
-			return reports, nil
+			if _, waiting := s.PendingDeadline(); !waiting || i+1 == maxCycles {
+				return reports, nil
+			}
 		}
 	}
 	return reports, fmt.Errorf("still binding after %d cycles", maxCycles)
@@ -450,6 +466,7 @@ func (s *Simulator) RunCycle() (rep *CycleReport, err error) {
 	cycleMu.Lock()
 	defer cycleMu.Unlock()
 	s.cycle++
+	s.tick()
 	s.events.setCycle(s.cycle)
 	s.install()
 	rep = &CycleReport{Cycle: s.cycle}
@@ -471,6 +488,7 @@ func (s *Simulator) RunCycle() (rep *CycleReport, err error) {
 	s.confirmBinds(rep)
 	s.applyEvictions(rep)
 	s.applyStatus()
+	s.trackWaits()
 	if s.opts.OnCycle != nil {
 		s.opts.OnCycle(rep)
 	}

@@ -78,40 +78,77 @@ func LoadCluster(file string, data []byte) (*Cluster, error) {
 // and that the pods of a node fit its allocatable resources (kubelet would
 // not have admitted more).
 func checkBoundPods(c *Cluster, reg registry) *InputError {
+	free := nodeRoom(c)
+	for _, p := range c.Pods {
+		if ierr := admit(free, p, reg[objectKey{KindPod, p.Namespace, p.Name}], "cluster file", "the pods before it"); ierr != nil {
+			return ierr
+		}
+	}
+	return nil
+}
+
+// CheckRunning verifies that every running pod of a workload (spec.nodeName
+// set) sits on a node of the cluster and that the node holds it next to the
+// cluster's bound pods and the workload's running pods before it.
+func CheckRunning(c *Cluster, s *Set) error {
+	if c == nil {
+		c = &Cluster{}
+	}
+	free := nodeRoom(c)
+	for _, p := range c.Pods {
+		_ = admit(free, p, origin{}, "", "") // the cluster file was checked
+	}
+	for _, p := range s.Pods {
+		if p.Spec.NodeName == "" {
+			continue
+		}
+		if ierr := admit(free, p, s.running[p.Namespace+"/"+p.Name], "cluster", "the cluster's bound pods and the running pods before it"); ierr != nil {
+			return ierr
+		}
+	}
+	return nil
+}
+
+// nodeRoom returns each node's allocatable resources.
+func nodeRoom(c *Cluster) map[string]corev1.ResourceList {
 	free := make(map[string]corev1.ResourceList, len(c.Nodes))
 	for _, n := range c.Nodes {
 		free[n.Name] = n.Status.Allocatable.DeepCopy()
 	}
-	for _, p := range c.Pods {
-		o := reg[objectKey{KindPod, p.Namespace, p.Name}]
-		left, ok := free[p.Spec.NodeName]
-		if !ok {
-			return o.errorf(KindPod, p.Namespace, p.Name, "spec.nodeName", "node %q is not defined in the cluster file", p.Spec.NodeName)
-		}
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+	return free
+}
+
+// admit takes a bound pod's requests from what is left on its node, or
+// says why the node cannot hold it (where names the input defining nodes,
+// before the pods counted already). Finished pods take nothing.
+func admit(free map[string]corev1.ResourceList, p *corev1.Pod, o origin, where, before string) *InputError {
+	left, ok := free[p.Spec.NodeName]
+	if !ok {
+		return o.errorf(KindPod, p.Namespace, p.Name, "spec.nodeName", "node %q is not defined in the %s", p.Spec.NodeName, where)
+	}
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return nil
+	}
+	req := PodRequests(&p.Spec)
+	req[corev1.ResourcePods] = resource.MustParse("1")
+	names := make([]string, 0, len(req))
+	for name := range req {
+		names = append(names, string(name))
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		q := req[corev1.ResourceName(name)]
+		if q.IsZero() {
 			continue
 		}
-		req := PodRequests(&p.Spec)
-		req[corev1.ResourcePods] = resource.MustParse("1")
-		names := make([]string, 0, len(req))
-		for name := range req {
-			names = append(names, string(name))
+		have := left[corev1.ResourceName(name)]
+		if have.Cmp(q) < 0 {
+			return o.errorf(KindPod, p.Namespace, p.Name, "spec.nodeName",
+				"node %q cannot hold this pod: it requests %s %s, %s of the node's allocatable is left after %s",
+				p.Spec.NodeName, q.String(), name, have.String(), before)
 		}
-		sort.Strings(names)
-		for _, name := range names {
-			q := req[corev1.ResourceName(name)]
-			if q.IsZero() {
-				continue
-			}
-			have := left[corev1.ResourceName(name)]
-			if have.Cmp(q) < 0 {
-				return o.errorf(KindPod, p.Namespace, p.Name, "spec.nodeName",
-					"node %q cannot hold this pod: it requests %s %s, %s of the node's allocatable is left after the pods before it",
-					p.Spec.NodeName, q.String(), name, have.String())
-			}
-			have.Sub(q)
-			left[corev1.ResourceName(name)] = have
-		}
+		have.Sub(q)
+		left[corev1.ResourceName(name)] = have
 	}
 	return nil
 }

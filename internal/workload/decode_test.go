@@ -100,9 +100,26 @@ func TestLoadWorkloadErrors(t *testing.T) {
 			in:   podDoc,
 			want: wantErr{Doc: 1, Kind: "Pod", Name: "default/p", Field: groupAnnotationField, Msg: "PodGroup default/pg is not defined"},
 		},
-		"pod already bound": {
-			in:   pgDoc + "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n" + groupAnn + "spec: {nodeName: n1, containers: [{name: c}]}\n",
-			want: wantErr{Doc: 2, Kind: "Pod", Name: "default/p", Field: "spec.nodeName", Msg: "must be empty"},
+		"running pod that finished": {
+			in:   pgDoc + "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n" + groupAnn + "spec: {nodeName: n1, containers: [{name: c}]}\nstatus: {phase: Succeeded}\n",
+			want: wantErr{Doc: 2, Kind: "Pod", Name: "default/p", Field: "status.phase", Msg: "running pod (phase Running)"},
+		},
+		"running pod with an unreadable numa annotation": {
+			in: pgDoc + "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n" +
+				"  annotations: {scheduling.k8s.io/group-name: pg, rdmatopo.io/nics: mlx5_0, rdmatopo.io/numa: one}\n" +
+				"spec: {nodeName: n1, containers: [{name: c}]}\n",
+			want: wantErr{Doc: 2, Kind: "Pod", Name: "default/p", Field: `metadata.annotations["rdmatopo.io/numa"]`, Msg: `(value "one")`},
+		},
+		"running pod with NICs but no numa annotation": {
+			in: pgDoc + "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n" +
+				"  annotations: {scheduling.k8s.io/group-name: pg, rdmatopo.io/nics: mlx5_0}\n" +
+				"spec: {nodeName: n1, containers: [{name: c}]}\n",
+			want: wantErr{Doc: 2, Kind: "Pod", Name: "default/p", Field: `metadata.annotations["rdmatopo.io/numa"]`, Msg: "must be readable"},
+		},
+		"job template with a node name": {
+			in: "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j}\n" +
+				"spec: {tasks: [{name: w, replicas: 1, template: {spec: {nodeName: n1, containers: [{name: c}]}}}]}\n",
+			want: wantErr{Doc: 1, Kind: "Job", Name: "default/j", Field: "spec.tasks[].template.spec.nodeName", Msg: "created pending"},
 		},
 		"pod for another scheduler": {
 			in:   pgDoc + "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n" + groupAnn + "spec: {schedulerName: default-scheduler, containers: [{name: c}]}\n",

@@ -19,7 +19,12 @@ type Set struct {
 	Queues          []*schedulingv1beta1.Queue
 	PriorityClasses []*schedulingv1.PriorityClass
 	PodGroups       []*schedulingv1beta1.PodGroup
-	Pods            []*corev1.Pod
+	// Pods are pending (spec.nodeName empty) or running: bound to a node of
+	// the cluster, phase Running (see CheckRunning).
+	Pods []*corev1.Pod
+
+	// running records where each running pod ("namespace/name") came from.
+	running map[string]origin
 }
 
 // maxWorkloadPods is the most pods a workload file may hold, counting the
@@ -233,14 +238,25 @@ func (b *setBuilder) putPodGroup(src pgSource, pg *schedulingv1beta1.PodGroup) *
 	return nil
 }
 
-// addPod validates a pending Pod of the file.
+// addPod validates a Pod of the file: pending, or running (spec.nodeName
+// set, phase Running; its rdmatopo.io annotations are checked as a cluster
+// file's bound pods' are, by preparePod).
 func (b *setBuilder) addPod(r *rawObject, p *corev1.Pod) *InputError {
 	if ierr := preparePod(r, p, b.reg, &b.clk); ierr != nil {
 		return ierr
 	}
 	src := podSource{origin: r.origin, kind: KindPod, namespace: p.Namespace, name: p.Name}
 	if p.Spec.NodeName != "" {
-		return r.errorf("spec.nodeName", "must be empty: workload pods are pending (bound pods belong in the cluster file)")
+		switch p.Status.Phase {
+		case "", corev1.PodPending, corev1.PodRunning:
+			p.Status.Phase = corev1.PodRunning
+		default:
+			return r.errorf("status.phase", "%q: a workload pod with spec.nodeName set is a running pod (phase Running); finished pods belong in the cluster file", p.Status.Phase)
+		}
+		if b.set.running == nil {
+			b.set.running = map[string]origin{}
+		}
+		b.set.running[p.Namespace+"/"+p.Name] = r.origin
 	}
 	if p.Annotations[schedulingv1beta1.KubeGroupNameAnnotationKey] == "" {
 		return r.errorf(groupAnnotationField, "required: every workload pod belongs to a PodGroup")
@@ -286,6 +302,10 @@ func (b *setBuilder) putPod(src podSource, p *corev1.Pod) *InputError {
 	if field, msg := checkQuantities(&p.Spec); field != "" {
 		return src.origin.errorf(src.kind, src.namespace, src.name, src.prefix+field, "%s", msg)
 	}
+	if src.prefix != "" && p.Spec.NodeName != "" {
+		return src.origin.errorf(src.kind, src.namespace, src.name, src.prefix+"spec.nodeName",
+			"must be empty: a job's pods are created pending (running pods are plain Pods of the workload)")
+	}
 	if name := p.Spec.PriorityClassName; name != "" {
 		v, ok := b.classes[name]
 		if !ok && !strings.HasPrefix(name, "system-") {
@@ -313,11 +333,23 @@ func (b *setBuilder) finish() *InputError {
 			return src.origin.errorf(src.kind, src.namespace, src.name, src.queueField, "queue %q is not defined in the workload", pg.Spec.Queue)
 		}
 	}
+	running := map[string]int32{}
 	for i, p := range b.set.Pods {
 		group := p.Annotations[schedulingv1beta1.KubeGroupNameAnnotationKey]
 		if _, ok := b.pgs[p.Namespace+"/"+group]; !ok {
 			src := b.pods[i]
 			return src.origin.errorf(src.kind, src.namespace, src.name, groupAnnotationField, "PodGroup %s/%s is not defined in the workload", p.Namespace, group)
+		}
+		if p.Spec.NodeName != "" {
+			running[p.Namespace+"/"+group]++
+		}
+	}
+	// A PodGroup whose running pods meet its minMember runs, as Volcano
+	// would have recorded it.
+	for _, pg := range b.set.PodGroups {
+		if n := running[pg.Namespace+"/"+pg.Name]; n > 0 && n >= pg.Spec.MinMember && pg.Status.Phase == schedulingv1beta1.PodGroupPending {
+			pg.Status.Phase = schedulingv1beta1.PodGroupRunning
+			pg.Status.Running = n
 		}
 	}
 	return nil
