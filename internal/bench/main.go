@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/rdmatopo/rdmatopo/internal/sim"
 )
 
 // Report is the benchmark's JSON output.
@@ -53,6 +55,16 @@ type RunDetails struct {
 	BelowOptimum int `json:"belowOptimum"`
 	// OneNodeGangs counts gangs on one node, at the optimum by definition.
 	OneNodeGangs int `json:"oneNodeGangs"`
+	// NodeAgent is the simulated node agent (sim.AgentExact, AgentNUMA,
+	// AgentBlind) whose choices the realized figures count.
+	NodeAgent string `json:"nodeAgent"`
+	// RealizedOracleUnknown, RealizedOracleInfeasible, RealizedBelowOptimum
+	// and RealizedOneNodeGangs are the oracle's counts of the realized
+	// grading (realizedAtOptimumFrac).
+	RealizedOracleUnknown    int `json:"realizedOracleUnknown"`
+	RealizedOracleInfeasible int `json:"realizedOracleInfeasible"`
+	RealizedBelowOptimum     int `json:"realizedBelowOptimum"`
+	RealizedOneNodeGangs     int `json:"realizedOneNodeGangs"`
 }
 
 // Options select a benchmark run.
@@ -69,6 +81,9 @@ type Options struct {
 	// Fabric is the generated fabric (CheckFabric); empty means
 	// FabricProvider.
 	Fabric string
+	// NodeAgent is the simulated node agent of both confs (sim.NodeAgents);
+	// empty means sim.DefaultNodeAgent.
+	NodeAgent sim.NodeAgent
 }
 
 // Validate checks the options.
@@ -84,6 +99,11 @@ func (o Options) Validate() error {
 	if o.Fabric != "" {
 		if err := CheckFabric(o.Fabric); err != nil {
 			return err
+		}
+	}
+	if o.NodeAgent != "" {
+		if _, err := sim.ParseNodeAgent(string(o.NodeAgent)); err != nil {
+			return fmt.Errorf("--node-agent: %w", err)
 		}
 	}
 	for _, c := range o.Confs {
@@ -112,6 +132,10 @@ func Run(o Options) (*Report, error) {
 	if fabric == "" {
 		fabric = FabricProvider
 	}
+	agent := o.NodeAgent
+	if agent == "" {
+		agent = sim.DefaultNodeAgent
+	}
 	trace := NewFabricTrace(fabric, o.Gangs, o.Seed)
 	rep := &Report{Nodes: o.Nodes, Gangs: o.Gangs, Seed: o.Seed, Runs: map[string]*RunResult{},
 		Details: map[string]*RunDetails{}}
@@ -125,7 +149,9 @@ func Run(o Options) (*Report, error) {
 			return nil, err
 		}
 		runtime.GC()
-		res, err := Replay(confs[name], cluster, trace, SimOptions(o.NodesToFindPercent))
+		opts := SimOptions(o.NodesToFindPercent)
+		opts.NodeAgent = agent
+		res, err := Replay(confs[name], cluster, trace, opts)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -133,7 +159,9 @@ func Run(o Options) (*Report, error) {
 		rep.Details[name] = &RunDetails{Fabric: fabric, RDMAGangs: res.RDMAGangs, FloorS0: res.FloorS0,
 			Misaligned: res.Misaligned, NodesToFindPercent: o.NodesToFindPercent,
 			OracleUnknown: res.OracleUnknown, OracleInfeasible: res.OracleInfeasible, BelowOptimum: res.BelowOptimum,
-			OneNodeGangs: res.OneNode}
+			OneNodeGangs: res.OneNode, NodeAgent: string(agent),
+			RealizedOracleUnknown: res.RealizedOracleUnknown, RealizedOracleInfeasible: res.RealizedOracleInfeasible,
+			RealizedBelowOptimum: res.RealizedBelowOptimum, RealizedOneNodeGangs: res.RealizedOneNode}
 	}
 	return rep, nil
 }
@@ -151,10 +179,17 @@ const (
 	exitUsage = 2
 )
 
-// Main is `rdmatopo bench`: it parses args (without the command name), runs
-// the benchmark and prints the report to stdout as a table or JSON. It
-// returns the process exit code: 2 for bad flags, 1 when the run fails.
-func Main(args []string, stdout, stderr io.Writer) int {
+// cliArgs are the parsed flags of `rdmatopo bench`.
+type cliArgs struct {
+	opts       Options
+	output     string
+	cpuProfile string
+}
+
+// parseArgs parses the flags of `rdmatopo bench` (args without the command
+// name). It returns the exit code to stop with when done is true: exitOK
+// for --help, exitUsage for bad flags (reported on stderr).
+func parseArgs(args []string, stderr io.Writer) (c cliArgs, code int, done bool) {
 	fs := flag.NewFlagSet("rdmatopo bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	nodes := fs.Int("nodes", 1000, "number of nodes of the generated cluster")
@@ -164,27 +199,33 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	pct := fs.Int("nodes-to-find-percent", 0, "Volcano's percentage-nodes-to-find for both confs: 0 (Volcano's adaptive default) to 100 (every node)")
 	only := fs.String("conf", "both", "confs to replay: rdmatopo, baseline or both")
 	fabric := fs.String("fabric", FabricProvider, "generated fabric: provider (every NIC of a NUMA zone under one S0), rail (NIC i of every node of a 32-node unit on rail S0 i) or mixed (thirds of provider, rail and topology-unknown nodes)")
+	agent := fs.String("node-agent", string(sim.DefaultNodeAgent), "simulated node agent of both confs: numa (honours katalyst's numa_bind_result, picks NICs in the zone itself), exact (gives the annotated NICs) or blind (ignores the hint, takes the first NUMA zone with room)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rdmatopo bench [--nodes N] [--gangs G] [--seed S] [--nodes-to-find-percent P] [--conf rdmatopo|baseline|both] [--fabric provider|rail|mixed] [--cpuprofile FILE] [-o table|json]")
+		fmt.Fprintln(stderr, "usage: rdmatopo bench [--nodes N] [--gangs G] [--seed S] [--nodes-to-find-percent P] [--conf rdmatopo|baseline|both] [--fabric provider|rail|mixed] [--node-agent numa|exact|blind] [--cpuprofile FILE] [-o table|json]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
+			return c, exitOK, true
 		}
-		return exitUsage
+		return c, exitUsage, true
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "rdmatopo bench: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+		return c, exitUsage, true
 	}
 	if *out != outputTable && *out != outputJSON {
 		fmt.Fprintf(stderr, "rdmatopo bench: -o must be %s or %s, got %q\n", outputTable, outputJSON, *out)
-		return exitUsage
+		return c, exitUsage, true
+	}
+	a, err := sim.ParseNodeAgent(*agent)
+	if err != nil {
+		fmt.Fprintln(stderr, "rdmatopo bench: --node-agent:", err)
+		return c, exitUsage, true
 	}
 	// Clamped into int32 range; Validate reports anything outside 0..100.
-	o := Options{Nodes: *nodes, Gangs: *gangs, Seed: *seed, NodesToFindPercent: int32(min(max(*pct, -1), 101)), Fabric: *fabric}
+	o := Options{Nodes: *nodes, Gangs: *gangs, Seed: *seed, NodesToFindPercent: int32(min(max(*pct, -1), 101)), Fabric: *fabric, NodeAgent: a}
 	if *only != "both" {
 		o.Confs = []string{*only}
 	}
@@ -193,14 +234,25 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := CheckFabric(*fabric); err != nil {
 		fmt.Fprintln(stderr, "rdmatopo bench:", err)
-		return exitUsage
+		return c, exitUsage, true
 	}
 	if err := o.Validate(); err != nil {
 		fmt.Fprintln(stderr, "rdmatopo bench:", err)
-		return exitUsage
+		return c, exitUsage, true
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+	return cliArgs{opts: o, output: *out, cpuProfile: *cpuProfile}, exitOK, false
+}
+
+// Main is `rdmatopo bench`: it parses args (without the command name), runs
+// the benchmark and prints the report to stdout as a table or JSON. It
+// returns the process exit code: 2 for bad flags, 1 when the run fails.
+func Main(args []string, stdout, stderr io.Writer) int {
+	c, code, done := parseArgs(args, stderr)
+	if done {
+		return code
+	}
+	if c.cpuProfile != "" {
+		f, err := os.Create(c.cpuProfile)
 		if err != nil {
 			fmt.Fprintln(stderr, "rdmatopo bench: --cpuprofile:", err)
 			return exitError
@@ -212,12 +264,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	rep, err := Run(o)
+	rep, err := Run(c.opts)
 	if err != nil {
 		fmt.Fprintln(stderr, "rdmatopo bench:", err)
 		return exitError
 	}
-	if *out == outputJSON {
+	if c.output == outputJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
@@ -250,7 +302,13 @@ func WriteTable(w io.Writer, rep *Report) error {
 			fabric = " fabric=" + d.Fabric
 		}
 	}
-	fmt.Fprintf(w, "nodes=%d gangs=%d seed=%d%s\n", rep.Nodes, rep.Gangs, rep.Seed, fabric)
+	agent := ""
+	for _, name := range names {
+		if d := rep.Details[name]; d != nil && d.NodeAgent != "" {
+			agent = " node-agent=" + d.NodeAgent
+		}
+	}
+	fmt.Fprintf(w, "nodes=%d gangs=%d seed=%d%s%s\n", rep.Nodes, rep.Gangs, rep.Seed, fabric, agent)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "metric\t%s\t\n", strings.Join(names, "\t"))
 	rows := []struct {
@@ -265,6 +323,9 @@ func WriteTable(w io.Writer, rep *Report) error {
 		{"at optimum", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.AtOptimumFrac) }},
 		{"oracle unknown (left out)", func(r *RunResult) string { return fmt.Sprint(r.OracleUnknown) }},
 		{"oracle infeasible", func(r *RunResult) string { return fmt.Sprint(r.OracleInfeasible) }},
+		{"realized mean S0 (node agent)", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.RealizedMeanS0) }},
+		{"realized at optimum", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.RealizedAtOptimumFrac) }},
+		{"NIC mismatches", func(r *RunResult) string { return fmt.Sprint(r.NICMismatches) }},
 		{"fragmentation", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.Fragmentation) }},
 		{"NUMA-misaligned pods", func(r *RunResult) string { return fmt.Sprint(r.Misaligned) }},
 		{"session seconds", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.Seconds) }},

@@ -27,6 +27,9 @@ func TestMainRejectsBadFlags(t *testing.T) {
 		{name: "negative percent", args: []string{"--nodes-to-find-percent", "-5"}, wantErr: "--nodes-to-find-percent must be 0 (adaptive) to 100"},
 		{name: "unknown fabric", args: []string{"--fabric", "fat-tree"}, wantErr: `--fabric must be provider, rail or mixed, got "fat-tree"`},
 		{name: "empty fabric", args: []string{"--fabric", ""}, wantErr: `--fabric must be provider, rail or mixed, got ""`},
+		{name: "unknown node agent", args: []string{"--node-agent", "kubelet"}, wantErr: `--node-agent: unknown node agent "kubelet": must be one of numa, exact, blind`},
+		{name: "empty node agent", args: []string{"--node-agent", ""}, wantErr: `--node-agent: unknown node agent ""`},
+		{name: "node agent in capitals", args: []string{"--node-agent", "NUMA"}, wantErr: `--node-agent: unknown node agent "NUMA"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -67,7 +70,8 @@ func TestReportJSONKeys(t *testing.T) {
 		}
 	}
 	runs := got["runs"].(map[string]any)
-	want := []string{"placed", "pods", "meanS0", "atOptimumFrac", "fragmentation", "seconds", "secondsPerPod", "peakHeapBytes"}
+	want := []string{"placed", "pods", "meanS0", "atOptimumFrac", "fragmentation", "seconds", "secondsPerPod", "peakHeapBytes",
+		"realizedMeanS0", "realizedAtOptimumFrac", "nicMismatches"}
 	for _, name := range []string{ConfRDMATopo, ConfBaseline} {
 		run, ok := runs[name].(map[string]any)
 		if !ok {

@@ -2,12 +2,16 @@ package bench
 
 import (
 	"fmt"
+	"reflect"
 	"runtime"
 	"time"
 
+	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/sim"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
@@ -36,6 +40,18 @@ type RunResult struct {
 	SecondsPerPod float64 `json:"secondsPerPod"`
 	// PeakHeapBytes is the largest live heap sampled after a cycle.
 	PeakHeapBytes uint64 `json:"peakHeapBytes"`
+	// RealizedMeanS0 is MeanS0 over the same gangs with the NICs the node
+	// agent gave their pods (what the KCNRs list) instead of the planned
+	// ones.
+	RealizedMeanS0 float64 `json:"realizedMeanS0"`
+	// RealizedAtOptimumFrac is AtOptimumFrac with the NICs the node agent
+	// gave, graded by the same oracle on the state the gang saw: what the
+	// node agent had given every pod bound before it.
+	RealizedAtOptimumFrac float64 `json:"realizedAtOptimumFrac"`
+	// NICMismatches counts bound trace pods the node agent gave other NICs
+	// than their rdmatopo.io/nics annotation named (pods without the
+	// annotation are not counted).
+	NICMismatches int `json:"nicMismatches"`
 
 	// Details not in the runs' JSON contract (shown in the table and in the
 	// report's "details").
@@ -67,6 +83,15 @@ type RunResult struct {
 	BelowOptimum int `json:"-"`
 	// Cycles run.
 	Cycles int `json:"-"`
+	// NodeAgent is the simulated node agent of the run.
+	NodeAgent sim.NodeAgent `json:"-"`
+	// RealizedOracleUnknown, RealizedOracleInfeasible, RealizedBelowOptimum
+	// and RealizedOneNode are OracleUnknown, OracleInfeasible, BelowOptimum
+	// and OneNode for the realized grading.
+	RealizedOracleUnknown    int `json:"-"`
+	RealizedOracleInfeasible int `json:"-"`
+	RealizedBelowOptimum     int `json:"-"`
+	RealizedOneNode          int `json:"-"`
 }
 
 // GangMiss is a placed gang that spanned more S0s than the oracle's
@@ -93,8 +118,13 @@ type gangState struct {
 	// false until then (and for gangs without NICs).
 	optimum  OracleResult
 	computed bool
-	placed   int // cycle the last pod bound; 0 while not placed
-	done     bool
+	// real holds what the node agent gave each bound pod (RDMA and GPU
+	// pods), realOptimum the oracle's answer on the realized state at the
+	// gang's first bind.
+	real        []placement.Assignment
+	realOptimum OracleResult
+	placed      int // cycle the last pod bound; 0 while not placed
+	done        bool
 }
 
 // SimOptions returns the simulator options of a benchmarked session with
@@ -109,16 +139,39 @@ func SimOptions(percent int32) sim.Options {
 	return sim.Options{NodesToFindPercent: percent}
 }
 
+// realized follows what the node agent gives the pods of a replay, apart
+// from what the scheduler planned.
+type realized struct {
+	agent sim.NodeAgent
+	cfg   topology.Config
+	// tr holds what the agent gave every bound pod.
+	tr *Tracker
+	// cnrs are the cluster's KCNRs by node, without the trace's pods: the
+	// agent's view for pods no simulated KCNR lists (the baseline's).
+	cnrs map[string]*v1alpha1.CustomNodeResource
+	// diverged is set once the agent gave a pod other than its planned
+	// assignment; until then tr equals the planned tracker.
+	diverged bool
+}
+
 // Replay runs the trace on a fresh simulator (opts) for conf over cluster and
 // measures it. Cycles run even when nothing is pending, so both confs run
 // the same number of sessions.
+//
+// The simulated node agent is opts.NodeAgent (sim.DefaultNodeAgent when
+// empty): it confirms every bind at once, and the KCNRs the simulator gets
+// list the cluster's pre-bound pods, so the agent sees their zones taken.
 func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Options) (*RunResult, error) {
-	empty := NewTracker(cluster.Nodes, cluster.CNRs)
-	s, err := sim.New(conf, cluster, opts)
-	if err != nil {
-		return nil, err
+	if opts.NodeAgent == "" {
+		opts.NodeAgent = sim.DefaultNodeAgent
 	}
+	empty := NewTracker(cluster.Nodes, cluster.CNRs)
 	tr := NewTracker(cluster.Nodes, cluster.CNRs)
+	rz := &realized{agent: opts.NodeAgent, cfg: conf.Topology, tr: NewTracker(cluster.Nodes, cluster.CNRs),
+		cnrs: map[string]*v1alpha1.CustomNodeResource{}}
+	for _, c := range cluster.CNRs {
+		rz.cnrs[c.Name] = c
+	}
 	for _, p := range cluster.Pods {
 		sh := shapeOf(p)
 		a, ok, err := tr.FromAnnotations(p.Spec.NodeName, p.Annotations, sh)
@@ -129,7 +182,15 @@ func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Op
 			if err := tr.Reserve(string(p.UID), a); err != nil {
 				return nil, err
 			}
+			if err := rz.tr.Reserve(string(p.UID), a); err != nil {
+				return nil, err
+			}
 		}
+	}
+	simCluster := &workload.Cluster{Nodes: cluster.Nodes, CNRs: listRunning(conf.Topology, cluster.CNRs, cluster.Pods), Pods: cluster.Pods}
+	s, err := sim.New(conf, simCluster, opts)
+	if err != nil {
+		return nil, err
 	}
 
 	gangs := make([]*gangState, len(trace.Gangs))
@@ -140,14 +201,14 @@ func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Op
 	}
 	// ends maps a cycle to the gangs deleted before it runs.
 	ends := map[int][]*gangState{}
-	res := &RunResult{Cycles: trace.Cycles}
+	res := &RunResult{Cycles: trace.Cycles, NodeAgent: opts.NodeAgent}
 	var session time.Duration
 	var fragSum float64
 	var ms runtime.MemStats
 	next := 0
 	for cycle := 1; cycle <= trace.Cycles; cycle++ {
 		for _, g := range ends[cycle] {
-			if err := finish(s, tr, g); err != nil {
+			if err := finish(s, tr, rz.tr, g); err != nil {
 				return nil, err
 			}
 		}
@@ -166,7 +227,7 @@ func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Op
 			return nil, err
 		}
 		session += rep.Duration
-		if err := record(tr, byName, rep, cycle, ends, res); err != nil {
+		if err := record(s, tr, rz, byName, rep, cycle, ends, res); err != nil {
 			return nil, err
 		}
 		fragSum += tr.Fragmentation()
@@ -174,9 +235,9 @@ func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Op
 		res.PeakHeapBytes = max(res.PeakHeapBytes, ms.HeapAlloc)
 	}
 
-	var s0Sum, floorSum float64
+	var s0Sum, floorSum, realSum float64
 	floors := map[[2]int]int{}
-	atOpt := 0
+	atOpt, realAt := 0, 0
 	for _, g := range gangs {
 		if g.placed == 0 {
 			continue
@@ -220,13 +281,38 @@ func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Op
 		case gradeOff:
 			res.OffOptimum = append(res.OffOptimum, missOf(g, n))
 		}
+
+		rn := rz.tr.S0Count(g.real)
+		realSum += float64(rn)
+		var ropt *OracleResult
+		if g.computed {
+			ropt = &g.realOptimum
+		}
+		switch gradeGang(rn, oneNode(g.real), ropt) {
+		case gradeOneNode:
+			realAt++
+			res.RealizedOneNode++
+		case gradeAt:
+			realAt++
+		case gradeBelow:
+			realAt++
+			res.RealizedBelowOptimum++
+		case gradeUnknown:
+			res.RealizedOracleUnknown++
+		case gradeInfeasible:
+			res.RealizedOracleInfeasible++
+		}
 	}
 	if decided := res.RDMAGangs - res.OracleUnknown; decided > 0 {
 		res.AtOptimumFrac = float64(atOpt) / float64(decided)
 	}
+	if decided := res.RDMAGangs - res.RealizedOracleUnknown; decided > 0 {
+		res.RealizedAtOptimumFrac = float64(realAt) / float64(decided)
+	}
 	if res.RDMAGangs > 0 {
 		res.MeanS0 = s0Sum / float64(res.RDMAGangs)
 		res.FloorS0 = floorSum / float64(res.RDMAGangs)
+		res.RealizedMeanS0 = realSum / float64(res.RDMAGangs)
 	}
 	res.Fragmentation = fragSum / float64(max(trace.Cycles, 1))
 	res.Seconds = session.Seconds()
@@ -238,11 +324,24 @@ func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Op
 }
 
 // record accounts for a cycle's binds: each gang's pods get their NICs in
-// the tracker (from the rdmatopo annotations, else as the node agent would
-// pick them), after the gang's optimum was computed on the state before
-// them. Gangs are handled in the order Volcano bound them.
-func record(tr *Tracker, byName map[string]*gangState, rep *sim.CycleReport, cycle int,
+// the tracker (from the rdmatopo annotations, else as the tracker's model
+// of the node agent would pick them), after the gang's optimum was computed
+// on the state before them; and in the realized tracker the NICs the node
+// agent gave them (what the simulated KCNRs list; for pods without NIC
+// annotations, which no KCNR lists, what sim.Allot gives). Gangs are
+// handled in the order Volcano bound them.
+func record(s *sim.Simulator, tr *Tracker, rz *realized, byName map[string]*gangState, rep *sim.CycleReport, cycle int,
 	ends map[int][]*gangState, res *RunResult) error {
+	var listed map[string]*v1alpha1.CustomNodeResource
+	for _, b := range rep.Binds {
+		if b.Pod.Annotations[ledger.AnnotationNICs] != "" {
+			listed = map[string]*v1alpha1.CustomNodeResource{}
+			for _, c := range s.CNRs() {
+				listed[c.Name] = c
+			}
+			break
+		}
+	}
 	var order []*gangState
 	binds := map[*gangState][]sim.BindRecord{}
 	for _, b := range rep.Binds {
@@ -259,6 +358,10 @@ func record(tr *Tracker, byName map[string]*gangState, rep *sim.CycleReport, cyc
 		sh := g.spec.Kind.Shape()
 		if sh.NICs > 0 && g.bound == 0 {
 			g.optimum, g.computed = tr.Optimum(g.spec.Pods, sh), true
+			g.realOptimum = g.optimum
+			if rz.diverged {
+				g.realOptimum = rz.tr.Optimum(g.spec.Pods, sh)
+			}
 		}
 		for _, b := range binds[g] {
 			g.bound++
@@ -279,6 +382,27 @@ func record(tr *Tracker, byName map[string]*gangState, rep *sim.CycleReport, cyc
 				return err
 			}
 			g.assign = append(g.assign, a)
+
+			var r placement.Assignment
+			if ok {
+				var listedOK bool
+				r, listedOK = listedAssignment(rz.cfg, b.Node, listed[b.Node], consumerOf(b.Pod))
+				if !listedOK {
+					return fmt.Errorf("pod %s/%s: node %s's KCNR lists no NIC for it after the node agent ran", b.Pod.Namespace, b.Pod.Name, b.Node)
+				}
+				if !sameNICs(r.NICs(), a.NICs()) {
+					res.NICMismatches++
+				}
+			} else if r, err = rz.tr.agentAssign(rz.agent, rz.cfg, rz.cnrs[b.Node], b.Pod, b.Node, sh); err != nil {
+				return fmt.Errorf("pod %s/%s: node agent: %w", b.Pod.Namespace, b.Pod.Name, err)
+			}
+			if err := rz.tr.Reserve(string(b.Pod.UID), r); err != nil {
+				return err
+			}
+			if !reflect.DeepEqual(r, a) {
+				rz.diverged = true
+			}
+			g.real = append(g.real, r)
 		}
 		if g.placed == 0 && g.bound >= g.spec.Pods {
 			g.placed = cycle
@@ -353,12 +477,13 @@ func oneNode(assign []placement.Assignment) bool {
 }
 
 // finish deletes a finished gang: its pods, then its PodGroup.
-func finish(s *sim.Simulator, tr *Tracker, g *gangState) error {
+func finish(s *sim.Simulator, tr, real *Tracker, g *gangState) error {
 	for i, uid := range g.uids {
 		if err := s.DeletePod(workload.DefaultNamespace, podName(g.spec.Name, i)); err != nil {
 			return err
 		}
 		tr.Release(uid)
+		real.Release(uid)
 	}
 	g.done = true
 	return s.DeletePodGroup(workload.DefaultNamespace, g.spec.Name)
