@@ -37,10 +37,28 @@ type Mismatch struct {
 // pod holds and is listed on too (a NIC of several units the two share)
 // stays with that pod; the adopting pod keeps the zone's GPUs and CPUs.
 //
-// It returns the mismatches, sorted by UID; a nil fabric adopts nothing.
-func (l *Ledger) Adopt(f *topology.Fabric) []Mismatch {
+// A pod that lost a NIC that way is still bound and still needs it: its
+// node must give it one. It takes, in place of each NIC it lost, a NIC
+// that no reservation holds and the KCNR shows free, or lists only for
+// consumers gone says are gone (a deleted pod's allocation the KCNR has
+// not dropped yet: the node has freed it, and no live pod holds it): the
+// first (by name)
+// of the zone it was planned in (the hint the node got), else of the
+// lowest other zone that has one (the node can put the pod nowhere else;
+// its GPUs and CPUs then follow its NICs). So the planner does not count
+// that NIC as free while the pod waits for its KCNR entry, which, once it
+// lists the pod, corrects the guess. A node with no such NIC is over
+// committed: the pod keeps its zones without it, and the KCNR will say
+// what the node did.
+//
+// It returns the mismatches, sorted by UID, and the unconfirmed
+// reservations that lost NICs (Planned as they were, Realized after the
+// substitution, Contested empty), sorted by UID: their pods' annotations
+// no longer match them. A nil fabric
+// adopts nothing; a nil gone takes every consumer a KCNR lists as live.
+func (l *Ledger) Adopt(f *topology.Fabric, gone func(consumer string) bool) ([]Mismatch, []Mismatch) {
 	if f == nil {
-		return nil
+		return nil, nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -107,6 +125,10 @@ func (l *Ledger) Adopt(f *topology.Fabric) []Mismatch {
 		}
 	}
 	out := make([]Mismatch, 0, len(diff))
+	// lost maps each displaced unconfirmed reservation to the NUMA zones of
+	// the NICs taken from it, one entry per NIC.
+	lost := map[string][]int{}
+	before := map[string]Reservation{}
 	for i, d := range diff {
 		r := d.r
 		m := Mismatch{Planned: planned[i]}
@@ -114,7 +136,12 @@ func (l *Ledger) Adopt(f *topology.Fabric) []Mismatch {
 			if holder, held := l.holder[nicKey{r.Node, n.id}]; held && !l.byUID[holder].Confirmed {
 				// Planned for a pod the agent has not reported yet: the
 				// KCNR shows the NIC taken, so that pod will not get it.
-				l.dropNIC(l.byUID[holder], n.id)
+				if _, seen := before[holder]; !seen {
+					before[holder] = l.byUID[holder].clone()
+				}
+				if numa, ok := l.dropNIC(l.byUID[holder], n.id); ok {
+					lost[holder] = append(lost[holder], numa)
+				}
 				m.Contested = append(m.Contested, n.id)
 			}
 		}
@@ -124,10 +151,147 @@ func (l *Ledger) Adopt(f *topology.Fabric) []Mismatch {
 		m.Realized = l.byUID[r.UID].clone()
 		out = append(out, m)
 	}
+	displaced := l.substitute(f, lost, before, gone)
 	if len(out) == 0 {
+		return nil, displaced
+	}
+	return out, displaced
+}
+
+// substitute gives each displaced reservation, for every NIC it lost, a
+// free NIC of its node (see Adopt) and returns the displaced reservations
+// (before: as they were), sorted by UID. l.mu must be held for writing.
+func (l *Ledger) substitute(f *topology.Fabric, lost map[string][]int, before map[string]Reservation, gone func(string) bool) []Mismatch {
+	if len(lost) == 0 {
 		return nil
 	}
+	uids := make([]string, 0, len(lost))
+	for uid := range lost {
+		uids = append(uids, uid)
+	}
+	sort.Strings(uids)
+	out := make([]Mismatch, 0, len(uids))
+	for _, uid := range uids {
+		r := l.byUID[uid]
+		if node, ok := f.Node(r.Node); ok {
+			var got []listedNIC
+			for _, numa := range lost[uid] {
+				if nic, found := l.freeNIC(node, numa, gone); found {
+					l.holder[nicKey{r.Node, nic.id}] = uid
+					got = append(got, nic)
+				}
+			}
+			if len(got) > 0 {
+				l.replace(r, withNICs(*r, got))
+			}
+		}
+		out = append(out, Mismatch{Planned: before[uid], Realized: l.byUID[uid].clone()})
+	}
 	return out
+}
+
+// withNICs returns r with the NICs added, each in its zone. When that
+// changes which zones hold NICs (a NIC from a zone the pod did not use, a
+// zone left without any), the pod's GPUs and CPUs follow its NICs: the
+// zones become those holding NICs, with the GPUs and CPUs split evenly
+// over them (SplitEvenly, as Rebuild derives them from the annotations).
+func withNICs(r Reservation, add []listedNIC) Reservation {
+	r = r.clone()
+	var gpu, cpu int64
+	before := map[int]bool{}
+	for _, z := range r.Zones {
+		gpu += z.GPU
+		cpu += z.CPUMilli
+		if len(z.NICs) > 0 {
+			before[z.NUMA] = true
+		}
+	}
+	byNUMA := map[int][]topology.NICID{}
+	for _, z := range r.Zones {
+		byNUMA[z.NUMA] = append(byNUMA[z.NUMA], z.NICs...)
+	}
+	for _, n := range add {
+		byNUMA[n.numa] = append(byNUMA[n.numa], n.id)
+	}
+	same := true
+	for numa, nics := range byNUMA {
+		if (len(nics) > 0) != before[numa] {
+			same = false
+		}
+	}
+	var zones []ZoneUse
+	for _, z := range r.Zones {
+		if same || len(byNUMA[z.NUMA]) > 0 {
+			zones = append(zones, ZoneUse{NUMA: z.NUMA, GPU: z.GPU, CPUMilli: z.CPUMilli})
+		}
+	}
+	for numa := range byNUMA {
+		found := false
+		for _, z := range zones {
+			found = found || z.NUMA == numa
+		}
+		if !found && len(byNUMA[numa]) > 0 {
+			zones = append(zones, ZoneUse{NUMA: numa})
+		}
+	}
+	sort.Slice(zones, func(i, j int) bool { return zones[i].NUMA < zones[j].NUMA })
+	for i := range zones {
+		nics := append([]topology.NICID(nil), byNUMA[zones[i].NUMA]...)
+		sort.Slice(nics, func(a, b int) bool { return nics[a] < nics[b] })
+		zones[i].NICs = nics
+	}
+	if !same {
+		gpus, cpus := SplitEvenly(gpu, len(zones)), SplitEvenly(cpu, len(zones))
+		for i := range zones {
+			zones[i].GPU, zones[i].CPUMilli = gpus[i], cpus[i]
+		}
+	}
+	r.Zones = zones
+	return r
+}
+
+// freeNIC returns a NIC of the node that no reservation holds and that the
+// KCNR shows free or lists only for gone consumers: the first (by name) of
+// zone numa, else the first of the lowest other zone that has one. l.mu
+// must be held.
+func (l *Ledger) freeNIC(node *topology.Node, numa int, gone func(string) bool) (listedNIC, bool) {
+	available := func(nic topology.NIC) bool {
+		if nic.FreeUnits > 0 {
+			return true
+		}
+		if gone == nil || len(nic.Consumers) == 0 {
+			return false
+		}
+		for _, c := range nic.Consumers {
+			if !gone(c) {
+				return false
+			}
+		}
+		return true
+	}
+	first := func(z topology.Zone) (listedNIC, bool) {
+		for _, nic := range z.NICs {
+			if _, held := l.holder[nicKey{node.Name, nic.ID}]; !held && available(nic) {
+				return listedNIC{id: nic.ID, numa: z.ID}, true
+			}
+		}
+		return listedNIC{}, false
+	}
+	for _, z := range node.Zones {
+		if z.ID == numa {
+			if n, ok := first(z); ok {
+				return n, true
+			}
+		}
+	}
+	for _, z := range node.Zones {
+		if z.ID != numa {
+			if n, ok := first(z); ok {
+				return n, true
+			}
+		}
+	}
+	return listedNIC{}, false
 }
 
 // listsNIC reports whether a KCNR entry lists the NIC.
@@ -237,18 +401,20 @@ func (l *Ledger) replace(r *Reservation, next Reservation) {
 }
 
 // dropNIC removes one NIC from a reservation (a zone left without NICs
-// keeps its GPUs and CPUs). l.mu must be held for writing.
-func (l *Ledger) dropNIC(r *Reservation, nic topology.NICID) {
+// keeps its GPUs and CPUs) and returns the NUMA zone it was in. l.mu must
+// be held for writing.
+func (l *Ledger) dropNIC(r *Reservation, nic topology.NICID) (int, bool) {
 	for i := range r.Zones {
 		z := &r.Zones[i]
 		for j, n := range z.NICs {
 			if n == nic {
 				z.NICs = append(z.NICs[:j:j], z.NICs[j+1:]...)
 				delete(l.holder, nicKey{r.Node, nic})
-				return
+				return z.NUMA, true
 			}
 		}
 	}
+	return 0, false
 }
 
 // ReserveUncontested reserves r without the NICs other pods already hold on

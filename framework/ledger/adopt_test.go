@@ -36,6 +36,11 @@ func TestAdopt(t *testing.T) {
 		want map[string]ledger.Reservation
 		// mismatched are the UIDs reported, with the NICs contested.
 		mismatched map[string][]topology.NICID
+		// gone names the consumers whose pods are gone.
+		gone []string
+		// displaced are the unconfirmed reservations that lost NICs, as
+		// they are after Adopt, by UID.
+		displaced map[string]ledger.Reservation
 	}{
 		"listed as reserved: confirmed, no mismatch": {
 			held:   []ledger.Reservation{res("a", "n1", zone(0, 4, nicA0, nicA1))},
@@ -66,7 +71,7 @@ func TestAdopt(t *testing.T) {
 				"u-a": res("a", "n1", zone(0, 4, nicA0, nicA1)),
 			},
 		},
-		"adopted NICs taken from an unconfirmed reservation": {
+		"adopted NICs taken from an unconfirmed reservation: it takes the freed zone": {
 			held: []ledger.Reservation{
 				res("a", "n1", zone(0, 4, nicA0, nicA1)),
 				res("b", "n1", zone(1, 4, nicB0, nicB1)),
@@ -74,9 +79,63 @@ func TestAdopt(t *testing.T) {
 			listed: map[string][]string{consumer("a"): {nicB0, nicB1}},
 			want: map[string]ledger.Reservation{
 				"u-a": confirmed(res("a", "n1", zone(1, 4, nicB0, nicB1))),
-				"u-b": res("b", "n1", zone(1, 4)),
+				"u-b": res("b", "n1", zone(0, 4, nicA0, nicA1)),
 			},
 			mismatched: map[string][]topology.NICID{"u-a": {nicB0, nicB1}},
+			displaced:  map[string]ledger.Reservation{"u-b": res("b", "n1", zone(0, 4, nicA0, nicA1))},
+		},
+		"contested NIC replaced by a free one of the same zone": {
+			held: []ledger.Reservation{
+				res("a", "n1", zone(0, 2, nicA1)),
+				res("b", "n1", zone(0, 2, nicA0)),
+			},
+			listed: map[string][]string{consumer("a"): {nicA0}},
+			want: map[string]ledger.Reservation{
+				"u-a": confirmed(res("a", "n1", zone(0, 2, nicA0))),
+				"u-b": res("b", "n1", zone(0, 2, nicA1)),
+			},
+			mismatched: map[string][]topology.NICID{"u-a": {nicA0}},
+			displaced:  map[string]ledger.Reservation{"u-b": res("b", "n1", zone(0, 2, nicA1))},
+		},
+		"no free NIC: the displaced pod keeps its zone without it": {
+			held: []ledger.Reservation{
+				res("a", "n1", zone(1, 2, nicB0)),
+				res("c", "n1", zone(0, 2, nicA0)),
+			},
+			listed: map[string][]string{consumer("a"): {nicA0}, consumer("x"): {nicA1, nicB0, nicB1}},
+			want: map[string]ledger.Reservation{
+				"u-a": confirmed(res("a", "n1", zone(0, 2, nicA0))),
+				"u-c": res("c", "n1", zone(0, 2)),
+			},
+			mismatched: map[string][]topology.NICID{"u-a": {nicA0}},
+			displaced:  map[string]ledger.Reservation{"u-c": res("c", "n1", zone(0, 2))},
+		},
+		"a NIC the KCNR lists only for a gone pod stands in": {
+			held: []ledger.Reservation{
+				res("a", "n1", zone(0, 2, nicA1)),
+				res("b", "n1", zone(0, 2, nicA0)),
+			},
+			listed: map[string][]string{consumer("a"): {nicA0}, consumer("x"): {nicA1, nicB0, nicB1}},
+			gone:   []string{consumer("x")},
+			want: map[string]ledger.Reservation{
+				"u-a": confirmed(res("a", "n1", zone(0, 2, nicA0))),
+				"u-b": res("b", "n1", zone(0, 2, nicA1)),
+			},
+			mismatched: map[string][]topology.NICID{"u-a": {nicA0}},
+			displaced:  map[string]ledger.Reservation{"u-b": res("b", "n1", zone(0, 2, nicA1))},
+		},
+		"a NIC the KCNR lists for a live pod does not stand in": {
+			held: []ledger.Reservation{
+				res("a", "n1", zone(0, 2, nicA1)),
+				res("b", "n1", zone(0, 2, nicA0)),
+			},
+			listed: map[string][]string{consumer("a"): {nicA0}, consumer("x"): {nicA1, nicB0, nicB1}},
+			want: map[string]ledger.Reservation{
+				"u-a": confirmed(res("a", "n1", zone(0, 2, nicA0))),
+				"u-b": res("b", "n1", zone(0, 2)),
+			},
+			mismatched: map[string][]topology.NICID{"u-a": {nicA0}},
+			displaced:  map[string]ledger.Reservation{"u-b": res("b", "n1", zone(0, 2))},
 		},
 		"NIC of a confirmed holder is not adopted": {
 			held: []ledger.Reservation{
@@ -113,7 +172,24 @@ func TestAdopt(t *testing.T) {
 			}
 			// u-b is confirmed first when the KCNR lists it, as a
 			// session's earlier Confirm would have done.
-			ms := l.Adopt(adoptFabric(tc.listed))
+			gone := map[string]bool{}
+			for _, c := range tc.gone {
+				gone[c] = true
+			}
+			ms, displaced := l.Adopt(adoptFabric(tc.listed), func(c string) bool { return gone[c] })
+			gotDisplaced := map[string]ledger.Reservation{}
+			for _, d := range displaced {
+				gotDisplaced[d.Realized.UID] = d.Realized
+				if before := heldByUID(tc.held)[d.Planned.UID]; !cmp.Equal(before, d.Planned) {
+					t.Errorf("displaced %s: Planned %v, want the reservation before Adopt %v", d.Planned.UID, d.Planned, before)
+				}
+			}
+			if len(gotDisplaced) == 0 {
+				gotDisplaced = nil
+			}
+			if diff := cmp.Diff(tc.displaced, gotDisplaced); diff != "" {
+				t.Errorf("displaced (-want,+got):\n%s", diff)
+			}
 			got := map[string][]topology.NICID{}
 			for _, m := range ms {
 				got[m.Planned.UID] = m.Contested
@@ -135,11 +211,19 @@ func TestAdopt(t *testing.T) {
 				t.Errorf("ledger after Adopt (-want,+got):\n%s", diff)
 			}
 			mustInvariants(t, l)
-			if again := l.Adopt(adoptFabric(tc.listed)); len(again) != 0 {
+			if again, _ := l.Adopt(adoptFabric(tc.listed), func(c string) bool { return gone[c] }); len(again) != 0 {
 				t.Errorf("second Adopt reported %d mismatches, want none", len(again))
 			}
 		})
 	}
+}
+
+func heldByUID(rs []ledger.Reservation) map[string]ledger.Reservation {
+	out := map[string]ledger.Reservation{}
+	for _, r := range rs {
+		out[r.UID] = r
+	}
+	return out
 }
 
 func confirmed(r ledger.Reservation) ledger.Reservation {

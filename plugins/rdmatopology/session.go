@@ -253,9 +253,43 @@ func Contract(job *api.JobInfo) (placement.Contract, error) {
 	return c, nil
 }
 
-// Held returns the placement the job currently holds: its reservations in
-// the ledger (bound pods and pods allocated in this session).
+// Held returns the placement the job's further pods are planned next to:
+// Realized, except that a hard gang the nodes placed otherwise than
+// planned keeps the leaves (and S1s) of its plan. Hard mode bounds what
+// the scheduler plans, not what the nodes did: the leaves a node added
+// are its doing, and counting them would leave no leaf that holds the
+// gang's remaining pods within its tier.
 func (s *Session) Held(jobID api.JobID) *placement.Held {
+	h := s.Realized(jobID)
+	if s.ssn == nil || h.Empty() {
+		return h
+	}
+	job, ok := s.ssn.Jobs[jobID]
+	if !ok {
+		return h
+	}
+	if c, err := Contract(job); err != nil || c.Mode != placement.ModeHard {
+		return h
+	}
+	plan, ok := s.plannedOf(job)
+	if !ok || len(plan.S0) == 0 {
+		return h
+	}
+	out := &placement.Held{Nodes: h.Nodes, Pods: h.Pods, S0s: map[topology.S0ID]bool{}, S1s: map[topology.S1ID]bool{}}
+	for _, id := range plan.S0 {
+		leaf := topology.S0ID(id)
+		out.S0s[leaf] = true
+		if l, ok := s.Fabric.Leaf(leaf); ok {
+			out.S1s[l.S1] = true
+		}
+	}
+	return out
+}
+
+// Realized returns the placement the job currently holds: its reservations
+// in the ledger (bound pods, as their KCNRs list them once they do, and
+// pods allocated in this session).
+func (s *Session) Realized(jobID api.JobID) *placement.Held {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.heldLocked(jobID)

@@ -55,7 +55,7 @@ func (s *Session) close() {
 			}
 			continue
 		}
-		h := s.Held(job.UID)
+		h := s.Realized(job.UID)
 		if h.Empty() {
 			s.setPlacement(job, "")
 		} else {

@@ -120,12 +120,27 @@ func (rt *Runtime) SetPodPatcher(p PodPatcher) {
 // adopt is reconcile's last step: confirm reservations the KCNRs list and
 // adopt what they list where it differs from the reservation.
 func (s *Session) adopt(tasks map[string]*api.TaskInfo) {
-	mismatches := s.rt.Ledger.Adopt(s.Fabric)
-	if len(mismatches) == 0 {
-		return
+	// A consumer no pod of the session has is a deleted pod whose
+	// allocation the KCNR has not dropped yet.
+	live := make(map[string]bool, len(tasks))
+	for _, t := range tasks {
+		live[t.Namespace+"/"+t.Name+"/"+string(t.UID)] = true
 	}
+	gone := func(consumer string) bool { return !live[consumer] }
+	mismatches, displaced := s.rt.Ledger.Adopt(s.Fabric, gone)
 	t := s.rt.truthOf()
 	byJob := map[api.JobID][]ledger.Mismatch{}
+	// A pod whose reserved NIC went to a pod the KCNR lists holds another
+	// free NIC of its node instead: its annotations follow its reservation
+	// (it is no mismatch of its own until its KCNR entry says so), and its
+	// gang's plan is the one it had before.
+	for _, d := range displaced {
+		klog.V(3).InfoS("A listed pod took a NIC reserved for a pod its node has not reported yet; the reservation takes another free NIC",
+			"pod", klog.KRef(d.Planned.Namespace, d.Planned.Name), "node", d.Planned.Node,
+			"planned", d.Planned.NICs(), "now", d.Realized.NICs())
+		s.patchPod(t, d.Realized)
+		byJob[api.JobID(d.Planned.Job)] = append(byJob[api.JobID(d.Planned.Job)], d)
+	}
 	for _, m := range mismatches {
 		nicMismatches.Inc()
 		byJob[api.JobID(m.Planned.Job)] = append(byJob[api.JobID(m.Planned.Job)], m)
@@ -231,6 +246,17 @@ func (t *truth) forget(live map[string]*api.TaskInfo, jobs map[api.JobID]*api.Jo
 // one, or nil when they agree: the runtime's record, else (after a restart)
 // the one the PodGroup already carries.
 func (s *Session) plannedFor(job *api.JobInfo, realized PlacementAnnotation) *PlannedPlacement {
+	p, ok := s.plannedOf(job)
+	if !ok || (p.Tier == realized.Tier && equalStrings(p.S0, realized.S0) && equalStrings(p.S1, realized.S1)) {
+		return nil
+	}
+	return &p
+}
+
+// plannedOf returns the placement the gang was planned at, if the nodes
+// ever placed one of its pods otherwise: the runtime's record, else (after
+// a restart) the one the PodGroup carries.
+func (s *Session) plannedOf(job *api.JobInfo) (PlannedPlacement, bool) {
 	t := s.rt.truthOf()
 	t.mu.Lock()
 	p, ok := t.planned[job.UID]
@@ -243,10 +269,7 @@ func (s *Session) plannedFor(job *api.JobInfo, realized PlacementAnnotation) *Pl
 			p, ok = *cur.Planned, true
 		}
 	}
-	if !ok || (p.Tier == realized.Tier && equalStrings(p.S0, realized.S0) && equalStrings(p.S1, realized.S1)) {
-		return nil
-	}
-	return &p
+	return p, ok
 }
 
 // placementOf summarizes reservations as a placement: tier, S0s, S1s.
