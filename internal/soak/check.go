@@ -3,6 +3,7 @@ package soak
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/google/go-cmp/cmp"
@@ -28,7 +29,8 @@ const (
 	// KindPartialGang: a gang has some but fewer than minMember pods bound
 	// outside the grace allowed after a failed bind.
 	KindPartialGang Kind = "PartialGang"
-	// KindHardLimit: a hard-mode gang is placed wider than its highest tier.
+	// KindHardLimit: a hard-mode gang is planned wider than its highest
+	// tier (or, with Checker.NodeFollowsPlan, placed wider).
 	KindHardLimit Kind = "HardLimitBreach"
 	// KindNICCount: a bound pod's rdmatopo.io/nics annotation is missing,
 	// malformed, names NICs its node does not have, or does not hold as
@@ -37,6 +39,11 @@ const (
 	// KindLedgerMismatch: the plugin's ledger differs from a rebuild from
 	// the bound pods (a leaked, missing or different reservation).
 	KindLedgerMismatch Kind = "LedgerMismatch"
+	// KindKCNRDivergence: a bound pod its node's KCNR lists has no
+	// reservation, or one on other NICs or zones than the KCNR lists (the
+	// scheduler did not adopt the node's choice: divergence, or capacity
+	// leaked on NICs the pod does not hold).
+	KindKCNRDivergence Kind = "KCNRDivergence"
 	// KindZoneDrift: not a violation; see Checker.Drift.
 	KindZoneDrift Kind = "ZoneResourceDrift"
 	// KindStuck: a gang that fits the empty cluster stays pending while the
@@ -86,6 +93,16 @@ type Observation struct {
 	// GangFailures maps each gang ("namespace/name") with a failed bind in
 	// this cycle to the nodes of those binds.
 	GangFailures map[string][]string
+	// GangFailedNICs maps each gang with a failed bind in this cycle to the
+	// NICs those binds named (their Bindings' rdmatopo.io/nics): the room
+	// the failures freed.
+	GangFailedNICs map[string][]NodeNIC
+}
+
+// NodeNIC is one NIC of one node.
+type NodeNIC struct {
+	Node string
+	NIC  topology.NICID
 }
 
 // Checker checks the invariants after every cycle. It keeps only what a
@@ -101,7 +118,10 @@ type Observation struct {
 // failed bind having freed room in the gang's tier; while a node of the
 // gang's last failed binds is out of the cluster (drained), that room is
 // gone and the gang waits for capacity like any pending gang, so it is not
-// a violation, and the grace starts again when the node is back.
+// a violation, and the grace starts again when the node is back. The same
+// holds while the node agent has given a NIC those binds freed to another
+// pod that was not bound with it (roomTaken): the node, not the scheduler,
+// spent the room, which the scheduler learns only when the KCNR lists it.
 type Checker struct {
 	// Config selects the resources (the conf's topology configuration).
 	Config topology.Config
@@ -112,6 +132,20 @@ type Checker struct {
 	// one-node placement is tier node, the narrowest tier (docs/design.md
 	// "Tiers"), and within every limit.
 	StrictS0 bool
+	// NodeFollowsPlan says the node agent gives every pod the NICs it was
+	// bound with (the exact agent): a hard gang placed wider than its
+	// highest tier is then a breach even where its plan was not, since no
+	// node widened it.
+	NodeFollowsPlan bool
+
+	// NICMismatches counts bound pods whose KCNR entry, once it came, listed
+	// other NICs than the pod was bound with (the node agent's choice,
+	// which the scheduler adopts).
+	NICMismatches int
+	// RealizedWider counts hard gangs planned within their highest tier
+	// that the nodes realized wider (not a violation unless
+	// NodeFollowsPlan; see checkTier).
+	RealizedWider int
 
 	// Drift collects, across checks, reservations whose NICs match the
 	// rebuild but whose GPU/CPU split over NUMA zones does not. It is
@@ -124,8 +158,16 @@ type Checker struct {
 
 	lastFailure  map[string]int
 	partialSince map[string]int
+	// planned holds, per bound pod UID, the NICs it was bound with.
+	planned map[string][]topology.NICID
+	// listedSeen marks pods whose KCNR entry was compared with their plan.
+	listedSeen map[string]bool
+	// wider marks gangs counted in RealizedWider.
+	wider map[string]bool
 	// failedOn holds the nodes of each gang's last failed binds.
 	failedOn map[string][]string
+	// failedNICs holds the NICs of each gang's last failed binds.
+	failedNICs map[string][]NodeNIC
 }
 
 // NewChecker returns a checker.
@@ -154,18 +196,25 @@ func (c *Checker) Check(o *Observation) []Violation {
 	if c.failedOn == nil {
 		c.failedOn = map[string][]string{}
 	}
+	if c.failedNICs == nil {
+		c.failedNICs = map[string][]NodeNIC{}
+	}
 	for gang, nodes := range o.GangFailures {
 		c.lastFailure[gang] = o.Cycle
 		c.failedOn[gang] = nodes
+		c.failedNICs[gang] = o.GangFailedNICs[gang]
 	}
 	var out []Violation
 	add := func(kind Kind, object, format string, args ...interface{}) {
 		out = append(out, Violation{Cycle: o.Cycle, Kind: kind, Object: object, Detail: fmt.Sprintf(format, args...)})
 	}
 	held := c.checkPods(o, add)
+	listed := kcnrListings(o.SessionCNRs)
+	c.recordPlans(o, held, listed)
 	c.checkNICs(o, held, add)
-	c.checkGangs(o, held, add)
+	c.checkGangs(o, held, listed, add)
 	c.checkLedger(o, add)
+	c.checkKCNRTruth(o, listed, add)
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Kind != out[j].Kind {
 			return out[i].Kind < out[j].Kind
@@ -306,7 +355,7 @@ func kcnrNICConsumers(cnrs []*v1alpha1.CustomNodeResource) map[nicKey][]string {
 }
 
 // checkGangs checks whole gangs and hard-mode tier limits.
-func (c *Checker) checkGangs(o *Observation, held []heldPod, add addFunc) {
+func (c *Checker) checkGangs(o *Observation, held []heldPod, listed map[string]map[int][]topology.NICID, add addFunc) {
 	boundByGang := map[string]int{}
 	for _, p := range o.Pods {
 		if g := p.Annotations[ledger.GroupNameAnnotation]; g != "" && bound(p) {
@@ -333,11 +382,11 @@ func (c *Checker) checkGangs(o *Observation, held []heldPod, add addFunc) {
 				c.partialSince[key] = o.Cycle
 			}
 			c.MaxPartialCycles = max(c.MaxPartialCycles, o.Cycle-c.partialSince[key]+1)
-			if c.slotGone(o, key) {
+			if c.slotGone(o, key) || c.roomTaken(o, key, listed) {
 				// Waiting for capacity; the grace restarts once the node
-				// is back.
+				// is back, or the room is free again.
 				c.lastFailure[key] = o.Cycle
-				c.checkTier(o, pg, nicsByGang[key], add)
+				c.checkTier(o, pg, nicsByGang[key], listed, add)
 				continue
 			}
 			last, failed := c.lastFailure[key]
@@ -355,12 +404,13 @@ func (c *Checker) checkGangs(o *Observation, held []heldPod, add addFunc) {
 					contractOf(pg), n, pg.Spec.MinMember, since, c.Grace, why)
 			}
 		}
-		c.checkTier(o, pg, nicsByGang[key], add)
+		c.checkTier(o, pg, nicsByGang[key], listed, add)
 	}
 	for key := range c.partialSince {
 		if !partial[key] {
 			delete(c.partialSince, key)
 			delete(c.failedOn, key)
+			delete(c.failedNICs, key)
 		}
 	}
 }
@@ -370,6 +420,47 @@ func (c *Checker) checkGangs(o *Observation, held []heldPod, add addFunc) {
 func (c *Checker) slotGone(o *Observation, gang string) bool {
 	for _, node := range c.failedOn[gang] {
 		if _, ok := o.Fabric.Node(node); !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// roomTaken reports whether a NIC of the gang's last failed binds is, as
+// the KCNR lists it, held by a live pod that was bound with other NICs
+// (of any gang, this one included): the node agent gave that pod the room
+// the failures freed, and the NICs the pod was planned on are not the
+// room the failures freed. With an agent that follows the plan this never
+// happens.
+func (c *Checker) roomTaken(o *Observation, gang string, listed map[string]map[int][]topology.NICID) bool {
+	if len(c.failedNICs[gang]) == 0 {
+		return false
+	}
+	freed := map[NodeNIC]bool{}
+	for _, n := range c.failedNICs[gang] {
+		freed[n] = true
+	}
+	for _, p := range o.Pods {
+		if !bound(p) {
+			continue
+		}
+		zones, ok := listingOf(listed, p)
+		if !ok {
+			continue
+		}
+		plan := c.planned[string(p.UID)]
+		for _, nic := range allNICs(zones) {
+			if freed[NodeNIC{p.Spec.NodeName, nic}] && !containsNIC(plan, nic) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func containsNIC(list []topology.NICID, id topology.NICID) bool {
+	for _, n := range list {
+		if n == id {
 			return true
 		}
 	}
@@ -388,9 +479,19 @@ func contractOf(pg *schedulingv1beta1.PodGroup) string {
 	return mode
 }
 
-// checkTier checks a hard-mode gang's NICs against its highest tier, using
-// the fabric (a NIC the fabric does not know is a leaf of its own).
-func (c *Checker) checkTier(o *Observation, pg *schedulingv1beta1.PodGroup, held []heldPod, add addFunc) {
+// checkTier checks a hard-mode gang against its highest tier, using the
+// fabric (a NIC the fabric does not know is a leaf of its own).
+//
+// Hard mode bounds what the scheduler plans; the node agent, not the
+// scheduler, hands out the NICs, and the scheduler learns its choice only
+// when the KCNR lists the pod. So the breach is judged on the plan: the
+// NICs each pod was bound with (recordPlans). The placement as realized
+// (the NICs the KCNR lists for listed pods, the annotation for the others)
+// that is wider than the limit while the plan is not is the node's doing:
+// counted in RealizedWider, once per gang, and a violation only when the
+// node follows the plan (NodeFollowsPlan), where nothing but the scheduler
+// can have widened it.
+func (c *Checker) checkTier(o *Observation, pg *schedulingv1beta1.PodGroup, held []heldPod, listed map[string]map[int][]topology.NICID, add addFunc) {
 	mode, err := placement.ParseMode(pg.Annotations[ledger.AnnotationMode])
 	if err != nil || mode != placement.ModeHard || len(held) == 0 {
 		return
@@ -401,6 +502,38 @@ func (c *Checker) checkTier(o *Observation, pg *schedulingv1beta1.PodGroup, held
 			return
 		}
 	}
+	key := pg.Namespace + "/" + pg.Name
+	planned := make([]heldPod, len(held))
+	realized := make([]heldPod, len(held))
+	for i, h := range held {
+		planned[i] = heldPod{pod: h.pod, nics: c.planned[string(h.pod.UID)]}
+		realized[i] = heldPod{pod: h.pod, nics: h.nics}
+		if zones, ok := listingOf(listed, h.pod); ok {
+			realized[i].nics = allNICs(zones)
+		}
+	}
+	if why := c.breach(o, tier, planned); why != "" {
+		add(KindHardLimit, key, "planned: %s", why)
+		return
+	}
+	if why := c.breach(o, tier, realized); why != "" {
+		if c.NodeFollowsPlan {
+			add(KindHardLimit, key, "%s", why)
+			return
+		}
+		if c.wider == nil {
+			c.wider = map[string]bool{}
+		}
+		if !c.wider[key] {
+			c.wider[key] = true
+			c.RealizedWider++
+		}
+	}
+}
+
+// breach says how pods placed on the given NICs are wider than tier ("":
+// they are not).
+func (c *Checker) breach(o *Observation, tier placement.Tier, held []heldPod) string {
 	nodes, leaves, s1s := map[string]bool{}, map[topology.S0ID]bool{}, map[topology.S1ID]bool{}
 	for _, h := range held {
 		nodes[h.pod.Spec.NodeName] = true
@@ -417,9 +550,8 @@ func (c *Checker) checkTier(o *Observation, pg *schedulingv1beta1.PodGroup, held
 			}
 		}
 	}
-	key := pg.Namespace + "/" + pg.Name
 	if len(nodes) == 1 && !c.StrictS0 {
-		return // tier node: the narrowest, within every limit
+		return "" // tier node: the narrowest, within every limit
 	}
 	var where []string
 	for _, h := range held {
@@ -429,17 +561,128 @@ func (c *Checker) checkTier(o *Observation, pg *schedulingv1beta1.PodGroup, held
 	switch tier {
 	case placement.TierNode:
 		if len(nodes) > 1 {
-			add(KindHardLimit, key, "hard tier node, pods on %d nodes %v; pods %s", len(nodes), sortedKeys(nodes), strings.Join(where, " "))
+			return fmt.Sprintf("hard tier node, pods on %d nodes %v; pods %s", len(nodes), sortedKeys(nodes), strings.Join(where, " "))
 		}
 	case placement.TierS0:
 		if len(leaves) > 1 {
-			add(KindHardLimit, key, "hard tier s0, NICs under %d S0s %v; pods %s", len(leaves), sortedKeys(leaves), strings.Join(where, " "))
+			return fmt.Sprintf("hard tier s0, NICs under %d S0s %v; pods %s", len(leaves), sortedKeys(leaves), strings.Join(where, " "))
 		}
 	case placement.TierS1:
 		if len(s1s) > 1 {
-			add(KindHardLimit, key, "hard tier s1, NICs under %d S1s %v; pods %s", len(s1s), sortedKeys(s1s), strings.Join(where, " "))
+			return fmt.Sprintf("hard tier s1, NICs under %d S1s %v; pods %s", len(s1s), sortedKeys(s1s), strings.Join(where, " "))
 		}
 	}
+	return ""
+}
+
+// consumerOf is a pod's KCNR consumer, "namespace/name/uid".
+func consumerOf(p *corev1.Pod) string { return p.Namespace + "/" + p.Name + "/" + string(p.UID) }
+
+// allNICs returns the NICs of every zone, sorted.
+func allNICs(zones map[int][]topology.NICID) []topology.NICID {
+	var out []topology.NICID
+	for _, nics := range zones {
+		out = append(out, nics...)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// listingKey names a consumer on a node in the result of kcnrListings.
+func listingKey(node, consumer string) string { return node + "|" + consumer }
+
+// listingOf returns what the pod's node's KCNR lists the pod on.
+func listingOf(listed map[string]map[int][]topology.NICID, p *corev1.Pod) (map[int][]topology.NICID, bool) {
+	zones, ok := listed[listingKey(p.Spec.NodeName, consumerOf(p))]
+	return zones, ok
+}
+
+// kcnrListings returns, per node and consumer (listingKey), the NICs the
+// node's KCNR lists the consumer on, by NUMA zone (PCI addresses in lower
+// case, sorted). A consumer listed on no NIC is absent.
+func kcnrListings(cnrs []*v1alpha1.CustomNodeResource) map[string]map[int][]topology.NICID {
+	out := map[string]map[int][]topology.NICID{}
+	var node string
+	var walk func(zones []*v1alpha1.TopologyZone, numa int)
+	walk = func(zones []*v1alpha1.TopologyZone, numa int) {
+		for _, z := range zones {
+			if z == nil {
+				continue
+			}
+			at := numa
+			switch z.Type {
+			case v1alpha1.TopologyTypeNuma:
+				if id, err := strconv.Atoi(z.Name); err == nil {
+					at = id
+				}
+			case v1alpha1.TopologyTypeNIC:
+				for _, a := range z.Allocations {
+					if a == nil || a.Consumer == "" {
+						continue
+					}
+					k := listingKey(node, a.Consumer)
+					m := out[k]
+					if m == nil {
+						m = map[int][]topology.NICID{}
+						out[k] = m
+					}
+					m[at] = append(m[at], topology.NICID(strings.ToLower(z.Name)))
+				}
+			}
+			walk(z.Children, at)
+		}
+	}
+	for _, cnr := range cnrs {
+		node = cnr.Name
+		walk(cnr.Status.TopologyZone, -1)
+	}
+	for _, m := range out {
+		for numa := range m {
+			sort.Slice(m[numa], func(i, j int) bool { return m[numa][i] < m[numa][j] })
+		}
+	}
+	return out
+}
+
+// recordPlans keeps, for each bound pod first seen bound, the NICs its
+// annotation names: the plan the scheduler bound it with (nothing patches a
+// pod in the session that binds it: adoption patches only pods a KCNR
+// lists, and adoption runs when the session opens). A pod whose KCNR entry
+// appears is counted in NICMismatches, once, when that entry names other
+// NICs than its plan. Pods that are no longer bound are forgotten.
+func (c *Checker) recordPlans(o *Observation, held []heldPod, listed map[string]map[int][]topology.NICID) {
+	if c.planned == nil {
+		c.planned = map[string][]topology.NICID{}
+		c.listedSeen = map[string]bool{}
+	}
+	live := map[string]bool{}
+	for _, h := range held {
+		uid := string(h.pod.UID)
+		live[uid] = true
+		if _, ok := c.planned[uid]; !ok {
+			c.planned[uid] = append([]topology.NICID(nil), h.nics...)
+		}
+		zones, ok := listingOf(listed, h.pod)
+		if !ok || c.listedSeen[uid] {
+			continue
+		}
+		c.listedSeen[uid] = true
+		if d := cmp.Diff(sortedNICs(c.planned[uid]), allNICs(zones)); d != "" {
+			c.NICMismatches++
+		}
+	}
+	for uid := range c.planned {
+		if !live[uid] {
+			delete(c.planned, uid)
+			delete(c.listedSeen, uid)
+		}
+	}
+}
+
+func sortedNICs(nics []topology.NICID) []topology.NICID {
+	out := append([]topology.NICID(nil), nics...)
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
 }
 
 func sortedKeys[K ~string](m map[K]bool) []K {
@@ -518,5 +761,50 @@ func (c *Checker) checkLedger(o *Observation, add addFunc) {
 		}
 		add(KindLedgerMismatch, r.Namespace+"/"+r.Name, "ledger holds NICs %s on %s for a pod that is not bound with them (leak)",
 			ledger.FormatNICs(r.NICs()), r.Node)
+	}
+}
+
+// checkKCNRTruth checks that the KCNR is the truth for every pod it lists:
+// once a bound pod's KCNR entry lists it on NICs (the KCNR lag has passed
+// for it), its ledger reservation holds exactly those NICs, in the zones
+// the KCNR lists them in: the scheduler adopted the node's choice, holds
+// no NIC the pod does not have (no leaked capacity) and lacks none it has.
+// The KCNRs are those the cycle's session saw (adoption runs when the
+// session opens). A pod listed on no NIC says nothing about NICs and is
+// skipped, as the scheduler skips it.
+func (c *Checker) checkKCNRTruth(o *Observation, listed map[string]map[int][]topology.NICID, add addFunc) {
+	if o.Ledger == nil {
+		return
+	}
+	got := make(map[string]ledger.Reservation, len(o.Ledger))
+	for _, r := range o.Ledger {
+		got[r.UID] = r
+	}
+	for _, p := range o.Pods {
+		if !bound(p) || c.rdmaRequest(p) == 0 {
+			continue
+		}
+		zones, ok := listingOf(listed, p)
+		if !ok {
+			continue
+		}
+		r, ok := got[string(p.UID)]
+		if !ok {
+			add(KindKCNRDivergence, podKey(p), "its KCNR lists it on NICs %s, but the ledger holds no reservation", ledger.FormatNICs(allNICs(zones)))
+			continue
+		}
+		if r.Node != p.Spec.NodeName {
+			add(KindKCNRDivergence, podKey(p), "bound to %s, but the ledger reserves on %s", p.Spec.NodeName, r.Node)
+			continue
+		}
+		held := map[int][]topology.NICID{}
+		for _, z := range r.Zones {
+			if len(z.NICs) > 0 {
+				held[z.NUMA] = sortedNICs(z.NICs)
+			}
+		}
+		if d := cmp.Diff(zones, held); d != "" {
+			add(KindKCNRDivergence, podKey(p), "ledger differs from what its KCNR lists, NICs per NUMA zone (-KCNR +ledger):\n%s", d)
+		}
 	}
 }

@@ -241,3 +241,218 @@ func TestCheckerPartialGangWhileSlotDrained(t *testing.T) {
 		}
 	}
 }
+
+// listingCNR is node's fixture KCNR listing each consumer on the NICs given.
+func listingCNR(node string, uses map[string][]string) *v1alpha1.CustomNodeResource {
+	w := builders.MakeCNR(node).Zone(0, 4, 64000).Zone(1, 4, 64000).
+		NIC("0000:1a:00.0", 0, "leafA").NIC("0000:3f:00.0", 0, "leafA").
+		NIC("0000:d1:00.0", 1, "leafB").NIC("0000:e7:00.0", 1, "leafB")
+	for _, consumer := range sortedKeys(boolSetOf(uses)) {
+		for _, n := range uses[consumer] {
+			w = w.UseNIC(n, consumer)
+		}
+	}
+	return w.Obj()
+}
+
+// TestCheckerNodeTruth runs the checks that judge a node agent's choice:
+// the KCNR is the truth for every pod it lists (KCNRDivergence), hard
+// limits are judged on the plan (realized wider is the node's doing,
+// unless the node follows the plan), mismatches are counted, and a failed
+// bind's room the node gave away extends the partial-gang grace.
+func TestCheckerNodeTruth(t *testing.T) {
+	nodes, cnrs := builders.TwoLeavesFourNodes()
+	fabric := topology.Build(topology.Config{}.WithDefaults(), nodes, cnrs)
+	hardS0 := map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s0"}
+	consumer := func(name string) string { return builders.Consumer(Namespace, name, "uid-"+Namespace+"-"+name) }
+	oneNIC := func(name, node string, nics ...string) ledger.Reservation {
+		return ledger.Reservation{UID: "uid-" + Namespace + "-" + name, Namespace: Namespace, Name: name, Job: Namespace + "/a", Node: node,
+			Zones: []ledger.ZoneUse{{NUMA: 0, GPU: 1, NICs: toNICs(nics)}}}
+	}
+	type step struct {
+		pods   []*corev1.Pod
+		groups []*schedulingv1beta1.PodGroup
+		// listed maps node -> consumer -> NICs its KCNR lists.
+		listed map[string]map[string][]string
+		// ledger overrides the rebuilt ledger when set.
+		ledger []ledger.Reservation
+		// failed names the NICs of this cycle's failed binds of gang a.
+		failed []NodeNIC
+		want   []violationKey
+	}
+	type counts struct{ NICMismatches, RealizedWider int }
+	cases := map[string]struct {
+		followsPlan bool
+		steps       []step
+		want        counts
+	}{
+		"listed as reserved": {
+			steps: []step{{
+				pods:   []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0")},
+				groups: []*schedulingv1beta1.PodGroup{podGroup("a", 1, nil)},
+				listed: map[string]map[string][]string{"n1": {consumer("a-0"): {"0000:1a:00.0"}}},
+			}},
+		},
+		"not listed yet: nothing to compare": {
+			steps: []step{{
+				pods:   []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0")},
+				groups: []*schedulingv1beta1.PodGroup{podGroup("a", 1, nil)},
+			}},
+		},
+		"ledger kept the planned NIC the KCNR does not list": {
+			steps: []step{
+				{pods: []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0")}, groups: []*schedulingv1beta1.PodGroup{podGroup("a", 1, nil)}},
+				{
+					pods:   []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0")},
+					groups: []*schedulingv1beta1.PodGroup{podGroup("a", 1, nil)},
+					listed: map[string]map[string][]string{"n1": {consumer("a-0"): {"0000:3f:00.0"}}},
+					want:   []violationKey{{KindKCNRDivergence, Namespace + "/a-0"}},
+				},
+			},
+			want: counts{NICMismatches: 1},
+		},
+		"adopted: annotations and ledger follow the KCNR": {
+			steps: []step{
+				{pods: []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0")}, groups: []*schedulingv1beta1.PodGroup{podGroup("a", 1, nil)}},
+				{
+					pods:   []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:3f:00.0")},
+					groups: []*schedulingv1beta1.PodGroup{podGroup("a", 1, nil)},
+					listed: map[string]map[string][]string{"n1": {consumer("a-0"): {"0000:3f:00.0"}}},
+				},
+			},
+			want: counts{NICMismatches: 1},
+		},
+		"ledger holds a NIC the listed pod does not have (leak)": {
+			steps: []step{{
+				pods:   []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0")},
+				groups: []*schedulingv1beta1.PodGroup{podGroup("a", 1, nil)},
+				listed: map[string]map[string][]string{"n1": {consumer("a-0"): {"0000:1a:00.0"}}},
+				ledger: []ledger.Reservation{oneNIC("a-0", "n1", "0000:1a:00.0", "0000:3f:00.0")},
+				want:   []violationKey{{KindKCNRDivergence, Namespace + "/a-0"}, {KindLedgerMismatch, Namespace + "/a-0"}},
+			}},
+		},
+		"listed pod without a reservation": {
+			steps: []step{{
+				pods:   []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0")},
+				groups: []*schedulingv1beta1.PodGroup{podGroup("a", 1, nil)},
+				listed: map[string]map[string][]string{"n1": {consumer("a-0"): {"0000:1a:00.0"}}},
+				ledger: []ledger.Reservation{},
+				want:   []violationKey{{KindKCNRDivergence, Namespace + "/a-0"}, {KindLedgerMismatch, Namespace + "/a-0"}},
+			}},
+		},
+		"hard s0 gang the node realized wider: counted, not a breach": {
+			steps: []step{
+				{
+					pods:   []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0"), boundPod("a-1", "a", "n2", "0000:1a:00.0")},
+					groups: []*schedulingv1beta1.PodGroup{podGroup("a", 2, hardS0)},
+				},
+				{
+					pods:   []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0"), boundPod("a-1", "a", "n2", "0000:d1:00.0")},
+					groups: []*schedulingv1beta1.PodGroup{podGroup("a", 2, hardS0)},
+					listed: map[string]map[string][]string{"n2": {consumer("a-1"): {"0000:d1:00.0"}}},
+				},
+			},
+			want: counts{NICMismatches: 1, RealizedWider: 1},
+		},
+		"hard s0 gang realized wider by a node that follows the plan: breach": {
+			followsPlan: true,
+			steps: []step{
+				{
+					pods:   []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0"), boundPod("a-1", "a", "n2", "0000:1a:00.0")},
+					groups: []*schedulingv1beta1.PodGroup{podGroup("a", 2, hardS0)},
+				},
+				{
+					pods:   []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0"), boundPod("a-1", "a", "n2", "0000:d1:00.0")},
+					groups: []*schedulingv1beta1.PodGroup{podGroup("a", 2, hardS0)},
+					listed: map[string]map[string][]string{"n2": {consumer("a-1"): {"0000:d1:00.0"}}},
+					want:   []violationKey{{KindHardLimit, Namespace + "/a"}},
+				},
+			},
+			want: counts{NICMismatches: 1},
+		},
+		"hard s0 gang planned wider: breach whatever the node did": {
+			steps: []step{{
+				pods:   []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0"), boundPod("a-1", "a", "n2", "0000:d1:00.0")},
+				groups: []*schedulingv1beta1.PodGroup{podGroup("a", 2, hardS0)},
+				listed: map[string]map[string][]string{"n2": {consumer("a-1"): {"0000:d1:00.0"}}},
+				want:   []violationKey{{KindHardLimit, Namespace + "/a"}},
+			}},
+		},
+		"partial gang whose freed room the node gave to another pod waits": {
+			steps: []step{
+				{
+					pods:   []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0"), boundPod("b-0", "b", "n2", "0000:1a:00.0")},
+					groups: []*schedulingv1beta1.PodGroup{podGroup("a", 2, nil), podGroup("b", 1, nil)},
+					failed: []NodeNIC{{Node: "n2", NIC: "0000:3f:00.0"}},
+				},
+				{
+					pods:   []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0"), boundPod("b-0", "b", "n2", "0000:3f:00.0")},
+					groups: []*schedulingv1beta1.PodGroup{podGroup("a", 2, nil), podGroup("b", 1, nil)},
+					listed: map[string]map[string][]string{"n2": {consumer("b-0"): {"0000:3f:00.0"}}},
+				},
+				{
+					pods:   []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0"), boundPod("b-0", "b", "n2", "0000:3f:00.0")},
+					groups: []*schedulingv1beta1.PodGroup{podGroup("a", 2, nil), podGroup("b", 1, nil)},
+					listed: map[string]map[string][]string{"n2": {consumer("b-0"): {"0000:3f:00.0"}}},
+				},
+				{
+					pods:   []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0"), boundPod("b-0", "b", "n2", "0000:3f:00.0")},
+					groups: []*schedulingv1beta1.PodGroup{podGroup("a", 2, nil), podGroup("b", 1, nil)},
+					listed: map[string]map[string][]string{"n2": {consumer("b-0"): {"0000:3f:00.0"}}},
+				},
+			},
+			want: counts{NICMismatches: 1},
+		},
+		"partial gang whose freed room stays free: beyond the grace": {
+			steps: []step{
+				{
+					pods:   []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0")},
+					groups: []*schedulingv1beta1.PodGroup{podGroup("a", 2, nil)},
+					failed: []NodeNIC{{Node: "n2", NIC: "0000:3f:00.0"}},
+				},
+				{pods: []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0")}, groups: []*schedulingv1beta1.PodGroup{podGroup("a", 2, nil)}},
+				{pods: []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0")}, groups: []*schedulingv1beta1.PodGroup{podGroup("a", 2, nil)}},
+				{
+					pods:   []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0")},
+					groups: []*schedulingv1beta1.PodGroup{podGroup("a", 2, nil)},
+					want:   []violationKey{{KindPartialGang, Namespace + "/a"}},
+				},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := NewChecker(topology.Config{}, 2)
+			c.NodeFollowsPlan = tc.followsPlan
+			for i, st := range tc.steps {
+				o := &Observation{Cycle: i + 1, Pods: st.pods, PodGroups: st.groups, Fabric: fabric,
+					JustBound: map[string]bool{}, GangFailures: map[string][]string{}, GangFailedNICs: map[string][]NodeNIC{}}
+				for _, n := range []string{"n1", "n2", "n3", "n4"} {
+					o.SessionCNRs = append(o.SessionCNRs, listingCNR(n, st.listed[n]))
+				}
+				if len(st.failed) > 0 {
+					o.GangFailures[Namespace+"/a"] = []string{st.failed[0].Node}
+					o.GangFailedNICs[Namespace+"/a"] = st.failed
+				}
+				o.Ledger = rebuiltLedger(t, st.pods, fabric)
+				if st.ledger != nil {
+					o.Ledger = st.ledger
+				}
+				if diff := cmp.Diff(st.want, keys(c.Check(o))); diff != "" {
+					t.Errorf("cycle %d: violations (-want +got):\n%s", i+1, diff)
+				}
+			}
+			if diff := cmp.Diff(tc.want, counts{c.NICMismatches, c.RealizedWider}); diff != "" {
+				t.Errorf("counts (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func toNICs(ids []string) []topology.NICID {
+	out := make([]topology.NICID, len(ids))
+	for i, id := range ids {
+		out[i] = topology.NICID(id)
+	}
+	return out
+}

@@ -49,6 +49,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.StrictS0, "strict-s0", false, "a hard s0 gang on one node must still keep its NICs under one S0")
 	agent := fs.String("node-agent", string(sim.DefaultNodeAgent), "how the simulated node agent hands out devices: exact, numa or blind")
 	verbose := fs.Bool("verbose", false, "keep the scheduler's logs (on stderr)")
+	dump := fs.Bool("dump-violations", false, fmt.Sprintf("print every violation found (the first %d) on stderr", maxRecorded))
 	output := fs.String("o", outputTable, "output format: table or json")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: rdmatopo soak [flags]\n\nChurns the real scheduler session loop and checks its invariants after every cycle.\n\nFlags:")
@@ -95,6 +96,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rdmatopo soak: %v\n", err)
 		return ExitUsage
 	}
+	if *dump {
+		for _, v := range res.Found {
+			fmt.Fprintln(stderr, v.String())
+		}
+	}
 	if res.Violations > 0 {
 		fmt.Fprintf(stderr, "rdmatopo soak: %d violations; first: %s\n", res.Violations, res.FirstViolation)
 		return ExitViolations
@@ -118,7 +124,9 @@ func writeResult(w io.Writer, format string, res *Result) error {
 		{"jobs killed", res.JobsKilled}, {"violations", res.Violations}, {"double-booked NICs", res.DoubleBookedNICs},
 		{"partial gangs", res.PartialGangs}, {"hard-limit breaches", res.HardLimitBreaches},
 		{"KCNR conflicts", res.KCNRConflicts}, {"NIC count mismatches", res.NICCounts},
-		{"ledger mismatches", res.LedgerMismatches}, {"stuck gangs", res.StuckGangs},
+		{"ledger mismatches", res.LedgerMismatches}, {"KCNR divergences", res.KCNRDivergences}, {"stuck gangs", res.StuckGangs},
+		{"NIC mismatches (adopted, not a violation)", res.NICMismatches},
+		{"hard gangs realized wider (not a violation)", res.RealizedWider},
 		{"zone drift (not a violation)", res.ZoneDrift}, {"longest partial gang (cycles)", res.MaxPartialCycles},
 	}
 	for _, row := range rows {

@@ -17,16 +17,23 @@
 //     unless one of its binds failed at most PartialGrace cycles ago, or
 //     the node of its last failed bind is drained (the freed room is gone;
 //     the grace starts again when the node is back).
-//   - HardLimitBreach: a hard gang's placement tier (node if all its pods
-//     share one node, else s0 if all its NICs hang off one S0, else s1 if
-//     one S1, else cluster; S0 and S1 from the fabric) is no wider than its
-//     highest tier. With StrictS0, one node does not excuse several S0s.
+//   - HardLimitBreach: a hard gang's planned tier (node if all its pods
+//     share one node, else s0 if all the NICs its pods were bound with hang
+//     off one S0, else s1 if one S1, else cluster; S0 and S1 from the
+//     fabric) is no wider than its highest tier. With StrictS0, one node
+//     does not excuse several S0s. A gang the nodes realized wider than a
+//     plan within the limit is counted in realizedWider, not as a breach,
+//     except with the exact agent, where the realized tier is held to the
+//     limit too.
 //   - NICCountMismatch: a bound pod holds, in its annotation, exactly as
 //     many NICs as it requests, all NICs of its node.
 //   - LedgerMismatch: the plugin's ledger holds, per bound pod, the node and
 //     NICs per NUMA zone that ledger.Rebuild derives from the pods, and
 //     nothing else except pods whose bind failed in this very cycle
 //     (reconcile releases those when the next session opens).
+//   - KCNRDivergence: once a bound pod's KCNR lists it on NICs (the lag has
+//     passed for it), its ledger reservation holds exactly those NICs in
+//     those zones: no divergence, no leaked capacity.
 //   - StuckGang: no gang stays pending for StuckAfter cycles on a whole,
 //     idle cluster (every generated gang fits the empty cluster), and the
 //     soak ends within MaxCycles.
@@ -164,11 +171,21 @@ type Result struct {
 	KCNRConflicts    int `json:"kcnrConflicts"`
 	NICCounts        int `json:"nicCountMismatches"`
 	LedgerMismatches int `json:"ledgerMismatches"`
-	StuckGangs       int `json:"stuckGangs"`
-	Binds            int `json:"binds"`
-	Drains           int `json:"drains"`
-	JobsCompleted    int `json:"jobsCompleted"`
-	JobsKilled       int `json:"jobsKilled"`
+	// KCNRDivergences counts bound pods their KCNR lists whose ledger
+	// reservation is not what the KCNR lists.
+	KCNRDivergences int `json:"kcnrDivergences"`
+	StuckGangs      int `json:"stuckGangs"`
+	Binds           int `json:"binds"`
+	Drains          int `json:"drains"`
+	JobsCompleted   int `json:"jobsCompleted"`
+	JobsKilled      int `json:"jobsKilled"`
+	// NICMismatches counts bound pods whose KCNR entry listed other NICs
+	// than they were bound with: the node agent chose otherwise and the
+	// scheduler adopted its choice (not a violation).
+	NICMismatches int `json:"nicMismatches"`
+	// RealizedWider counts hard gangs planned within their highest tier
+	// that the nodes realized wider (not a violation; see Checker).
+	RealizedWider int `json:"realizedWider"`
 	// ZoneDrift counts reservations whose GPU/CPU split over NUMA zones
 	// differs from a rebuild (reported, not a violation; see Checker).
 	ZoneDrift int `json:"zoneDrift"`
@@ -240,6 +257,7 @@ func Run(cfg Config) (*Result, error) {
 		seen:     map[string]bool{},
 	}
 	r.checker.StrictS0 = cfg.StrictS0
+	r.checker.NodeFollowsPlan = cfg.NodeAgent == sim.AgentExact
 	for _, n := range nodes {
 		n.Status.Allocatable[corev1.ResourcePods] = resource.MustParse("110")
 		n.Status.Capacity[corev1.ResourcePods] = resource.MustParse("110")
@@ -262,6 +280,8 @@ func Run(cfg Config) (*Result, error) {
 	}
 	r.res.ZoneDrift = len(drifted)
 	r.res.MaxPartialCycles = r.checker.MaxPartialCycles
+	r.res.NICMismatches = r.checker.NICMismatches
+	r.res.RealizedWider = r.checker.RealizedWider
 	return &r.res, err
 }
 
@@ -374,6 +394,8 @@ func (r *runner) record(vs []Violation) {
 			r.res.NICCounts++
 		case KindLedgerMismatch:
 			r.res.LedgerMismatches++
+		case KindKCNRDivergence:
+			r.res.KCNRDivergences++
 		case KindStuck:
 			r.res.StuckGangs++
 		}
@@ -503,13 +525,18 @@ func (r *runner) drain() error {
 // failures, advances gangs that became whole, and returns what the checker
 // reads.
 func (r *runner) observe(rep *sim.CycleReport) (*Observation, error) {
-	o := &Observation{Cycle: rep.Cycle, FailedBinds: map[string]bool{}, GangFailures: map[string][]string{}, JustBound: map[string]bool{}}
+	o := &Observation{Cycle: rep.Cycle, FailedBinds: map[string]bool{}, GangFailures: map[string][]string{},
+		GangFailedNICs: map[string][]NodeNIC{}, JustBound: map[string]bool{}}
 	r.res.Binds += len(rep.Binds)
 	r.res.BindFailures += len(rep.FailedBinds)
 	for _, b := range rep.FailedBinds {
 		o.FailedBinds[string(b.Pod.UID)] = true
 		gang := Namespace + "/" + b.Pod.Annotations[ledger.GroupNameAnnotation]
 		o.GangFailures[gang] = append(o.GangFailures[gang], b.Node)
+		nics, _ := ledger.ParseNICs(b.Pod.Annotations[ledger.AnnotationNICs])
+		for _, n := range nics {
+			o.GangFailedNICs[gang] = append(o.GangFailedNICs[gang], NodeNIC{Node: b.Node, NIC: n})
+		}
 	}
 	justBound := o.JustBound
 	for _, b := range rep.Binds {

@@ -41,6 +41,28 @@ func TestSoakSmall(t *testing.T) {
 	}
 }
 
+// TestSoakBlindAgent: 200 gangs with the same faults on nodes whose agent
+// ignores the scheduler's hints (blind). The scheduler adopts what the
+// KCNRs list: no violation, every listed pod's reservation equal to its
+// KCNR entry, and the node's choices actually differ from the plan.
+func TestSoakBlindAgent(t *testing.T) {
+	res, err := Run(Config{Jobs: 200, BindFailureRate: 0.05, KCNRLag: 3, RestartEvery: 100, DrainEvery: 25, Seed: 1,
+		NodeAgent: sim.AgentBlind})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	t.Logf("%+v", *res)
+	for _, v := range res.Found {
+		t.Errorf("violation: %s", v)
+	}
+	if res.NICMismatches == 0 {
+		t.Errorf("nicMismatches = 0: the blind agent never chose otherwise than planned")
+	}
+	if res.BindFailures == 0 || res.Restarts == 0 {
+		t.Errorf("faults not exercised: bindFailures=%d restarts=%d", res.BindFailures, res.Restarts)
+	}
+}
+
 func TestBindHookRate(t *testing.T) {
 	for _, rate := range []float64{0, 0.05, 0.3} {
 		t.Run(fmt.Sprint(rate), func(t *testing.T) {
@@ -103,7 +125,8 @@ func TestMainJSON(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
 		t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout.String())
 	}
-	for _, key := range []string{"jobs", "cycles", "restarts", "bindFailures", "violations", "doubleBookedNICs", "partialGangs", "hardLimitBreaches"} {
+	for _, key := range []string{"jobs", "cycles", "restarts", "bindFailures", "violations", "doubleBookedNICs", "partialGangs", "hardLimitBreaches",
+		"kcnrDivergences", "nicMismatches", "realizedWider"} {
 		if _, ok := got[key]; !ok {
 			t.Errorf("JSON lacks %q: %s", key, stdout.String())
 		}
