@@ -189,7 +189,6 @@ func (rt *Runtime) startInformer(cfg *rest.Config) error {
 	}
 	factory.Start(rt.stop)
 	observeSynced(informerCNR, inf.HasSynced, rt.stop)
-	observeSynced(informerCNR, inf.HasSynced, rt.stop)
 	ctx, cancel := context.WithTimeout(context.Background(), informerSyncTimeout)
 	defer cancel()
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
