@@ -182,6 +182,16 @@ func TestUnusableInputExits2(t *testing.T) {
 			file: "w.yaml", content: pg + "---\nkind: Pod\nmetadata: {name: [\n",
 			args: []string{"simulate", "--workload", "FILE"}, wantIn: []string{"w.yaml", "document 2", "invalid YAML"},
 		},
+		"contract value in upper case": {
+			file: "w.yaml", content: "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j, annotations: {rdmatopo.io/mode: HARD}}\n",
+			args:   []string{"simulate", "--workload", "FILE"},
+			wantIn: []string{"w.yaml", "Job default/j", `metadata.annotations["rdmatopo.io/mode"]`, `"HARD" is not a mode`},
+		},
+		"contract key misspelt": {
+			file: "w.yaml", content: "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {name: pg, annotations: {rdmatopo.io/Mode: hard}}\n",
+			args:   []string{"simulate", "--workload", "FILE"},
+			wantIn: []string{"w.yaml", "PodGroup default/pg", `metadata.annotations["rdmatopo.io/Mode"]`, "unknown key"},
+		},
 		"unknown kind": {
 			file: "w.yaml", content: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n",
 			args: []string{"simulate", "--workload", "FILE"}, wantIn: []string{"w.yaml", "Deployment web", "kind"},

@@ -47,6 +47,14 @@ var contractKeys = map[string]bool{
 	ledger.AnnotationWaitingSince: true,
 }
 
+// ContractProblem is one bad annotation of a job contract.
+type ContractProblem struct {
+	// Key is the annotation.
+	Key string
+	// Msg says what is wrong with it.
+	Msg string
+}
+
 // ParseContract reads the contract from a job's or PodGroup's annotations,
 // strictly: values are exact (lower case, no other spelling), max-wait is a
 // positive Go duration and needs mode hard, and any other key under
@@ -54,20 +62,34 @@ var contractKeys = map[string]bool{
 // bad) and, when something is bad, an error wrapping ErrInvalidContract that
 // names every bad annotation, sorted by key.
 func ParseContract(ann map[string]string) (Contract, error) {
-	c := DefaultContract()
-	var errs []string
-	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Sprintf("annotation %s: %s", key, fmt.Sprintf(format, args...)))
+	c, problems := parseContract(ann)
+	if len(problems) == 0 {
+		return c, nil
 	}
-	var unknown []string
+	msgs := make([]string, len(problems))
+	for i, p := range problems {
+		msgs[i] = fmt.Sprintf("annotation %s: %s", p.Key, p.Msg)
+	}
+	return c, fmt.Errorf("%w: %s", ErrInvalidContract, strings.Join(msgs, "; "))
+}
+
+// ContractProblems lists the bad annotations of a contract, sorted by key
+// (none: the contract is valid), for input checks that name each field.
+func ContractProblems(ann map[string]string) []ContractProblem {
+	_, problems := parseContract(ann)
+	return problems
+}
+
+func parseContract(ann map[string]string) (Contract, []ContractProblem) {
+	c := DefaultContract()
+	var problems []ContractProblem
+	bad := func(key, format string, args ...any) {
+		problems = append(problems, ContractProblem{Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
 	for k := range ann {
 		if strings.HasPrefix(k, ledger.KeyPrefix) && !contractKeys[k] {
-			unknown = append(unknown, k)
+			bad(k, "unknown key (the job contract has %s, %s and %s)", ledger.AnnotationMode, ledger.AnnotationHighestTier, ledger.AnnotationMaxWait)
 		}
-	}
-	sort.Strings(unknown)
-	for _, k := range unknown {
-		bad(k, "unknown key (the job contract has %s, %s and %s)", ledger.AnnotationMode, ledger.AnnotationHighestTier, ledger.AnnotationMaxWait)
 	}
 	if v, ok := ann[ledger.AnnotationMode]; ok {
 		switch v {
@@ -99,9 +121,11 @@ func ParseContract(ann map[string]string) (Contract, error) {
 			c.MaxWait = d
 		}
 	}
-	if len(errs) > 0 {
-		sort.Strings(errs)
-		return c, fmt.Errorf("%w: %s", ErrInvalidContract, strings.Join(errs, "; "))
-	}
-	return c, nil
+	sort.Slice(problems, func(i, j int) bool {
+		if problems[i].Key != problems[j].Key {
+			return problems[i].Key < problems[j].Key
+		}
+		return problems[i].Msg < problems[j].Msg
+	})
+	return c, problems
 }

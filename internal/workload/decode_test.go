@@ -60,6 +60,22 @@ func TestLoadWorkloadErrors(t *testing.T) {
 			in:   pgDoc + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p\n",
 			want: wantErr{Doc: 2, Msg: "line 8"},
 		},
+		"contract: upper-case mode on a PodGroup": {
+			in:   "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {name: pg, annotations: {rdmatopo.io/mode: HARD}}\n",
+			want: wantErr{Doc: 1, Kind: "PodGroup", Name: "default/pg", Field: `metadata.annotations["rdmatopo.io/mode"]`, Msg: `"HARD" is not a mode (want hard or soft)`},
+		},
+		"contract: misspelt key on a PodGroup": {
+			in:   "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {name: pg, annotations: {rdmatopo.io/Mode: hard}}\n",
+			want: wantErr{Doc: 1, Kind: "PodGroup", Name: "default/pg", Field: `metadata.annotations["rdmatopo.io/Mode"]`, Msg: "unknown key"},
+		},
+		"contract: unknown tier on a Volcano Job": {
+			in:   "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j, annotations: {rdmatopo.io/highest-tier: spine}}\n",
+			want: wantErr{Doc: 1, Kind: "Job", Name: "default/j", Field: `metadata.annotations["rdmatopo.io/highest-tier"]`, Msg: `"spine" is not a tier`},
+		},
+		"contract: bad max-wait on a PyTorchJob": {
+			in:   "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: pt, annotations: {rdmatopo.io/mode: hard, rdmatopo.io/max-wait: soon}}\n",
+			want: wantErr{Doc: 1, Kind: "PyTorchJob", Name: "default/pt", Field: `metadata.annotations["rdmatopo.io/max-wait"]`, Msg: `"soon" is not a duration`},
+		},
 		"unknown kind": {
 			in:   "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n",
 			want: wantErr{Doc: 1, Kind: "Deployment", Name: "d", Field: "kind", Msg: `unknown kind "Deployment"`},

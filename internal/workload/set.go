@@ -111,6 +111,9 @@ func (b *setBuilder) add(r *rawObject) *InputError {
 		if ierr := decodeStrict(r, pg); ierr != nil {
 			return ierr
 		}
+		if ierr := checkContract(r, pg.Namespace, pg.Name, pg.Annotations); ierr != nil {
+			return ierr
+		}
 		return b.addPodGroup(r, pg)
 	case KindPod:
 		p := &corev1.Pod{}
@@ -121,6 +124,9 @@ func (b *setBuilder) add(r *rawObject) *InputError {
 	case KindVolcanoJob:
 		job := &batchv1alpha1.Job{}
 		if ierr := decodeStrict(r, job); ierr != nil {
+			return ierr
+		}
+		if ierr := checkContract(r, job.Namespace, job.Name, job.Annotations); ierr != nil {
 			return ierr
 		}
 		if ierr := b.reg.add(r.origin, KindVolcanoJob, job.Namespace, job.Name); ierr != nil {
@@ -134,6 +140,9 @@ func (b *setBuilder) add(r *rawObject) *InputError {
 	case KindPyTorchJob:
 		job := &PyTorchJob{}
 		if ierr := decodeStrict(r, job); ierr != nil {
+			return ierr
+		}
+		if ierr := checkContract(r, job.Namespace, job.Name, job.Annotations); ierr != nil {
 			return ierr
 		}
 		if ierr := b.reg.add(r.origin, KindPyTorchJob, job.Namespace, job.Name); ierr != nil {
