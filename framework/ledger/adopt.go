@@ -38,24 +38,23 @@ type Mismatch struct {
 // stays with that pod; the adopting pod keeps the zone's GPUs and CPUs.
 //
 // A pod that lost a NIC that way is still bound and still needs it: its
-// node must give it one. It takes, in place of each NIC it lost, a NIC
-// that no reservation holds and the KCNR shows free, or lists only for
-// consumers gone says are gone (a deleted pod's allocation the KCNR has
-// not dropped yet: the node has freed it, and no live pod holds it): the
-// first (by name)
-// of the zone it was planned in (the hint the node got), else of the
-// lowest other zone that has one (the node can put the pod nowhere else;
-// its GPUs and CPUs then follow its NICs). So the planner does not count
-// that NIC as free while the pod waits for its KCNR entry, which, once it
-// lists the pod, corrects the guess. A node with no such NIC is over
-// committed: the pod keeps its zones without it, and the KCNR will say
-// what the node did.
+// node must give it one. In place of each NIC it lost it takes a NIC that
+// no reservation holds and that the KCNR shows free, or lists only for
+// consumers gone reports as gone (a deleted pod's allocation the KCNR has
+// not dropped yet: the node has freed it, and no live pod holds it). It
+// takes the first such NIC by name of the zone it was planned in (the hint
+// the node got), else of the lowest other zone that has one (the node can
+// put the pod nowhere else; its GPUs and CPUs then follow its NICs). So the
+// planner does not count that NIC as free while the pod waits for its KCNR
+// entry, which, once it lists the pod, corrects the guess. On a node with
+// no such NIC (over-committed) the pod keeps its zones without it, and the
+// KCNR will say what the node did.
 //
 // It returns the mismatches, sorted by UID, and the unconfirmed
 // reservations that lost NICs (Planned as they were, Realized after the
-// substitution, Contested empty), sorted by UID: their pods' annotations
-// no longer match them. A nil fabric
-// adopts nothing; a nil gone takes every consumer a KCNR lists as live.
+// substitution, Contested empty), sorted by UID: their pods' annotations no
+// longer match them. A nil fabric adopts nothing; a nil gone takes every
+// consumer a KCNR lists as live.
 func (l *Ledger) Adopt(f *topology.Fabric, gone func(consumer string) bool) ([]Mismatch, []Mismatch) {
 	if f == nil {
 		return nil, nil
