@@ -94,6 +94,7 @@ func (s *Session) observeSession() {
 		}
 	})
 	nicsUnconfirmed.Set(float64(unconfirmed))
+	observeFabric(s.Fabric, s.rt.Ledger)
 	gangsPending.Reset()
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -1,0 +1,91 @@
+package rdmatopology
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+)
+
+var (
+	// freeNICs is the number of free RDMA NICs per S1 after the last
+	// session: free in the KCNRs and not reserved by the scheduler.
+	freeNICs = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "free_nics",
+		Help:      "RDMA NICs free after the last session (free in the CustomNodeResources and not reserved), by S1 (\"\" where S1 membership is unknown).",
+	}, []string{"s1"})
+	// leafFragmentation is the share of known leaves that are partly used.
+	leafFragmentation = promauto.NewGauge(prometheus.GaugeOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "leaf_fragmentation",
+		Help:      "Share of S0 leaves of known topology that are partly used after the last session: some but not all of their NICs free.",
+	})
+)
+
+// fabricUse is what the fabric's NICs look like after a session.
+type fabricUse struct {
+	// free counts free NICs per S1.
+	free map[topology.S1ID]int
+	// leaves and partly count known leaves with NICs, and those of them
+	// with some but not all NICs free.
+	leaves, partly int
+}
+
+// measureFabric counts free NICs per S1 and partly used known leaves: a NIC
+// is free when its KCNR shows a free unit and the ledger does not hold it.
+// Topology-unknown NICs are leaves of their own, never partly used, and are
+// left out of the fragmentation.
+func measureFabric(f *topology.Fabric, l *ledger.Ledger) fabricUse {
+	u := fabricUse{free: map[topology.S1ID]int{}}
+	type count struct{ all, free int }
+	perLeaf := map[topology.S0ID]*count{}
+	for _, name := range f.NodeNames() {
+		n, _ := f.Node(name)
+		held := l.HeldNICs(name)
+		u.free[n.S1] += 0 // an S1 with no free NIC is reported as 0
+		for _, z := range n.Zones {
+			for _, nic := range z.NICs {
+				_, taken := held[nic.ID]
+				free := nic.Free && !taken
+				if free {
+					u.free[n.S1]++
+				}
+				if nic.S0.IsUnknown() {
+					continue
+				}
+				c := perLeaf[nic.S0]
+				if c == nil {
+					c = &count{}
+					perLeaf[nic.S0] = c
+				}
+				c.all++
+				if free {
+					c.free++
+				}
+			}
+		}
+	}
+	for _, c := range perLeaf {
+		u.leaves++
+		if c.free > 0 && c.free < c.all {
+			u.partly++
+		}
+	}
+	return u
+}
+
+// observeFabric refreshes rdmatopo_free_nics and rdmatopo_leaf_fragmentation.
+func observeFabric(f *topology.Fabric, l *ledger.Ledger) {
+	u := measureFabric(f, l)
+	freeNICs.Reset()
+	for s1, n := range u.free {
+		freeNICs.WithLabelValues(string(s1)).Set(float64(n))
+	}
+	if u.leaves == 0 {
+		leafFragmentation.Set(0)
+		return
+	}
+	leafFragmentation.Set(float64(u.partly) / float64(u.leaves))
+}
