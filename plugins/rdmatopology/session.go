@@ -299,19 +299,43 @@ func (s *Session) heldLocked(jobID api.JobID) *placement.Held {
 	if h, ok := s.held[jobID]; ok {
 		return h
 	}
+	h := heldOf(s.Fabric, s.byJob[jobID])
+	s.held[jobID] = h
+	return h
+}
+
+// heldOf is the placement the reservations hold: their nodes, the leaves of
+// their NICs and those leaves' S1s.
+func heldOf(f *topology.Fabric, rs map[string]ledger.Reservation) *placement.Held {
 	h := &placement.Held{Nodes: map[string]bool{}, S0s: map[topology.S0ID]bool{}, S1s: map[topology.S1ID]bool{}}
-	for _, r := range s.byJob[jobID] {
+	for _, r := range rs {
 		h.Pods++
 		h.Nodes[r.Node] = true
-		for _, leaf := range s.Fabric.NICLeaves(r.Node, r.NICs()) {
+		for _, leaf := range f.NICLeaves(r.Node, r.NICs()) {
 			h.S0s[leaf] = true
-			if l, ok := s.Fabric.Leaf(leaf); ok {
+			if l, ok := f.Leaf(leaf); ok {
 				h.S1s[l.S1] = true
 			}
 		}
 	}
-	s.held[jobID] = h
 	return h
+}
+
+// summarize is a held placement as the PodGroup annotation writes it: its
+// tier, and its S0s and (known) S1s, sorted.
+func summarize(h *placement.Held) PlannedPlacement {
+	p := PlannedPlacement{Tier: placement.TierOf(len(h.Nodes), len(h.S0s), len(h.S1s)).String(), S0: []string{}, S1: []string{}}
+	for id := range h.S0s {
+		p.S0 = append(p.S0, string(id))
+	}
+	for id := range h.S1s {
+		if id != "" {
+			p.S1 = append(p.S1, string(id))
+		}
+	}
+	sort.Strings(p.S0)
+	sort.Strings(p.S1)
+	return p
 }
 
 // indexLocked adds a reservation to the by-job index. Callers hold s.mu (or

@@ -7,7 +7,6 @@ package rdmatopology
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -59,25 +58,14 @@ func (s *Session) close() {
 		if h.Empty() {
 			s.setPlacement(job, "")
 		} else {
-			nodes := len(h.Nodes)
-			tier := placement.TierOf(nodes, len(h.S0s), len(h.S1s))
-			ann := PlacementAnnotation{Tier: tier.String(), S0: []string{}, S1: []string{}}
-			for id := range h.S0s {
-				ann.S0 = append(ann.S0, string(id))
-			}
-			for id := range h.S1s {
-				if id != "" {
-					ann.S1 = append(ann.S1, string(id))
-				}
-			}
-			sort.Strings(ann.S0)
-			sort.Strings(ann.S1)
+			sum := summarize(h)
+			ann := PlacementAnnotation{Tier: sum.Tier, S0: sum.S0, S1: sum.S1}
 			ann.Planned = s.plannedFor(job, ann)
 			data, _ := json.Marshal(ann)
 			s.setPlacement(job, string(data))
 			if _, err := Contract(job); err == nil && int32(h.Pods) > 0 && job.ReadyTaskNum() >= job.MinAvailable {
 				s.setCondition(job, v1.ConditionTrue, ReasonPlaced,
-					fmt.Sprintf("placed at tier %s on %d node(s) under S0 %s", tier, nodes, strings.Join(ann.S0, ",")))
+					fmt.Sprintf("placed at tier %s on %d node(s) under S0 %s", ann.Tier, len(h.Nodes), strings.Join(ann.S0, ",")))
 			}
 		}
 		_, cerr := Contract(job)

@@ -157,16 +157,26 @@ func (s *Session) adopt(tasks map[string]*api.TaskInfo) {
 		jobs = append(jobs, string(id))
 	}
 	sort.Strings(jobs)
+	// The affected gangs' reservations after adoption, in one walk.
+	after := make(map[api.JobID]map[string]ledger.Reservation, len(byJob))
+	s.rt.Ledger.Each(func(r ledger.Reservation) {
+		id := api.JobID(r.Job)
+		if _, ok := byJob[id]; !ok {
+			return
+		}
+		if after[id] == nil {
+			after[id] = map[string]ledger.Reservation{}
+		}
+		after[id][r.UID] = r
+	})
 	for _, id := range jobs {
 		jobID := api.JobID(id)
 		if jobID == "" {
 			continue
 		}
-		planned := map[string]ledger.Reservation{}
-		for _, r := range s.rt.Ledger.All() {
-			if r.Job == id {
-				planned[r.UID] = r
-			}
+		planned := after[jobID]
+		if planned == nil {
+			planned = map[string]ledger.Reservation{}
 		}
 		realized := placementOf(s.Fabric, planned)
 		for _, m := range byJob[jobID] {
@@ -274,26 +284,7 @@ func (s *Session) plannedOf(job *api.JobInfo) (PlannedPlacement, bool) {
 
 // placementOf summarizes reservations as a placement: tier, S0s, S1s.
 func placementOf(f *topology.Fabric, rs map[string]ledger.Reservation) PlannedPlacement {
-	nodes := map[string]bool{}
-	s0s := map[string]bool{}
-	s1s := map[string]bool{}
-	for _, r := range rs {
-		nodes[r.Node] = true
-		for _, leaf := range f.NICLeaves(r.Node, r.NICs()) {
-			s0s[string(leaf)] = true
-			if l, ok := f.Leaf(leaf); ok {
-				s1s[string(l.S1)] = true
-			}
-		}
-	}
-	p := PlannedPlacement{Tier: placement.TierOf(len(nodes), len(s0s), len(s1s)).String(), S0: sortedKeys(s0s), S1: []string{}}
-	for id := range s1s {
-		if id != "" {
-			p.S1 = append(p.S1, id)
-		}
-	}
-	sort.Strings(p.S1)
-	return p
+	return summarize(heldOf(f, rs))
 }
 
 // tierRank orders tier names, tightest first; unknown names rank last.
