@@ -4,8 +4,8 @@
 //	rdmatopo topology --kubeconfig FILE
 //	rdmatopo validate [--scheduler-conf FILE] [--cluster FILE] [--workload FILE] [--strict]
 //	rdmatopo example cluster|workload
-//	rdmatopo bench [flags]
-//	rdmatopo soak [flags]
+//
+// bench and soak, the developer tools, are in rdmatopo-dev (make build-dev).
 //
 // simulate runs the real Volcano scheduler (the conf's actions and plugins,
 // rdma-topology and topology-allocate included) over a cluster and a
@@ -26,9 +26,7 @@ import (
 	"github.com/spf13/pflag"
 
 	// Initialises before Volcano's packages and silences klog (see its doc).
-	"github.com/rdmatopo/rdmatopo/cmd/rdmatopo/internal/quiet"
-	"github.com/rdmatopo/rdmatopo/internal/bench"
-	"github.com/rdmatopo/rdmatopo/internal/soak"
+	"github.com/rdmatopo/rdmatopo/internal/quiet"
 )
 
 // Exit codes.
@@ -70,9 +68,11 @@ var commands = []command{
 	{name: "topology", summary: "print a live cluster's RDMA fabric: per S0 its nodes, free and used NICs, and holders", run: stdoutOnly(runTopology)},
 	{name: "validate", summary: "check a scheduler conf (and, optionally, cluster and workload files) without running", run: runValidate},
 	{name: "example", summary: "print the embedded default cluster or workload (YAML)", run: stdoutOnly(runExample)},
-	{name: "bench", summary: "replay a generated trace with rdmatopo's conf and stock Volcano's, and compare placements", main: bench.Main},
-	{name: "soak", summary: "run many cycles with bind failures and KCNR lag, checking the scheduler's invariants", main: soak.Main},
 }
+
+// movedCommands are the developer commands that left this tool: naming one
+// says where it went (exit 2) instead of "unknown command".
+var movedCommands = map[string]bool{"bench": true, "soak": true}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -105,6 +105,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 		return exitError
+	}
+	if movedCommands[args[0]] {
+		fmt.Fprintf(stderr, "error: %q moved to the developer tool rdmatopo-dev (make build-dev; then bin/rdmatopo-dev %s)\n", args[0], args[0])
+		return exitUsage
 	}
 	names := make([]string, len(commands))
 	for i, c := range commands {

@@ -539,12 +539,14 @@ func TestExampleAndValidate(t *testing.T) {
 	require.Contains(t, stdout, "--scheduler-conf")
 }
 
-func TestBenchAndSoakAreWiredIn(t *testing.T) {
+func TestBenchAndSoakSayWhereTheyMoved(t *testing.T) {
 	for _, cmd := range []string{"bench", "soak"} {
 		t.Run(cmd, func(t *testing.T) {
-			code, _, stderr := runCLI(t, cmd, "--no-such-flag")
-			require.Equal(t, exitUsage, code, "their Main reports bad flags with exit 2")
-			require.Contains(t, stderr, "no-such-flag")
+			code, stdout, stderr := runCLI(t, cmd, "--nodes", "10")
+			require.Equal(t, exitUsage, code)
+			require.Empty(t, stdout)
+			require.Contains(t, stderr, "moved to the developer tool rdmatopo-dev")
+			require.Contains(t, stderr, "make build-dev")
 		})
 	}
 }

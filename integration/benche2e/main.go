@@ -1,6 +1,6 @@
 // Command benche2e runs rdmatopo's vc-scheduler and stock Volcano v1.10's
 // vc-scheduler, one after the other, against a real kube-apiserver with
-// kwok's fake nodes, on the trace `rdmatopo bench` replays in-process, and
+// kwok's fake nodes, on the trace `rdmatopo-dev bench` replays in-process, and
 // prints one JSON object comparing them (`make bench-e2e`).
 //
 // Each run gets a fresh etcd, kube-apiserver (default flow control and
@@ -58,7 +58,7 @@ func logf(format string, args ...any) {
 
 func main() {
 	var o options
-	flag.IntVar(&o.nodes, "nodes", 1000, "fake nodes (provider shape, as rdmatopo bench)")
+	flag.IntVar(&o.nodes, "nodes", 1000, "fake nodes (provider shape, as rdmatopo-dev bench)")
 	flag.IntVar(&o.gangs, "gangs", 0, "gangs of the trace (default nodes/5)")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the cluster and the trace")
 	flag.StringVar(&o.binDir, "bin", "integration/.bin", "directory of the built tools (integration/hack/build-tools.sh)")

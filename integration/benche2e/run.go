@@ -24,7 +24,7 @@ const (
 	schedulerName = "volcano"
 	podImage      = "registry.k8s.io/pause:3.9"
 	// cpuPerGPU and cpuOnlyCores are the CPU requests of the trace's pods,
-	// as in rdmatopo bench.
+	// as in rdmatopo-dev bench.
 	cpuPerGPU    = 4
 	cpuOnlyCores = 2
 )

@@ -16,7 +16,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
 
-// Fabrics of the generated cluster (`rdmatopo bench --fabric`).
+// Fabrics of the generated cluster (`rdmatopo-dev bench --fabric`).
 const (
 	// FabricProvider is the provider's cabling: every NIC of a NUMA zone
 	// under one leaf (the NUMA-0 NICs of 16 nodes on one S0, their NUMA-1

@@ -179,18 +179,18 @@ const (
 	exitUsage = 2
 )
 
-// cliArgs are the parsed flags of `rdmatopo bench`.
+// cliArgs are the parsed flags of `rdmatopo-dev bench`.
 type cliArgs struct {
 	opts       Options
 	output     string
 	cpuProfile string
 }
 
-// parseArgs parses the flags of `rdmatopo bench` (args without the command
+// parseArgs parses the flags of `rdmatopo-dev bench` (args without the command
 // name). It returns the exit code to stop with when done is true: exitOK
 // for --help, exitUsage for bad flags (reported on stderr).
 func parseArgs(args []string, stderr io.Writer) (c cliArgs, code int, done bool) {
-	fs := flag.NewFlagSet("rdmatopo bench", flag.ContinueOnError)
+	fs := flag.NewFlagSet("rdmatopo-dev bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	nodes := fs.Int("nodes", 1000, "number of nodes of the generated cluster")
 	gangs := fs.Int("gangs", 0, "number of gangs in the trace (default: nodes/5)")
@@ -202,7 +202,7 @@ func parseArgs(args []string, stderr io.Writer) (c cliArgs, code int, done bool)
 	agent := fs.String("node-agent", string(sim.DefaultNodeAgent), "simulated node agent of both confs: numa (honours katalyst's numa_bind_result, picks NICs in the zone itself), exact (gives the annotated NICs) or blind (ignores the hint, takes the first NUMA zone with room)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rdmatopo bench [--nodes N] [--gangs G] [--seed S] [--nodes-to-find-percent P] [--conf rdmatopo|baseline|both] [--fabric provider|rail|mixed] [--node-agent numa|exact|blind] [--cpuprofile FILE] [-o table|json]")
+		fmt.Fprintln(stderr, "usage: rdmatopo-dev bench [--nodes N] [--gangs G] [--seed S] [--nodes-to-find-percent P] [--conf rdmatopo|baseline|both] [--fabric provider|rail|mixed] [--node-agent numa|exact|blind] [--cpuprofile FILE] [-o table|json]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -212,16 +212,16 @@ func parseArgs(args []string, stderr io.Writer) (c cliArgs, code int, done bool)
 		return c, exitUsage, true
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "rdmatopo bench: unexpected argument %q\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "rdmatopo-dev bench: unexpected argument %q\n", fs.Arg(0))
 		return c, exitUsage, true
 	}
 	if *out != outputTable && *out != outputJSON {
-		fmt.Fprintf(stderr, "rdmatopo bench: -o must be %s or %s, got %q\n", outputTable, outputJSON, *out)
+		fmt.Fprintf(stderr, "rdmatopo-dev bench: -o must be %s or %s, got %q\n", outputTable, outputJSON, *out)
 		return c, exitUsage, true
 	}
 	a, err := sim.ParseNodeAgent(*agent)
 	if err != nil {
-		fmt.Fprintln(stderr, "rdmatopo bench: --node-agent:", err)
+		fmt.Fprintln(stderr, "rdmatopo-dev bench: --node-agent:", err)
 		return c, exitUsage, true
 	}
 	// Clamped into int32 range; Validate reports anything outside 0..100.
@@ -233,17 +233,17 @@ func parseArgs(args []string, stderr io.Writer) (c cliArgs, code int, done bool)
 		o.Gangs = max(o.Nodes/5, 1)
 	}
 	if err := CheckFabric(*fabric); err != nil {
-		fmt.Fprintln(stderr, "rdmatopo bench:", err)
+		fmt.Fprintln(stderr, "rdmatopo-dev bench:", err)
 		return c, exitUsage, true
 	}
 	if err := o.Validate(); err != nil {
-		fmt.Fprintln(stderr, "rdmatopo bench:", err)
+		fmt.Fprintln(stderr, "rdmatopo-dev bench:", err)
 		return c, exitUsage, true
 	}
 	return cliArgs{opts: o, output: *out, cpuProfile: *cpuProfile}, exitOK, false
 }
 
-// Main is `rdmatopo bench`: it parses args (without the command name), runs
+// Main is `rdmatopo-dev bench`: it parses args (without the command name), runs
 // the benchmark and prints the report to stdout as a table or JSON. It
 // returns the process exit code: 2 for bad flags, 1 when the run fails.
 func Main(args []string, stdout, stderr io.Writer) int {
@@ -254,32 +254,32 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if c.cpuProfile != "" {
 		f, err := os.Create(c.cpuProfile)
 		if err != nil {
-			fmt.Fprintln(stderr, "rdmatopo bench: --cpuprofile:", err)
+			fmt.Fprintln(stderr, "rdmatopo-dev bench: --cpuprofile:", err)
 			return exitError
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintln(stderr, "rdmatopo bench: --cpuprofile:", err)
+			fmt.Fprintln(stderr, "rdmatopo-dev bench: --cpuprofile:", err)
 			return exitError
 		}
 		defer pprof.StopCPUProfile()
 	}
 	rep, err := Run(c.opts)
 	if err != nil {
-		fmt.Fprintln(stderr, "rdmatopo bench:", err)
+		fmt.Fprintln(stderr, "rdmatopo-dev bench:", err)
 		return exitError
 	}
 	if c.output == outputJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
-			fmt.Fprintln(stderr, "rdmatopo bench:", err)
+			fmt.Fprintln(stderr, "rdmatopo-dev bench:", err)
 			return exitError
 		}
 		return exitOK
 	}
 	if err := WriteTable(stdout, rep); err != nil {
-		fmt.Fprintln(stderr, "rdmatopo bench:", err)
+		fmt.Fprintln(stderr, "rdmatopo-dev bench:", err)
 		return exitError
 	}
 	return exitOK

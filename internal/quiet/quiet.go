@@ -1,6 +1,7 @@
-// Package quiet silences klog before any other package of a read-only tool
-// initialises: Volcano packages log from init() and from every scheduling
-// cycle, and the tool's stdout and stderr are reserved for its own output.
+// Package quiet silences klog before any other package of rdmatopo's
+// command-line tools initialises: Volcano packages log from init() (one
+// reports a missing kubeconfig at start-up) and from every scheduling cycle,
+// and a tool's stdout and stderr are reserved for its own output.
 //
 // Go initialises packages in import-path order among those whose imports
 // are ready; this package depends on klog only and its path sorts before

@@ -30,12 +30,12 @@ const (
 	outputJSON  = "json"
 )
 
-// Main is the `rdmatopo soak` command: args are the arguments after "soak".
+// Main is the `rdmatopo-dev soak` command: args are the arguments after "soak".
 // It prints the Result on stdout (-o json: one JSON object; -o table:
 // aligned key/value lines) and returns the exit code: 1 if violations > 0,
 // with the first violation on stderr; 2 on bad flags.
 func Main(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("rdmatopo soak", flag.ContinueOnError)
+	fs := flag.NewFlagSet("rdmatopo-dev soak", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg Config
 	fs.IntVar(&cfg.Jobs, "jobs", 300, "gangs to submit in total")
@@ -52,7 +52,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	dump := fs.Bool("dump-violations", false, fmt.Sprintf("print every violation found (the first %d) on stderr", maxRecorded))
 	output := fs.String("o", outputTable, "output format: table or json")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: rdmatopo soak [flags]\n\nChurns the real scheduler session loop and checks its invariants after every cycle.\n\nFlags:")
+		fmt.Fprintln(stderr, "Usage: rdmatopo-dev soak [flags]\n\nChurns the real scheduler session loop and checks its invariants after every cycle.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -62,38 +62,41 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "rdmatopo soak: unexpected argument %q\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "rdmatopo-dev soak: unexpected argument %q\n", fs.Arg(0))
 		return ExitUsage
 	}
 	if *output != outputTable && *output != outputJSON {
-		fmt.Fprintf(stderr, "rdmatopo soak: -o: must be table or json, got %q\n", *output)
+		fmt.Fprintf(stderr, "rdmatopo-dev soak: -o: must be table or json, got %q\n", *output)
 		return ExitUsage
 	}
 	cfg.NodeAgent = sim.NodeAgent(*agent)
 	if cfg.Nodes < 1 {
-		fmt.Fprintf(stderr, "rdmatopo soak: nodes: must be at least 1, got %d\n", cfg.Nodes)
+		fmt.Fprintf(stderr, "rdmatopo-dev soak: nodes: must be at least 1, got %d\n", cfg.Nodes)
 		return ExitUsage
 	}
 	if cfg.PartialGrace < 0 {
-		fmt.Fprintf(stderr, "rdmatopo soak: partial-grace: must be >= 0, got %d\n", cfg.PartialGrace)
+		fmt.Fprintf(stderr, "rdmatopo-dev soak: partial-grace: must be >= 0, got %d\n", cfg.PartialGrace)
 		return ExitUsage
 	}
 	if err := cfg.Validate(); err != nil {
-		fmt.Fprintf(stderr, "rdmatopo soak: %v\n", err)
+		fmt.Fprintf(stderr, "rdmatopo-dev soak: %v\n", err)
 		return ExitUsage
 	}
-	if !*verbose {
+	if *verbose {
+		// A tool may have silenced klog at start-up; --verbose brings it back.
+		klog.ClearLogger()
+	} else {
 		// Volcano logs every bind and failed bind; a soak makes thousands.
 		klog.SetLogger(logr.Discard())
 		defer klog.ClearLogger()
 	}
 	res, err := Run(cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "rdmatopo soak: %v\n", err)
+		fmt.Fprintf(stderr, "rdmatopo-dev soak: %v\n", err)
 		return ExitUsage
 	}
 	if err := writeResult(stdout, *output, res); err != nil {
-		fmt.Fprintf(stderr, "rdmatopo soak: %v\n", err)
+		fmt.Fprintf(stderr, "rdmatopo-dev soak: %v\n", err)
 		return ExitUsage
 	}
 	if *dump {
@@ -102,7 +105,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if res.Violations > 0 {
-		fmt.Fprintf(stderr, "rdmatopo soak: %d violations; first: %s\n", res.Violations, res.FirstViolation)
+		fmt.Fprintf(stderr, "rdmatopo-dev soak: %d violations; first: %s\n", res.Violations, res.FirstViolation)
 		return ExitViolations
 	}
 	return ExitOK

@@ -38,7 +38,7 @@
 //     idle cluster (every generated gang fits the empty cluster), and the
 //     soak ends within MaxCycles.
 //
-// Run is the library entry point; Main is the `rdmatopo soak` command.
+// Run is the library entry point; Main is the `rdmatopo-dev soak` command.
 package soak
 
 import (
@@ -155,7 +155,7 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Result is the soak's outcome; its JSON form is the `rdmatopo soak -o json`
+// Result is the soak's outcome; its JSON form is the `rdmatopo-dev soak -o json`
 // output. Violations count distinct (kind, object) pairs, each once however
 // many cycles it persists.
 type Result struct {

@@ -1,5 +1,5 @@
 // Command plot renders bench JSON reports (the output of
-// `rdmatopo bench -o json`, one file per cluster size) as an SVG chart of
+// `rdmatopo-dev bench -o json`, one file per cluster size) as an SVG chart of
 // session seconds and atOptimumFrac against the node count:
 //
 //	go run ./internal/bench/plot -o docs/bench-plot.svg docs/bench-1000.json docs/bench-4000.json
