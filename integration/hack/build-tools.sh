@@ -6,6 +6,7 @@
 #   kube-apiserver        k8s.io/kubernetes v1.30.2           (tools/kube-apiserver)
 #   vc-controller-manager volcano.sh/volcano v1.10.0          (tools/volcano)
 #   training-operator     github.com/kubeflow/training-operator v1.8.1 (tools/training-operator)
+#   helm                  helm.sh/helm/v4 v4.3.2              (tools/helm, renders Volcano's chart)
 #   vc-scheduler          this repository's cmd/vc-scheduler
 #
 # and, on request only (the end-to-end benchmark, `make bench-e2e`):
@@ -18,7 +19,7 @@
 # flags. vc-scheduler is handed to `go build` every time; Go itself leaves an
 # up-to-date binary alone, so an unchanged tree costs about a second.
 #
-# Usage: hack/build-tools.sh [name...]   (default: the first five, in the order above)
+# Usage: hack/build-tools.sh [name...]   (default: the first six, in the order above)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -78,6 +79,7 @@ build() {
 	kube-apiserver) build_tool kube-apiserver tools/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$kas_ldflags" ;;
 	vc-controller-manager) build_tool vc-controller-manager tools/volcano volcano.sh/volcano/cmd/controller-manager "" ;;
 	training-operator) build_tool training-operator tools/training-operator github.com/kubeflow/training-operator/cmd/training-operator.v1 "" ;;
+	helm) build_tool helm tools/helm helm.sh/helm/v4/cmd/helm "" ;;
 	vc-scheduler) build_scheduler ;;
 	kwok) build_tool kwok tools/kwok sigs.k8s.io/kwok/cmd/kwok "" ;;
 	vc-scheduler-stock) build_tool vc-scheduler-stock tools/volcano volcano.sh/volcano/cmd/scheduler "" ;;
@@ -90,7 +92,7 @@ build() {
 
 tools=("$@")
 if [[ ${#tools[@]} -eq 0 ]]; then
-	tools=(etcd kube-apiserver vc-controller-manager training-operator vc-scheduler)
+	tools=(etcd kube-apiserver vc-controller-manager training-operator helm vc-scheduler)
 fi
 for t in "${tools[@]}"; do
 	build "$t"
