@@ -394,6 +394,18 @@ func (r *run) realize(h *rdmatopology.Hold) {
 	if job == nil {
 		return
 	}
+	for _, t := range h.Tasks {
+		if task := job.Tasks[t.UID]; task != nil && task.Status != api.Pending {
+			// An earlier action placed the gang elsewhere this session (the
+			// hold's NICs are not free to it, other capacity was). Allocating
+			// the task again, and discarding that, would take the node off a
+			// task already sent to bind.
+			topo.DropHold(h.Job, "gang placed elsewhere")
+			klog.V(3).InfoS("Dropped the hold of a preempting gang placed elsewhere", "job", h.Name,
+				"task", klog.KRef(task.Namespace, task.Name), "status", task.Status)
+			return
+		}
+	}
 	need := map[string]*api.Resource{}
 	for _, t := range h.Tasks {
 		if need[t.Node] == nil {

@@ -449,3 +449,47 @@ func checkEvents(t *testing.T, o *outcome, preemptor string) {
 			preempted, topologypreempt.ReasonPreempted, strings.Join(o.events, "\n"))
 	}
 }
+
+// TestHeldGangAllocatedElsewhere: a gang preempts and holds the NICs its
+// victims free; before the hold is realized, other capacity appears and
+// topology-allocate places the gang there. The hold must then be dropped,
+// not allocated a second time: a second allocation, discarded, would leave
+// the bound tasks without a node.
+func TestHeldGangAllocatedElsewhere(t *testing.T) {
+	c := &cluster{}
+	c.eightNodes()
+	c.addRunning("old", "low", 1, slot{"n1", 0}, slot{"n1", 1}, slot{"n2", 0}, slot{"n2", 1})
+	c.addRunning("hx", "high", 1, slot{"n3", 0}, slot{"n3", 1}, slot{"n4", 0}, slot{"n4", 1},
+		slot{"n5", 0}, slot{"n5", 1}, slot{"n6", 0}, slot{"n6", 1}, slot{"n7", 0}, slot{"n7", 1})
+	c.addRunning("young", "low", 1, slot{"n8", 0}, slot{"n8", 1})
+	c.addPending("soft", "high", 2, nil)
+	rt := newRuntime()
+	o := runSession(t, c, rt)
+	if diff := cmp.Diff(pods("young", 2), o.evicted); diff != "" {
+		t.Fatalf("evicted (-want,+got):\n%s", diff)
+	}
+	// The victims are gone, and so is "old", which finished: n1 and n2 are
+	// free besides n8.
+	o = runSession(t, c.without(sorted(o.evicted, pods("old", 4))), rt)
+	if got := bound(o, "soft"); got != 2 {
+		t.Fatalf("soft: %d pods bound, want 2", got)
+	}
+	nodes := map[string]bool{}
+	for name, task := range o.binds {
+		if task.NodeName == "" || task.Pod.Spec.NodeName != task.NodeName {
+			t.Errorf("%s bound to node %q (pod's nodeName %q), want one node", name, task.NodeName, task.Pod.Spec.NodeName)
+		}
+		nodes[task.NodeName] = true
+	}
+	if len(nodes) != 1 {
+		t.Errorf("soft bound on nodes %v, want one node", nodes)
+	}
+	if testing.Verbose() {
+		t.Logf("soft bound on %v", nodes)
+	}
+	for _, r := range rt.Ledger.All() {
+		if strings.HasPrefix(r.Name, "soft-") && nodes[r.Node] == false {
+			t.Errorf("ledger keeps %s on %s, off the nodes it bound to", r.Name, r.Node)
+		}
+	}
+}

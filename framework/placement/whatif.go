@@ -49,6 +49,14 @@ func (s *State) Clone() *State {
 // what-if copies (Clone): the session's own state learns of an eviction
 // through Unapply, and of the KCNR catching up through the next session.
 func (s *State) Release(uid string, a Assignment) {
+	s.mu.Lock()
+	if s.used[a.Node] == nil {
+		// Unapply returns GPUs and CPUs through the node's usage record; a
+		// node whose every holder the KCNR lists has none yet, and without
+		// one the release would free NICs only.
+		s.used[a.Node] = map[int]Cap{}
+	}
+	s.mu.Unlock()
 	s.Unapply(uid, a)
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -63,3 +63,60 @@ func TestReleaseInClone(t *testing.T) {
 		t.Error("release in the clone reached the original state")
 	}
 }
+
+// TestReleaseConfirmedOnly: every pod on the nodes is one the KCNR lists
+// (no unconfirmed reservation, no other hold in the state). Releasing them
+// in a clone must return their GPUs and CPUs as well as their NICs, or a
+// preemptor could never plan onto nodes whose holders are all confirmed.
+func TestReleaseConfirmedOnly(t *testing.T) {
+	f := &fixture{}
+	l := ledger.New()
+	var uids []string
+	for _, n := range []string{"n1", "n2"} {
+		w := f.node(n, "", "A", "A")
+		for numa := 0; numa < 2; numa++ {
+			uid := "u-" + n + "-" + string(rune('0'+numa))
+			name := n + "-" + string(rune('0'+numa))
+			consumer := builders.Consumer("ns", name, uid)
+			w.UseNIC(builders.NUMANICs[numa][0], consumer).UseNIC(builders.NUMANICs[numa][1], consumer).
+				Alloc(numa, consumer, corev1.ResourceList{builders.GPUResource: resource.MustParse("4"), corev1.ResourceCPU: resource.MustParse("8")})
+			zone := []ledger.ZoneUse{{NUMA: numa, GPU: 4, CPUMilli: 8000, NICs: []topology.NICID{
+				topology.NICID(builders.NUMANICs[numa][0]), topology.NICID(builders.NUMANICs[numa][1])}}}
+			if err := l.Reserve(ledger.Reservation{UID: uid, Namespace: "ns", Name: name, Node: n, Zones: zone, Confirmed: true}); err != nil {
+				t.Fatal(err)
+			}
+			uids = append(uids, uid)
+		}
+		f.add(w)
+	}
+	fab := f.fabric()
+	l.Confirm(fab)
+	s := NewState(fab, l)
+	tests := []struct {
+		name    string
+		release []string
+		pods    int
+		fits    bool
+	}{
+		{name: "nothing released", release: nil, pods: 1, fits: false},
+		{name: "one pod released frees one zone", release: uids[:1], pods: 1, fits: true},
+		{name: "one pod released is not two zones", release: uids[:1], pods: 2, fits: false},
+		{name: "every pod released frees every zone", release: uids, pods: 4, fits: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := s.Clone()
+			for _, uid := range tc.release {
+				r, _ := l.Get(uid)
+				c.Release(uid, Assignment{PodUID: uid, Node: r.Node, Zones: r.Zones})
+			}
+			_, fail := c.Plan(gang(tc.pods, worker))
+			if got := fail == nil; got != tc.fits {
+				t.Fatalf("fits = %v, want %v (failure: %v)", got, tc.fits, fail)
+			}
+		})
+	}
+	if _, fail := s.Plan(gang(1, worker)); fail == nil {
+		t.Error("releases in clones reached the original state")
+	}
+}
