@@ -84,6 +84,9 @@ type Options struct {
 	// NodeAgent is the simulated node agent of both confs (sim.NodeAgents);
 	// empty means sim.DefaultNodeAgent.
 	NodeAgent sim.NodeAgent
+	// Load is LoadNormal (empty) or LoadHigh (RunLoad; Gangs is then
+	// ignored: the trace's size follows Nodes).
+	Load string
 }
 
 // Validate checks the options.
@@ -100,6 +103,14 @@ func (o Options) Validate() error {
 		if err := CheckFabric(o.Fabric); err != nil {
 			return err
 		}
+	}
+	if o.Load != "" {
+		if err := CheckLoad(o.Load); err != nil {
+			return err
+		}
+	}
+	if o.Load == LoadHigh && o.Fabric != "" && o.Fabric != FabricProvider {
+		return fmt.Errorf("--load %s runs on the %s fabric only, got --fabric %s", LoadHigh, FabricProvider, o.Fabric)
 	}
 	if o.NodeAgent != "" {
 		if _, err := sim.ParseNodeAgent(string(o.NodeAgent)); err != nil {
@@ -201,8 +212,9 @@ func parseArgs(args []string, stderr io.Writer) (c cliArgs, code int, done bool)
 	fabric := fs.String("fabric", FabricProvider, "generated fabric: provider (every NIC of a NUMA zone under one S0), rail (NIC i of every node of a 32-node unit on rail S0 i) or mixed (thirds of provider, rail and topology-unknown nodes)")
 	agent := fs.String("node-agent", string(sim.DefaultNodeAgent), "simulated node agent of both confs: numa (honours katalyst's numa_bind_result, picks NICs in the zone itself), exact (gives the annotated NICs) or blind (ignores the hint, takes the first NUMA zone with room)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	load := fs.String("load", LoadNormal, "trace: normal (placement quality on a partly used cluster) or high (over 90% of GPUs busy, three priority classes, large hard gangs; both confs preempt)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rdmatopo-dev bench [--nodes N] [--gangs G] [--seed S] [--nodes-to-find-percent P] [--conf rdmatopo|baseline|both] [--fabric provider|rail|mixed] [--node-agent numa|exact|blind] [--cpuprofile FILE] [-o table|json]")
+		fmt.Fprintln(stderr, "usage: rdmatopo-dev bench [--nodes N] [--gangs G] [--seed S] [--nodes-to-find-percent P] [--conf rdmatopo|baseline|both] [--fabric provider|rail|mixed] [--node-agent numa|exact|blind] [--load normal|high] [--cpuprofile FILE] [-o table|json]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -225,7 +237,7 @@ func parseArgs(args []string, stderr io.Writer) (c cliArgs, code int, done bool)
 		return c, exitUsage, true
 	}
 	// Clamped into int32 range; Validate reports anything outside 0..100.
-	o := Options{Nodes: *nodes, Gangs: *gangs, Seed: *seed, NodesToFindPercent: int32(min(max(*pct, -1), 101)), Fabric: *fabric, NodeAgent: a}
+	o := Options{Nodes: *nodes, Gangs: *gangs, Seed: *seed, NodesToFindPercent: int32(min(max(*pct, -1), 101)), Fabric: *fabric, NodeAgent: a, Load: *load}
 	if *only != "both" {
 		o.Confs = []string{*only}
 	}
@@ -263,6 +275,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			return exitError
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if c.opts.Load == LoadHigh {
+		return mainLoad(c, stdout, stderr)
 	}
 	rep, err := Run(c.opts)
 	if err != nil {

@@ -484,9 +484,12 @@ func (s *Simulator) RunCycle() (rep *CycleReport, err error) {
 	rep.Duration = time.Since(start)
 
 	s.applyBinds(rep)
+	// Evictions first: a pod update (a patch, the node agent's report)
+	// makes the cache rebuild the task from the pod, which would forget that
+	// the task is Releasing.
+	s.applyEvictions(rep)
 	s.applyPatches()
 	s.confirmBinds(rep)
-	s.applyEvictions(rep)
 	s.applyStatus()
 	s.trackWaits()
 	if s.opts.OnCycle != nil {

@@ -195,3 +195,41 @@ func TestPreemptRunningWorkload(t *testing.T) {
 		})
 	}
 }
+
+// TestMaxWaitSurvivesFailedBind: a hard s0 gang relaxed after its max-wait
+// is placed as soft, one of its binds fails, and the pod left pending is
+// placed at once as soft too: the wait ends only once the gang is whole,
+// not when it was placed, so the gang does not wait max-wait again for its
+// last pod.
+func TestMaxWaitSurvivesFailedBind(t *testing.T) {
+	nodes, cnrs := builders.TwoLeavesFourNodes()
+	set := gang("hard", 3, 0)
+	set.PodGroups[0].Annotations = map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s0",
+		ledger.AnnotationMaxWait: "30s"}
+	failed := false
+	hook := func(p *corev1.Pod, node string) error {
+		if !failed && p.Name == "hard-0" {
+			failed = true
+			return fmt.Errorf("injected bind failure")
+		}
+		return nil
+	}
+	s := newSim(t, minipodConf, withPodRoom(nodes[:2], cnrs[:2]),
+		Options{Start: workload.Epoch.Add(time.Hour), NodeAgent: AgentNUMA, BindHook: hook}, set)
+	var placedAt []int
+	for c := 1; c <= 40; c++ {
+		rep, err := s.RunCycle()
+		require.NoError(t, err)
+		if len(rep.Binds) > 0 {
+			placedAt = append(placedAt, c)
+		}
+		if len(rep.FailedBinds) > 0 {
+			require.Equal(t, 31, c, "the relaxed placement binds at t=30s (cycle 31)")
+		}
+	}
+	require.True(t, failed, "the bind hook never ran")
+	// Cycle 31 binds two pods, cycle 32 the third (its wait is not reset).
+	require.Equal(t, []int{31, 32}, placedAt)
+	job := BuildReport(s).Jobs[0]
+	require.True(t, job.Placed, "reason: %s", job.Reason)
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
@@ -49,6 +50,12 @@ const (
 	// KindStuck: a gang that fits the empty cluster stays pending while the
 	// cluster is idle (leaked capacity).
 	KindStuck Kind = "StuckGang"
+	// KindHigherPriorityEvicted: the scheduler evicted a pod whose priority
+	// is not strictly below its preemptor's, or named no preemptor.
+	KindHigherPriorityEvicted Kind = "HigherPriorityEvicted"
+	// KindPartialVictim: after a cycle's evictions a victim gang keeps some
+	// but fewer than minMember pods bound: it was not evicted whole.
+	KindPartialVictim Kind = "PartialVictimGang"
 )
 
 // Violation is one broken invariant, found after a cycle.
@@ -97,6 +104,34 @@ type Observation struct {
 	// NICs those binds named (their Bindings' rdmatopo.io/nics): the room
 	// the failures freed.
 	GangFailedNICs map[string][]NodeNIC
+	// Evictions are the pods the scheduler evicted in this cycle; Pods no
+	// longer holds them.
+	Evictions []Eviction
+	// Priorities maps every gang ("namespace/name") the soak submitted, live
+	// or gone, to its priority (its PriorityClass's value).
+	Priorities map[string]int32
+	// Relaxed holds the hard gangs that have been pending at least their
+	// max-wait since they were submitted: the scheduler may place them wider
+	// than their highest tier.
+	Relaxed map[string]bool
+	// EvictedConsumers holds the KCNR consumers ("namespace/name/uid") of
+	// every pod the scheduler evicted. Their NICs go to the preemptor once
+	// the pods are gone, while a lagging KCNR may still list them: not a
+	// conflict.
+	EvictedConsumers map[string]bool
+}
+
+// Eviction is one pod the scheduler evicted.
+type Eviction struct {
+	// Pod and Gang are "namespace/name".
+	Pod, Gang string
+	// Priority is the pod's own priority (spec.priority).
+	Priority int32
+	// Preemptor is the gang ("namespace/name") the eviction reason names;
+	// empty when it names none.
+	Preemptor string
+	// Reason is the eviction reason, for messages.
+	Reason string
 }
 
 // NodeNIC is one NIC of one node.
@@ -215,6 +250,7 @@ func (c *Checker) Check(o *Observation) []Violation {
 	c.checkGangs(o, held, listed, add)
 	c.checkLedger(o, add)
 	c.checkKCNRTruth(o, listed, add)
+	c.checkEvictions(o, add)
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Kind != out[j].Kind {
 			return out[i].Kind < out[j].Kind
@@ -318,7 +354,7 @@ func (c *Checker) checkNICs(o *Observation, held []heldPod, add addFunc) {
 		own := h.pod.Namespace + "/" + h.pod.Name + "/" + string(h.pod.UID)
 		for _, n := range h.nics {
 			for _, other := range consumers[nicKey{h.pod.Spec.NodeName, n}] {
-				if other != own {
+				if other != own && !o.EvictedConsumers[other] {
 					add(KindKCNRConflict, podKey(h.pod), "placed on NIC %s of node %s, which the session's KCNR showed consumed by %s",
 						n, h.pod.Spec.NodeName, other)
 				}
@@ -382,7 +418,7 @@ func (c *Checker) checkGangs(o *Observation, held []heldPod, listed map[string]m
 				c.partialSince[key] = o.Cycle
 			}
 			c.MaxPartialCycles = max(c.MaxPartialCycles, o.Cycle-c.partialSince[key]+1)
-			if c.slotGone(o, key) || c.roomTaken(o, key, listed) {
+			if c.slotGone(o, key) || c.roomTaken(o, key, listed) || c.roomOutranked(o, key) {
 				// Waiting for capacity; the grace restarts once the node
 				// is back, or the room is free again.
 				c.lastFailure[key] = o.Cycle
@@ -458,6 +494,57 @@ func (c *Checker) roomTaken(o *Observation, gang string, listed map[string]map[i
 	return false
 }
 
+// roomOutranked reports whether a NIC of the gang's last failed binds is
+// held, by its annotation, by a bound pod of a gang ahead of this one in
+// the job order (Observation.Priorities): of strictly higher priority, or
+// of equal priority and created earlier. The scheduler gave the room to
+// that gang, as the job order demands, and the partial gang waits for
+// capacity like any pending gang.
+func (c *Checker) roomOutranked(o *Observation, gang string) bool {
+	if len(c.failedNICs[gang]) == 0 || o.Priorities == nil {
+		return false
+	}
+	own, ok := o.Priorities[gang]
+	if !ok {
+		return false
+	}
+	created := map[string]metav1.Time{}
+	for _, pg := range o.PodGroups {
+		created[pg.Namespace+"/"+pg.Name] = pg.CreationTimestamp
+	}
+	ahead := func(other string) bool {
+		p, ok := o.Priorities[other]
+		switch {
+		case !ok || other == gang:
+			return false
+		case p != own:
+			return p > own
+		}
+		a, okA := created[other]
+		b, okB := created[gang]
+		return okA && okB && a.Before(&b)
+	}
+	freed := map[NodeNIC]bool{}
+	for _, n := range c.failedNICs[gang] {
+		freed[n] = true
+	}
+	for _, p := range o.Pods {
+		if !bound(p) || !ahead(p.Namespace+"/"+p.Annotations[ledger.GroupNameAnnotation]) {
+			continue
+		}
+		nics, err := ledger.ParseNICs(p.Annotations[ledger.AnnotationNICs])
+		if err != nil {
+			continue
+		}
+		for _, nic := range nics {
+			if freed[NodeNIC{p.Spec.NodeName, nic}] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func containsNIC(list []topology.NICID, id topology.NICID) bool {
 	for _, n := range list {
 		if n == id {
@@ -503,6 +590,9 @@ func (c *Checker) checkTier(o *Observation, pg *schedulingv1beta1.PodGroup, held
 		}
 	}
 	key := pg.Namespace + "/" + pg.Name
+	if o.Relaxed[key] {
+		return // max-wait has passed: placed as soft
+	}
 	planned := make([]heldPod, len(held))
 	realized := make([]heldPod, len(held))
 	for i, h := range held {
@@ -755,7 +845,29 @@ func (c *Checker) checkLedger(o *Observation, add addFunc) {
 			}
 		}
 	}
+	// A pending pod pipelined by a preemption (nominated to the node, or of
+	// a gang this cycle's evictions name as preemptor) keeps a reservation
+	// until the next session opens, where the hold takes over.
+	preemptors := map[string]bool{}
+	for _, e := range o.Evictions {
+		if e.Preemptor != "" {
+			preemptors[e.Preemptor] = true
+		}
+	}
+	pipelined := map[string]string{}
+	for _, p := range o.Pods {
+		switch {
+		case bound(p):
+		case p.Status.NominatedNodeName != "":
+			pipelined[string(p.UID)] = p.Status.NominatedNodeName
+		case preemptors[p.Namespace+"/"+p.Annotations[ledger.GroupNameAnnotation]]:
+			pipelined[string(p.UID)] = "*"
+		}
+	}
 	for _, r := range o.Ledger {
+		if n := pipelined[r.UID]; n == r.Node || n == "*" {
+			continue
+		}
 		if _, ok := want[r.UID]; ok || o.FailedBinds[r.UID] {
 			continue
 		}
@@ -805,6 +917,48 @@ func (c *Checker) checkKCNRTruth(o *Observation, listed map[string]map[int][]top
 		}
 		if d := cmp.Diff(zones, held); d != "" {
 			add(KindKCNRDivergence, podKey(p), "ledger differs from what its KCNR lists, NICs per NUMA zone (-KCNR +ledger):\n%s", d)
+		}
+	}
+}
+
+// checkEvictions checks the cycle's evictions: each victim's priority (the
+// higher of its own and its gang's) is strictly below the priority of the
+// gang the eviction names as preemptor, and no victim gang is left with
+// 0 < bound < minMember pods.
+func (c *Checker) checkEvictions(o *Observation, add addFunc) {
+	if len(o.Evictions) == 0 {
+		return
+	}
+	victims := map[string]bool{}
+	for _, e := range o.Evictions {
+		victims[e.Gang] = true
+		if e.Preemptor == "" {
+			add(KindHigherPriorityEvicted, e.Pod, "evicted with no preemptor named (reason %q)", e.Reason)
+			continue
+		}
+		pre, ok := o.Priorities[e.Preemptor]
+		if !ok {
+			add(KindHigherPriorityEvicted, e.Pod, "evicted for %s, which the soak never submitted", e.Preemptor)
+			continue
+		}
+		prio := max(e.Priority, o.Priorities[e.Gang])
+		if prio >= pre {
+			add(KindHigherPriorityEvicted, e.Pod, "priority %d evicted for %s of priority %d", prio, e.Preemptor, pre)
+		}
+	}
+	boundBy := map[string]int{}
+	for _, p := range o.Pods {
+		if bound(p) {
+			boundBy[p.Namespace+"/"+p.Annotations[ledger.GroupNameAnnotation]]++
+		}
+	}
+	for _, pg := range o.PodGroups {
+		key := pg.Namespace + "/" + pg.Name
+		if !victims[key] {
+			continue
+		}
+		if n := boundBy[key]; n > 0 && n < int(pg.Spec.MinMember) {
+			add(KindPartialVictim, key, "%d of minMember %d pods still bound after its evictions", n, pg.Spec.MinMember)
 		}
 	}
 }

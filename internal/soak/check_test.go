@@ -2,6 +2,7 @@ package soak
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
@@ -12,7 +13,10 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
+	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
+
+var workloadEpoch = workload.Epoch
 
 // boundPod returns a pod of gang g bound to node with the given NICs
 // (NUMA ids derived from the fixture: 1a/3f on NUMA 0, d1/e7 on NUMA 1).
@@ -453,6 +457,149 @@ func toNICs(ids []string) []topology.NICID {
 	out := make([]topology.NICID, len(ids))
 	for i, id := range ids {
 		out[i] = topology.NICID(id)
+	}
+	return out
+}
+
+func TestCheckerEvictions(t *testing.T) {
+	nodes, cnrs := builders.TwoLeavesFourNodes()
+	fabric := topology.Build(topology.Config{}.WithDefaults(), nodes, cnrs)
+	prios := map[string]int32{Namespace + "/low": 10, Namespace + "/mid": 100, Namespace + "/high": 1000, Namespace + "/peer": 1000}
+	evict := func(pod, gang, preemptor string, own int32) Eviction {
+		return Eviction{Pod: Namespace + "/" + pod, Gang: Namespace + "/" + gang, Preemptor: preemptor, Priority: own, Reason: "r"}
+	}
+	hardS0 := map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s0"}
+	cases := map[string]struct {
+		pods      []*corev1.Pod
+		pgs       []*schedulingv1beta1.PodGroup
+		evictions []Eviction
+		relaxed   map[string]bool
+		want      []violationKey
+	}{
+		"a lower-priority gang evicted whole": {
+			pgs:       []*schedulingv1beta1.PodGroup{podGroup("low", 2, nil)},
+			evictions: []Eviction{evict("low-0", "low", Namespace+"/high", 0), evict("low-1", "low", Namespace+"/high", 0)},
+		},
+		"an equal-priority pod evicted": {
+			pods:      []*corev1.Pod{boundPod("peer-1", "peer", "n2", "0000:1a:00.0")},
+			pgs:       []*schedulingv1beta1.PodGroup{podGroup("peer", 1, nil)},
+			evictions: []Eviction{evict("peer-0", "peer", Namespace+"/high", 0)},
+			want:      []violationKey{{KindHigherPriorityEvicted, Namespace + "/peer-0"}},
+		},
+		"a pod whose own priority is the preemptor's": {
+			pgs:       []*schedulingv1beta1.PodGroup{podGroup("low", 1, nil)},
+			evictions: []Eviction{evict("low-0", "low", Namespace+"/mid", 100)},
+			want:      []violationKey{{KindHigherPriorityEvicted, Namespace + "/low-0"}},
+		},
+		"an eviction naming no preemptor": {
+			pgs:       []*schedulingv1beta1.PodGroup{podGroup("low", 1, nil)},
+			evictions: []Eviction{evict("low-0", "low", "", 0)},
+			want:      []violationKey{{KindHigherPriorityEvicted, Namespace + "/low-0"}},
+		},
+		"an eviction naming an unknown preemptor": {
+			pgs:       []*schedulingv1beta1.PodGroup{podGroup("low", 1, nil)},
+			evictions: []Eviction{evict("low-0", "low", Namespace+"/ghost", 0)},
+			want:      []violationKey{{KindHigherPriorityEvicted, Namespace + "/low-0"}},
+		},
+		"a victim gang left below minMember": {
+			pods: []*corev1.Pod{boundPod("mid-1", "mid", "n1", "0000:1a:00.0"),
+				boundPod("mid-2", "mid", "n2", "0000:1a:00.0")},
+			pgs:       []*schedulingv1beta1.PodGroup{podGroup("mid", 3, nil)},
+			evictions: []Eviction{evict("mid-0", "mid", Namespace+"/high", 0)},
+			// It is a partial gang as well.
+			want: []violationKey{{KindPartialGang, Namespace + "/mid"}, {KindPartialVictim, Namespace + "/mid"}},
+		},
+		"a victim gang keeping minMember pods loses one beyond it": {
+			pods: []*corev1.Pod{boundPod("mid-1", "mid", "n1", "0000:1a:00.0"),
+				boundPod("mid-2", "mid", "n2", "0000:1a:00.0")},
+			pgs:       []*schedulingv1beta1.PodGroup{podGroup("mid", 2, nil)},
+			evictions: []Eviction{evict("mid-0", "mid", Namespace+"/high", 0)},
+		},
+		"a hard gang placed wider after its max-wait is not a breach": {
+			pods: []*corev1.Pod{boundPod("high-0", "high", "n1", "0000:1a:00.0"),
+				boundPod("high-1", "high", "n1", "0000:d1:00.0"), boundPod("high-2", "high", "n3", "0000:1a:00.0")},
+			pgs:     []*schedulingv1beta1.PodGroup{podGroup("high", 3, hardS0)},
+			relaxed: map[string]bool{Namespace + "/high": true},
+		},
+		"the same gang before its max-wait is": {
+			pods: []*corev1.Pod{boundPod("high-0", "high", "n1", "0000:1a:00.0"),
+				boundPod("high-1", "high", "n1", "0000:d1:00.0"), boundPod("high-2", "high", "n3", "0000:1a:00.0")},
+			pgs:  []*schedulingv1beta1.PodGroup{podGroup("high", 3, hardS0)},
+			want: []violationKey{{KindHardLimit, Namespace + "/high"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := NewChecker(topology.Config{}, 2)
+			o := &Observation{Cycle: 1, Pods: tc.pods, PodGroups: tc.pgs, Fabric: fabric, Evictions: tc.evictions,
+				Priorities: prios, Relaxed: tc.relaxed, JustBound: map[string]bool{}}
+			for _, p := range tc.pods {
+				o.JustBound[string(p.UID)] = true
+			}
+			if diff := cmp.Diff(tc.want, keys(c.Check(o))); diff != "" {
+				t.Errorf("violations (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCheckerRoomOutranked: a gang left partial by a failed bind waits
+// without violation while the NIC that bind freed is held by a gang ahead
+// of it in the job order (higher priority, or equal and older); a gang
+// behind it taking the room is the scheduler's fault once the grace ends.
+func TestCheckerRoomOutranked(t *testing.T) {
+	nodes, cnrs := builders.TwoLeavesFourNodes()
+	fabric := topology.Build(topology.Config{}.WithDefaults(), nodes, cnrs)
+	at := func(min int) metav1.Time { return metav1.NewTime(workloadEpoch.Add(time.Duration(min) * time.Minute)) }
+	pg := func(name string, created int) *schedulingv1beta1.PodGroup {
+		g := podGroup(name, 2, nil)
+		g.CreationTimestamp = at(created)
+		return g
+	}
+	cases := map[string]struct {
+		takerPrio    int32
+		takerCreated int
+		want         []violationKey
+	}{
+		"higher priority, younger": {takerPrio: 100, takerCreated: 9},
+		"equal priority, older":    {takerPrio: 10, takerCreated: 1},
+		"equal priority, younger": {takerPrio: 10, takerCreated: 9,
+			want: []violationKey{{KindPartialGang, Namespace + "/a"}}},
+		"lower priority, older": {takerPrio: 1, takerCreated: 1,
+			want: []violationKey{{KindPartialGang, Namespace + "/a"}}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			prios := map[string]int32{Namespace + "/a": 10, Namespace + "/b": tc.takerPrio}
+			// a's bind to NIC 3f of n1 failed in cycle 2; b holds 3f since.
+			pods := []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0"), boundPod("b-0", "b", "n1", "0000:3f:00.0"),
+				boundPod("b-1", "b", "n2", "0000:1a:00.0")}
+			groups := []*schedulingv1beta1.PodGroup{pg("a", 5), pg("b", tc.takerCreated)}
+			c := NewChecker(topology.Config{}, 2)
+			c.Check(&Observation{Cycle: 2, Fabric: fabric, Priorities: prios,
+				GangFailures:   map[string][]string{Namespace + "/a": {"n1"}},
+				GangFailedNICs: map[string][]NodeNIC{Namespace + "/a": {{Node: "n1", NIC: "0000:3f:00.0"}}}})
+			var got []violationKey
+			for cycle := 3; cycle <= 6; cycle++ {
+				got = append(got, keys(c.Check(&Observation{Cycle: cycle, Pods: pods, PodGroups: groups, Fabric: fabric,
+					Priorities: prios, JustBound: map[string]bool{}}))...)
+			}
+			if diff := cmp.Diff(tc.want, dedupe(got)); diff != "" {
+				t.Errorf("violations (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// dedupe drops repeats of a violation key, keeping the first.
+func dedupe(ks []violationKey) []violationKey {
+	seen := map[violationKey]bool{}
+	var out []violationKey
+	for _, k := range ks {
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
 	}
 	return out
 }

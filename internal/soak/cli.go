@@ -47,6 +47,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.DrainEvery, "drain-every", 25, "drain a random node every this many cycles (0: never)")
 	fs.IntVar(&cfg.PartialGrace, "partial-grace", 2, "cycles after a failed bind a gang may stay partial")
 	fs.BoolVar(&cfg.StrictS0, "strict-s0", false, "a hard s0 gang on one node must still keep its NICs under one S0")
+	fs.BoolVar(&cfg.Priorities, "priorities", true, "give gangs priority classes, some hard gangs a max-wait, and bring bursts of high-priority gangs, so the scheduler preempts; victims are resubmitted")
+	fs.IntVar(&cfg.BurstEvery, "burst-every", 30, "with --priorities, cycles between bursts of high-priority hard gangs")
 	agent := fs.String("node-agent", string(sim.DefaultNodeAgent), "how the simulated node agent hands out devices: exact, numa or blind")
 	verbose := fs.Bool("verbose", false, "keep the scheduler's logs (on stderr)")
 	dump := fs.Bool("dump-violations", false, fmt.Sprintf("print every violation found (the first %d) on stderr", maxRecorded))
@@ -128,6 +130,8 @@ func writeResult(w io.Writer, format string, res *Result) error {
 		{"partial gangs", res.PartialGangs}, {"hard-limit breaches", res.HardLimitBreaches},
 		{"KCNR conflicts", res.KCNRConflicts}, {"NIC count mismatches", res.NICCounts},
 		{"ledger mismatches", res.LedgerMismatches}, {"KCNR divergences", res.KCNRDivergences}, {"stuck gangs", res.StuckGangs},
+		{"higher-priority evictions", res.HigherPriorityEvictions}, {"partial victim gangs", res.PartialVictimGangs},
+		{"evicted pods", res.EvictedPods}, {"resubmitted victims", res.Resubmitted}, {"max-wait gangs relaxed", res.Relaxed},
 		{"NIC mismatches (adopted, not a violation)", res.NICMismatches},
 		{"hard gangs realized wider (not a violation)", res.RealizedWider},
 		{"zone drift (not a violation)", res.ZoneDrift}, {"longest partial gang (cycles)", res.MaxPartialCycles},

@@ -37,6 +37,21 @@
 //   - StuckGang: no gang stays pending for StuckAfter cycles on a whole,
 //     idle cluster (every generated gang fits the empty cluster), and the
 //     soak ends within MaxCycles.
+//   - HigherPriorityEvicted (with Priorities): every evicted pod names a
+//     preemptor the soak submitted, and its priority (the higher of its own
+//     and its gang's) is strictly below the preemptor's.
+//   - PartialVictimGang (with Priorities): after a cycle's evictions no
+//     victim gang keeps 0 < bound < minMember pods.
+//
+// With Priorities, a hard gang pending at least its max-wait since it was
+// submitted may be placed wider than its highest tier, and a gang left
+// partial by a failed bind waits without violation while the room that
+// bind freed is held by a gang ahead of it in the job order (higher
+// priority, or equal and older), as it waits when a node agent gave the
+// room away. The NICs of evicted pods go to their preemptor while a
+// lagging KCNR still lists the victims (not a KCNR conflict), and the
+// reservations of pods pipelined by a preemption last until the next
+// session opens (not a leak).
 //
 // Run is the library entry point; Main is the `rdmatopo-dev soak` command.
 package soak
@@ -105,6 +120,13 @@ type Config struct {
 	// NodeAgent chooses each bound pod's zones and NICs before its KCNR
 	// lists them (see sim.NodeAgent; default sim.DefaultNodeAgent).
 	NodeAgent sim.NodeAgent
+	// Priorities gives the gangs PriorityClasses (low, medium, high), some
+	// hard gangs a max-wait, and brings bursts of high-priority hard gangs
+	// beyond MaxLiveJobs every BurstEvery cycles: the scheduler preempts.
+	// Victim gangs are resubmitted (not counted in Jobs).
+	Priorities bool
+	// BurstEvery is the cycles between bursts with Priorities (default 30).
+	BurstEvery int
 }
 
 // WithDefaults fills unset sizes.
@@ -122,6 +144,7 @@ func (c Config) WithDefaults() Config {
 	def(&c.PartialGrace, 2)
 	def(&c.StuckAfter, 5)
 	def(&c.MaxCycles, 50*c.Jobs+1000)
+	def(&c.BurstEvery, 30)
 	if c.SchedulerConf == "" {
 		c.SchedulerConf = config.SchedulerConf
 	}
@@ -191,6 +214,15 @@ type Result struct {
 	ZoneDrift int `json:"zoneDrift"`
 	// MaxPartialCycles is the longest a gang stayed partial, in cycles.
 	MaxPartialCycles int `json:"maxPartialCycles"`
+	// HigherPriorityEvictions and PartialVictimGangs count those
+	// violations (Priorities).
+	HigherPriorityEvictions int `json:"higherPriorityEvictions"`
+	PartialVictimGangs      int `json:"partialVictimGangs"`
+	// EvictedPods counts pods the scheduler evicted, Resubmitted the victim
+	// gangs submitted again, Relaxed the max-wait gangs whose wait passed.
+	EvictedPods int `json:"evictedPods"`
+	Resubmitted int `json:"resubmitted"`
+	Relaxed     int `json:"relaxed"`
 	// FirstDrift describes the first such difference.
 	FirstDrift string `json:"firstDrift,omitempty"`
 	// FirstViolation describes the first violation found ("" if none).
@@ -214,6 +246,13 @@ type job struct {
 	// finishAt is the cycle after which the gang finishes (0: not yet
 	// fully bound).
 	finishAt int
+	// spec is what it was generated as (resubmitted as such after an
+	// eviction), submitted the cycle before which it arrived, maxWait its
+	// max-wait in cycles (0: none).
+	spec      gangSpec
+	submitted int
+	maxWait   int
+	relaxed   bool
 }
 
 // runner holds a soak in progress.
@@ -231,6 +270,12 @@ type runner struct {
 	attempts  map[types.UID]int
 	seen      map[string]bool
 	res       Result
+	// priorities maps every gang submitted ("namespace/name") to its
+	// priority; resubmits counts resubmissions, for names.
+	priorities map[string]int32
+	resubmits  int
+	// evictedConsumers are the KCNR consumers of every evicted pod.
+	evictedConsumers map[string]bool
 }
 
 // Run runs a soak. An error means the soak could not run (bad config, a
@@ -255,6 +300,9 @@ func Run(cfg Config) (*Result, error) {
 		live:     map[string]*job{},
 		attempts: map[types.UID]int{},
 		seen:     map[string]bool{},
+
+		priorities:       map[string]int32{},
+		evictedConsumers: map[string]bool{},
 	}
 	r.checker.StrictS0 = cfg.StrictS0
 	r.checker.NodeFollowsPlan = cfg.NodeAgent == sim.AgentExact
@@ -267,7 +315,8 @@ func Run(cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.sim.Submit(&workload.Set{Queues: []*schedulingv1beta1.Queue{workload.NewDefaultQueue()}}); err != nil {
+	if err := r.sim.Submit(&workload.Set{Queues: []*schedulingv1beta1.Queue{workload.NewDefaultQueue()},
+		PriorityClasses: priorityClasses()}); err != nil {
 		return nil, err
 	}
 	err = r.loop()
@@ -398,6 +447,10 @@ func (r *runner) record(vs []Violation) {
 			r.res.KCNRDivergences++
 		case KindStuck:
 			r.res.StuckGangs++
+		case KindHigherPriorityEvicted:
+			r.res.HigherPriorityEvictions++
+		case KindPartialVictim:
+			r.res.PartialVictimGangs++
 		}
 	}
 }
@@ -433,6 +486,16 @@ func (r *runner) churn() error {
 		}
 	}
 	restart := false
+	if r.cfg.Priorities && next%r.cfg.BurstEvery == 0 {
+		for i := 0; i < burstSize && r.submitted < r.cfg.Jobs; i++ {
+			if err := r.submitSpec(r.burstGang(), ""); err != nil {
+				return err
+			}
+			if r.cfg.RestartEvery > 0 && r.submitted%r.cfg.RestartEvery == 0 {
+				restart = true
+			}
+		}
+	}
 	for r.submitted < r.cfg.Jobs && len(r.live) < r.cfg.MaxLiveJobs {
 		if err := r.submit(); err != nil {
 			return err
@@ -460,9 +523,11 @@ func boolSet2(m map[string]int) map[string]bool {
 // allocations after the lag.
 func (r *runner) finish(j *job) error {
 	bound := map[string]string{}
+	evicted := map[string]bool{}
 	for _, ps := range r.sim.Pods() {
-		if ps.Pod.Namespace == Namespace && ps.Pod.Annotations[ledger.GroupNameAnnotation] == j.name && ps.Evicted == "" {
+		if ps.Pod.Namespace == Namespace && ps.Pod.Annotations[ledger.GroupNameAnnotation] == j.name {
 			bound[ps.Pod.Name] = ps.Pod.Spec.NodeName
+			evicted[ps.Pod.Name] = ps.Evicted != ""
 		}
 	}
 	for _, p := range j.pods {
@@ -470,8 +535,12 @@ func (r *runner) finish(j *job) error {
 		if !ok {
 			continue
 		}
-		if err := r.sim.DeletePod(Namespace, p.Name); err != nil {
-			return err
+		// The scheduler's evictions are deleted already; their node still
+		// drops their allocations after the lag.
+		if !evicted[p.Name] {
+			if err := r.sim.DeletePod(Namespace, p.Name); err != nil {
+				return err
+			}
 		}
 		if node != "" {
 			r.agent.schedule(r.sim.Cycle(), node, builders.Consumer(Namespace, p.Name, string(p.UID)), nil)
@@ -546,10 +615,27 @@ func (r *runner) observe(rep *sim.CycleReport) (*Observation, error) {
 	for _, key := range rep.Evicted {
 		evicted[key] = true
 	}
+	r.res.EvictedPods += len(rep.Evicted)
+	o.Priorities = r.priorities
+	o.EvictedConsumers = r.evictedConsumers
+	o.Relaxed = map[string]bool{}
+	for name, j := range r.live {
+		if j.maxWait > 0 && rep.Cycle-j.submitted >= j.maxWait {
+			o.Relaxed[Namespace+"/"+name] = true
+			if !j.relaxed {
+				j.relaxed = true
+				r.res.Relaxed++
+			}
+		}
+	}
 	o.Fabric = r.sim.Fabric()
 	boundByGang := map[string]int{}
 	for _, ps := range r.sim.Pods() {
 		if ps.Evicted != "" {
+			if key := ps.Pod.Namespace + "/" + ps.Pod.Name; evicted[key] {
+				o.Evictions = append(o.Evictions, evictionOf(ps))
+				r.evictedConsumers[builders.Consumer(ps.Pod.Namespace, ps.Pod.Name, string(ps.Pod.UID))] = true
+			}
 			continue
 		}
 		p := ps.Pod
@@ -565,6 +651,8 @@ func (r *runner) observe(rep *sim.CycleReport) (*Observation, error) {
 			r.agent.schedule(rep.Cycle, p.Spec.NodeName, res.Consumer(), &res)
 		}
 	}
+	// The PodGroups as the cycle left them, before victims are cleared away.
+	o.PodGroups = r.sim.PodGroups()
 	for _, name := range sortedKeys(boolSet(r.live)) {
 		j := r.live[name]
 		killed := false
@@ -577,11 +665,18 @@ func (r *runner) observe(rep *sim.CycleReport) (*Observation, error) {
 				return nil, err
 			}
 			r.res.JobsKilled++
+			if r.cfg.Priorities {
+				// The job controller restarts a preempted job.
+				r.resubmits++
+				if err := r.submitSpec(j.spec, fmt.Sprintf("%s-r%d", j.name, r.resubmits)); err != nil {
+					return nil, err
+				}
+				r.res.Resubmitted++
+			}
 		case j.finishAt == 0 && boundByGang[name] >= j.minMember:
 			j.finishAt = rep.Cycle + j.duration
 		}
 	}
-	o.PodGroups = r.sim.PodGroups()
 	o.Ledger = r.sim.Ledger().All()
 	if err := r.sim.Ledger().CheckInvariants(); err != nil {
 		r.record([]Violation{{Cycle: rep.Cycle, Kind: KindLedgerMismatch, Object: "ledger", Detail: err.Error()}})

@@ -140,3 +140,27 @@ func TestMainJSON(t *testing.T) {
 		t.Errorf("result (-want +got):\n%s", diff)
 	}
 }
+
+// TestSoakPriorities: 300 gangs of three priority classes with the same
+// faults, bursts of high-priority hard gangs and max-wait on some hard
+// gangs, on nodes whose agent picks NICs in the hinted zone (numa). The
+// scheduler preempts: no violation (no pod of equal or higher priority
+// evicted, no victim gang left partial), and preemption, resubmission and
+// relaxation all happened.
+func TestSoakPriorities(t *testing.T) {
+	res, err := Run(Config{Jobs: 300, BindFailureRate: 0.05, KCNRLag: 3, RestartEvery: 100, DrainEvery: 25, Seed: 1,
+		Priorities: true})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	t.Logf("%+v", *res)
+	for _, v := range res.Found {
+		t.Errorf("violation: %s", v)
+	}
+	if res.EvictedPods == 0 || res.Resubmitted == 0 || res.Relaxed == 0 {
+		t.Errorf("not exercised: evictedPods=%d resubmitted=%d relaxed=%d", res.EvictedPods, res.Resubmitted, res.Relaxed)
+	}
+	if res.Restarts != 3 || res.BindFailures == 0 || res.Drains == 0 {
+		t.Errorf("faults not exercised: restarts=%d bindFailures=%d drains=%d", res.Restarts, res.BindFailures, res.Drains)
+	}
+}

@@ -6,11 +6,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/rdmatopo/rdmatopo/actions/topologypreempt"
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/internal/sim"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
@@ -39,6 +42,59 @@ type gangSpec struct {
 	shape    podShape
 	pods     int
 	contract contract
+	// class indexes soakClasses (with Config.Priorities); maxWait is the
+	// hard gang's max-wait in cycles (0: none).
+	class   int
+	maxWait int
+}
+
+// PriorityClasses of the soak with Config.Priorities, lowest first, and the
+// share of generated gangs in each.
+var soakClasses = []struct {
+	name  string
+	value int32
+	share float64
+}{{"soak-low", 10, 0.6}, {"soak-medium", 100, 0.3}, {"soak-high", 1000, 0.1}}
+
+// Burst of high-priority hard gangs (Config.Priorities, every BurstEvery
+// cycles), and the share of other hard gangs given a max-wait.
+const (
+	burstSize     = 3
+	maxWaitShare  = 0.3
+	maxWaitCycles = 8
+)
+
+// priorityClasses returns the soak's PriorityClasses.
+func priorityClasses() []*schedulingv1.PriorityClass {
+	out := make([]*schedulingv1.PriorityClass, len(soakClasses))
+	for i, c := range soakClasses {
+		out[i] = &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: c.name}, Value: c.value}
+	}
+	return out
+}
+
+// withPriority draws a priority class and, for a hard gang, maybe a
+// max-wait of 2..maxWaitCycles cycles.
+func (r *runner) withPriority(g gangSpec) gangSpec {
+	x := r.rng.Float64()
+	g.class = len(soakClasses) - 1
+	for i, c := range soakClasses {
+		if x < c.share {
+			g.class = i
+			break
+		}
+		x -= c.share
+	}
+	if g.contract.mode == "hard" && r.rng.Float64() < maxWaitShare {
+		g.maxWait = 2 + r.rng.Intn(maxWaitCycles-1)
+	}
+	return g
+}
+
+// burstGang draws a high-priority hard s0 gang of half-node pods filling
+// half an S0.
+func (r *runner) burstGang() gangSpec {
+	return gangSpec{shape: shapeHalf, pods: max(1, r.cfg.ZonesPerLeaf/2), contract: contract{"hard", "s0"}, class: len(soakClasses) - 1}
 }
 
 // nextGang draws a gang that fits the empty cluster: soft gangs of any
@@ -66,7 +122,19 @@ func (r *runner) nextGang() gangSpec {
 // pending pods.
 func (r *runner) submit() error {
 	g := r.nextGang()
-	name := fmt.Sprintf("job-%05d", r.submitted)
+	if r.cfg.Priorities {
+		g = r.withPriority(g)
+	}
+	return r.submitSpec(g, "")
+}
+
+// submitSpec creates gang g under name, or, when name is empty, as the next
+// of the Jobs (counted in submitted).
+func (r *runner) submitSpec(g gangSpec, name string) error {
+	counted := name == ""
+	if counted {
+		name = fmt.Sprintf("job-%05d", r.submitted)
+	}
 	created := workload.Epoch.Add(time.Duration(r.sim.Cycle())*time.Minute + time.Duration(r.submitted)*time.Millisecond)
 	pg := &schedulingv1beta1.PodGroup{
 		TypeMeta: metav1.TypeMeta{APIVersion: workload.APIVersionScheduling, Kind: workload.KindPodGroup},
@@ -82,7 +150,17 @@ func (r *runner) submit() error {
 	if g.contract.mode != "" {
 		pg.Annotations = map[string]string{ledger.AnnotationMode: g.contract.mode, ledger.AnnotationHighestTier: g.contract.tier}
 	}
-	j := &job{name: name, minMember: g.pods, duration: 2 + r.rng.Intn(10)}
+	if g.maxWait > 0 {
+		pg.Annotations[ledger.AnnotationMaxWait] = (time.Duration(g.maxWait) * sim.DefaultPeriod).String()
+	}
+	var prio *int32
+	if r.cfg.Priorities {
+		v := soakClasses[g.class].value
+		prio = &v
+		pg.Spec.PriorityClassName = soakClasses[g.class].name
+		r.priorities[Namespace+"/"+name] = v
+	}
+	j := &job{name: name, minMember: g.pods, duration: 2 + r.rng.Intn(10), spec: g, submitted: r.sim.Cycle() + 1, maxWait: g.maxWait}
 	for i := 0; i < g.pods; i++ {
 		podName := name + "-" + strconv.Itoa(i)
 		p := builders.MakePod(Namespace, podName).
@@ -94,6 +172,10 @@ func (r *runner) submit() error {
 			Created(created).
 			Obj()
 		p.Spec.SchedulerName = workload.DefaultSchedulerName
+		if prio != nil {
+			p.Spec.PriorityClassName = pg.Spec.PriorityClassName
+			p.Spec.Priority = prio
+		}
 		j.pods = append(j.pods, p)
 	}
 	set := &workload.Set{PodGroups: []*schedulingv1beta1.PodGroup{pg}, Pods: j.pods}
@@ -101,7 +183,20 @@ func (r *runner) submit() error {
 		return fmt.Errorf("submit gang %s: %w", name, err)
 	}
 	r.live[name] = j
-	r.submitted++
-	r.res.Jobs = r.submitted
+	if counted {
+		r.submitted++
+		r.res.Jobs = r.submitted
+	}
 	return nil
+}
+
+// evictionOf describes a pod the scheduler evicted.
+func evictionOf(ps sim.PodState) Eviction {
+	p := ps.Pod
+	e := Eviction{Pod: p.Namespace + "/" + p.Name, Gang: p.Namespace + "/" + p.Annotations[ledger.GroupNameAnnotation], Reason: ps.Evicted}
+	if p.Spec.Priority != nil {
+		e.Priority = *p.Spec.Priority
+	}
+	e.Preemptor, _ = topologypreempt.PreemptorOf(ps.Evicted)
+	return e
 }

@@ -18,7 +18,9 @@ package rdmatopology
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +29,7 @@ import (
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
 
 // HoldTimeout is how long a preempting gang's hold lasts without the gang
@@ -158,9 +161,57 @@ func (s *Session) holdBroken(h *Hold, now time.Time) string {
 			if holder, held := s.State.HolderOf(t.Node, nic); held {
 				return fmt.Sprintf("NIC %s on %s is held by pod %s", nic, t.Node, holder)
 			}
+			if c := listedFor(s.Fabric, t.Node, nic, h); c != "" {
+				return fmt.Sprintf("NIC %s on %s is listed by the node's KCNR for %s", nic, t.Node, c)
+			}
 		}
 	}
 	return ""
+}
+
+// listedFor returns a KCNR consumer the node lists on nic that is neither
+// one of the hold's victims (whose listing outlives them by the KCNR's lag)
+// nor one of the held pods; "" when there is none. A node agent that lists
+// another consumer there has given the NIC away, or not yet taken it back
+// from a pod gone since the preemption was planned: either way the held
+// plan no longer matches the node.
+func listedFor(f *topology.Fabric, node string, nic topology.NICID, h *Hold) string {
+	n, ok := f.Node(node)
+	if !ok {
+		return ""
+	}
+	for _, z := range n.Zones {
+		for _, x := range z.NICs {
+			if x.ID != nic {
+				continue
+			}
+			for _, c := range x.Consumers {
+				if !holdOwns(h, c) {
+					return c
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// holdOwns reports whether a KCNR consumer ("namespace/name/uid") is one of
+// the hold's victims or held pods.
+func holdOwns(h *Hold, consumer string) bool {
+	i := strings.LastIndex(consumer, "/")
+	if i < 0 {
+		return false
+	}
+	pod := consumer[:i]
+	if slices.Contains(h.Victims, pod) {
+		return true
+	}
+	for _, t := range h.Tasks {
+		if t.Name == pod {
+			return true
+		}
+	}
+	return false
 }
 
 // Hold records h in the runtime, to be applied from the next session on

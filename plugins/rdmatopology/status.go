@@ -73,7 +73,7 @@ func (s *Session) close() {
 		f := s.failures[job.UID]
 		s.mu.Unlock()
 		waiting := f != nil && job.ReadyTaskNum() < job.MinAvailable
-		note := s.waitNote(job, waiting && cerr == nil)
+		note := s.waitNote(job, waiting && cerr == nil, boundTasks(job) >= int(job.MinAvailable))
 		switch {
 		case cerr != nil:
 			// Never placed under a contract it does not have: one stable
@@ -83,6 +83,13 @@ func (s *Session) close() {
 			s.setCondition(job, v1.ConditionFalse, string(f.Code), f.Message+note)
 		}
 	}
+}
+
+// boundTasks counts the job's tasks bound to a node as the session found
+// them (Bound or Running): not those allocated in this session, whose binds
+// may still fail.
+func boundTasks(job *api.JobInfo) int {
+	return len(job.TaskStatusIndex[api.Bound]) + len(job.TaskStatusIndex[api.Running])
 }
 
 // setPlacement sets (or, with "", removes) the placement annotation.

@@ -72,11 +72,14 @@ func (s *Session) EffectiveContract(job *api.JobInfo) (c placement.Contract, rel
 
 // waitNote updates the gang's waiting-since annotation after the session's
 // attempt and returns what to add to its waiting reason: how long until it
-// is placed as soft, or that it already is.
-func (s *Session) waitNote(job *api.JobInfo, waiting bool) string {
+// is placed as soft, or that it already is. The wait ends (the annotation
+// goes) only once minMember pods are bound (whole): a gang placed in this
+// session whose binds then fail keeps its wait, so a relaxed gang completes
+// as soft instead of waiting max-wait again for its last pods.
+func (s *Session) waitNote(job *api.JobInfo, waiting, whole bool) string {
 	since, ok := waitingSince(job)
 	if !waiting {
-		if ok {
+		if ok && whole {
 			s.setAnnotation(job, ledger.AnnotationWaitingSince, "")
 		}
 		return ""

@@ -1,0 +1,189 @@
+package bench
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
+)
+
+func TestNewHighLoadTrace(t *testing.T) {
+	const nodes = 1000
+	a, b := NewHighLoadTrace(nodes, 7), NewHighLoadTrace(nodes, 7)
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("the same seed gave two traces")
+	}
+	if reflect.DeepEqual(a, NewHighLoadTrace(nodes, 8)) {
+		t.Fatal("two seeds gave the same trace")
+	}
+	cluster := NewCluster(nodes, 7)
+	// Zones per S1 of the generated cluster, read off its nodes (two NUMA
+	// zones of 4 GPUs each), and NICs per S0 off its KCNRs' fabric.
+	zonesPerS1 := map[string]int{}
+	for _, n := range cluster.Nodes {
+		zonesPerS1[n.Labels[builders.S1Label]] += 2
+	}
+	maxS1 := 0
+	for _, z := range zonesPerS1 {
+		maxS1 = max(maxS1, z)
+	}
+	tr := NewTracker(cluster.Nodes, cluster.CNRs)
+	maxLeafNICs := 0
+	for _, n := range tr.leafNICs {
+		maxLeafNICs = max(maxLeafNICs, n)
+	}
+
+	var lowGPU int64
+	classes := map[int]int{}
+	names := map[string]bool{}
+	big := 0
+	for i, g := range a.Gangs {
+		if names[g.Name] {
+			t.Fatalf("gang name %s twice", g.Name)
+		}
+		names[g.Name] = true
+		classes[g.Class]++
+		if i > 0 && g.Arrive < a.Gangs[i-1].Arrive {
+			t.Fatalf("gang %s arrives before the gang ahead of it", g.Name)
+		}
+		if g.Class == classLow {
+			if g.Pods < 1 || g.Pods > 4 || g.Mode != placement.ModeSoft {
+				t.Errorf("low gang %s: %d pods, mode %s; want 1..4 soft", g.Name, g.Pods, g.Mode)
+			}
+			if g.Arrive == 1 {
+				lowGPU += int64(g.Pods) * g.Kind.Shape().GPU
+			}
+		}
+		if !g.Big {
+			continue
+		}
+		big++
+		if g.Class == classLow || g.Mode != placement.ModeHard || g.Pods < 32 || g.Pods > 128 {
+			t.Errorf("large gang %s: class %d, mode %s, %d pods; want medium or high, hard, 32..128", g.Name, g.Class, g.Mode, g.Pods)
+		}
+		// The limit holds on an empty cluster.
+		switch g.HighestTier {
+		case placement.TierS1:
+			if g.Kind != KindHalf || g.Pods > maxS1 {
+				t.Errorf("large gang %s: %d pods of %s held to one S1 of at most %d zones", g.Name, g.Pods, g.Kind, maxS1)
+			}
+		case placement.TierS0:
+			if int64(g.Pods)*g.Kind.Shape().NICs > int64(maxLeafNICs) {
+				t.Errorf("large gang %s: %d pods of %s held to one S0 of at most %d NICs", g.Name, g.Pods, g.Kind, maxLeafNICs)
+			}
+		default:
+			t.Errorf("large gang %s: tier %s", g.Name, g.HighestTier)
+		}
+	}
+	if got := lowGPU; got < nodes*gpusPerNode {
+		t.Errorf("low jobs before cycle 1 ask for %d GPUs, want at least the cluster's %d", got, nodes*gpusPerNode)
+	}
+	for c := range loadClasses {
+		if classes[c] == 0 {
+			t.Errorf("no gang of class %s", loadClasses[c].name)
+		}
+	}
+	if big < 10 {
+		t.Errorf("%d large gangs on %d nodes, want at least 10", big, nodes)
+	}
+	if a.MeasureFrom < 1 || a.MeasureTo > a.Cycles || a.MeasureFrom > a.MeasureTo {
+		t.Errorf("occupancy window %d..%d outside 1..%d", a.MeasureFrom, a.MeasureTo, a.Cycles)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	tests := []struct {
+		xs   []float64
+		q    float64
+		want float64
+	}{
+		{nil, 0.5, 0},
+		{[]float64{7}, 0.95, 7},
+		{[]float64{4, 1, 3, 2}, 0.5, 2},
+		{[]float64{4, 1, 3, 2}, 0.95, 4},
+		{[]float64{10, 20, 30, 40, 50, 60, 70, 80, 90, 100}, 0.95, 100},
+		{[]float64{10, 20, 30, 40, 50, 60, 70, 80, 90, 100}, 0.5, 50},
+	}
+	for _, tc := range tests {
+		if got := percentile(tc.xs, tc.q); got != tc.want {
+			t.Errorf("percentile(%v, %v) = %v, want %v", tc.xs, tc.q, got, tc.want)
+		}
+	}
+}
+
+// TestFutileEvictions grades evictions by their preemptors' placement.
+func TestFutileEvictions(t *testing.T) {
+	placedAt := func(c int) *loadGang { return &loadGang{placed: c} }
+	tests := []struct {
+		name string
+		rec  evictionRec
+		want int
+	}{
+		{"preemptor placed the next cycle", evictionRec{cycle: 5, preemptors: []*loadGang{placedAt(6)}}, 0},
+		{"preemptor placed on the last cycle of the window", evictionRec{cycle: 5, preemptors: []*loadGang{placedAt(5 + futileWindow)}}, 0},
+		{"preemptor placed after the window", evictionRec{cycle: 5, preemptors: []*loadGang{placedAt(6 + futileWindow)}}, 1},
+		{"preemptor never placed", evictionRec{cycle: 5, preemptors: []*loadGang{placedAt(0)}}, 1},
+		{"preemptor placed before the eviction (an earlier run)", evictionRec{cycle: 5, preemptors: []*loadGang{placedAt(3)}}, 1},
+		{"no preemptor known", evictionRec{cycle: 5}, 1},
+		{"one of two nominated gangs placed", evictionRec{cycle: 5, preemptors: []*loadGang{placedAt(0), placedAt(7)}}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &loadReplay{trace: &LoadTrace{}, res: &LoadResult{}, evicts: []evictionRec{tc.rec}}
+			r.finish(0)
+			if r.res.FutileEvictions != tc.want {
+				t.Errorf("futile = %d, want %d", r.res.FutileEvictions, tc.want)
+			}
+		})
+	}
+}
+
+// smallLoadTrace fills 16 nodes (two leaves of 16 zones, one S1) with
+// one-zone low jobs, then asks for one leaf with a high-priority hard-s0
+// gang of 16 one-zone pods.
+func smallLoadTrace() *LoadTrace {
+	t := &LoadTrace{Cycles: 8, MeasureFrom: 1, MeasureTo: 8}
+	for i := 0; i < 32; i++ {
+		t.Gangs = append(t.Gangs, LoadGang{Class: classLow, GangSpec: GangSpec{Name: "low-" + string(rune('a'+i/26)) + string(rune('a'+i%26)),
+			Pods: 1, Kind: KindHalf, Mode: placement.ModeSoft, HighestTier: placement.TierS1, Arrive: 1, Duration: 100}})
+	}
+	t.Gangs = append(t.Gangs, LoadGang{Class: classHigh, Big: true, GangSpec: GangSpec{Name: "high-big", Pods: 16,
+		Kind: KindHalf, Mode: placement.ModeHard, HighestTier: placement.TierS0, Arrive: 2, Duration: 100}})
+	return t
+}
+
+// TestReplayLoad runs the small trace through both confs: rdmatopo frees
+// one whole leaf of low pods (16 evictions, no partial victim, none futile)
+// and places the gang under it; the figures of both runs are consistent.
+func TestReplayLoad(t *testing.T) {
+	confs, err := LoadConfs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range runOrder {
+		t.Run(name, func(t *testing.T) {
+			cluster, err := NewFabricCluster(FabricProvider, 16, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := ReplayLoad(confs[name], cluster, smallLoadTrace(), SimOptions(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.BigGangs != 1 || res.FutileEvictions > res.EvictedPods || res.MeanGPUOccupancy <= 0 || res.MeanGPUOccupancy > 1 {
+				t.Errorf("inconsistent figures: %+v", res)
+			}
+			if name != ConfRDMATopo {
+				return
+			}
+			want := LoadResult{BigGangWaitP50Cycles: 1, BigGangWaitP95Cycles: 1, EvictedPods: 16, MeanS0: 1,
+				BigGangs: 1, BigGangsPlaced: 1, Resubmitted: 16}
+			got := *res
+			got.Seconds, got.PeakHeapBytes, got.MeanGPUOccupancy, got.Placements = 0, 0, 0, 0
+			if got != want {
+				t.Errorf("rdmatopo:\n got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}

@@ -1,0 +1,127 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/rdmatopo/rdmatopo/internal/sim"
+)
+
+// LoadConfs parses the confs of the high-load run: rdmatopo's (whose
+// actions include topology-preempt) and stock Volcano's with preempt.
+func LoadConfs() (map[string]*sim.Conf, error) {
+	confs, err := Confs()
+	if err != nil {
+		return nil, err
+	}
+	base, err := sim.ParseConf(BaselinePreemptConfText)
+	if err != nil {
+		return nil, fmt.Errorf("%s conf: %w", ConfBaseline, err)
+	}
+	confs[ConfBaseline] = base
+	return confs, nil
+}
+
+// RunLoad generates the high-load trace for o.Nodes provider nodes and
+// replays it through both confs (or o.Confs), one after the other.
+func RunLoad(o Options) (*LoadReport, error) {
+	o.Load = LoadHigh
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	confs, err := LoadConfs()
+	if err != nil {
+		return nil, err
+	}
+	trace := NewHighLoadTrace(o.Nodes, o.Seed)
+	rep := &LoadReport{Load: LoadHigh, Nodes: o.Nodes, Seed: o.Seed, Gangs: len(trace.Gangs), Cycles: trace.Cycles,
+		Runs: map[string]*LoadResult{}}
+	for _, name := range runOrder {
+		if len(o.Confs) > 0 && !slices.Contains(o.Confs, name) {
+			continue
+		}
+		cluster, err := NewFabricCluster(FabricProvider, o.Nodes, o.Seed)
+		if err != nil {
+			return nil, err
+		}
+		runtime.GC()
+		opts := SimOptions(o.NodesToFindPercent)
+		opts.NodeAgent = o.NodeAgent
+		res, err := ReplayLoad(confs[name], cluster, trace, opts)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		rep.Runs[name] = res
+	}
+	return rep, nil
+}
+
+// mainLoad is Main for --load high.
+func mainLoad(c cliArgs, stdout, stderr io.Writer) int {
+	rep, err := RunLoad(c.opts)
+	if err != nil {
+		fmt.Fprintln(stderr, "rdmatopo-dev bench:", err)
+		return exitError
+	}
+	if c.output == outputJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(rep)
+	} else {
+		err = WriteLoadTable(stdout, rep)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "rdmatopo-dev bench:", err)
+		return exitError
+	}
+	return exitOK
+}
+
+// WriteLoadTable prints a high-load report as an aligned table, one column
+// per conf run.
+func WriteLoadTable(w io.Writer, rep *LoadReport) error {
+	var names []string
+	for _, name := range runOrder {
+		if rep.Runs[name] != nil {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("report has no run")
+	}
+	fmt.Fprintf(w, "load=%s nodes=%d gangs=%d cycles=%d seed=%d\n", rep.Load, rep.Nodes, rep.Gangs, rep.Cycles, rep.Seed)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "metric\t%s\t\n", strings.Join(names, "\t"))
+	rows := []struct {
+		name string
+		f    func(*LoadResult) string
+	}{
+		{"large gangs placed", func(r *LoadResult) string { return fmt.Sprintf("%d/%d", r.BigGangsPlaced, r.BigGangs) }},
+		{"large gang wait p50 (cycles)", func(r *LoadResult) string { return fmt.Sprintf("%.0f", r.BigGangWaitP50Cycles) }},
+		{"large gang wait p95 (cycles)", func(r *LoadResult) string { return fmt.Sprintf("%.0f", r.BigGangWaitP95Cycles) }},
+		{"starved hard gangs", func(r *LoadResult) string { return fmt.Sprint(r.StarvedGangs) }},
+		{"evicted pods", func(r *LoadResult) string { return fmt.Sprint(r.EvictedPods) }},
+		{"futile evictions", func(r *LoadResult) string { return fmt.Sprint(r.FutileEvictions) }},
+		{"partial victim gangs", func(r *LoadResult) string { return fmt.Sprint(r.PartialVictimGangs) }},
+		{"hard tier violations", func(r *LoadResult) string { return fmt.Sprint(r.HardTierViolations) }},
+		{"mean S0 per gang", func(r *LoadResult) string { return fmt.Sprintf("%.3f", r.MeanS0) }},
+		{"mean GPU occupancy", func(r *LoadResult) string { return fmt.Sprintf("%.3f", r.MeanGPUOccupancy) }},
+		{"placements", func(r *LoadResult) string { return fmt.Sprint(r.Placements) }},
+		{"resubmitted victims", func(r *LoadResult) string { return fmt.Sprint(r.Resubmitted) }},
+		{"session seconds", func(r *LoadResult) string { return fmt.Sprintf("%.3f", r.Seconds) }},
+		{"peak heap MiB", func(r *LoadResult) string { return fmt.Sprintf("%.1f", float64(r.PeakHeapBytes)/(1<<20)) }},
+	}
+	for _, row := range rows {
+		fmt.Fprint(tw, row.name)
+		for _, name := range names {
+			fmt.Fprintf(tw, "\t%s", row.f(rep.Runs[name]))
+		}
+		fmt.Fprintln(tw, "\t")
+	}
+	return tw.Flush()
+}

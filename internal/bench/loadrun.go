@@ -1,0 +1,487 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/rdmatopo/rdmatopo/actions/topologypreempt"
+	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/internal/sim"
+	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
+	"github.com/rdmatopo/rdmatopo/internal/workload"
+)
+
+// BaselinePreemptConfText is BaselineConfText with Volcano's preempt
+// action, as a stock scheduler that preempts runs it.
+const BaselinePreemptConfText = `actions: "enqueue, allocate, preempt, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+- plugins:
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+`
+
+// futileWindow is how many cycles after an eviction its preemptor must be
+// placed for the eviction to count as useful.
+const futileWindow = 3
+
+// LoadResult is what one replay of the high-load trace measured. JSON names
+// are the benchmark's output contract for --load high.
+type LoadResult struct {
+	// BigGangWaitP50Cycles and BigGangWaitP95Cycles are percentiles of the
+	// large gangs' waits: cycles from arrival to the cycle their last pod
+	// bound. A large gang never placed counts as waiting until one cycle
+	// past the end of the run (a lower bound).
+	BigGangWaitP50Cycles float64 `json:"bigGangWaitP50Cycles"`
+	BigGangWaitP95Cycles float64 `json:"bigGangWaitP95Cycles"`
+	// StarvedGangs counts the trace's hard gangs still unplaced at the end.
+	StarvedGangs int `json:"starvedGangs"`
+	// EvictedPods counts the pods the scheduler evicted.
+	EvictedPods int `json:"evictedPods"`
+	// FutileEvictions counts evicted pods none of whose preemptors was
+	// placed within futileWindow cycles of the eviction. A preemptor is the
+	// gang the eviction reason names, and every gang with a pending pod
+	// nominated (status.nominatedNodeName) to the victim's node after the
+	// cycle; an eviction with no preemptor is futile.
+	FutileEvictions int `json:"futileEvictions"`
+	// MeanS0 is the mean number of S0s spanned by the NICs of a placed
+	// multi-pod RDMA gang (every placement, resubmitted victims included).
+	MeanS0 float64 `json:"meanS0"`
+	// HardTierViolations counts placements of hard gangs whose pods went
+	// beyond their highest-tier (more than one node, S0 or S1): what a
+	// topology-blind scheduler does with a contract it cannot read.
+	HardTierViolations int `json:"hardTierViolations"`
+	// PartialVictimGangs counts gangs the scheduler left running with fewer
+	// pods than minMember after evicting some of them.
+	PartialVictimGangs int `json:"partialVictimGangs"`
+	// MeanGPUOccupancy is the share of the cluster's GPUs held by bound
+	// pods, averaged over the cycles from the first large gang's arrival to
+	// the last arrival.
+	MeanGPUOccupancy float64 `json:"meanGPUOccupancy"`
+	// BigGangs and BigGangsPlaced count the large gangs and those placed.
+	BigGangs       int `json:"bigGangs"`
+	BigGangsPlaced int `json:"bigGangsPlaced"`
+	// Placements counts gangs placed (resubmitted victims included).
+	Placements int `json:"placements"`
+	// Resubmitted counts victim gangs resubmitted after an eviction.
+	Resubmitted int `json:"resubmitted"`
+	// Seconds is the time spent in scheduling sessions.
+	Seconds float64 `json:"seconds"`
+	// PeakHeapBytes is the largest live heap sampled after a cycle.
+	PeakHeapBytes uint64 `json:"peakHeapBytes"`
+}
+
+// LoadReport is the JSON output of `rdmatopo-dev bench --load high`.
+type LoadReport struct {
+	Load   string `json:"load"`
+	Nodes  int    `json:"nodes"`
+	Seed   uint64 `json:"seed"`
+	Gangs  int    `json:"gangs"`
+	Cycles int    `json:"cycles"`
+	// Runs holds one result per conf, keyed by ConfRDMATopo and ConfBaseline
+	// (Volcano's preempt).
+	Runs map[string]*LoadResult `json:"runs"`
+}
+
+// loadGang follows one submission of a trace gang through a replay; a
+// victim gang resubmitted is a new loadGang of the same trace gang.
+type loadGang struct {
+	spec  LoadGang
+	name  string // PodGroup name of this submission
+	trace int    // index of the trace gang
+	// pods are the pod names; nodes[i] is pod i's node once bound, uids[i]
+	// its UID.
+	pods  []string
+	uids  []string
+	nodes []string
+	gpus  int64
+	bound int
+	// submitted is the cycle before which this submission arrived, placed
+	// the cycle its last pod bound (0: not placed).
+	submitted, placed int
+	assign            []placement.Assignment
+	// evicted counts its pods the scheduler evicted; gone is set once the
+	// bench deleted it (finished or killed after an eviction).
+	evicted   int
+	evictedAt map[int]bool
+	gone      bool
+}
+
+// evictionRec is one pod the scheduler evicted.
+type evictionRec struct {
+	cycle      int
+	preemptors []*loadGang
+}
+
+// loadReplay is the state of one high-load replay.
+type loadReplay struct {
+	s           *sim.Simulator
+	tr          *Tracker
+	trace       *LoadTrace
+	byPG        map[string]*loadGang // PodGroup name -> submission
+	byPod       map[string]*loadGang // pod name -> submission
+	latest      []*loadGang          // per trace gang, its latest submission
+	first       []*loadGang          // per trace gang, its first submission
+	ends        map[int][]*loadGang
+	resubmit    []*loadGang // victims to submit again before the next cycle
+	s1Of        map[string]string
+	usedGPU     int64
+	res         *LoadResult
+	evicts      []evictionRec
+	placedGangs []*loadGang
+}
+
+// ReplayLoad runs the high-load trace on a fresh simulator for conf over
+// cluster (its pre-bound pods are dropped: the trace fills the cluster) and
+// measures it. A victim gang is killed whole by the benchmark once the
+// scheduler evicted any of its pods (a training job does not survive a lost
+// worker) and submitted again before the next cycle, with its priority and
+// a new name.
+func ReplayLoad(conf *sim.Conf, cluster *workload.Cluster, trace *LoadTrace, opts sim.Options) (*LoadResult, error) {
+	if opts.NodeAgent == "" {
+		opts.NodeAgent = sim.DefaultNodeAgent
+	}
+	simCluster := &workload.Cluster{Nodes: cluster.Nodes, CNRs: cluster.CNRs}
+	s, err := sim.New(conf, simCluster, opts)
+	if err != nil {
+		return nil, err
+	}
+	r := &loadReplay{s: s, tr: NewTracker(cluster.Nodes, cluster.CNRs), trace: trace,
+		byPG: map[string]*loadGang{}, byPod: map[string]*loadGang{},
+		latest: make([]*loadGang, len(trace.Gangs)), first: make([]*loadGang, len(trace.Gangs)),
+		ends: map[int][]*loadGang{}, s1Of: map[string]string{}, res: &LoadResult{}}
+	var totalGPU int64
+	for _, n := range cluster.Nodes {
+		r.s1Of[n.Name] = n.Labels[builders.S1Label]
+		if q, ok := n.Status.Allocatable[gpuResource]; ok {
+			totalGPU += q.Value()
+		}
+	}
+	if totalGPU == 0 {
+		return nil, fmt.Errorf("the cluster has no %s", gpuResource)
+	}
+	var session time.Duration
+	var occSum float64
+	next := 0
+	for cycle := 1; cycle <= trace.Cycles; cycle++ {
+		for _, g := range r.ends[cycle] {
+			if err := r.remove(g); err != nil {
+				return nil, err
+			}
+		}
+		for _, g := range r.resubmit {
+			if err := r.submit(g.spec, g.trace, cycle); err != nil {
+				return nil, err
+			}
+			r.res.Resubmitted++
+		}
+		r.resubmit = r.resubmit[:0]
+		for ; next < len(trace.Gangs) && trace.Gangs[next].Arrive <= cycle; next++ {
+			if err := r.submit(trace.Gangs[next], next, cycle); err != nil {
+				return nil, err
+			}
+		}
+		rep, err := s.RunCycle()
+		if err != nil {
+			return nil, err
+		}
+		session += rep.Duration
+		if err := r.recordBinds(rep, cycle); err != nil {
+			return nil, err
+		}
+		if err := r.recordEvictions(rep, cycle); err != nil {
+			return nil, err
+		}
+		if cycle >= trace.MeasureFrom && cycle <= trace.MeasureTo {
+			occSum += float64(r.usedGPU) / float64(totalGPU)
+		}
+		r.res.PeakHeapBytes = max(r.res.PeakHeapBytes, heapAlloc())
+	}
+	r.finish(occSum)
+	r.res.Seconds = session.Seconds()
+	return r.res, nil
+}
+
+// submit submits trace gang idx (spec) before cycle under a fresh name.
+func (r *loadReplay) submit(spec LoadGang, idx, cycle int) error {
+	g := &loadGang{spec: spec, trace: idx, submitted: cycle, name: spec.Name}
+	if r.first[idx] != nil {
+		g.name = fmt.Sprintf("%s-r%d", spec.Name, cycle)
+	}
+	gs := spec.GangSpec
+	gs.Name = g.name
+	set := GangSet(gs, workload.Epoch.Add(time.Duration(cycle)*time.Minute))
+	set.PriorityClasses = PriorityClasses()
+	set.PodGroups[0].Spec.PriorityClassName = spec.PriorityClass()
+	prio := spec.Priority()
+	for _, p := range set.Pods {
+		p.Spec.PriorityClassName = spec.PriorityClass()
+		p.Spec.Priority = &prio
+		g.pods = append(g.pods, p.Name)
+		g.uids = append(g.uids, string(p.UID))
+		r.byPod[p.Name] = g
+	}
+	g.nodes = make([]string, len(g.pods))
+	if err := r.s.Submit(set); err != nil {
+		return err
+	}
+	r.byPG[g.name] = g
+	if r.first[idx] == nil {
+		r.first[idx] = g
+	}
+	r.latest[idx] = g
+	return nil
+}
+
+// recordBinds accounts for a cycle's binds in the tracker and the gangs.
+func (r *loadReplay) recordBinds(rep *sim.CycleReport, cycle int) error {
+	for _, b := range rep.Binds {
+		g := r.byPod[b.Pod.Name]
+		if g == nil || g.gone {
+			return fmt.Errorf("cycle %d bound pod %s/%s of no live trace gang", cycle, b.Pod.Namespace, b.Pod.Name)
+		}
+		i := slices.Index(g.pods, b.Pod.Name)
+		if b.Node == "" {
+			return fmt.Errorf("cycle %d bound pod %s/%s to no node (nodeName %q)", cycle, b.Pod.Namespace, b.Pod.Name, b.Pod.Spec.NodeName)
+		}
+		g.nodes[i] = b.Node
+		g.bound++
+		sh := g.spec.Kind.Shape()
+		g.gpus += sh.GPU
+		r.usedGPU += sh.GPU
+		if sh.GPU > 0 || sh.NICs > 0 {
+			a, ok, err := r.tr.FromAnnotations(b.Node, b.Pod.Annotations, sh)
+			if err != nil {
+				return fmt.Errorf("pod %s/%s: %w", b.Pod.Namespace, b.Pod.Name, err)
+			}
+			if !ok {
+				if a, err = r.tr.NodeAssign(b.Node, sh); err != nil {
+					return fmt.Errorf("pod %s/%s: %w", b.Pod.Namespace, b.Pod.Name, err)
+				}
+			}
+			if err := r.tr.Reserve(g.uids[i], a); err != nil {
+				return err
+			}
+			g.assign = append(g.assign, a)
+		}
+		if g.placed == 0 && g.bound == len(g.pods) {
+			g.placed = cycle
+			r.placedGangs = append(r.placedGangs, g)
+			end := cycle + g.spec.Duration
+			r.ends[end] = append(r.ends[end], g)
+		}
+	}
+	return nil
+}
+
+// recordEvictions accounts for a cycle's evictions: each evicted pod leaves
+// the tracker, its preemptors are noted, and each victim gang is killed and
+// queued for resubmission.
+func (r *loadReplay) recordEvictions(rep *sim.CycleReport, cycle int) error {
+	if len(rep.Evicted) == 0 {
+		return nil
+	}
+	evicted := map[string]bool{}
+	for _, key := range rep.Evicted {
+		evicted[key] = true
+	}
+	// The eviction reasons, and the pending pods nominated to a node.
+	reasons := map[string]string{}
+	nominated := map[string][]*loadGang{}
+	for _, ps := range r.s.Pods() {
+		key := ps.Pod.Namespace + "/" + ps.Pod.Name
+		if evicted[key] {
+			reasons[key] = ps.Evicted
+			continue
+		}
+		if ps.Evicted != "" || ps.Pod.Spec.NodeName != "" || ps.Pod.Status.NominatedNodeName == "" {
+			continue
+		}
+		if g := r.byPod[ps.Pod.Name]; g != nil && !g.gone {
+			node := ps.Pod.Status.NominatedNodeName
+			if !slices.Contains(nominated[node], g) {
+				nominated[node] = append(nominated[node], g)
+			}
+		}
+	}
+	var victims []*loadGang
+	for _, key := range rep.Evicted {
+		g := r.byPod[podNameOf(key)]
+		if g == nil || g.gone {
+			return fmt.Errorf("cycle %d evicted pod %s of no live trace gang", cycle, key)
+		}
+		i := slices.Index(g.pods, podNameOf(key))
+		node := g.nodes[i]
+		if node == "" {
+			return fmt.Errorf("cycle %d evicted pod %s, which the benchmark never saw bound", cycle, key)
+		}
+		r.res.EvictedPods++
+		g.evicted++
+		if g.evictedAt == nil {
+			g.evictedAt = map[int]bool{}
+		}
+		g.evictedAt[i] = true
+		var pre []*loadGang
+		if name, ok := topologypreempt.PreemptorOf(reasons[key]); ok {
+			if p := r.byPG[podNameOf(name)]; p != nil {
+				pre = append(pre, p)
+			}
+		}
+		for _, p := range nominated[node] {
+			if !slices.Contains(pre, p) {
+				pre = append(pre, p)
+			}
+		}
+		r.evicts = append(r.evicts, evictionRec{cycle: cycle, preemptors: pre})
+		if !slices.Contains(victims, g) {
+			victims = append(victims, g)
+		}
+	}
+	for _, g := range victims {
+		if g.evicted < g.bound {
+			r.res.PartialVictimGangs++
+		}
+		if err := r.remove(g); err != nil {
+			return err
+		}
+		r.resubmit = append(r.resubmit, g)
+	}
+	return nil
+}
+
+// remove deletes a submission's pods (those the scheduler did not evict)
+// and its PodGroup, and frees what they held.
+func (r *loadReplay) remove(g *loadGang) error {
+	if g.gone {
+		return nil
+	}
+	sh := g.spec.Kind.Shape()
+	for i, name := range g.pods {
+		if g.nodes[i] != "" {
+			r.tr.Release(g.uids[i])
+			r.usedGPU -= sh.GPU
+		}
+		if !g.evictedAt[i] {
+			// The scheduler's evictions are gone already.
+			if err := r.s.DeletePod(workload.DefaultNamespace, name); err != nil {
+				return err
+			}
+		}
+		delete(r.byPod, name)
+	}
+	// A killed victim stays in r.ends; removing it again is a no-op.
+	g.gone = true
+	return r.s.DeletePodGroup(workload.DefaultNamespace, g.name)
+}
+
+// finish computes the run's figures.
+func (r *loadReplay) finish(occSum float64) {
+	res := r.res
+	if n := r.trace.MeasureTo - r.trace.MeasureFrom + 1; n > 0 {
+		res.MeanGPUOccupancy = occSum / float64(n)
+	}
+	var waits []float64
+	for i, g := range r.trace.Gangs {
+		first, last := r.first[i], r.latest[i]
+		if g.Big {
+			res.BigGangs++
+			if first.placed != 0 {
+				res.BigGangsPlaced++
+				waits = append(waits, float64(first.placed-g.Arrive))
+			} else {
+				waits = append(waits, float64(r.trace.Cycles+1-g.Arrive))
+			}
+		}
+		if g.Mode == placement.ModeHard && last != nil && last.placed == 0 {
+			res.StarvedGangs++
+		}
+	}
+	res.BigGangWaitP50Cycles = percentile(waits, 0.50)
+	res.BigGangWaitP95Cycles = percentile(waits, 0.95)
+
+	var s0Sum float64
+	multi := 0
+	for _, g := range r.placedGangs {
+		res.Placements++
+		if g.spec.Mode == placement.ModeHard && r.beyondTier(g) {
+			res.HardTierViolations++
+		}
+		if len(g.pods) < 2 || g.spec.Kind.Shape().NICs == 0 {
+			continue
+		}
+		multi++
+		s0Sum += float64(r.tr.S0Count(g.assign))
+	}
+	if multi > 0 {
+		res.MeanS0 = s0Sum / float64(multi)
+	}
+	for _, e := range r.evicts {
+		useful := false
+		for _, p := range e.preemptors {
+			if p.placed != 0 && p.placed >= e.cycle && p.placed <= e.cycle+futileWindow {
+				useful = true
+				break
+			}
+		}
+		if !useful {
+			res.FutileEvictions++
+		}
+	}
+}
+
+// beyondTier reports whether a placed gang's pods went beyond its highest
+// tier.
+func (r *loadReplay) beyondTier(g *loadGang) bool {
+	nodes, s1s := map[string]bool{}, map[string]bool{}
+	for _, n := range g.nodes {
+		nodes[n] = true
+		s1s[r.s1Of[n]] = true
+	}
+	switch g.spec.HighestTier {
+	case placement.TierNode:
+		return len(nodes) > 1
+	case placement.TierS0:
+		return len(nodes) > 1 && r.tr.S0Count(g.assign) > 1
+	case placement.TierS1:
+		return len(s1s) > 1
+	}
+	return false
+}
+
+// percentile is the nearest-rank percentile q (0..1] of xs (0 when empty).
+func percentile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	sort.Float64s(s)
+	rank := int(math.Ceil(q*float64(len(s)))) - 1
+	return s[min(max(rank, 0), len(s)-1)]
+}
+
+// podNameOf is the name part of "namespace/name".
+func podNameOf(key string) string {
+	for i := len(key) - 1; i >= 0; i-- {
+		if key[i] == '/' {
+			return key[i+1:]
+		}
+	}
+	return key
+}
+
+// heapAlloc is the live heap now.
+func heapAlloc() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
