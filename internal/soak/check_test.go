@@ -603,3 +603,50 @@ func dedupe(ks []violationKey) []violationKey {
 	}
 	return out
 }
+
+// TestCheckerPipelinedReservations: the ledger may keep, until the next
+// session, the reservation of a pending pod pipelined by a preemption
+// (nominated to the reservation's node, or of a gang this cycle's
+// evictions name as preemptor); any other reservation of a pending pod is
+// a leak.
+func TestCheckerPipelinedReservations(t *testing.T) {
+	nodes, cnrs := builders.TwoLeavesFourNodes()
+	fabric := topology.Build(topology.Config{}.WithDefaults(), nodes, cnrs)
+	pending := func(nominated string) *corev1.Pod {
+		p := builders.MakePod(Namespace, "p-0").Group("p").Req(builders.GPUResource, "1").Req(builders.RDMAResource, "1").Obj()
+		p.Status.NominatedNodeName = nominated
+		return p
+	}
+	res := ledger.Reservation{UID: "uid-" + Namespace + "-p-0", Namespace: Namespace, Name: "p-0", Node: "n1",
+		Zones: []ledger.ZoneUse{{NUMA: 0, GPU: 1, NICs: []topology.NICID{"0000:1a:00.0"}}}}
+	cases := map[string]struct {
+		nominated string
+		evictions []Eviction
+		want      []violationKey
+	}{
+		"nominated to the reservation's node": {nominated: "n1"},
+		"of a gang preempting this cycle": {evictions: []Eviction{{Pod: Namespace + "/v-0", Gang: Namespace + "/v",
+			Preemptor: Namespace + "/p"}}},
+		"nominated elsewhere":           {nominated: "n2", want: []violationKey{{KindLedgerMismatch, Namespace + "/p-0"}}},
+		"neither: a leaked reservation": {want: []violationKey{{KindLedgerMismatch, Namespace + "/p-0"}}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := pending(tc.nominated)
+			r := res
+			r.UID = string(p.UID)
+			o := &Observation{Cycle: 1, Pods: []*corev1.Pod{p}, PodGroups: []*schedulingv1beta1.PodGroup{podGroup("p", 1, nil)},
+				Fabric: fabric, Ledger: []ledger.Reservation{r}, Evictions: tc.evictions, JustBound: map[string]bool{},
+				Priorities: map[string]int32{Namespace + "/p": 100, Namespace + "/v": 1}}
+			var got []violationKey
+			for _, k := range keys(NewChecker(topology.Config{}, 2).Check(o)) {
+				if k.Kind == KindLedgerMismatch {
+					got = append(got, k)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ledger violations (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
