@@ -6,8 +6,6 @@ import (
 	"io"
 	"runtime"
 	"slices"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/rdmatopo/rdmatopo/internal/sim"
 )
@@ -85,22 +83,12 @@ func mainLoad(c cliArgs, stdout, stderr io.Writer) int {
 // WriteLoadTable prints a high-load report as an aligned table, one column
 // per conf run.
 func WriteLoadTable(w io.Writer, rep *LoadReport) error {
-	var names []string
-	for _, name := range runOrder {
-		if rep.Runs[name] != nil {
-			names = append(names, name)
-		}
-	}
+	names := runNames(rep.Runs)
 	if len(names) == 0 {
 		return fmt.Errorf("report has no run")
 	}
 	fmt.Fprintf(w, "load=%s nodes=%d gangs=%d cycles=%d seed=%d\n", rep.Load, rep.Nodes, rep.Gangs, rep.Cycles, rep.Seed)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "metric\t%s\t\n", strings.Join(names, "\t"))
-	rows := []struct {
-		name string
-		f    func(*LoadResult) string
-	}{
+	rows := []tableRow[LoadResult]{
 		{"large gangs placed", func(r *LoadResult) string { return fmt.Sprintf("%d/%d", r.BigGangsPlaced, r.BigGangs) }},
 		{"large gang wait p50 (cycles)", func(r *LoadResult) string { return fmt.Sprintf("%.0f", r.BigGangWaitP50Cycles) }},
 		{"large gang wait p95 (cycles)", func(r *LoadResult) string { return fmt.Sprintf("%.0f", r.BigGangWaitP95Cycles) }},
@@ -116,12 +104,5 @@ func WriteLoadTable(w io.Writer, rep *LoadReport) error {
 		{"session seconds", func(r *LoadResult) string { return fmt.Sprintf("%.3f", r.Seconds) }},
 		{"peak heap MiB", func(r *LoadResult) string { return fmt.Sprintf("%.1f", float64(r.PeakHeapBytes)/(1<<20)) }},
 	}
-	for _, row := range rows {
-		fmt.Fprint(tw, row.name)
-		for _, name := range names {
-			fmt.Fprintf(tw, "\t%s", row.f(rep.Runs[name]))
-		}
-		fmt.Fprintln(tw, "\t")
-	}
-	return tw.Flush()
+	return writeColumns(w, names, rep.Runs, rows)
 }

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/rdmatopo/rdmatopo/actions/topologypreempt"
@@ -17,19 +18,8 @@ import (
 
 // BaselinePreemptConfText is BaselineConfText with Volcano's preempt
 // action, as a stock scheduler that preempts runs it.
-const BaselinePreemptConfText = `actions: "enqueue, allocate, preempt, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-    enablePreemptable: false
-  - name: conformance
-- plugins:
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-`
+var BaselinePreemptConfText = strings.Replace(BaselineConfText,
+	`actions: "enqueue, allocate, backfill"`, `actions: "enqueue, allocate, preempt, backfill"`, 1)
 
 // futileWindow is how many cycles after an eviction its preemptor must be
 // placed for the eviction to count as useful.

@@ -302,12 +302,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 
 // WriteTable prints a report as an aligned table, one column per conf run.
 func WriteTable(w io.Writer, rep *Report) error {
-	var names []string
-	for _, name := range runOrder {
-		if rep.Runs[name] != nil {
-			names = append(names, name)
-		}
-	}
+	names := runNames(rep.Runs)
 	if len(names) == 0 {
 		return fmt.Errorf("report has no run")
 	}
@@ -324,12 +319,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 		}
 	}
 	fmt.Fprintf(w, "nodes=%d gangs=%d seed=%d%s%s\n", rep.Nodes, rep.Gangs, rep.Seed, fabric, agent)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "metric\t%s\t\n", strings.Join(names, "\t"))
-	rows := []struct {
-		name string
-		f    func(*RunResult) string
-	}{
+	rows := []tableRow[RunResult]{
 		{"gangs placed", func(r *RunResult) string { return fmt.Sprint(r.Placed) }},
 		{"pods placed", func(r *RunResult) string { return fmt.Sprint(r.Pods) }},
 		{"multi-pod RDMA gangs", func(r *RunResult) string { return fmt.Sprint(r.RDMAGangs) }},
@@ -347,12 +337,38 @@ func WriteTable(w io.Writer, rep *Report) error {
 		{"seconds per pod", func(r *RunResult) string { return fmt.Sprintf("%.6f", r.SecondsPerPod) }},
 		{"peak heap MiB", func(r *RunResult) string { return fmt.Sprintf("%.1f", float64(r.PeakHeapBytes)/(1<<20)) }},
 	}
+	return writeColumns(w, names, rep.Runs, rows)
+}
+
+// tableRow is one metric of a report table: its name and how to render it
+// from one run.
+type tableRow[R any] struct {
+	name string
+	f    func(*R) string
+}
+
+// writeColumns prints rows as an aligned table with one column per named
+// run.
+func writeColumns[R any](w io.Writer, names []string, runs map[string]*R, rows []tableRow[R]) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "metric\t%s\t\n", strings.Join(names, "\t"))
 	for _, row := range rows {
 		fmt.Fprint(tw, row.name)
 		for _, name := range names {
-			fmt.Fprintf(tw, "\t%s", row.f(rep.Runs[name]))
+			fmt.Fprintf(tw, "\t%s", row.f(runs[name]))
 		}
 		fmt.Fprintln(tw, "\t")
 	}
 	return tw.Flush()
+}
+
+// runNames lists the confs of runs in runOrder.
+func runNames[R any](runs map[string]*R) []string {
+	var names []string
+	for _, name := range runOrder {
+		if runs[name] != nil {
+			names = append(names, name)
+		}
+	}
+	return names
 }
