@@ -2,6 +2,7 @@ package bench
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/rdmatopo/rdmatopo/framework/placement"
@@ -185,5 +186,24 @@ func TestReplayLoad(t *testing.T) {
 				t.Errorf("rdmatopo:\n got %+v\nwant %+v", got, want)
 			}
 		})
+	}
+}
+
+// TestLoadConfs: both confs of the high-load run preempt, each with its own
+// action.
+func TestLoadConfs(t *testing.T) {
+	confs, err := LoadConfs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{ConfRDMATopo: "topology-preempt", ConfBaseline: "preempt"}
+	for name, action := range want {
+		var names []string
+		for _, a := range confs[name].Actions {
+			names = append(names, a.Name())
+		}
+		if !slices.Contains(names, action) {
+			t.Errorf("%s conf runs %v, want %s among them", name, names, action)
+		}
 	}
 }
