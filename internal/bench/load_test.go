@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -113,28 +114,37 @@ func TestPercentile(t *testing.T) {
 	}
 }
 
-// TestFutileEvictions grades evictions by their preemptors' placement.
+// TestFutileEvictions grades evictions by their preemptors' placement,
+// counted from the cycle the victim was gone from its node.
 func TestFutileEvictions(t *testing.T) {
 	placedAt := func(c int) *loadGang { return &loadGang{placed: c} }
+	rec := func(cycle, freed int, pre ...*loadGang) evictionRec {
+		return evictionRec{cycle: cycle, freed: freed, preemptors: pre}
+	}
 	tests := []struct {
-		name string
-		rec  evictionRec
-		want int
+		name              string
+		rec               evictionRec
+		futile, undecided int
 	}{
-		{"preemptor placed the next cycle", evictionRec{cycle: 5, preemptors: []*loadGang{placedAt(6)}}, 0},
-		{"preemptor placed on the last cycle of the window", evictionRec{cycle: 5, preemptors: []*loadGang{placedAt(5 + futileWindow)}}, 0},
-		{"preemptor placed after the window", evictionRec{cycle: 5, preemptors: []*loadGang{placedAt(6 + futileWindow)}}, 1},
-		{"preemptor never placed", evictionRec{cycle: 5, preemptors: []*loadGang{placedAt(0)}}, 1},
-		{"preemptor placed before the eviction (an earlier run)", evictionRec{cycle: 5, preemptors: []*loadGang{placedAt(3)}}, 1},
-		{"no preemptor known", evictionRec{cycle: 5}, 1},
-		{"one of two nominated gangs placed", evictionRec{cycle: 5, preemptors: []*loadGang{placedAt(0), placedAt(7)}}, 0},
+		{"preemptor placed the next cycle", rec(5, 5, placedAt(6)), 0, 0},
+		{"preemptor placed on the last cycle of the window", rec(5, 5, placedAt(5+futileWindow)), 0, 0},
+		{"preemptor placed after the window", rec(5, 5, placedAt(6+futileWindow)), 1, 0},
+		{"preemptor never placed", rec(5, 5, placedAt(0)), 1, 0},
+		{"preemptor placed before the eviction (an earlier run)", rec(5, 5, placedAt(3)), 1, 0},
+		{"no preemptor known", rec(5, 5), 1, 0},
+		{"one of two nominated gangs placed", rec(5, 5, placedAt(0), placedAt(7)), 0, 0},
+		{"the window starts when the victim is gone", rec(5, 11, placedAt(11+futileWindow)), 0, 0},
+		{"placed while the victim terminated", rec(5, 11, placedAt(8)), 0, 0},
+		{"late after a grace", rec(5, 11, placedAt(12+futileWindow)), 1, 0},
+		{"still terminating at the end", rec(95, 0, placedAt(0)), 0, 1},
+		{"window outlasts the run", rec(98, 99, placedAt(0)), 0, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &loadReplay{trace: &LoadTrace{}, res: &LoadResult{}, evicts: []evictionRec{tc.rec}}
+			r := &loadReplay{trace: &LoadTrace{Cycles: 100}, res: &LoadResult{}, evicts: []evictionRec{tc.rec}}
 			r.finish(0)
-			if r.res.FutileEvictions != tc.want {
-				t.Errorf("futile = %d, want %d", r.res.FutileEvictions, tc.want)
+			if r.res.FutileEvictions != tc.futile || r.res.UndecidedEvictions != tc.undecided {
+				t.Errorf("futile, undecided = %d, %d; want %d, %d", r.res.FutileEvictions, r.res.UndecidedEvictions, tc.futile, tc.undecided)
 			}
 		})
 	}
@@ -154,38 +164,47 @@ func smallLoadTrace() *LoadTrace {
 	return t
 }
 
-// TestReplayLoad runs the small trace through both confs: rdmatopo frees
-// one whole leaf of low pods (16 evictions, no partial victim, none futile)
-// and places the gang under it; the figures of both runs are consistent.
+// TestReplayLoad runs the small trace through both confs, with evicted
+// pods gone at once and after a grace: rdmatopo frees one whole leaf of low
+// pods (16 evictions, no partial victim, none futile) and places the gang
+// under it once they are gone; the figures of both runs are consistent.
 func TestReplayLoad(t *testing.T) {
 	confs, err := LoadConfs()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range runOrder {
-		t.Run(name, func(t *testing.T) {
-			cluster, err := NewFabricCluster(FabricProvider, 16, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := ReplayLoad(confs[name], cluster, smallLoadTrace(), SimOptions(0))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.BigGangs != 1 || res.FutileEvictions > res.EvictedPods || res.MeanGPUOccupancy <= 0 || res.MeanGPUOccupancy > 1 {
-				t.Errorf("inconsistent figures: %+v", res)
-			}
-			if name != ConfRDMATopo {
-				return
-			}
-			want := LoadResult{BigGangWaitP50Cycles: 1, BigGangWaitP95Cycles: 1, EvictedPods: 16, MeanS0: 1,
-				BigGangs: 1, BigGangsPlaced: 1, Resubmitted: 16}
-			got := *res
-			got.Seconds, got.PeakHeapBytes, got.MeanGPUOccupancy, got.Placements = 0, 0, 0, 0
-			if got != want {
-				t.Errorf("rdmatopo:\n got %+v\nwant %+v", got, want)
-			}
-		})
+	for _, grace := range []int{0, 2} {
+		for _, name := range runOrder {
+			t.Run(fmt.Sprintf("%s/grace=%d", name, grace), func(t *testing.T) {
+				cluster, err := NewFabricCluster(FabricProvider, 16, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				opts := SimOptions(0)
+				opts.EvictionGrace = grace
+				res, err := ReplayLoad(confs[name], cluster, smallLoadTrace(), opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.BigGangs != 1 || res.FutileEvictions+res.UndecidedEvictions > res.EvictedPods ||
+					res.MeanGPUOccupancy <= 0 || res.MeanGPUOccupancy > 1 {
+					t.Errorf("inconsistent figures: %+v", res)
+				}
+				if name != ConfRDMATopo {
+					return
+				}
+				// Evicted before cycle 2 ends, gone before cycle 3+grace,
+				// placed in that cycle.
+				wait := float64(1 + grace)
+				want := LoadResult{BigGangWaitP50Cycles: wait, BigGangWaitP95Cycles: wait, EvictedPods: 16, MeanS0: 1,
+					BigGangs: 1, BigGangsPlaced: 1, Resubmitted: 16, EvictionGrace: grace}
+				got := *res
+				got.Seconds, got.PeakHeapBytes, got.MeanGPUOccupancy, got.Placements = 0, 0, 0, 0
+				if got != want {
+					t.Errorf("rdmatopo:\n got %+v\nwant %+v", got, want)
+				}
+			})
+		}
 	}
 }
 

@@ -38,7 +38,8 @@ func RunLoad(o Options) (*LoadReport, error) {
 	}
 	trace := NewHighLoadTrace(o.Nodes, o.Seed)
 	rep := &LoadReport{Load: LoadHigh, Nodes: o.Nodes, Seed: o.Seed, Gangs: len(trace.Gangs), Cycles: trace.Cycles,
-		Runs: map[string]*LoadResult{}}
+		EvictionGrace: o.EvictionGrace,
+		Runs:          map[string]*LoadResult{}}
 	for _, name := range runOrder {
 		if len(o.Confs) > 0 && !slices.Contains(o.Confs, name) {
 			continue
@@ -50,6 +51,7 @@ func RunLoad(o Options) (*LoadReport, error) {
 		runtime.GC()
 		opts := SimOptions(o.NodesToFindPercent)
 		opts.NodeAgent = o.NodeAgent
+		opts.EvictionGrace = o.EvictionGrace
 		res, err := ReplayLoad(confs[name], cluster, trace, opts)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
@@ -87,7 +89,7 @@ func WriteLoadTable(w io.Writer, rep *LoadReport) error {
 	if len(names) == 0 {
 		return fmt.Errorf("report has no run")
 	}
-	fmt.Fprintf(w, "load=%s nodes=%d gangs=%d cycles=%d seed=%d\n", rep.Load, rep.Nodes, rep.Gangs, rep.Cycles, rep.Seed)
+	fmt.Fprintf(w, "load=%s nodes=%d gangs=%d cycles=%d seed=%d eviction-grace=%d\n", rep.Load, rep.Nodes, rep.Gangs, rep.Cycles, rep.Seed, rep.EvictionGrace)
 	rows := []tableRow[LoadResult]{
 		{"large gangs placed", func(r *LoadResult) string { return fmt.Sprintf("%d/%d", r.BigGangsPlaced, r.BigGangs) }},
 		{"large gang wait p50 (cycles)", func(r *LoadResult) string { return fmt.Sprintf("%.0f", r.BigGangWaitP50Cycles) }},
@@ -95,6 +97,7 @@ func WriteLoadTable(w io.Writer, rep *LoadReport) error {
 		{"starved hard gangs", func(r *LoadResult) string { return fmt.Sprint(r.StarvedGangs) }},
 		{"evicted pods", func(r *LoadResult) string { return fmt.Sprint(r.EvictedPods) }},
 		{"futile evictions", func(r *LoadResult) string { return fmt.Sprint(r.FutileEvictions) }},
+		{"undecided evictions", func(r *LoadResult) string { return fmt.Sprint(r.UndecidedEvictions) }},
 		{"partial victim gangs", func(r *LoadResult) string { return fmt.Sprint(r.PartialVictimGangs) }},
 		{"hard tier violations", func(r *LoadResult) string { return fmt.Sprint(r.HardTierViolations) }},
 		{"mean S0 per gang", func(r *LoadResult) string { return fmt.Sprintf("%.3f", r.MeanS0) }},

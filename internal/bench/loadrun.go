@@ -21,6 +21,11 @@ import (
 var BaselinePreemptConfText = strings.Replace(BaselineConfText,
 	`actions: "enqueue, allocate, backfill"`, `actions: "enqueue, allocate, preempt, backfill"`, 1)
 
+// DefaultEvictionGrace is the default of --eviction-grace: evicted pods
+// terminate for 5 cycles (5 s at vc-scheduler's 1 s period; a pod's
+// terminationGracePeriodSeconds is 30 s unless it sets less).
+const DefaultEvictionGrace = 5
+
 // futileWindow is how many cycles after an eviction its preemptor must be
 // placed for the eviction to count as useful.
 const futileWindow = 3
@@ -39,11 +44,18 @@ type LoadResult struct {
 	// EvictedPods counts the pods the scheduler evicted.
 	EvictedPods int `json:"evictedPods"`
 	// FutileEvictions counts evicted pods none of whose preemptors was
-	// placed within futileWindow cycles of the eviction. A preemptor is the
-	// gang the eviction reason names, and every gang with a pending pod
+	// placed within futileWindow cycles of the pod being gone from its node
+	// (the cycle that evicted it, or the end of its grace). A preemptor is
+	// the gang the eviction reason names, and every gang with a pending pod
 	// nominated (status.nominatedNodeName) to the victim's node after the
 	// cycle; an eviction with no preemptor is futile.
 	FutileEvictions int `json:"futileEvictions"`
+	// UndecidedEvictions counts evictions left out of FutileEvictions: the
+	// pod was still terminating at the end, or its window outlasts the run.
+	UndecidedEvictions int `json:"undecidedEvictions"`
+	// EvictionGrace is the cycles an evicted pod terminated before it was
+	// gone.
+	EvictionGrace int `json:"evictionGrace"`
 	// MeanS0 is the mean number of S0s spanned by the NICs of a placed
 	// multi-pod RDMA gang (every placement, resubmitted victims included).
 	MeanS0 float64 `json:"meanS0"`
@@ -78,6 +90,9 @@ type LoadReport struct {
 	Seed   uint64 `json:"seed"`
 	Gangs  int    `json:"gangs"`
 	Cycles int    `json:"cycles"`
+	// EvictionGrace is the cycles an evicted pod terminated before it was
+	// gone.
+	EvictionGrace int `json:"evictionGrace"`
 	// Runs holds one result per conf, keyed by ConfRDMATopo and ConfBaseline
 	// (Volcano's preempt).
 	Runs map[string]*LoadResult `json:"runs"`
@@ -109,8 +124,18 @@ type loadGang struct {
 
 // evictionRec is one pod the scheduler evicted.
 type evictionRec struct {
-	cycle      int
-	preemptors []*loadGang
+	// cycle is the cycle that evicted it, freed the cycle before which it
+	// was gone from its node (0 while it terminates).
+	cycle, freed int
+	preemptors   []*loadGang
+}
+
+// terminating is an evicted pod still on its node: what it holds is freed
+// when the simulator reports it gone.
+type terminating struct {
+	uid  string
+	gpu  int64
+	evic int // index into loadReplay.evicts
 }
 
 // loadReplay is the state of one high-load replay.
@@ -129,6 +154,10 @@ type loadReplay struct {
 	res         *LoadResult
 	evicts      []evictionRec
 	placedGangs []*loadGang
+	// dying maps "namespace/name" of an evicted pod to what it holds until
+	// its grace ends (Options.EvictionGrace).
+	dying map[string]terminating
+	grace int
 }
 
 // ReplayLoad runs the high-load trace on a fresh simulator for conf over
@@ -138,6 +167,9 @@ type loadReplay struct {
 // worker) and submitted again before the next cycle, with its priority and
 // a new name.
 func ReplayLoad(conf *sim.Conf, cluster *workload.Cluster, trace *LoadTrace, opts sim.Options) (*LoadResult, error) {
+	if opts.EvictionGrace < 0 {
+		return nil, fmt.Errorf("eviction grace must be >= 0, got %d", opts.EvictionGrace)
+	}
 	if opts.NodeAgent == "" {
 		opts.NodeAgent = sim.DefaultNodeAgent
 	}
@@ -149,7 +181,8 @@ func ReplayLoad(conf *sim.Conf, cluster *workload.Cluster, trace *LoadTrace, opt
 	r := &loadReplay{s: s, tr: NewTracker(cluster.Nodes, cluster.CNRs), trace: trace,
 		byPG: map[string]*loadGang{}, byPod: map[string]*loadGang{},
 		latest: make([]*loadGang, len(trace.Gangs)), first: make([]*loadGang, len(trace.Gangs)),
-		ends: map[int][]*loadGang{}, s1Of: map[string]string{}, res: &LoadResult{}}
+		ends: map[int][]*loadGang{}, s1Of: map[string]string{}, res: &LoadResult{EvictionGrace: opts.EvictionGrace},
+		dying: map[string]terminating{}, grace: opts.EvictionGrace}
 	var totalGPU int64
 	for _, n := range cluster.Nodes {
 		r.s1Of[n.Name] = n.Labels[builders.S1Label]
@@ -186,6 +219,14 @@ func ReplayLoad(conf *sim.Conf, cluster *workload.Cluster, trace *LoadTrace, opt
 			return nil, err
 		}
 		session += rep.Duration
+		for _, key := range rep.Terminated {
+			if d, ok := r.dying[key]; ok {
+				r.tr.Release(d.uid)
+				r.usedGPU -= d.gpu
+				r.evicts[d.evic].freed = cycle
+				delete(r.dying, key)
+			}
+		}
 		if err := r.recordBinds(rep, cycle); err != nil {
 			return nil, err
 		}
@@ -332,7 +373,13 @@ func (r *loadReplay) recordEvictions(rep *sim.CycleReport, cycle int) error {
 				pre = append(pre, p)
 			}
 		}
-		r.evicts = append(r.evicts, evictionRec{cycle: cycle, preemptors: pre})
+		rec := evictionRec{cycle: cycle, preemptors: pre}
+		if r.grace > 0 {
+			r.dying[key] = terminating{uid: g.uids[i], gpu: g.spec.Kind.Shape().GPU, evic: len(r.evicts)}
+		} else {
+			rec.freed = cycle
+		}
+		r.evicts = append(r.evicts, rec)
 		if !slices.Contains(victims, g) {
 			victims = append(victims, g)
 		}
@@ -357,15 +404,22 @@ func (r *loadReplay) remove(g *loadGang) error {
 	}
 	sh := g.spec.Kind.Shape()
 	for i, name := range g.pods {
+		if g.evictedAt[i] {
+			// The scheduler's evictions are gone already, or terminate
+			// and are freed when the simulator reports them gone.
+			if r.grace == 0 {
+				r.tr.Release(g.uids[i])
+				r.usedGPU -= sh.GPU
+			}
+			delete(r.byPod, name)
+			continue
+		}
 		if g.nodes[i] != "" {
 			r.tr.Release(g.uids[i])
 			r.usedGPU -= sh.GPU
 		}
-		if !g.evictedAt[i] {
-			// The scheduler's evictions are gone already.
-			if err := r.s.DeletePod(workload.DefaultNamespace, name); err != nil {
-				return err
-			}
+		if err := r.s.DeletePod(workload.DefaultNamespace, name); err != nil {
+			return err
 		}
 		delete(r.byPod, name)
 	}
@@ -416,9 +470,14 @@ func (r *loadReplay) finish(occSum float64) {
 		res.MeanS0 = s0Sum / float64(multi)
 	}
 	for _, e := range r.evicts {
+		if e.freed == 0 || e.freed+futileWindow > r.trace.Cycles {
+			// Still terminating, or its window outlasts the run.
+			res.UndecidedEvictions++
+			continue
+		}
 		useful := false
 		for _, p := range e.preemptors {
-			if p.placed != 0 && p.placed >= e.cycle && p.placed <= e.cycle+futileWindow {
+			if p.placed != 0 && p.placed >= e.cycle && p.placed <= e.freed+futileWindow {
 				useful = true
 				break
 			}

@@ -87,6 +87,9 @@ type Options struct {
 	// Load is LoadNormal (empty) or LoadHigh (RunLoad; Gangs is then
 	// ignored: the trace's size follows Nodes).
 	Load string
+	// EvictionGrace is, with LoadHigh, how many cycles an evicted pod
+	// terminates on its node before it is gone (sim.Options.EvictionGrace).
+	EvictionGrace int
 }
 
 // Validate checks the options.
@@ -96,6 +99,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--nodes must be at least 1, got %d", o.Nodes)
 	case o.Gangs < 1:
 		return fmt.Errorf("--gangs must be at least 1, got %d", o.Gangs)
+	case o.EvictionGrace < 0:
+		return fmt.Errorf("--eviction-grace must be >= 0, got %d", o.EvictionGrace)
 	case o.NodesToFindPercent < 0 || o.NodesToFindPercent > 100:
 		return fmt.Errorf("--nodes-to-find-percent must be 0 (adaptive) to 100, got %d", o.NodesToFindPercent)
 	}
@@ -212,9 +217,10 @@ func parseArgs(args []string, stderr io.Writer) (c cliArgs, code int, done bool)
 	fabric := fs.String("fabric", FabricProvider, "generated fabric: provider (every NIC of a NUMA zone under one S0), rail (NIC i of every node of a 32-node unit on rail S0 i) or mixed (thirds of provider, rail and topology-unknown nodes)")
 	agent := fs.String("node-agent", string(sim.DefaultNodeAgent), "simulated node agent of both confs: numa (honours katalyst's numa_bind_result, picks NICs in the zone itself), exact (gives the annotated NICs) or blind (ignores the hint, takes the first NUMA zone with room)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	grace := fs.Int("eviction-grace", DefaultEvictionGrace, "with --load high: cycles an evicted pod terminates on its node (its resources releasing) before it is gone")
 	load := fs.String("load", LoadNormal, "trace: normal (placement quality on a partly used cluster) or high (over 90% of GPUs busy, three priority classes, large hard gangs; both confs preempt)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rdmatopo-dev bench [--nodes N] [--gangs G] [--seed S] [--nodes-to-find-percent P] [--conf rdmatopo|baseline|both] [--fabric provider|rail|mixed] [--node-agent numa|exact|blind] [--load normal|high] [--cpuprofile FILE] [-o table|json]")
+		fmt.Fprintln(stderr, "usage: rdmatopo-dev bench [--nodes N] [--gangs G] [--seed S] [--nodes-to-find-percent P] [--conf rdmatopo|baseline|both] [--fabric provider|rail|mixed] [--node-agent numa|exact|blind] [--load normal|high] [--eviction-grace CYCLES] [--cpuprofile FILE] [-o table|json]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -237,7 +243,7 @@ func parseArgs(args []string, stderr io.Writer) (c cliArgs, code int, done bool)
 		return c, exitUsage, true
 	}
 	// Clamped into int32 range; Validate reports anything outside 0..100.
-	o := Options{Nodes: *nodes, Gangs: *gangs, Seed: *seed, NodesToFindPercent: int32(min(max(*pct, -1), 101)), Fabric: *fabric, NodeAgent: a, Load: *load}
+	o := Options{Nodes: *nodes, Gangs: *gangs, Seed: *seed, NodesToFindPercent: int32(min(max(*pct, -1), 101)), Fabric: *fabric, NodeAgent: a, Load: *load, EvictionGrace: *grace}
 	if *only != "both" {
 		o.Confs = []string{*only}
 	}

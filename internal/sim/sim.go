@@ -26,6 +26,7 @@ import (
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/klog/v2"
 	schedulingscheme "volcano.sh/apis/pkg/apis/scheduling/scheme"
@@ -67,6 +68,10 @@ type Options struct {
 	// Start is the simulated time of the first cycle; zero means the wall
 	// clock at New, truncated to the second.
 	Start time.Time
+	// EvictionGrace is how many cycles an evicted pod stays on its node,
+	// terminating (deletionTimestamp set, its resources Releasing), before
+	// it is gone; 0 removes it in the cycle that evicted it.
+	EvictionGrace int
 }
 
 // CycleReport says what one scheduling cycle did.
@@ -82,8 +87,12 @@ type CycleReport struct {
 	// again.
 	FailedBinds []BindRecord
 	// Evicted lists the pods ("namespace/name") the cycle evicted; they are
-	// deleted.
+	// deleted, at once or after Options.EvictionGrace cycles.
 	Evicted []string
+	// Terminated lists the evicted pods whose grace ended before this cycle
+	// ran: they are gone from their nodes since (with EvictionGrace 0 they
+	// are in Evicted only).
+	Terminated []string
 }
 
 // Progress reports whether the cycle changed the cluster.
@@ -114,6 +123,9 @@ type podEntry struct {
 	// (Pods deleted through DeletePod are forgotten.)
 	evicted string
 	deleted bool
+	// goneAt is the cycle before which an evicted pod that is terminating
+	// is removed (0: not terminating).
+	goneAt int
 }
 
 // Simulator drives Volcano sessions over a simulated cluster.
@@ -470,6 +482,7 @@ func (s *Simulator) RunCycle() (rep *CycleReport, err error) {
 	s.events.setCycle(s.cycle)
 	s.install()
 	rep = &CycleReport{Cycle: s.cycle}
+	s.endTerminations(rep)
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("scheduling cycle %d panicked: %v", s.cycle, r)
@@ -569,7 +582,10 @@ func (s *Simulator) applyBinds(rep *CycleReport) {
 }
 
 // applyEvictions deletes the pods the cycle evicted: the tasks the cache
-// now holds as Releasing whose pods are not already terminating.
+// now holds as Releasing whose pods are not already terminating. With
+// Options.EvictionGrace they terminate first: the pod keeps its node with a
+// deletionTimestamp (the cache holds its resources as releasing) and is
+// removed by endTerminations.
 func (s *Simulator) applyEvictions(rep *CycleReport) {
 	var keys []string
 	s.cache.Mutex.Lock()
@@ -584,14 +600,44 @@ func (s *Simulator) applyEvictions(rep *CycleReport) {
 	sort.Strings(keys)
 	for _, key := range keys {
 		e, ok := s.pods[key]
-		if !ok || e.deleted {
+		if !ok || e.deleted || e.goneAt > 0 {
 			continue
 		}
 		e.evicted = s.evictionReason(key)
+		rep.Evicted = append(rep.Evicted, key)
+		if s.opts.EvictionGrace > 0 {
+			old := e.pod
+			next := old.DeepCopy()
+			now := metav1.NewTime(s.Now())
+			next.DeletionTimestamp = &now
+			next.ResourceVersion = s.nextRV()
+			s.cache.UpdatePod(old, next.DeepCopy())
+			e.pod = next
+			e.goneAt = s.cycle + 1 + s.opts.EvictionGrace
+			continue
+		}
 		e.deleted = true
 		s.cache.DeletePod(e.pod)
 		s.releaseFromCNR(e.pod)
-		rep.Evicted = append(rep.Evicted, key)
+	}
+}
+
+// endTerminations removes the evicted pods whose grace has ended, before
+// the cycle's session, and reports them.
+func (s *Simulator) endTerminations(rep *CycleReport) {
+	var keys []string
+	for key, e := range s.pods {
+		if e.goneAt > 0 && !e.deleted && e.goneAt <= s.cycle {
+			keys = append(keys, key)
+		}
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		e := s.pods[key]
+		e.deleted = true
+		s.cache.DeletePod(e.pod)
+		s.releaseFromCNR(e.pod)
+		rep.Terminated = append(rep.Terminated, key)
 	}
 }
 

@@ -233,3 +233,52 @@ func TestMaxWaitSurvivesFailedBind(t *testing.T) {
 	job := BuildReport(s).Jobs[0]
 	require.True(t, job.Placed, "reason: %s", job.Reason)
 }
+
+// TestEvictionGrace: with EvictionGrace the victims of a preemption stay on
+// their nodes, terminating, for that many cycles; the preemptor binds only
+// once they are gone, on the NICs they held, and no other pod is evicted
+// meanwhile.
+func TestEvictionGrace(t *testing.T) {
+	all := []string{"n1", "n2", "n3", "n4"}
+	for _, grace := range []int{0, 1, 3} {
+		t.Run(fmt.Sprintf("grace %d", grace), func(t *testing.T) {
+			high := gang("high", 3, 100)
+			high.PodGroups[0].Annotations = map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s0"}
+			high.PodGroups[0].Spec.PriorityClassName = "high"
+			high.PriorityClasses = []*schedulingv1.PriorityClass{{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000}}
+			prio := int32(1000)
+			for _, p := range high.Pods {
+				p.Spec.Priority = &prio
+				p.Spec.PriorityClassName = "high"
+			}
+			s := newSim(t, config.SchedulerConf, fourNodes(), Options{NodeAgent: AgentNUMA, EvictionGrace: grace},
+				runningGang("low-a", "low", 10, 4, 0, 0, all...), runningGang("low-b", "low", 10, 1, 1, 10, all...), high)
+			evictedAt, goneAt, boundAt := 0, 0, 0
+			evicted := 0
+			for c := 1; c <= 10; c++ {
+				rep, err := s.RunCycle()
+				require.NoError(t, err)
+				if len(rep.Evicted) > 0 {
+					require.Zero(t, evictedAt, "evictions in cycles %d and %d", evictedAt, c)
+					evictedAt, evicted = c, len(rep.Evicted)
+				}
+				if len(rep.Terminated) > 0 {
+					require.Len(t, rep.Terminated, evicted)
+					goneAt = c
+				}
+				if len(rep.Binds) > 0 && boundAt == 0 {
+					boundAt = c
+				}
+			}
+			require.Equal(t, 3, evicted)
+			require.Equal(t, 1, evictedAt)
+			if grace == 0 {
+				require.Zero(t, goneAt, "without grace evicted pods are gone at once")
+				require.Equal(t, 2, boundAt)
+				return
+			}
+			require.Equal(t, evictedAt+1+grace, goneAt)
+			require.Equal(t, goneAt, boundAt, "the preemptor binds in the cycle its victims are gone")
+		})
+	}
+}
