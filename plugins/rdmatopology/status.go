@@ -86,10 +86,11 @@ func (s *Session) close() {
 }
 
 // boundTasks counts the job's tasks bound to a node as the session found
-// them (Bound or Running): not those allocated in this session, whose binds
-// may still fail.
+// them (Bound, Running, or already Succeeded): not those allocated in this
+// session, whose binds may still fail.
 func boundTasks(job *api.JobInfo) int {
-	return len(job.TaskStatusIndex[api.Bound]) + len(job.TaskStatusIndex[api.Running])
+	return len(job.TaskStatusIndex[api.Bound]) + len(job.TaskStatusIndex[api.Running]) +
+		len(job.TaskStatusIndex[api.Succeeded])
 }
 
 // setPlacement sets (or, with "", removes) the placement annotation.
