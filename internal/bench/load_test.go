@@ -226,3 +226,32 @@ func TestLoadConfs(t *testing.T) {
 		}
 	}
 }
+
+// TestUnrunnableHardGangs: a hard gang counts as unrunnable when its latest
+// submission is unplaced (starved too) or placed with a pod a single-NUMA
+// kubelet refuses; soft gangs never count.
+func TestUnrunnableHardGangs(t *testing.T) {
+	hard := LoadGang{GangSpec: GangSpec{Name: "h", Mode: placement.ModeHard, HighestTier: placement.TierS0, Pods: 1}}
+	soft := LoadGang{GangSpec: GangSpec{Name: "s", Mode: placement.ModeSoft, Pods: 1}}
+	tests := []struct {
+		name                string
+		gang                LoadGang
+		latest              *loadGang
+		starved, unrunnable int
+	}{
+		{"hard, placed", hard, &loadGang{placed: 3}, 0, 0},
+		{"hard, unplaced", hard, &loadGang{}, 1, 1},
+		{"hard, placed with a refused pod", hard, &loadGang{placed: 3, refused: true}, 0, 1},
+		{"soft, placed with a refused pod", soft, &loadGang{placed: 3, refused: true}, 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &loadReplay{trace: &LoadTrace{Gangs: []LoadGang{tc.gang}, Cycles: 10}, res: &LoadResult{},
+				first: []*loadGang{tc.latest}, latest: []*loadGang{tc.latest}}
+			r.finish(0)
+			if r.res.StarvedGangs != tc.starved || r.res.UnrunnableHardGangs != tc.unrunnable {
+				t.Errorf("starved, unrunnable = %d, %d; want %d, %d", r.res.StarvedGangs, r.res.UnrunnableHardGangs, tc.starved, tc.unrunnable)
+			}
+		})
+	}
+}

@@ -66,6 +66,15 @@ type LoadResult struct {
 	// PartialVictimGangs counts gangs the scheduler left running with fewer
 	// pods than minMember after evicting some of them.
 	PartialVictimGangs int `json:"partialVictimGangs"`
+	// RefusedPods counts bound pods whose GPUs and NICs no single NUMA zone
+	// of their single-NUMA-policy node could hold: a kubelet with that
+	// topology policy refuses them (TopologyAffinityError), so their gang
+	// does not run. The simulated nodes admit them; the benchmark counts.
+	RefusedPods int `json:"refusedPods"`
+	// UnrunnableHardGangs counts the trace's hard gangs whose latest
+	// submission is, at the end, unplaced (StarvedGangs) or placed with a
+	// pod a single-NUMA kubelet refuses.
+	UnrunnableHardGangs int `json:"unrunnableHardGangs"`
 	// MeanGPUOccupancy is the share of the cluster's GPUs held by bound
 	// pods, averaged over the cycles from the first large gang's arrival to
 	// the last arrival.
@@ -120,6 +129,9 @@ type loadGang struct {
 	evicted   int
 	evictedAt map[int]bool
 	gone      bool
+	// refused is set once one of its pods was bound where a single-NUMA
+	// kubelet refuses it.
+	refused bool
 }
 
 // evictionRec is one pod the scheduler evicted.
@@ -296,8 +308,13 @@ func (r *loadReplay) recordBinds(rep *sim.CycleReport, cycle int) error {
 				return fmt.Errorf("pod %s/%s: %w", b.Pod.Namespace, b.Pod.Name, err)
 			}
 			if !ok {
+				before := r.tr.Misaligned
 				if a, err = r.tr.NodeAssign(b.Node, sh); err != nil {
 					return fmt.Errorf("pod %s/%s: %w", b.Pod.Namespace, b.Pod.Name, err)
+				}
+				if r.tr.Misaligned > before {
+					g.refused = true
+					r.res.RefusedPods++
 				}
 			}
 			if err := r.tr.Reserve(g.uids[i], a); err != nil {
@@ -448,6 +465,9 @@ func (r *loadReplay) finish(occSum float64) {
 		}
 		if g.Mode == placement.ModeHard && last != nil && last.placed == 0 {
 			res.StarvedGangs++
+		}
+		if g.Mode == placement.ModeHard && last != nil && (last.placed == 0 || last.refused) {
+			res.UnrunnableHardGangs++
 		}
 	}
 	res.BigGangWaitP50Cycles = percentile(waits, 0.50)
