@@ -275,6 +275,18 @@ func sorted(s ...[]string) []string {
 	return out
 }
 
+// softGangFitsNowhere fills the eight nodes: "old" (low, n1 and n2),
+// "hx" (high, n3 to n7) and "young" (low, n8, the youngest), with a pending
+// soft high gang "soft" of 2 pods that fits nowhere.
+func softGangFitsNowhere(c *cluster) {
+	c.eightNodes()
+	c.addRunning("old", "low", 1, slot{"n1", 0}, slot{"n1", 1}, slot{"n2", 0}, slot{"n2", 1})
+	c.addRunning("hx", "high", 1, slot{"n3", 0}, slot{"n3", 1}, slot{"n4", 0}, slot{"n4", 1},
+		slot{"n5", 0}, slot{"n5", 1}, slot{"n6", 0}, slot{"n6", 1}, slot{"n7", 0}, slot{"n7", 1})
+	c.addRunning("young", "low", 1, slot{"n8", 0}, slot{"n8", 1})
+	c.addPending("soft", "high", 2, nil)
+}
+
 var hardS0 = map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s0"}
 
 func TestPreemptionScenarios(t *testing.T) {
@@ -384,14 +396,7 @@ func TestPreemptionScenarios(t *testing.T) {
 			preemptor:   "big", wantBound: 4, wantLeaves: []string{"A"},
 		},
 		"a soft gang that fits nowhere preempts the cheapest pods": {
-			build: func(c *cluster) {
-				c.eightNodes()
-				c.addRunning("old", "low", 1, slot{"n1", 0}, slot{"n1", 1}, slot{"n2", 0}, slot{"n2", 1})
-				c.addRunning("hx", "high", 1, slot{"n3", 0}, slot{"n3", 1}, slot{"n4", 0}, slot{"n4", 1},
-					slot{"n5", 0}, slot{"n5", 1}, slot{"n6", 0}, slot{"n6", 1}, slot{"n7", 0}, slot{"n7", 1})
-				c.addRunning("young", "low", 1, slot{"n8", 0}, slot{"n8", 1})
-				c.addPending("soft", "high", 2, nil)
-			},
+			build: softGangFitsNowhere,
 			// Two pods of one node are the tightest, and the youngest go.
 			wantEvicted: pods("young", 2),
 			preemptor:   "soft", wantBound: 2, wantLeaves: []string{"C", "D"},
@@ -457,12 +462,7 @@ func checkEvents(t *testing.T, o *outcome, preemptor string) {
 // the bound tasks without a node.
 func TestHeldGangAllocatedElsewhere(t *testing.T) {
 	c := &cluster{}
-	c.eightNodes()
-	c.addRunning("old", "low", 1, slot{"n1", 0}, slot{"n1", 1}, slot{"n2", 0}, slot{"n2", 1})
-	c.addRunning("hx", "high", 1, slot{"n3", 0}, slot{"n3", 1}, slot{"n4", 0}, slot{"n4", 1},
-		slot{"n5", 0}, slot{"n5", 1}, slot{"n6", 0}, slot{"n6", 1}, slot{"n7", 0}, slot{"n7", 1})
-	c.addRunning("young", "low", 1, slot{"n8", 0}, slot{"n8", 1})
-	c.addPending("soft", "high", 2, nil)
+	softGangFitsNowhere(c)
 	rt := newRuntime()
 	o := runSession(t, c, rt)
 	if diff := cmp.Diff(pods("young", 2), o.evicted); diff != "" {
@@ -484,11 +484,8 @@ func TestHeldGangAllocatedElsewhere(t *testing.T) {
 	if len(nodes) != 1 {
 		t.Errorf("soft bound on nodes %v, want one node", nodes)
 	}
-	if testing.Verbose() {
-		t.Logf("soft bound on %v", nodes)
-	}
 	for _, r := range rt.Ledger.All() {
-		if strings.HasPrefix(r.Name, "soft-") && nodes[r.Node] == false {
+		if strings.HasPrefix(r.Name, "soft-") && !nodes[r.Node] {
 			t.Errorf("ledger keeps %s on %s, off the nodes it bound to", r.Name, r.Node)
 		}
 	}

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"runtime"
@@ -59,27 +58,6 @@ func RunLoad(o Options) (*LoadReport, error) {
 		rep.Runs[name] = res
 	}
 	return rep, nil
-}
-
-// mainLoad is Main for --load high.
-func mainLoad(c cliArgs, stdout, stderr io.Writer) int {
-	rep, err := RunLoad(c.opts)
-	if err != nil {
-		fmt.Fprintln(stderr, "rdmatopo-dev bench:", err)
-		return exitError
-	}
-	if c.output == outputJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(rep)
-	} else {
-		err = WriteLoadTable(stdout, rep)
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "rdmatopo-dev bench:", err)
-		return exitError
-	}
-	return exitOK
 }
 
 // WriteLoadTable prints a high-load report as an aligned table, one column

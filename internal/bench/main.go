@@ -282,24 +282,28 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	var rep any
+	var table func(io.Writer) error
+	var err error
 	if c.opts.Load == LoadHigh {
-		return mainLoad(c, stdout, stderr)
+		var lr *LoadReport
+		lr, err = RunLoad(c.opts)
+		rep, table = lr, func(w io.Writer) error { return WriteLoadTable(w, lr) }
+	} else {
+		var r *Report
+		r, err = Run(c.opts)
+		rep, table = r, func(w io.Writer) error { return WriteTable(w, r) }
 	}
-	rep, err := Run(c.opts)
-	if err != nil {
-		fmt.Fprintln(stderr, "rdmatopo-dev bench:", err)
-		return exitError
-	}
-	if c.output == outputJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			fmt.Fprintln(stderr, "rdmatopo-dev bench:", err)
-			return exitError
+	if err == nil {
+		if c.output == outputJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			err = enc.Encode(rep)
+		} else {
+			err = table(stdout)
 		}
-		return exitOK
 	}
-	if err := WriteTable(stdout, rep); err != nil {
+	if err != nil {
 		fmt.Fprintln(stderr, "rdmatopo-dev bench:", err)
 		return exitError
 	}

@@ -118,6 +118,21 @@ func runningGang(name, class string, prio int32, minMember, numa, at int, nodes 
 	return set
 }
 
+// highHardGang is a pending hard s0 gang "high" of 3 pods of priority class
+// "high" (1000), created at 100 s.
+func highHardGang() *workload.Set {
+	high := gang("high", 3, 100)
+	high.PodGroups[0].Annotations = map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s0"}
+	high.PodGroups[0].Spec.PriorityClassName = "high"
+	high.PriorityClasses = []*schedulingv1.PriorityClass{{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000}}
+	prio := int32(1000)
+	for _, p := range high.Pods {
+		p.Spec.Priority = &prio
+		p.Spec.PriorityClassName = "high"
+	}
+	return high
+}
+
 // TestPreemptRunningWorkload: the workload's running low-priority jobs
 // hold their annotated NICs (no KCNR lists them); a high-priority hard s0
 // gang evicts the cheapest of them, the evicted pods are gone (not
@@ -151,15 +166,7 @@ func TestPreemptRunningWorkload(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			high := gang("high", 3, 100)
-			high.PodGroups[0].Annotations = map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s0"}
-			high.PodGroups[0].Spec.PriorityClassName = "high"
-			high.PriorityClasses = []*schedulingv1.PriorityClass{{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000}}
-			prio := int32(1000)
-			for _, p := range high.Pods {
-				p.Spec.Priority = &prio
-				p.Spec.PriorityClassName = "high"
-			}
+			high := highHardGang()
 			sets := append(append([]*workload.Set(nil), tc.running...), high)
 			s := newSim(t, config.SchedulerConf, fourNodes(), Options{NodeAgent: AgentNUMA}, sets...)
 			_, err := s.Run(50)
@@ -242,15 +249,7 @@ func TestEvictionGrace(t *testing.T) {
 	all := []string{"n1", "n2", "n3", "n4"}
 	for _, grace := range []int{0, 1, 3} {
 		t.Run(fmt.Sprintf("grace %d", grace), func(t *testing.T) {
-			high := gang("high", 3, 100)
-			high.PodGroups[0].Annotations = map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s0"}
-			high.PodGroups[0].Spec.PriorityClassName = "high"
-			high.PriorityClasses = []*schedulingv1.PriorityClass{{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000}}
-			prio := int32(1000)
-			for _, p := range high.Pods {
-				p.Spec.Priority = &prio
-				p.Spec.PriorityClassName = "high"
-			}
+			high := highHardGang()
 			s := newSim(t, config.SchedulerConf, fourNodes(), Options{NodeAgent: AgentNUMA, EvictionGrace: grace},
 				runningGang("low-a", "low", 10, 4, 0, 0, all...), runningGang("low-b", "low", 10, 1, 1, 10, all...), high)
 			evictedAt, goneAt, boundAt := 0, 0, 0
