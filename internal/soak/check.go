@@ -392,12 +392,7 @@ func kcnrNICConsumers(cnrs []*v1alpha1.CustomNodeResource) map[nicKey][]string {
 
 // checkGangs checks whole gangs and hard-mode tier limits.
 func (c *Checker) checkGangs(o *Observation, held []heldPod, listed map[string]map[int][]topology.NICID, add addFunc) {
-	boundByGang := map[string]int{}
-	for _, p := range o.Pods {
-		if g := p.Annotations[ledger.GroupNameAnnotation]; g != "" && bound(p) {
-			boundByGang[p.Namespace+"/"+g]++
-		}
-	}
+	boundByGang := boundPerGang(o)
 	nicsByGang := map[string][]heldPod{}
 	for _, h := range held {
 		if g := h.pod.Annotations[ledger.GroupNameAnnotation]; g != "" {
@@ -472,10 +467,7 @@ func (c *Checker) roomTaken(o *Observation, gang string, listed map[string]map[i
 	if len(c.failedNICs[gang]) == 0 {
 		return false
 	}
-	freed := map[NodeNIC]bool{}
-	for _, n := range c.failedNICs[gang] {
-		freed[n] = true
-	}
+	freed := c.freedBy(gang)
 	for _, p := range o.Pods {
 		if !bound(p) {
 			continue
@@ -524,10 +516,7 @@ func (c *Checker) roomOutranked(o *Observation, gang string) bool {
 		b, okB := created[gang]
 		return okA && okB && a.Before(&b)
 	}
-	freed := map[NodeNIC]bool{}
-	for _, n := range c.failedNICs[gang] {
-		freed[n] = true
-	}
+	freed := c.freedBy(gang)
 	for _, p := range o.Pods {
 		if !bound(p) || !ahead(p.Namespace+"/"+p.Annotations[ledger.GroupNameAnnotation]) {
 			continue
@@ -543,6 +532,26 @@ func (c *Checker) roomOutranked(o *Observation, gang string) bool {
 		}
 	}
 	return false
+}
+
+// freedBy is the set of NICs the gang's last failed binds named.
+func (c *Checker) freedBy(gang string) map[NodeNIC]bool {
+	freed := make(map[NodeNIC]bool, len(c.failedNICs[gang]))
+	for _, n := range c.failedNICs[gang] {
+		freed[n] = true
+	}
+	return freed
+}
+
+// boundPerGang counts each gang's ("namespace/name") bound pods.
+func boundPerGang(o *Observation) map[string]int {
+	out := map[string]int{}
+	for _, p := range o.Pods {
+		if g := p.Annotations[ledger.GroupNameAnnotation]; g != "" && bound(p) {
+			out[p.Namespace+"/"+g]++
+		}
+	}
+	return out
 }
 
 func containsNIC(list []topology.NICID, id topology.NICID) bool {
@@ -946,12 +955,7 @@ func (c *Checker) checkEvictions(o *Observation, add addFunc) {
 			add(KindHigherPriorityEvicted, e.Pod, "priority %d evicted for %s of priority %d", prio, e.Preemptor, pre)
 		}
 	}
-	boundBy := map[string]int{}
-	for _, p := range o.Pods {
-		if bound(p) {
-			boundBy[p.Namespace+"/"+p.Annotations[ledger.GroupNameAnnotation]]++
-		}
-	}
+	boundBy := boundPerGang(o)
 	for _, pg := range o.PodGroups {
 		key := pg.Namespace + "/" + pg.Name
 		if !victims[key] {
