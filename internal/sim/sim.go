@@ -156,6 +156,9 @@ type Simulator struct {
 	pgOrder   []string
 	queues    map[string]*schedulingv1beta1.Queue
 	classes   map[string]*schedulingv1.PriorityClass
+	// terminating holds the keys of evicted pods still on their nodes
+	// (Options.EvictionGrace), for endTerminations.
+	terminating map[string]bool
 
 	cycle int
 	rv    int64
@@ -225,6 +228,8 @@ func New(c *Conf, cluster *workload.Cluster, opts Options) (*Simulator, error) {
 		podGroups: map[string]*schedulingv1beta1.PodGroup{},
 		queues:    map[string]*schedulingv1beta1.Queue{},
 		classes:   map[string]*schedulingv1.PriorityClass{},
+
+		terminating: map[string]bool{},
 	}
 	s.cache = s.newCache()
 	s.runtime.SetPodPatcher(s.queuePatch)
@@ -614,6 +619,7 @@ func (s *Simulator) applyEvictions(rep *CycleReport) {
 			s.cache.UpdatePod(old, next.DeepCopy())
 			e.pod = next
 			e.goneAt = s.cycle + 1 + s.opts.EvictionGrace
+			s.terminating[key] = true
 			continue
 		}
 		e.deleted = true
@@ -626,13 +632,19 @@ func (s *Simulator) applyEvictions(rep *CycleReport) {
 // the cycle's session, and reports them.
 func (s *Simulator) endTerminations(rep *CycleReport) {
 	var keys []string
-	for key, e := range s.pods {
-		if e.goneAt > 0 && !e.deleted && e.goneAt <= s.cycle {
+	for key := range s.terminating {
+		e, ok := s.pods[key]
+		switch {
+		case !ok || e.deleted || e.goneAt == 0:
+			// Deleted meanwhile (DeletePod), or a new pod under the name.
+			delete(s.terminating, key)
+		case e.goneAt <= s.cycle:
 			keys = append(keys, key)
 		}
 	}
 	sort.Strings(keys)
 	for _, key := range keys {
+		delete(s.terminating, key)
 		e := s.pods[key]
 		e.deleted = true
 		s.cache.DeletePod(e.pod)
