@@ -118,12 +118,10 @@ type loadGang struct {
 	pods  []string
 	uids  []string
 	nodes []string
-	gpus  int64
 	bound int
-	// submitted is the cycle before which this submission arrived, placed
-	// the cycle its last pod bound (0: not placed).
-	submitted, placed int
-	assign            []placement.Assignment
+	// placed is the cycle its last pod bound (0: not placed).
+	placed int
+	assign []placement.Assignment
 	// evicted counts its pods the scheduler evicted; gone is set once the
 	// bench deleted it (finished or killed after an eviction).
 	evicted   int
@@ -257,7 +255,7 @@ func ReplayLoad(conf *sim.Conf, cluster *workload.Cluster, trace *LoadTrace, opt
 
 // submit submits trace gang idx (spec) before cycle under a fresh name.
 func (r *loadReplay) submit(spec LoadGang, idx, cycle int) error {
-	g := &loadGang{spec: spec, trace: idx, submitted: cycle, name: spec.Name}
+	g := &loadGang{spec: spec, trace: idx, name: spec.Name}
 	if r.first[idx] != nil {
 		g.name = fmt.Sprintf("%s-r%d", spec.Name, cycle)
 	}
@@ -300,7 +298,6 @@ func (r *loadReplay) recordBinds(rep *sim.CycleReport, cycle int) error {
 		g.nodes[i] = b.Node
 		g.bound++
 		sh := g.spec.Kind.Shape()
-		g.gpus += sh.GPU
 		r.usedGPU += sh.GPU
 		if sh.GPU > 0 || sh.NICs > 0 {
 			a, ok, err := r.tr.FromAnnotations(b.Node, b.Pod.Annotations, sh)
@@ -332,9 +329,9 @@ func (r *loadReplay) recordBinds(rep *sim.CycleReport, cycle int) error {
 	return nil
 }
 
-// recordEvictions accounts for a cycle's evictions: each evicted pod leaves
-// the tracker, its preemptors are noted, and each victim gang is killed and
-// queued for resubmission.
+// recordEvictions accounts for a cycle's evictions: each evicted pod's
+// preemptors are noted, it leaves the tracker (at once, or when its grace
+// ends), and each victim gang is killed and queued for resubmission.
 func (r *loadReplay) recordEvictions(rep *sim.CycleReport, cycle int) error {
 	if len(rep.Evicted) == 0 {
 		return nil
@@ -540,12 +537,7 @@ func percentile(xs []float64, q float64) float64 {
 
 // podNameOf is the name part of "namespace/name".
 func podNameOf(key string) string {
-	for i := len(key) - 1; i >= 0; i-- {
-		if key[i] == '/' {
-			return key[i+1:]
-		}
-	}
-	return key
+	return key[strings.LastIndex(key, "/")+1:]
 }
 
 // heapAlloc is the live heap now.
