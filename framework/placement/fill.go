@@ -10,11 +10,11 @@ import (
 )
 
 // fill places the pods on the given nodes using only NICs of the allowed
-// leaves (nil: any), pods of one node filling its zones before the next node
+// leaves (nil: any) the gang does not exclude, pods of one node filling its zones before the next node
 // is opened. A new node is the best fit: the smallest capacity that still
 // holds the pods left, else the largest.
 func (p *planner) fill(pods []Pod, nodes []string, allowed map[topology.S0ID]bool) ([]Assignment, bool) {
-	ok := leafFilter(allowed)
+	ok := p.leafOK(allowed)
 	type cand struct {
 		w   *work
 		cap int
@@ -159,4 +159,13 @@ func dedupe(names []string) []string {
 		}
 	}
 	return out
+}
+
+// leafOK is the leaf predicate of a fill: the allowed leaves (nil: any)
+// less those the gang excludes; nil when every leaf is allowed.
+func (p *planner) leafOK(allowed map[topology.S0ID]bool) func(topology.S0ID) bool {
+	if len(p.g.ExcludeS0s) == 0 {
+		return leafFilter(allowed)
+	}
+	return func(id topology.S0ID) bool { return !p.g.ExcludeS0s[id] && (allowed == nil || allowed[id]) }
 }

@@ -31,8 +31,9 @@ type leafStat struct {
 	split bool
 }
 
-// leafStats returns (once per Plan) every leaf's capacity for the main
-// shape and its free NICs, over the nodes the gang may use, sorted by id.
+// leafStats returns (once per Plan) the capacity for the main shape and the
+// free NICs of every leaf the gang does not exclude, over the nodes the
+// gang may use, sorted by id.
 // Gangs without node constraints of their own share the state's cache,
 // which is kept per shape and dropped per leaf when a node under it changes,
 // so a plan costs a map lookup per leaf rather than a scan of every node.
@@ -51,6 +52,9 @@ func (p *planner) leafStats() []*leafStat {
 	ids := p.s.fabric.LeafIDs()
 	p.stats = make([]*leafStat, 0, len(ids))
 	for _, id := range ids {
+		if p.g.ExcludeS0s[id] {
+			continue
+		}
 		st, ok := cache[id]
 		if !ok {
 			st = p.computeLeaf(id)

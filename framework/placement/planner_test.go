@@ -569,3 +569,64 @@ func TestPlanSpanningLeavesFailure(t *testing.T) {
 		t.Errorf("hard s0 on rails (-want,+got):\n%s", diff)
 	}
 }
+
+// TestPlanExcludeS0s: excluded leaves' NICs are used by no tier, a node of
+// an excluded leaf still takes pods on its other leaf, and a gang that fits
+// only the excluded leaves fails.
+func TestPlanExcludeS0s(t *testing.T) {
+	f := &fixture{}
+	f.std(4, "n", "s1-0", "A", "B")
+	f.std(4, "m", "s1-0", "C", "D")
+	tests := []struct {
+		name    string
+		g       Gang
+		exclude []topology.S0ID
+		want    []string // leaves used; nil: no plan
+	}{
+		{"hard s0, best fit excluded", hard(gang(4, worker), TierS0), []topology.S0ID{"A"}, []string{"B"}},
+		{"hard s0, three leaves excluded", hard(gang(4, worker), TierS0), []topology.S0ID{"A", "B", "C"}, []string{"D"}},
+		{"hard s0, every leaf excluded", hard(gang(4, worker), TierS0), []topology.S0ID{"A", "B", "C", "D"}, nil},
+		{"hard node, one leaf of the node excluded", hard(gang(1, worker), TierNode), []topology.S0ID{"A", "C", "D"}, []string{"B"}},
+		{"hard node, whole-node pod needs both leaves", hard(gang(1, whole), TierNode), []topology.S0ID{"A", "C"}, nil},
+		{"soft, spills past the excluded leaves", gang(12, worker), []topology.S0ID{"A"}, []string{"B", "C", "D"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewState(f.fabric(), ledger.New())
+			g := tc.g
+			g.ExcludeS0s = map[topology.S0ID]bool{}
+			for _, id := range tc.exclude {
+				g.ExcludeS0s[id] = true
+			}
+			plan, fail := s.Plan(g)
+			if tc.want == nil {
+				if plan != nil {
+					t.Fatalf("Plan() = %v, want a failure", summarize(plan, nil).S0s)
+				}
+				return
+			}
+			if plan == nil {
+				t.Fatalf("Plan() failed: %v", fail)
+			}
+			var got []string
+			for _, id := range planLeavesOf(s, plan) {
+				got = append(got, string(id))
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("leaves used (-want,+got):\n%s", diff)
+			}
+			checkPlan(t, s, g, plan)
+		})
+	}
+}
+
+// planLeavesOf lists the leaves a plan's NICs use, sorted.
+func planLeavesOf(s *State, p *Plan) []topology.S0ID {
+	set := map[topology.S0ID]bool{}
+	for _, a := range p.Assignments {
+		for _, id := range s.fabric.NICLeaves(a.Node, a.NICs()) {
+			set[id] = true
+		}
+	}
+	return sortedS0s(set)
+}

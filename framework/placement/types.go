@@ -150,6 +150,9 @@ type Gang struct {
 	Allowed func(node string, group int) bool
 	// Exclude lists nodes a previous attempt found unusable.
 	Exclude map[string]bool
+	// ExcludeS0s lists leaves whose NICs the gang may not use (another
+	// gang's claim on them); nil excludes none.
+	ExcludeS0s map[topology.S0ID]bool
 }
 
 // Assignment is where one pod goes.
