@@ -5,7 +5,9 @@
 // predicates, and committed only when the gang is ready, else discarded
 // (which releases every NIC). Other jobs get allocate's per-task behaviour,
 // with a deterministic node search bounded by Volcano's
-// percentage-nodes-to-find options (feasibleNodes).
+// percentage-nodes-to-find options (feasibleNodes). A job is kept out of the
+// rooms older waiting gangs of its priority claim (topology-preempt's
+// claims): an RDMA gang off their leaves, other pods off their nodes.
 package topologyallocate
 
 import (
@@ -65,6 +67,7 @@ func (a *Action) Execute(ssn *framework.Session) {
 		filters: newNodeFilter(ssn),
 		jobs:    map[api.QueueID]*util.PriorityQueue{},
 		tasks:   map[api.JobID]*util.PriorityQueue{},
+		claims:  map[api.JobID]map[string]string{},
 	}
 	queues := util.NewPriorityQueue(ssn.QueueOrderFn)
 	for _, job := range ssn.Jobs {
@@ -133,6 +136,8 @@ type run struct {
 	// tasks are each job's pending tasks not yet tried in this session, in
 	// task order (allocate's pendingTasks).
 	tasks map[api.JobID]*util.PriorityQueue
+	// claims caches claimedAgainst per job.
+	claims map[api.JobID]map[string]string
 }
 
 // partialGangs removes from the queues, and returns in job order, the RDMA
@@ -239,11 +244,14 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 		klog.V(3).InfoS("Gang waited max-wait for its highest tier; planning it as soft", "job", job.UID, "maxWait", c.MaxWait)
 	}
 	g := buildGang(topo, r.filters, job, c, rdma, others)
+	// An older waiting gang of the job's priority keeps the room it claimed.
+	claimedBy, claimed := topo.KeepOffClaims(job, &g)
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		start := time.Now()
 		plan, fail := topo.State.Plan(g)
 		rdmatopology.ObservePlan(time.Since(start))
 		if plan == nil {
+			fail = rdmatopology.ClaimedFailure(fail, claimedBy, claimed)
 			klog.V(3).InfoS("No placement for gang", "job", job.UID, "reason", fail.Message)
 			topo.RecordFailure(job, fail)
 			return
@@ -423,7 +431,12 @@ func (r *run) allocateTask(queue *api.QueueInfo, job *api.JobInfo, stmt *framewo
 		r.allocateRDMATask(queue, job, stmt, task)
 		return true
 	}
+	claimed := r.claimedAgainst(job)
 	nodes, fe := feasibleNodes(task, ssn.NodeList, func(t *api.TaskInfo, n *api.NodeInfo) error {
+		if by, ok := claimed[n.Name]; ok {
+			return api.NewFitErrWithStatus(t, n, &api.Status{Code: api.Unschedulable,
+				Reason: "node kept for " + by + ", an older waiting gang of the same priority"})
+		}
 		if ok, res := t.InitResreq.LessEqualWithResourcesName(n.FutureIdle(), api.Zero); !ok {
 			return api.NewFitErrWithStatus(t, n, &api.Status{Code: api.Unschedulable, Reason: api.WrapInsufficientResourceReason(res)})
 		}
@@ -447,6 +460,22 @@ func (r *run) allocateTask(queue *api.QueueInfo, job *api.JobInfo, stmt *framewo
 		}
 	}
 	return true
+}
+
+// claimedAgainst returns the nodes of the rooms older waiting gangs of the
+// job's priority claim (rdmatopology.Session.ClaimedNodes), where its pods
+// without RDMA may not go, looked up once per job and session: claims
+// change only in topology-preempt.
+func (r *run) claimedAgainst(job *api.JobInfo) map[string]string {
+	if r.topo == nil {
+		return nil
+	}
+	if c, ok := r.claims[job.UID]; ok {
+		return c
+	}
+	c := r.topo.ClaimedNodes(job)
+	r.claims[job.UID] = c
+	return c
 }
 
 // allocateRDMATask places one RDMA pod of a gang whose minMember is met: the

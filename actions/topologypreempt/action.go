@@ -45,6 +45,13 @@
 // complete (the session's JobPipelined), else discarded. A soft gang the
 // planner can place without evictions does not preempt.
 //
+// Claims. A hard gang that no allowed evictions place claims a room: the
+// scope of its highest tier with the fewest pods it may not evict, where it
+// would fit were every pod gone (claims.go). Younger jobs of its priority
+// are then kept out of that room, here and in topology-allocate, until the
+// gang is placed or preempts; the runtime keeps the claims between
+// sessions (plugins/rdmatopology claims.go).
+//
 // Holding. The gang's tasks are pipelined onto the planned nodes with their
 // planned NICs reserved (the plugin's allocate handler consumes the
 // SetPlanned assignments); the plugin keeps them as a hold across sessions
@@ -111,7 +118,7 @@ func (a *Action) Execute(ssn *framework.Session) {
 			"action", ActionName, "plugin", rdmatopology.PluginName)
 		return
 	}
-	r := &run{ssn: ssn, topo: topo, filter: newNodeFilter(ssn)}
+	r := &run{ssn: ssn, topo: topo, filter: newNodeFilter(ssn), claimed: map[api.JobID]bool{}}
 	for _, h := range topo.Holds() {
 		r.realize(h)
 	}
@@ -124,6 +131,8 @@ func (a *Action) Execute(ssn *framework.Session) {
 	for !jobs.Empty() {
 		r.preempt(jobs.Pop().(*api.JobInfo))
 	}
+	// Claims of gangs placed, preempting or gone since lapse here.
+	topo.RetainClaims(r.claimed)
 }
 
 // run is one Execute.
@@ -131,6 +140,8 @@ type run struct {
 	ssn    *framework.Session
 	topo   *rdmatopology.Session
 	filter *nodeFilter
+	// claimed are the gangs that claimed a room in this session.
+	claimed map[api.JobID]bool
 }
 
 // gangMet reports whether the job has its minMember (and each task role
@@ -209,6 +220,7 @@ func (r *run) preempt(job *api.JobInfo) {
 	}
 	g := r.buildGang(job, c, rdma, others)
 	g.Allowed = r.filter.allowed(nil)
+	claimedBy, _ := r.topo.KeepOffClaims(job, &g)
 	if plan, fail := r.topo.State.Plan(g); fail == nil && plan != nil {
 		// Placeable without evictions (topology-allocate's turn, or
 		// blocked by something evictions do not change).
@@ -217,19 +229,23 @@ func (r *run) preempt(job *api.JobInfo) {
 	}
 	start := time.Now()
 	cands := r.candidates(job, rdma[0])
-	if len(cands) == 0 {
-		klog.V(4).InfoS("No lower-priority pods to preempt", "job", klog.KRef(job.Namespace, job.Name))
-		return
+	var best *choice
+	if len(cands) > 0 {
+		best = r.search(g, c, cands)
 	}
-	best := r.search(g, c, cands)
 	klog.V(4).InfoS("Preemption search", "job", klog.KRef(job.Namespace, job.Name), "candidates", len(cands),
 		"found", best != nil, "duration", time.Since(start))
-	if best == nil {
-		klog.V(3).InfoS("No allowed evictions let the gang fit; evicting nothing", "job", klog.KRef(job.Namespace, job.Name),
-			"mode", c.Mode, "highestTier", c.HighestTier, "candidates", len(cands))
+	if best != nil {
+		r.apply(job, rdma, others, best)
 		return
 	}
-	r.apply(job, rdma, others, best)
+	klog.V(3).InfoS("No allowed evictions let the gang fit; evicting nothing", "job", klog.KRef(job.Namespace, job.Name),
+		"mode", c.Mode, "highestTier", c.HighestTier, "candidates", len(cands), "keptOutBy", claimedBy)
+	if cl := r.room(job, g, c, cands); cl != nil {
+		r.topo.Claim(cl)
+		r.claimed[job.UID] = true
+		klog.V(3).InfoS("Waiting gang claims a room", "job", cl.Name, "room", cl.Room, "nodes", len(cl.Nodes))
+	}
 }
 
 // apply evicts the chosen victims and pipelines the gang onto the plan in

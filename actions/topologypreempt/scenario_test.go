@@ -490,3 +490,92 @@ func TestHeldGangAllocatedElsewhere(t *testing.T) {
 		}
 	}
 }
+
+// createdAt sets a PodGroup's creation time (minutes after epoch).
+func (c *cluster) createdAt(name string, minutes int) {
+	for _, pg := range c.pgs {
+		if pg.Name == name {
+			pg.CreationTimestamp = metav1.NewTime(epoch.Add(time.Duration(minutes) * time.Minute))
+		}
+	}
+}
+
+// TestClaimedRoom: a hard-s0 gang that no evictions place (every leaf holds
+// a pod of its priority) claims the leaf with the fewest such pods. From
+// the next session a younger gang of its priority, which fits that leaf's
+// free slots, is kept out of it, while a lower-priority job may still use
+// it. Once the blocker finishes, the claiming gang evicts the low job and
+// binds in its leaf, ahead of the younger gang.
+func TestClaimedRoom(t *testing.T) {
+	c := &cluster{}
+	c.eightNodes()
+	c.addRunning("peera", "high", 1, slot{"n1", 0})
+	c.addRunning("peerb", "high", 1, slot{"n1", 1}, slot{"n2", 1}, slot{"n3", 1}, slot{"n4", 1})
+	c.addRunning("peerc", "high", 1, slot{"n5", 0}, slot{"n6", 0}, slot{"n7", 0}, slot{"n8", 0})
+	c.addRunning("peerd", "high", 1, slot{"n5", 1}, slot{"n6", 1}, slot{"n7", 1}, slot{"n8", 1})
+	c.addPending("old", "high", 4, hardS0)
+	c.createdAt("old", 100)
+	rt := newRuntime()
+
+	o := runSession(t, c, rt)
+	if len(o.evicted) > 0 || bound(o, "old") > 0 {
+		t.Fatalf("session 1: evicted %v, old bound %d; want nothing (no eviction places it)", o.evicted, bound(o, "old"))
+	}
+
+	// A younger gang of the same priority fits leaf A's three free slots;
+	// a low job of one pod fits anywhere there is room.
+	c.addPending("young", "high", 3, hardS0)
+	c.createdAt("young", 101)
+	c.addPending("lowjob", "low", 1, nil)
+	c.createdAt("lowjob", 102)
+	o = runSession(t, c, rt)
+	if got := bound(o, "young"); got != 0 {
+		t.Errorf("session 2: young bound %d pods in the leaf old claims, want 0", got)
+	}
+	if got := leavesOf(o, "lowjob"); !cmp.Equal(got, []string{"A"}) {
+		t.Fatalf("session 2: lowjob on leaves %v, want [A] (lower priority may use a claimed leaf)", got)
+	}
+	for name, task := range o.binds {
+		c.bindPod(name, task)
+	}
+
+	// peera finishes: old fits A once lowjob is evicted, and takes it.
+	c = c.without([]string{"ns/peera-0"})
+	o = runSession(t, c, rt)
+	if diff := cmp.Diff(pods("lowjob", 1), o.evicted); diff != "" {
+		t.Fatalf("session 3 evicted (-want,+got):\n%s", diff)
+	}
+	if got := bound(o, "young"); got != 0 {
+		t.Errorf("session 3: young bound %d pods, want 0", got)
+	}
+	o = runSession(t, c.without(o.evicted), rt)
+	if got := bound(o, "old"); got != 4 {
+		t.Fatalf("session 4: old bound %d pods, want 4", got)
+	}
+	if got := leavesOf(o, "old"); !cmp.Equal(got, []string{"A"}) {
+		t.Errorf("session 4: old on leaves %v, want [A]", got)
+	}
+	if got := bound(o, "young"); got != 0 {
+		t.Errorf("session 4: young bound %d pods, want 0", got)
+	}
+}
+
+// bindPod records a bound task on the cluster's pod: its node, the NIC
+// annotations the plugin wrote, and the Running phase.
+func (c *cluster) bindPod(name string, task *api.TaskInfo) {
+	for i, p := range c.pods {
+		if p.Namespace+"/"+p.Name != name {
+			continue
+		}
+		q := p.DeepCopy()
+		q.Spec.NodeName = task.NodeName
+		if q.Annotations == nil {
+			q.Annotations = map[string]string{}
+		}
+		for k, v := range task.Pod.Annotations {
+			q.Annotations[k] = v
+		}
+		q.Status.Phase = corev1.PodRunning
+		c.pods[i] = q
+	}
+}

@@ -21,6 +21,11 @@ const planBudget = 4096
 // there are evicted.
 type scope struct {
 	name string
+	// tier is the scope's kind: one node, one S0's nodes, one S1's nodes,
+	// or the cluster.
+	tier placement.Tier
+	// leaves are the scope's leaves (nil for a node or the cluster).
+	leaves map[topology.S0ID]bool
 	// nodes the gang may use (nil: every node).
 	nodes map[string]bool
 	// in says whether a victim holds NICs in the scope.
@@ -58,12 +63,12 @@ func (r *run) scopes(c placement.Contract) []scope {
 	if c.Mode == placement.ModeHard && c.HighestTier == placement.TierNode {
 		for _, name := range f.NodeNames() {
 			name := name
-			out = append(out, scope{name: "node " + name, nodes: map[string]bool{name: true},
+			out = append(out, scope{name: "node " + name, tier: placement.TierNode, nodes: map[string]bool{name: true},
 				in: func(v *victim) bool { return v.res.Node == name }})
 		}
 		return out
 	}
-	leafScope := func(ids []topology.S0ID, name string) scope {
+	leafScope := func(ids []topology.S0ID, name string, tier placement.Tier) scope {
 		set := map[topology.S0ID]bool{}
 		nodes := map[string]bool{}
 		for _, id := range ids {
@@ -74,7 +79,7 @@ func (r *run) scopes(c placement.Contract) []scope {
 				}
 			}
 		}
-		return scope{name: name, nodes: nodes, in: func(v *victim) bool {
+		return scope{name: name, tier: tier, leaves: set, nodes: nodes, in: func(v *victim) bool {
 			for _, id := range v.leaves {
 				if set[id] {
 					return true
@@ -84,20 +89,20 @@ func (r *run) scopes(c placement.Contract) []scope {
 		}}
 	}
 	for _, id := range f.LeafIDs() {
-		out = append(out, leafScope([]topology.S0ID{id}, "s0 "+string(id)))
+		out = append(out, leafScope([]topology.S0ID{id}, "s0 "+string(id), placement.TierS0))
 	}
 	if c.Mode == placement.ModeHard && c.HighestTier == placement.TierS0 {
 		return out
 	}
 	if s1s := f.S1IDs(); len(s1s) > 1 || c.Mode == placement.ModeHard && c.HighestTier == placement.TierS1 {
 		for _, id := range s1s {
-			out = append(out, leafScope(f.LeavesOf(id), "s1 "+string(id)))
+			out = append(out, leafScope(f.LeavesOf(id), "s1 "+string(id), placement.TierS1))
 		}
 	}
 	if c.Mode == placement.ModeHard && c.HighestTier == placement.TierS1 {
 		return out
 	}
-	return append(out, scope{name: "cluster", in: func(*victim) bool { return true }})
+	return append(out, scope{name: "cluster", tier: placement.TierCluster, in: func(*victim) bool { return true }})
 }
 
 // searcher evaluates sets of evictions for one gang.

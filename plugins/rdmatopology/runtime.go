@@ -52,6 +52,8 @@ type Runtime struct {
 	clock func() time.Time
 	// holds are the preempting gangs' holds (holds.go).
 	holds *holdBook
+	// claims are the rooms kept for waiting hard gangs (claims.go).
+	claims *claimBook
 	// topology reports the fabric's KCNR problems (Events, the gauge
 	// rdmatopo_topology_unknown_nics) each time the fabric is synced
 	// (topology_events.go).
