@@ -6,8 +6,13 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
+	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
 
 func TestNewHighLoadTrace(t *testing.T) {
@@ -227,30 +232,83 @@ func TestLoadConfs(t *testing.T) {
 	}
 }
 
-// TestUnrunnableHardGangs: a hard gang counts as unrunnable when its latest
-// submission is unplaced (starved too) or placed with a pod a single-NUMA
-// kubelet refuses; soft gangs never count.
-func TestUnrunnableHardGangs(t *testing.T) {
+// TestStarvedGangs: a hard gang is starved when its latest submission is
+// unplaced, or was killed (a victim, or refused by a kubelet) and not yet
+// submitted again when the run ends; soft gangs never count.
+func TestStarvedGangs(t *testing.T) {
 	hard := LoadGang{GangSpec: GangSpec{Name: "h", Mode: placement.ModeHard, HighestTier: placement.TierS0, Pods: 1}}
 	soft := LoadGang{GangSpec: GangSpec{Name: "s", Mode: placement.ModeSoft, Pods: 1}}
 	tests := []struct {
-		name                string
-		gang                LoadGang
-		latest              *loadGang
-		starved, unrunnable int
+		name    string
+		gang    LoadGang
+		latest  *loadGang
+		starved int
 	}{
-		{"hard, placed", hard, &loadGang{placed: 3}, 0, 0},
-		{"hard, unplaced", hard, &loadGang{}, 1, 1},
-		{"hard, placed with a refused pod", hard, &loadGang{placed: 3, refused: true}, 0, 1},
-		{"soft, placed with a refused pod", soft, &loadGang{placed: 3, refused: true}, 0, 0},
+		{"hard, placed", hard, &loadGang{placed: 3}, 0},
+		{"hard, unplaced", hard, &loadGang{}, 1},
+		{"hard, placed and killed in the last cycle", hard, &loadGang{placed: 3, refused: true, killed: true}, 1},
+		{"soft, unplaced", soft, &loadGang{}, 0},
+		{"soft, placed and killed in the last cycle", soft, &loadGang{placed: 3, killed: true}, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &loadReplay{trace: &LoadTrace{Gangs: []LoadGang{tc.gang}, Cycles: 10}, res: &LoadResult{},
-				first: []*loadGang{tc.latest}, latest: []*loadGang{tc.latest}}
+				latest: []*loadGang{tc.latest}, ran: []int{0}}
 			r.finish(0)
-			if r.res.StarvedGangs != tc.starved || r.res.UnrunnableHardGangs != tc.unrunnable {
-				t.Errorf("starved, unrunnable = %d, %d; want %d, %d", r.res.StarvedGangs, r.res.UnrunnableHardGangs, tc.starved, tc.unrunnable)
+			if r.res.StarvedGangs != tc.starved {
+				t.Errorf("starved = %d, want %d", r.res.StarvedGangs, tc.starved)
+			}
+		})
+	}
+}
+
+// misalignedCluster is one single-NUMA node whose 4 GPUs are all in zone 0
+// and whose two NICs are both in zone 1: a 4 GPU + 2 RDMA pod fits the node's
+// counts, and no zone of it.
+func misalignedCluster() *workload.Cluster {
+	name := builders.NodeName(0)
+	n := generatedNode(name, builders.S1Name(0), 4, 2, true)
+	q := *resource.NewQuantity(podsPerNode, resource.DecimalSI)
+	n.Status.Allocatable[corev1.ResourcePods], n.Status.Capacity[corev1.ResourcePods] = q, q
+	return &workload.Cluster{
+		Nodes: []*corev1.Node{n},
+		CNRs: []*v1alpha1.CustomNodeResource{builders.MakeCNR(name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
+			Zone(0, 4, 64000).Zone(1, 0, 64000).
+			NIC(builders.NUMANICs[1][0], 1, builders.LeafID(0)).NIC(builders.NUMANICs[1][1], 1, builders.LeafID(0)).Obj()},
+	}
+}
+
+// TestReplayRefusedPods: the stock scheduler binds a pod no NUMA zone of its
+// single-NUMA node holds; the kubelet refuses it, so its gang is killed and
+// submitted again, every cycle, and it never runs. rdmatopo does not bind
+// it. Both leave the gang starved.
+func TestReplayRefusedPods(t *testing.T) {
+	confs, err := LoadConfs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const cycles = 4
+	trace := &LoadTrace{Cycles: cycles, MeasureFrom: 1, MeasureTo: cycles, Gangs: []LoadGang{{Class: classHigh, Big: true,
+		GangSpec: GangSpec{Name: "high-one", Pods: 1, Kind: KindHalf, Mode: placement.ModeHard, HighestTier: placement.TierNode,
+			Arrive: 1, Duration: 100}}}}
+	tests := []struct {
+		conf                          string
+		refusedPods, refusedGangs, pl int
+	}{
+		{ConfBaseline, cycles, cycles, cycles},
+		{ConfRDMATopo, 0, 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.conf, func(t *testing.T) {
+			res, err := ReplayLoad(confs[tc.conf], misalignedCluster(), trace, SimOptions(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.RefusedPods != tc.refusedPods || res.RefusedGangs != tc.refusedGangs || res.Placements != tc.pl ||
+				res.StarvedGangs != 1 || res.BigGangsPlaced != 0 || res.BigGangWaitP95Cycles != cycles {
+				t.Errorf("refused pods %d, refused gangs %d, placements %d, starved %d, large placed %d, wait p95 %v; "+
+					"want %d, %d, %d, 1, 0, %d", res.RefusedPods, res.RefusedGangs, res.Placements, res.StarvedGangs,
+					res.BigGangsPlaced, res.BigGangWaitP95Cycles, tc.refusedPods, tc.refusedGangs, tc.pl, cycles)
 			}
 		})
 	}

@@ -78,7 +78,7 @@ func WriteLoadTable(w io.Writer, rep *LoadReport) error {
 		{"undecided evictions", func(r *LoadResult) string { return fmt.Sprint(r.UndecidedEvictions) }},
 		{"partial victim gangs", func(r *LoadResult) string { return fmt.Sprint(r.PartialVictimGangs) }},
 		{"pods a single-NUMA kubelet refuses", func(r *LoadResult) string { return fmt.Sprint(r.RefusedPods) }},
-		{"hard gangs unplaced or refused", func(r *LoadResult) string { return fmt.Sprint(r.UnrunnableHardGangs) }},
+		{"gangs killed for a refused pod", func(r *LoadResult) string { return fmt.Sprint(r.RefusedGangs) }},
 		{"hard tier violations", func(r *LoadResult) string { return fmt.Sprint(r.HardTierViolations) }},
 		{"mean S0 per gang", func(r *LoadResult) string { return fmt.Sprintf("%.3f", r.MeanS0) }},
 		{"mean GPU occupancy", func(r *LoadResult) string { return fmt.Sprintf("%.3f", r.MeanGPUOccupancy) }},

@@ -34,12 +34,15 @@ const futileWindow = 3
 // are the benchmark's output contract for --load high.
 type LoadResult struct {
 	// BigGangWaitP50Cycles and BigGangWaitP95Cycles are percentiles of the
-	// large gangs' waits: cycles from arrival to the cycle their last pod
-	// bound. A large gang never placed counts as waiting until one cycle
-	// past the end of the run (a lower bound).
+	// large gangs' waits: cycles from arrival to the cycle the last pod of
+	// a submission no kubelet refused bound. A large gang that never ran
+	// counts as waiting until one cycle past the end of the run (a lower
+	// bound).
 	BigGangWaitP50Cycles float64 `json:"bigGangWaitP50Cycles"`
 	BigGangWaitP95Cycles float64 `json:"bigGangWaitP95Cycles"`
-	// StarvedGangs counts the trace's hard gangs still unplaced at the end.
+	// StarvedGangs counts the trace's hard gangs not running at the end:
+	// their latest submission unplaced, or killed in the last cycle (a
+	// victim, or refused by a kubelet) with its resubmission still to come.
 	StarvedGangs int `json:"starvedGangs"`
 	// EvictedPods counts the pods the scheduler evicted.
 	EvictedPods int `json:"evictedPods"`
@@ -68,18 +71,20 @@ type LoadResult struct {
 	PartialVictimGangs int `json:"partialVictimGangs"`
 	// RefusedPods counts bound pods whose GPUs and NICs no single NUMA zone
 	// of their single-NUMA-policy node could hold: a kubelet with that
-	// topology policy refuses them (TopologyAffinityError), so their gang
-	// does not run. The simulated nodes admit them; the benchmark counts.
+	// topology policy refuses them at admission (TopologyAffinityError) and
+	// the pod fails. The benchmark then kills the pod's gang whole and
+	// submits it again before the next cycle, as a training job's restart
+	// policy does (RefusedGangs).
 	RefusedPods int `json:"refusedPods"`
-	// UnrunnableHardGangs counts the trace's hard gangs whose latest
-	// submission is, at the end, unplaced (StarvedGangs) or placed with a
-	// pod a single-NUMA kubelet refuses.
-	UnrunnableHardGangs int `json:"unrunnableHardGangs"`
+	// RefusedGangs counts the gang submissions killed because a kubelet
+	// refused one of their pods.
+	RefusedGangs int `json:"refusedGangs"`
 	// MeanGPUOccupancy is the share of the cluster's GPUs held by bound
 	// pods, averaged over the cycles from the first large gang's arrival to
 	// the last arrival.
 	MeanGPUOccupancy float64 `json:"meanGPUOccupancy"`
-	// BigGangs and BigGangsPlaced count the large gangs and those placed.
+	// BigGangs and BigGangsPlaced count the large gangs and those that ran
+	// (placed with no pod a kubelet refuses).
 	BigGangs       int `json:"bigGangs"`
 	BigGangsPlaced int `json:"bigGangsPlaced"`
 	// Placements counts gangs placed (resubmitted victims included).
@@ -128,8 +133,10 @@ type loadGang struct {
 	evictedAt map[int]bool
 	gone      bool
 	// refused is set once one of its pods was bound where a single-NUMA
-	// kubelet refuses it.
+	// kubelet refuses it; killed once the bench killed it (a victim, or
+	// refused) to submit it again.
 	refused bool
+	killed  bool
 }
 
 // evictionRec is one pod the scheduler evicted.
@@ -150,13 +157,15 @@ type terminating struct {
 
 // loadReplay is the state of one high-load replay.
 type loadReplay struct {
-	s           *sim.Simulator
-	tr          *Tracker
-	trace       *LoadTrace
-	byPG        map[string]*loadGang // PodGroup name -> submission
-	byPod       map[string]*loadGang // pod name -> submission
-	latest      []*loadGang          // per trace gang, its latest submission
-	first       []*loadGang          // per trace gang, its first submission
+	s      *sim.Simulator
+	tr     *Tracker
+	trace  *LoadTrace
+	byPG   map[string]*loadGang // PodGroup name -> submission
+	byPod  map[string]*loadGang // pod name -> submission
+	latest []*loadGang          // per trace gang, its latest submission
+	// ran is, per trace gang, the cycle a submission of it was first placed
+	// with no pod a kubelet refuses (0: never).
+	ran         []int
 	ends        map[int][]*loadGang
 	resubmit    []*loadGang // victims to submit again before the next cycle
 	s1Of        map[string]string
@@ -190,7 +199,7 @@ func ReplayLoad(conf *sim.Conf, cluster *workload.Cluster, trace *LoadTrace, opt
 	}
 	r := &loadReplay{s: s, tr: NewTracker(cluster.Nodes, cluster.CNRs), trace: trace,
 		byPG: map[string]*loadGang{}, byPod: map[string]*loadGang{},
-		latest: make([]*loadGang, len(trace.Gangs)), first: make([]*loadGang, len(trace.Gangs)),
+		latest: make([]*loadGang, len(trace.Gangs)), ran: make([]int, len(trace.Gangs)),
 		ends: map[int][]*loadGang{}, s1Of: map[string]string{}, res: &LoadResult{EvictionGrace: opts.EvictionGrace},
 		dying: map[string]terminating{}, grace: opts.EvictionGrace}
 	var totalGPU int64
@@ -216,7 +225,6 @@ func ReplayLoad(conf *sim.Conf, cluster *workload.Cluster, trace *LoadTrace, opt
 			if err := r.submit(g.spec, g.trace, cycle); err != nil {
 				return nil, err
 			}
-			r.res.Resubmitted++
 		}
 		r.resubmit = r.resubmit[:0]
 		for ; next < len(trace.Gangs) && trace.Gangs[next].Arrive <= cycle; next++ {
@@ -237,11 +245,20 @@ func ReplayLoad(conf *sim.Conf, cluster *workload.Cluster, trace *LoadTrace, opt
 				delete(r.dying, key)
 			}
 		}
-		if err := r.recordBinds(rep, cycle); err != nil {
+		refused, err := r.recordBinds(rep, cycle)
+		if err != nil {
 			return nil, err
 		}
 		if err := r.recordEvictions(rep, cycle); err != nil {
 			return nil, err
+		}
+		// A pod the kubelet refused fails: its gang restarts (after the
+		// evictions, which may name its other pods).
+		for _, g := range refused {
+			if err := r.kill(g); err != nil {
+				return nil, err
+			}
+			r.res.RefusedGangs++
 		}
 		if cycle >= trace.MeasureFrom && cycle <= trace.MeasureTo {
 			occSum += float64(r.usedGPU) / float64(totalGPU)
@@ -256,7 +273,7 @@ func ReplayLoad(conf *sim.Conf, cluster *workload.Cluster, trace *LoadTrace, opt
 // submit submits trace gang idx (spec) before cycle under a fresh name.
 func (r *loadReplay) submit(spec LoadGang, idx, cycle int) error {
 	g := &loadGang{spec: spec, trace: idx, name: spec.Name}
-	if r.first[idx] != nil {
+	if r.latest[idx] != nil {
 		g.name = fmt.Sprintf("%s-r%d", spec.Name, cycle)
 	}
 	gs := spec.GangSpec
@@ -277,23 +294,23 @@ func (r *loadReplay) submit(spec LoadGang, idx, cycle int) error {
 		return err
 	}
 	r.byPG[g.name] = g
-	if r.first[idx] == nil {
-		r.first[idx] = g
-	}
 	r.latest[idx] = g
 	return nil
 }
 
-// recordBinds accounts for a cycle's binds in the tracker and the gangs.
-func (r *loadReplay) recordBinds(rep *sim.CycleReport, cycle int) error {
+// recordBinds accounts for a cycle's binds in the tracker and the gangs,
+// and returns the gangs with a pod bound where the node's kubelet refuses
+// it.
+func (r *loadReplay) recordBinds(rep *sim.CycleReport, cycle int) ([]*loadGang, error) {
+	var refused []*loadGang
 	for _, b := range rep.Binds {
 		g := r.byPod[b.Pod.Name]
 		if g == nil || g.gone {
-			return fmt.Errorf("cycle %d bound pod %s/%s of no live trace gang", cycle, b.Pod.Namespace, b.Pod.Name)
+			return nil, fmt.Errorf("cycle %d bound pod %s/%s of no live trace gang", cycle, b.Pod.Namespace, b.Pod.Name)
 		}
 		i := slices.Index(g.pods, b.Pod.Name)
 		if b.Node == "" {
-			return fmt.Errorf("cycle %d bound pod %s/%s to no node (nodeName %q)", cycle, b.Pod.Namespace, b.Pod.Name, b.Pod.Spec.NodeName)
+			return nil, fmt.Errorf("cycle %d bound pod %s/%s to no node (nodeName %q)", cycle, b.Pod.Namespace, b.Pod.Name, b.Pod.Spec.NodeName)
 		}
 		g.nodes[i] = b.Node
 		g.bound++
@@ -302,31 +319,37 @@ func (r *loadReplay) recordBinds(rep *sim.CycleReport, cycle int) error {
 		if sh.GPU > 0 || sh.NICs > 0 {
 			a, ok, err := r.tr.FromAnnotations(b.Node, b.Pod.Annotations, sh)
 			if err != nil {
-				return fmt.Errorf("pod %s/%s: %w", b.Pod.Namespace, b.Pod.Name, err)
+				return nil, fmt.Errorf("pod %s/%s: %w", b.Pod.Namespace, b.Pod.Name, err)
 			}
 			if !ok {
 				before := r.tr.Misaligned
 				if a, err = r.tr.NodeAssign(b.Node, sh); err != nil {
-					return fmt.Errorf("pod %s/%s: %w", b.Pod.Namespace, b.Pod.Name, err)
+					return nil, fmt.Errorf("pod %s/%s: %w", b.Pod.Namespace, b.Pod.Name, err)
 				}
 				if r.tr.Misaligned > before {
+					if !g.refused {
+						refused = append(refused, g)
+					}
 					g.refused = true
 					r.res.RefusedPods++
 				}
 			}
 			if err := r.tr.Reserve(g.uids[i], a); err != nil {
-				return err
+				return nil, err
 			}
 			g.assign = append(g.assign, a)
 		}
 		if g.placed == 0 && g.bound == len(g.pods) {
 			g.placed = cycle
+			if !g.refused && r.ran[g.trace] == 0 {
+				r.ran[g.trace] = cycle
+			}
 			r.placedGangs = append(r.placedGangs, g)
 			end := cycle + g.spec.Duration
 			r.ends[end] = append(r.ends[end], g)
 		}
 	}
-	return nil
+	return refused, nil
 }
 
 // recordEvictions accounts for a cycle's evictions: each evicted pod's
@@ -402,11 +425,25 @@ func (r *loadReplay) recordEvictions(rep *sim.CycleReport, cycle int) error {
 		if g.evicted < g.bound {
 			r.res.PartialVictimGangs++
 		}
-		if err := r.remove(g); err != nil {
+		if err := r.kill(g); err != nil {
 			return err
 		}
-		r.resubmit = append(r.resubmit, g)
+		r.res.Resubmitted++
 	}
+	return nil
+}
+
+// kill removes a submission to submit its trace gang again before the next
+// cycle; a submission killed already is left alone.
+func (r *loadReplay) kill(g *loadGang) error {
+	if g.killed {
+		return nil
+	}
+	if err := r.remove(g); err != nil {
+		return err
+	}
+	g.killed = true
+	r.resubmit = append(r.resubmit, g)
 	return nil
 }
 
@@ -450,21 +487,17 @@ func (r *loadReplay) finish(occSum float64) {
 	}
 	var waits []float64
 	for i, g := range r.trace.Gangs {
-		first, last := r.first[i], r.latest[i]
 		if g.Big {
 			res.BigGangs++
-			if first.placed != 0 {
+			if ran := r.ran[i]; ran != 0 {
 				res.BigGangsPlaced++
-				waits = append(waits, float64(first.placed-g.Arrive))
+				waits = append(waits, float64(ran-g.Arrive))
 			} else {
 				waits = append(waits, float64(r.trace.Cycles+1-g.Arrive))
 			}
 		}
-		if g.Mode == placement.ModeHard && last != nil && last.placed == 0 {
+		if last := r.latest[i]; g.Mode == placement.ModeHard && last != nil && (last.placed == 0 || last.killed) {
 			res.StarvedGangs++
-		}
-		if g.Mode == placement.ModeHard && last != nil && (last.placed == 0 || last.refused) {
-			res.UnrunnableHardGangs++
 		}
 	}
 	res.BigGangWaitP50Cycles = percentile(waits, 0.50)
