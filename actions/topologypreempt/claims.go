@@ -5,7 +5,9 @@ import (
 
 	"volcano.sh/volcano/pkg/scheduler/api"
 
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
@@ -15,11 +17,13 @@ const roomChecks = 8
 
 // room chooses the room a hard gang that no allowed evictions place claims:
 // among the scopes of its highest tier (nodes, S0s or S1s), the one that
-// holds the fewest pods it may not evict (those it must wait out) and
-// where it would fit once every pod there is gone. Rooms are tried fewest blockers first, at most
-// roomChecks of them; nil when the gang is soft, may span the cluster, or
-// fits none of the rooms tried even empty (it waits for nothing a claim
-// could keep).
+// holds the fewest pods it may not evict (those it must wait out) and that
+// would hold it once every pod there is gone. A pod is in a node scope when
+// it is on the node, in a leaf or S1 scope when its NICs hang off one of
+// the scope's leaves; the gang is planned on the scope's nodes and leaves
+// only. Rooms are tried fewest blockers first, at most roomChecks of them;
+// nil when the gang is soft, may span the cluster, or fits none of the
+// rooms tried even empty (it waits for nothing a claim could keep).
 func (r *run) room(job *api.JobInfo, g placement.Gang, c placement.Contract, cands map[api.JobID]*victimJob) *rdmatopology.Claim {
 	if c.Mode != placement.ModeHard || c.HighestTier == placement.TierCluster {
 		return nil
@@ -30,12 +34,25 @@ func (r *run) room(job *api.JobInfo, g placement.Gang, c placement.Contract, can
 			evictable[string(uid)] = true
 		}
 	}
-	resv := r.topo.Reservations()
-	blockers := map[string]int{}
-	for _, res := range resv {
-		if !evictable[res.UID] {
-			blockers[res.Node]++
+	f := r.topo.Fabric
+	type held struct {
+		res    ledger.Reservation
+		leaves []topology.S0ID
+	}
+	var pods []held
+	for _, res := range r.topo.Reservations() {
+		pods = append(pods, held{res: res, leaves: f.NICLeaves(res.Node, res.NICs())})
+	}
+	in := func(sc scope, h held) bool {
+		if sc.leaves == nil {
+			return sc.nodes[h.res.Node]
 		}
+		for _, id := range h.leaves {
+			if sc.leaves[id] {
+				return true
+			}
+		}
+		return false
 	}
 	type ranked struct {
 		sc      scope
@@ -47,28 +64,38 @@ func (r *run) room(job *api.JobInfo, g placement.Gang, c placement.Contract, can
 			continue
 		}
 		n := 0
-		for node := range sc.nodes {
-			n += blockers[node]
+		for _, h := range pods {
+			if !evictable[h.res.UID] && in(sc, h) {
+				n++
+			}
 		}
 		rooms = append(rooms, ranked{sc: sc, blocked: n})
 	}
-	// Stable: equal rooms keep the scopes' order (tightest first, by id).
+	// Stable: equal rooms keep the scopes' order (by id).
 	sort.SliceStable(rooms, func(i, j int) bool { return rooms[i].blocked < rooms[j].blocked })
-	// Rooms older gangs claim may be claimed too: this gang waits there
-	// behind them.
-	g.Exclude, g.ExcludeS0s = map[string]bool{}, nil
 	for i, rk := range rooms {
 		if i == roomChecks {
 			break
 		}
 		st := r.topo.State.Clone()
-		for _, res := range resv {
-			if rk.sc.nodes[res.Node] {
-				st.Release(res.UID, placement.Assignment{PodUID: res.UID, Node: res.Node, Zones: res.Zones})
+		for _, h := range pods {
+			if in(rk.sc, h) {
+				st.Release(h.res.UID, placement.Assignment{PodUID: h.res.UID, Node: h.res.Node, Zones: h.res.Zones})
 			}
 		}
+		// Rooms older gangs claim may be claimed too: this gang waits
+		// there behind them.
 		try := g
+		try.Exclude, try.ExcludeS0s = nil, nil
 		try.Allowed = r.filter.allowed(rk.sc.nodes)
+		if rk.sc.leaves != nil {
+			try.ExcludeS0s = map[topology.S0ID]bool{}
+			for _, id := range f.LeafIDs() {
+				if !rk.sc.leaves[id] {
+					try.ExcludeS0s[id] = true
+				}
+			}
+		}
 		if plan, fail := st.Plan(try); fail != nil || plan == nil {
 			continue
 		}
