@@ -185,7 +185,7 @@ func Explain(cfg topology.Config, snap *live.Snapshot, pg *schedulingv1beta1.Pod
 		sort.Strings(p.Nodes)
 		e.Plan = p
 		if e.State == StateWaiting {
-			e.Notes = append(e.Notes, fmt.Sprintf("the fabric holds %d of the gang's pods now at tier %s: it waits for something else (queue, quota, node conditions, the next scheduling cycle); see the scheduler's message", len(plan.Assignments), p.Tier))
+			e.Notes = append(e.Notes, fmt.Sprintf("the fabric holds %d of the gang's pods now at tier %s: it waits for something else (queue, quota, node conditions, a room an older waiting gang of its priority claims, the next scheduling cycle); see the scheduler's message", len(plan.Assignments), p.Tier))
 		}
 	case fail != nil:
 		e.Blocked = string(fail.Code) + ": " + fail.Message
