@@ -146,7 +146,7 @@ func TestFutileEvictions(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &loadReplay{trace: &LoadTrace{Cycles: 100}, res: &LoadResult{}, evicts: []evictionRec{tc.rec}}
+			r := &loadReplay{trace: &LoadTrace{Cycles: 100}, last: 100, res: &LoadResult{}, evicts: []evictionRec{tc.rec}}
 			r.finish(0)
 			if r.res.FutileEvictions != tc.futile || r.res.UndecidedEvictions != tc.undecided {
 				t.Errorf("futile, undecided = %d, %d; want %d, %d", r.res.FutileEvictions, r.res.UndecidedEvictions, tc.futile, tc.undecided)
@@ -202,7 +202,7 @@ func TestReplayLoad(t *testing.T) {
 				// placed in that cycle.
 				wait := float64(1 + grace)
 				want := LoadResult{BigGangWaitP50Cycles: wait, BigGangWaitP95Cycles: wait, EvictedPods: 16, MeanS0: 1,
-					BigGangs: 1, BigGangsPlaced: 1, Resubmitted: 16, EvictionGrace: grace}
+					BigGangs: 1, BigGangsPlaced: 1, Resubmitted: 16, EvictionGrace: grace, Cycles: 8}
 				got := *res
 				got.Seconds, got.PeakHeapBytes, got.MeanGPUOccupancy, got.Placements = 0, 0, 0, 0
 				if got != want {
@@ -252,7 +252,7 @@ func TestStarvedGangs(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &loadReplay{trace: &LoadTrace{Gangs: []LoadGang{tc.gang}, Cycles: 10}, res: &LoadResult{},
+			r := &loadReplay{trace: &LoadTrace{Gangs: []LoadGang{tc.gang}, Cycles: 10}, last: 10, res: &LoadResult{},
 				latest: []*loadGang{tc.latest}, ran: []int{0}}
 			r.finish(0)
 			if r.res.StarvedGangs != tc.starved {
@@ -287,8 +287,9 @@ func TestReplayRefusedPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const cycles = 4
-	trace := &LoadTrace{Cycles: cycles, MeasureFrom: 1, MeasureTo: cycles, Gangs: []LoadGang{{Class: classHigh, Big: true,
+	// The gang keeps the run going through its settle cycles.
+	const cycles = 4 + 3
+	trace := &LoadTrace{Cycles: 4, SettleCycles: 3, MeasureFrom: 1, MeasureTo: 4, Gangs: []LoadGang{{Class: classHigh, Big: true,
 		GangSpec: GangSpec{Name: "high-one", Pods: 1, Kind: KindHalf, Mode: placement.ModeHard, HighestTier: placement.TierNode,
 			Arrive: 1, Duration: 100}}}}
 	tests := []struct {
@@ -305,10 +306,65 @@ func TestReplayRefusedPods(t *testing.T) {
 				t.Fatal(err)
 			}
 			if res.RefusedPods != tc.refusedPods || res.RefusedGangs != tc.refusedGangs || res.Placements != tc.pl ||
-				res.StarvedGangs != 1 || res.BigGangsPlaced != 0 || res.BigGangWaitP95Cycles != cycles {
-				t.Errorf("refused pods %d, refused gangs %d, placements %d, starved %d, large placed %d, wait p95 %v; "+
-					"want %d, %d, %d, 1, 0, %d", res.RefusedPods, res.RefusedGangs, res.Placements, res.StarvedGangs,
-					res.BigGangsPlaced, res.BigGangWaitP95Cycles, tc.refusedPods, tc.refusedGangs, tc.pl, cycles)
+				res.StarvedGangs != 1 || res.WaitingAtTraceEnd != 1 || res.Cycles != cycles || res.BigGangsPlaced != 0 ||
+				res.BigGangWaitP95Cycles != cycles {
+				t.Errorf("refused pods %d, refused gangs %d, placements %d, starved %d, waiting at trace end %d, cycles %d, "+
+					"large placed %d, wait p95 %v; want %d, %d, %d, 1, 1, %d, 0, %d", res.RefusedPods, res.RefusedGangs,
+					res.Placements, res.StarvedGangs, res.WaitingAtTraceEnd, res.Cycles, res.BigGangsPlaced,
+					res.BigGangWaitP95Cycles, tc.refusedPods, tc.refusedGangs, tc.pl, cycles, cycles)
+			}
+		})
+	}
+}
+
+// TestReplaySettles: high-priority jobs fill a 16-node cluster for 4
+// cycles, so a hard gang of their priority arriving in cycle 2 can bind only
+// once they finish. The run goes past the trace's cycles while it waits, for
+// at most SettleCycles, and stops as soon as it runs.
+func TestReplaySettles(t *testing.T) {
+	confs, err := LoadConfs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	trace := func(cycles, settle int) *LoadTrace {
+		t := &LoadTrace{Cycles: cycles, SettleCycles: settle, MeasureFrom: 1, MeasureTo: 1}
+		for i := 0; i < 32; i++ {
+			t.Gangs = append(t.Gangs, LoadGang{Class: classHigh, GangSpec: GangSpec{Name: fmt.Sprintf("fill-%02d", i),
+				Pods: 1, Kind: KindHalf, Mode: placement.ModeSoft, HighestTier: placement.TierS1, Arrive: 1, Duration: 4}})
+		}
+		t.Gangs = append(t.Gangs, LoadGang{Class: classHigh, Big: true, GangSpec: GangSpec{Name: "high-big", Pods: 16,
+			Kind: KindHalf, Mode: placement.ModeHard, HighestTier: placement.TierS0, Arrive: 2, Duration: 100}})
+		return t
+	}
+	// The fillers bind in cycle 1 and are gone before cycle 5, which
+	// places the gang.
+	const placedAt = 5
+	tests := []struct {
+		name                       string
+		cycles, settle             int
+		wantCycles, waiting, starv int
+		wait                       float64
+	}{
+		{"settles", 2, 10, placedAt, 1, 0, placedAt - 2},
+		{"no settle cycles", 2, 0, 2, 1, 1, 2 + 1 - 2},
+		{"settle cycles spent", 3, 1, 4, 1, 1, 4 + 1 - 2},
+		{"placed within the trace", 8, 10, 8, 0, 0, placedAt - 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cluster, err := NewFabricCluster(FabricProvider, 16, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := ReplayLoad(confs[ConfRDMATopo], cluster, trace(tc.cycles, tc.settle), SimOptions(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Cycles != tc.wantCycles || res.WaitingAtTraceEnd != tc.waiting || res.StarvedGangs != tc.starv ||
+				res.BigGangWaitP95Cycles != tc.wait || res.EvictedPods != 0 {
+				t.Errorf("cycles %d, waiting at trace end %d, starved %d, wait %v, evicted %d; want %d, %d, %d, %v, 0",
+					res.Cycles, res.WaitingAtTraceEnd, res.StarvedGangs, res.BigGangWaitP95Cycles, res.EvictedPods,
+					tc.wantCycles, tc.waiting, tc.starv, tc.wait)
 			}
 		})
 	}

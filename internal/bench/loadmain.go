@@ -37,6 +37,7 @@ func RunLoad(o Options) (*LoadReport, error) {
 	}
 	trace := NewHighLoadTrace(o.Nodes, o.Seed)
 	rep := &LoadReport{Load: LoadHigh, Nodes: o.Nodes, Seed: o.Seed, Gangs: len(trace.Gangs), Cycles: trace.Cycles,
+		SettleCycles:  trace.SettleCycles,
 		EvictionGrace: o.EvictionGrace,
 		Runs:          map[string]*LoadResult{}}
 	for _, name := range runOrder {
@@ -67,12 +68,15 @@ func WriteLoadTable(w io.Writer, rep *LoadReport) error {
 	if len(names) == 0 {
 		return fmt.Errorf("report has no run")
 	}
-	fmt.Fprintf(w, "load=%s nodes=%d gangs=%d cycles=%d seed=%d eviction-grace=%d\n", rep.Load, rep.Nodes, rep.Gangs, rep.Cycles, rep.Seed, rep.EvictionGrace)
+	fmt.Fprintf(w, "load=%s nodes=%d gangs=%d cycles=%d settle-cycles=%d seed=%d eviction-grace=%d\n",
+		rep.Load, rep.Nodes, rep.Gangs, rep.Cycles, rep.SettleCycles, rep.Seed, rep.EvictionGrace)
 	rows := []tableRow[LoadResult]{
 		{"large gangs placed", func(r *LoadResult) string { return fmt.Sprintf("%d/%d", r.BigGangsPlaced, r.BigGangs) }},
 		{"large gang wait p50 (cycles)", func(r *LoadResult) string { return fmt.Sprintf("%.0f", r.BigGangWaitP50Cycles) }},
 		{"large gang wait p95 (cycles)", func(r *LoadResult) string { return fmt.Sprintf("%.0f", r.BigGangWaitP95Cycles) }},
+		{"hard gangs waiting at trace end", func(r *LoadResult) string { return fmt.Sprint(r.WaitingAtTraceEnd) }},
 		{"starved hard gangs", func(r *LoadResult) string { return fmt.Sprint(r.StarvedGangs) }},
+		{"cycles run", func(r *LoadResult) string { return fmt.Sprint(r.Cycles) }},
 		{"evicted pods", func(r *LoadResult) string { return fmt.Sprint(r.EvictedPods) }},
 		{"futile evictions", func(r *LoadResult) string { return fmt.Sprint(r.FutileEvictions) }},
 		{"undecided evictions", func(r *LoadResult) string { return fmt.Sprint(r.UndecidedEvictions) }},

@@ -36,14 +36,21 @@ type LoadResult struct {
 	// BigGangWaitP50Cycles and BigGangWaitP95Cycles are percentiles of the
 	// large gangs' waits: cycles from arrival to the cycle the last pod of
 	// a submission no kubelet refused bound. A large gang that never ran
-	// counts as waiting until one cycle past the end of the run (a lower
+	// counts as waiting until one cycle past the last cycle run (a lower
 	// bound).
 	BigGangWaitP50Cycles float64 `json:"bigGangWaitP50Cycles"`
 	BigGangWaitP95Cycles float64 `json:"bigGangWaitP95Cycles"`
 	// StarvedGangs counts the trace's hard gangs not running at the end:
 	// their latest submission unplaced, or killed in the last cycle (a
 	// victim, or refused by a kubelet) with its resubmission still to come.
+	// The run goes on past the trace's cycles, with no new arrival, while
+	// such a gang is left, for at most the trace's SettleCycles.
 	StarvedGangs int `json:"starvedGangs"`
+	// WaitingAtTraceEnd counts the hard gangs not running after the trace's
+	// cycles, before any settle cycle.
+	WaitingAtTraceEnd int `json:"waitingAtTraceEnd"`
+	// Cycles is how many cycles the run took, settle cycles included.
+	Cycles int `json:"cycles"`
 	// EvictedPods counts the pods the scheduler evicted.
 	EvictedPods int `json:"evictedPods"`
 	// FutileEvictions counts evicted pods none of whose preemptors was
@@ -104,6 +111,9 @@ type LoadReport struct {
 	Seed   uint64 `json:"seed"`
 	Gangs  int    `json:"gangs"`
 	Cycles int    `json:"cycles"`
+	// SettleCycles is how many more cycles a run may take while a hard gang
+	// of the trace waits (LoadTrace.SettleCycles).
+	SettleCycles int `json:"settleCycles"`
 	// EvictionGrace is the cycles an evicted pod terminated before it was
 	// gone.
 	EvictionGrace int `json:"evictionGrace"`
@@ -177,6 +187,8 @@ type loadReplay struct {
 	// its grace ends (Options.EvictionGrace).
 	dying map[string]terminating
 	grace int
+	// last is the last cycle run.
+	last int
 }
 
 // ReplayLoad runs the high-load trace on a fresh simulator for conf over
@@ -215,7 +227,8 @@ func ReplayLoad(conf *sim.Conf, cluster *workload.Cluster, trace *LoadTrace, opt
 	var session time.Duration
 	var occSum float64
 	next := 0
-	for cycle := 1; cycle <= trace.Cycles; cycle++ {
+	for cycle := 1; cycle <= trace.Cycles || (cycle <= trace.Cycles+trace.SettleCycles && r.hardWaiting() > 0); cycle++ {
+		r.last = cycle
 		for _, g := range r.ends[cycle] {
 			if err := r.remove(g); err != nil {
 				return nil, err
@@ -264,10 +277,31 @@ func ReplayLoad(conf *sim.Conf, cluster *workload.Cluster, trace *LoadTrace, opt
 			occSum += float64(r.usedGPU) / float64(totalGPU)
 		}
 		r.res.PeakHeapBytes = max(r.res.PeakHeapBytes, heapAlloc())
+		if cycle == trace.Cycles {
+			r.res.WaitingAtTraceEnd = r.hardWaiting()
+		}
 	}
 	r.finish(occSum)
 	r.res.Seconds = session.Seconds()
 	return r.res, nil
+}
+
+// waiting reports whether trace gang i is hard and not running: its latest
+// submission unplaced, or killed with its resubmission still to come.
+func (r *loadReplay) waiting(i int) bool {
+	last := r.latest[i]
+	return r.trace.Gangs[i].Mode == placement.ModeHard && last != nil && (last.placed == 0 || last.killed)
+}
+
+// hardWaiting counts the trace's hard gangs not running.
+func (r *loadReplay) hardWaiting() int {
+	n := 0
+	for i := range r.trace.Gangs {
+		if r.waiting(i) {
+			n++
+		}
+	}
+	return n
 }
 
 // submit submits trace gang idx (spec) before cycle under a fresh name.
@@ -482,6 +516,7 @@ func (r *loadReplay) remove(g *loadGang) error {
 // finish computes the run's figures.
 func (r *loadReplay) finish(occSum float64) {
 	res := r.res
+	res.Cycles = r.last
 	if n := r.trace.MeasureTo - r.trace.MeasureFrom + 1; n > 0 {
 		res.MeanGPUOccupancy = occSum / float64(n)
 	}
@@ -493,10 +528,10 @@ func (r *loadReplay) finish(occSum float64) {
 				res.BigGangsPlaced++
 				waits = append(waits, float64(ran-g.Arrive))
 			} else {
-				waits = append(waits, float64(r.trace.Cycles+1-g.Arrive))
+				waits = append(waits, float64(r.last+1-g.Arrive))
 			}
 		}
-		if last := r.latest[i]; g.Mode == placement.ModeHard && last != nil && (last.placed == 0 || last.killed) {
+		if r.waiting(i) {
 			res.StarvedGangs++
 		}
 	}
@@ -520,7 +555,7 @@ func (r *loadReplay) finish(occSum float64) {
 		res.MeanS0 = s0Sum / float64(multi)
 	}
 	for _, e := range r.evicts {
-		if e.freed == 0 || e.freed+futileWindow > r.trace.Cycles {
+		if e.freed == 0 || e.freed+futileWindow > r.last {
 			// Still terminating, or its window outlasts the run.
 			res.UndecidedEvictions++
 			continue

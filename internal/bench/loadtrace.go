@@ -75,8 +75,12 @@ func (g LoadGang) Priority() int32 { return loadClasses[g.Class].value }
 type LoadTrace struct {
 	// Gangs are in arrival order.
 	Gangs []LoadGang
-	// Cycles is how many scheduling cycles a replay runs.
+	// Cycles is how many scheduling cycles a replay runs at least.
 	Cycles int
+	// SettleCycles is how many more cycles a replay may run, with no new
+	// arrival, while a hard gang of the trace is not running: a gang still
+	// waiting when they are spent is starved, not merely late.
+	SettleCycles int
 	// MeasureFrom and MeasureTo bound (inclusive) the cycles over which GPU
 	// occupancy is averaged: from the first large gang's arrival to the
 	// last arrival.
@@ -91,6 +95,9 @@ const (
 	// after it so that late gangs get their chance.
 	loadArrivalCycles = 60
 	loadDrainCycles   = 30
+	// loadSettleCycles bound the cycles after the drain that run while a
+	// hard gang waits (LoadTrace.SettleCycles).
+	loadSettleCycles = 60
 	// loadFirstBig is the cycle of the first large gang: the cluster is
 	// full by then.
 	loadFirstBig = 4
@@ -140,7 +147,7 @@ const bigSmallShare = 0.2
 //     limits an empty cluster meets.
 func NewHighLoadTrace(nodes int, seed uint64) *LoadTrace {
 	rng := rand.New(rand.NewPCG(seed, 0x6869676c))
-	t := &LoadTrace{Cycles: loadArrivalCycles + loadDrainCycles, MeasureFrom: loadFirstBig, MeasureTo: loadArrivalCycles}
+	t := &LoadTrace{Cycles: loadArrivalCycles + loadDrainCycles, SettleCycles: loadSettleCycles, MeasureFrom: loadFirstBig, MeasureTo: loadArrivalCycles}
 	gpus := float64(nodes) * gpusPerNode
 	n := 0
 	add := func(g LoadGang) {
