@@ -496,6 +496,7 @@ func TestVolcanoAllocateWithDynamicPVC(t *testing.T) {
 		}
 	}
 	fakeVolumeBinder := util.NewFakeVolumeBinder(kubeClient)
+	waitVolumeBinder(t, fakeVolumeBinder, pods, nodes[0])
 	binder := util.NewFakeBinder(10)
 	schedulerCache := cache.NewCustomMockSchedulerCache("volcano", binder, util.NewFakeEvictor(10), &util.FakeStatusUpdater{},
 		nil, fakeVolumeBinder, record.NewFakeRecorder(100))
@@ -536,4 +537,31 @@ func TestVolcanoAllocateWithDynamicPVC(t *testing.T) {
 	if diff := cmp.Diff(expectedActions, fakeVolumeBinder.Actions); diff != "" {
 		t.Errorf("volume binder actions (-want,+got):\n%s", diff)
 	}
+}
+
+// waitVolumeBinder polls, with a deadline, until the fake volume binder can
+// assume every pod's claims on node, and reverts what it assumed. Its
+// informers report synced before the claim cache behind AssumePodVolumes
+// has seen their objects, so a session opened at once can find no claim.
+func waitVolumeBinder(t *testing.T, vb *util.FakeVolumeBinder, pods []*v1.Pod, node *v1.Node) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, pod := range pods {
+		task := api.NewTaskInfo(pod)
+		for {
+			pv, err := vb.GetPodVolumes(task, node)
+			if err == nil {
+				err = vb.AllocateVolumes(task, node.Name, pv)
+				vb.RevertVolumes(task, pv)
+			}
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("volume binder never saw the claims of %s/%s: %v", pod.Namespace, pod.Name, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	clear(vb.Actions)
 }

@@ -21,7 +21,6 @@ package rdmatopology
 import (
 	"fmt"
 	"sort"
-	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"volcano.sh/volcano/pkg/scheduler/api"
@@ -48,56 +47,22 @@ type Claim struct {
 	Nodes map[string]bool
 }
 
-// claimBook is the runtime's claims, by job.
-type claimBook struct {
-	mu    sync.Mutex
-	byJob map[api.JobID]*Claim
-}
-
-var claimsMu sync.Mutex
-
-// claimsOf returns the runtime's claims, creating the book on first use.
-func (rt *Runtime) claimsOf() *claimBook {
-	claimsMu.Lock()
-	defer claimsMu.Unlock()
-	if rt.claims == nil {
-		rt.claims = &claimBook{byJob: map[api.JobID]*Claim{}}
-	}
-	return rt.claims
-}
-
 // Claim records c, replacing the job's claim if it had one. It applies at
 // once (later gangs of this session) and in the next sessions, until
 // RetainClaims drops it.
 func (s *Session) Claim(c *Claim) {
-	book := s.rt.claimsOf()
-	book.mu.Lock()
-	defer book.mu.Unlock()
-	book.byJob[c.Job] = c
+	s.rt.claims.put(c.Job, c)
 }
 
 // RetainClaims drops every claim whose job is not in keep: the gangs the
 // action found still waiting in this session.
 func (s *Session) RetainClaims(keep map[api.JobID]bool) {
-	book := s.rt.claimsOf()
-	book.mu.Lock()
-	defer book.mu.Unlock()
-	for id := range book.byJob {
-		if !keep[id] {
-			delete(book.byJob, id)
-		}
-	}
+	s.rt.claims.retain(func(job api.JobID, _ *Claim) bool { return keep[job] })
 }
 
 // Claims returns the recorded claims, by job name.
 func (s *Session) Claims() []*Claim {
-	book := s.rt.claimsOf()
-	book.mu.Lock()
-	defer book.mu.Unlock()
-	out := make([]*Claim, 0, len(book.byJob))
-	for _, c := range book.byJob {
-		out = append(out, c)
-	}
+	out := s.rt.claims.values()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }

@@ -66,24 +66,6 @@ type Hold struct {
 	Since time.Time
 }
 
-// holdBook is the runtime's set of holds, by job.
-type holdBook struct {
-	mu    sync.Mutex
-	byJob map[api.JobID]*Hold
-}
-
-var holdsMu sync.Mutex
-
-// holdsOf returns the runtime's holds, creating the book on first use.
-func (rt *Runtime) holdsOf() *holdBook {
-	holdsMu.Lock()
-	defer holdsMu.Unlock()
-	if rt.holds == nil {
-		rt.holds = &holdBook{byJob: map[api.JobID]*Hold{}}
-	}
-	return rt.holds
-}
-
 // sessionHolds is a session's view of the holds: those applied to its
 // free view, and the jobs the action lets pipeline.
 type sessionHolds struct {
@@ -92,9 +74,12 @@ type sessionHolds struct {
 	pipelineOK map[api.JobID]bool
 }
 
+// holdStateMu guards the lazy creation of a session's sessionHolds.
+var holdStateMu sync.Mutex
+
 func (s *Session) holdState() *sessionHolds {
-	holdsMu.Lock()
-	defer holdsMu.Unlock()
+	holdStateMu.Lock()
+	defer holdStateMu.Unlock()
 	if s.holds == nil {
 		s.holds = &sessionHolds{applied: map[api.JobID]*Hold{}, pipelineOK: map[api.JobID]bool{}}
 	}
@@ -105,22 +90,12 @@ func (s *Session) holdState() *sessionHolds {
 // applies those that still stand to the free view. It runs when the
 // session opens, after reconcile.
 func (s *Session) applyHolds() {
-	book := s.rt.holdsOf()
-	book.mu.Lock()
-	defer book.mu.Unlock()
-	jobs := make([]string, 0, len(book.byJob))
-	for id := range book.byJob {
-		jobs = append(jobs, string(id))
-	}
-	sort.Strings(jobs)
 	st := s.holdState()
 	now := s.rt.Now()
-	for _, id := range jobs {
-		h := book.byJob[api.JobID(id)]
+	s.rt.holds.retain(func(_ api.JobID, h *Hold) bool {
 		if why := s.holdBroken(h, now); why != "" {
-			delete(book.byJob, h.Job)
 			klog.InfoS("Dropped NIC hold of a preempting gang", "job", h.Name, "reason", why, "victims", len(h.Victims))
-			continue
+			return false
 		}
 		for _, t := range h.Tasks {
 			if t.RDMA {
@@ -131,7 +106,8 @@ func (s *Session) applyHolds() {
 		st.applied[h.Job] = h
 		st.mu.Unlock()
 		klog.V(3).InfoS("Holding NICs for a preempting gang", "job", h.Name, "tasks", len(h.Tasks), "since", h.Since)
-	}
+		return true
+	})
 }
 
 // holdBroken says why a hold no longer stands ("" when it does).
@@ -218,10 +194,7 @@ func holdOwns(h *Hold, consumer string) bool {
 // (in this one, the gang's pipelined tasks hold the NICs). A hold already
 // recorded for the job is replaced.
 func (s *Session) Hold(h *Hold) {
-	book := s.rt.holdsOf()
-	book.mu.Lock()
-	defer book.mu.Unlock()
-	book.byJob[h.Job] = h
+	s.rt.holds.put(h.Job, h)
 }
 
 // Holds returns the holds applied in this session, by job name.
@@ -240,11 +213,7 @@ func (s *Session) Holds() []*Hold {
 // HasHold reports whether the runtime holds resources for the job (applied
 // in this session or recorded in it).
 func (s *Session) HasHold(job api.JobID) bool {
-	book := s.rt.holdsOf()
-	book.mu.Lock()
-	defer book.mu.Unlock()
-	_, ok := book.byJob[job]
-	return ok
+	return s.rt.holds.has(job)
 }
 
 // TakeHold removes the job's hold from the free view, so its NICs can be
@@ -273,10 +242,7 @@ func (s *Session) DropHold(job api.JobID, why string) {
 	if h := s.TakeHold(job); h != nil {
 		klog.V(3).InfoS("Released NIC hold of a preempting gang", "job", h.Name, "reason", why)
 	}
-	book := s.rt.holdsOf()
-	book.mu.Lock()
-	defer book.mu.Unlock()
-	delete(book.byJob, job)
+	s.rt.holds.remove(job)
 }
 
 // AllowPipeline lets (ok) or stops letting the job's tasks be pipelined:

@@ -51,9 +51,9 @@ type Runtime struct {
 	// clock); the simulator installs its simulated clock (wait.go).
 	clock func() time.Time
 	// holds are the preempting gangs' holds (holds.go).
-	holds *holdBook
+	holds jobBook[*Hold]
 	// claims are the rooms kept for waiting hard gangs (claims.go).
-	claims *claimBook
+	claims jobBook[*Claim]
 	// topology reports the fabric's KCNR problems (Events, the gauge
 	// rdmatopo_topology_unknown_nics) each time the fabric is synced
 	// (topology_events.go).
