@@ -579,3 +579,68 @@ func (c *cluster) bindPod(name string, task *api.TaskInfo) {
 		c.pods[i] = q
 	}
 }
+
+// nodesOf returns the nodes of the bound pods of a job, sorted.
+func nodesOf(o *outcome, job string) []string {
+	set := map[string]bool{}
+	for name, task := range o.binds {
+		if strings.HasPrefix(name, "ns/"+job+"-") {
+			set[task.NodeName] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestClaimedNodeRoomUnknownTopology: on nodes whose NICs have no leaf, a
+// hard node-tier gang that no eviction places claims a node room; a
+// younger gang of its priority is kept off that node while it has room
+// elsewhere, and the claiming gang binds there once the node frees.
+func TestClaimedNodeRoomUnknownTopology(t *testing.T) {
+	hardNode := map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "node"}
+	c := &cluster{}
+	for _, n := range []string{"u1", "u2", "u3"} {
+		c.addNode(n, "", "")
+	}
+	c.addRunning("peera", "high", 1, slot{"u1", 0})
+	c.addRunning("peerb", "high", 1, slot{"u2", 1})
+	c.addRunning("peerc", "high", 1, slot{"u3", 0})
+	c.addPending("old", "high", 2, hardNode)
+	c.createdAt("old", 100)
+	rt := newRuntime()
+
+	o := runSession(t, c, rt)
+	if len(o.evicted) > 0 || bound(o, "old") > 0 {
+		t.Fatalf("session 1: evicted %v, old bound %d; want nothing (no node has two free zones)", o.evicted, bound(o, "old"))
+	}
+
+	// Two younger one-pod gangs of the same priority: each fits a free
+	// zone of any node, and neither goes to the node old claims (u1, the
+	// first of the equally blocked nodes).
+	for _, name := range []string{"young1", "young2"} {
+		c.addPending(name, "high", 1, hardNode)
+		c.createdAt(name, 101)
+	}
+	o = runSession(t, c, rt)
+	for _, name := range []string{"young1", "young2"} {
+		if got := nodesOf(o, name); len(got) != 1 || got[0] == "u1" {
+			t.Errorf("session 2: %s on nodes %v, want one node other than u1", name, got)
+		}
+	}
+	for name, task := range o.binds {
+		c.bindPod(name, task)
+	}
+
+	// peera finishes: old takes u1.
+	o = runSession(t, c.without([]string{"ns/peera-0"}), rt)
+	if got := nodesOf(o, "old"); !cmp.Equal(got, []string{"u1"}) || bound(o, "old") != 2 {
+		t.Errorf("session 3: old bound %d pods on %v, want 2 on [u1]", bound(o, "old"), got)
+	}
+	if len(o.evicted) > 0 {
+		t.Errorf("session 3: evicted %v, want nothing", o.evicted)
+	}
+}
