@@ -142,6 +142,10 @@ type run struct {
 	filter *nodeFilter
 	// claimed are the gangs that claimed a room in this session.
 	claimed map[api.JobID]bool
+	// scopeLists caches scopes per contract kind; held caches the ledger's
+	// reservations and their leaves for room, until apply changes them.
+	scopeLists map[scopeKey][]scope
+	held       []heldPod
 }
 
 // gangMet reports whether the job has its minMember (and each task role
@@ -255,6 +259,7 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 	jobName := job.Namespace + "/" + job.Name
 	stmt := framework.NewStatement(ssn)
 	defer topo.ClearPlanned()
+	r.held = nil
 	victims := ch.victims()
 	reason := EvictReason(jobName, job.Priority)
 	for _, v := range victims {

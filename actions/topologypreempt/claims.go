@@ -1,6 +1,7 @@
 package topologypreempt
 
 import (
+	"slices"
 	"sort"
 
 	"volcano.sh/volcano/pkg/scheduler/api"
@@ -35,41 +36,49 @@ func (r *run) room(job *api.JobInfo, g placement.Gang, c placement.Contract, can
 		}
 	}
 	f := r.topo.Fabric
-	type held struct {
-		res    ledger.Reservation
-		leaves []topology.S0ID
-	}
-	var pods []held
-	for _, res := range r.topo.Reservations() {
-		pods = append(pods, held{res: res, leaves: f.NICLeaves(res.Node, res.NICs())})
-	}
-	in := func(sc scope, h held) bool {
-		if sc.leaves == nil {
-			return sc.nodes[h.res.Node]
-		}
-		for _, id := range h.leaves {
-			if sc.leaves[id] {
-				return true
-			}
-		}
-		return false
-	}
-	type ranked struct {
-		sc      scope
-		blocked int
-	}
-	var rooms []ranked
+	var rooms []*room
+	byNode := map[string]*room{}
+	byLeaf := map[topology.S0ID][]*room{}
 	for _, sc := range r.scopes(c) {
 		if sc.tier != c.HighestTier {
 			continue
 		}
-		n := 0
-		for _, h := range pods {
-			if !evictable[h.res.UID] && in(sc, h) {
-				n++
+		rm := &room{sc: sc}
+		rooms = append(rooms, rm)
+		if sc.leaves == nil {
+			for n := range sc.nodes {
+				byNode[n] = rm
+			}
+			continue
+		}
+		for id := range sc.leaves {
+			byLeaf[id] = append(byLeaf[id], rm)
+		}
+	}
+	// Each pod joins the rooms it is in once: the room of its node, or
+	// those of its NICs' leaves.
+	var seen []*room
+	for _, h := range r.heldPods() {
+		res := h.res
+		seen = seen[:0]
+		if rm := byNode[res.Node]; rm != nil {
+			seen = append(seen, rm)
+		}
+		if len(byLeaf) > 0 {
+			for _, id := range h.leaves {
+				for _, rm := range byLeaf[id] {
+					if !slices.Contains(seen, rm) {
+						seen = append(seen, rm)
+					}
+				}
 			}
 		}
-		rooms = append(rooms, ranked{sc: sc, blocked: n})
+		for _, rm := range seen {
+			rm.pods = append(rm.pods, res)
+			if !evictable[res.UID] {
+				rm.blocked++
+			}
+		}
 	}
 	// Stable: equal rooms keep the scopes' order (by id).
 	sort.SliceStable(rooms, func(i, j int) bool { return rooms[i].blocked < rooms[j].blocked })
@@ -78,20 +87,20 @@ func (r *run) room(job *api.JobInfo, g placement.Gang, c placement.Contract, can
 			break
 		}
 		st := r.topo.State.Clone()
-		for _, h := range pods {
-			if in(rk.sc, h) {
-				st.Release(h.res.UID, placement.Assignment{PodUID: h.res.UID, Node: h.res.Node, Zones: h.res.Zones})
-			}
+		for _, res := range rk.pods {
+			st.Release(res.UID, placement.Assignment{PodUID: res.UID, Node: res.Node, Zones: res.Zones})
 		}
 		// Rooms older gangs claim may be claimed too: this gang waits
 		// there behind them.
 		try := g
 		try.Exclude, try.ExcludeS0s = nil, nil
 		try.Allowed = r.filter.allowed(rk.sc.nodes)
-		if rk.sc.leaves != nil {
+		// Planned on the room's leaves only (a node room's: those its NICs
+		// hang off), so the planner does not visit the whole fabric.
+		if leaves := roomLeaves(f, rk.sc); len(leaves) > 0 {
 			try.ExcludeS0s = map[topology.S0ID]bool{}
 			for _, id := range f.LeafIDs() {
-				if !rk.sc.leaves[id] {
+				if !leaves[id] {
 					try.ExcludeS0s[id] = true
 				}
 			}
@@ -103,4 +112,52 @@ func (r *run) room(job *api.JobInfo, g placement.Gang, c placement.Contract, can
 			Created: job.CreationTimestamp, Room: rk.sc.name, S0s: rk.sc.leaves, Nodes: rk.sc.nodes}
 	}
 	return nil
+}
+
+// heldPod is a reservation of the ledger and the leaves of its NICs.
+type heldPod struct {
+	res    ledger.Reservation
+	leaves []topology.S0ID
+}
+
+// heldPods returns the ledger's reservations with their leaves, read once
+// per run until apply evicts or pipelines.
+func (r *run) heldPods() []heldPod {
+	if r.held == nil {
+		all := r.topo.Reservations()
+		r.held = make([]heldPod, 0, len(all))
+		for _, res := range all {
+			r.held = append(r.held, heldPod{res: res, leaves: r.topo.Fabric.NICLeaves(res.Node, res.NICs())})
+		}
+	}
+	return r.held
+}
+
+// roomLeaves returns the leaves of a room: its own, or for a node room
+// those of the node's NICs.
+func roomLeaves(f *topology.Fabric, sc scope) map[topology.S0ID]bool {
+	if sc.leaves != nil {
+		return sc.leaves
+	}
+	out := map[topology.S0ID]bool{}
+	for name := range sc.nodes {
+		n, ok := f.Node(name)
+		if !ok {
+			continue
+		}
+		for _, z := range n.Zones {
+			for _, nic := range z.NICs {
+				out[nic.S0] = true
+			}
+		}
+	}
+	return out
+}
+
+// room is a scope a waiting gang may claim, with the pods in it and how
+// many of them the gang may not evict.
+type room struct {
+	sc      scope
+	pods    []ledger.Reservation
+	blocked int
 }

@@ -56,8 +56,29 @@ func (c *choice) better(d *choice) bool {
 	return c.scope < d.scope
 }
 
-// scopes lists the scopes the contract allows, tightest first.
+// scopes lists the scopes the contract allows, tightest first. They depend
+// on the contract's mode and tier and on the session's fabric only, so a
+// run builds each list once.
 func (r *run) scopes(c placement.Contract) []scope {
+	key := scopeKey{c.Mode, c.HighestTier}
+	if out, ok := r.scopeLists[key]; ok {
+		return out
+	}
+	out := r.buildScopes(c)
+	if r.scopeLists == nil {
+		r.scopeLists = map[scopeKey][]scope{}
+	}
+	r.scopeLists[key] = out
+	return out
+}
+
+// scopeKey is what a list of scopes depends on.
+type scopeKey struct {
+	mode placement.Mode
+	tier placement.Tier
+}
+
+func (r *run) buildScopes(c placement.Contract) []scope {
 	f := r.topo.Fabric
 	var out []scope
 	if c.Mode == placement.ModeHard && c.HighestTier == placement.TierNode {

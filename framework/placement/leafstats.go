@@ -44,10 +44,6 @@ func (p *planner) leafStats() []*leafStat {
 	var cache map[topology.S0ID]*leafStat
 	if p.g.Allowed == nil && len(p.g.Exclude) == 0 {
 		cache = p.s.leafCache[p.main]
-		if cache == nil {
-			cache = map[topology.S0ID]*leafStat{}
-			p.s.leafCache[p.main] = cache
-		}
 	}
 	ids := p.s.fabric.LeafIDs()
 	p.stats = make([]*leafStat, 0, len(ids))
@@ -58,7 +54,8 @@ func (p *planner) leafStats() []*leafStat {
 		st, ok := cache[id]
 		if !ok {
 			st = p.computeLeaf(id)
-			if cache != nil {
+			if p.g.Allowed == nil && len(p.g.Exclude) == 0 {
+				cache = p.s.leafCacheOf(p.main)
 				cache[id] = st
 			}
 		}

@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"maps"
 	"sort"
 	"sync"
 
@@ -64,6 +65,54 @@ type State struct {
 	// computed on first use; it rules out the node tier for large gangs
 	// without scanning nodes.
 	maxNode *Cap
+	// shared is set once the state was cloned or is a clone: its per-node
+	// maps (taken, used, freed) and per-shape leaf caches may then be
+	// another state's too, and are copied before the first write (owned,
+	// ownedShapes mark those copied).
+	shared      bool
+	owned       map[string]bool
+	ownedShapes map[Shape]bool
+}
+
+// own makes the node's entries in taken, used and freed this state's own
+// before a write. Callers hold s.mu.
+func (s *State) own(node string) {
+	if !s.shared || s.owned[node] {
+		return
+	}
+	if m := s.taken[node]; m != nil {
+		s.taken[node] = maps.Clone(m)
+	}
+	if u := s.used[node]; u != nil {
+		s.used[node] = maps.Clone(u)
+	}
+	if f := s.freed[node]; f != nil {
+		s.freed[node] = maps.Clone(f)
+	}
+	if s.owned == nil {
+		s.owned = map[string]bool{}
+	}
+	s.owned[node] = true
+}
+
+// leafCacheOf returns the state's own leaf statistics for shape, for
+// writing. Callers hold s.mu.
+func (s *State) leafCacheOf(sh Shape) map[topology.S0ID]*leafStat {
+	m := s.leafCache[sh]
+	if m == nil {
+		m = map[topology.S0ID]*leafStat{}
+		s.leafCache[sh] = m
+	} else if s.shared && !s.ownedShapes[sh] {
+		m = maps.Clone(m)
+		s.leafCache[sh] = m
+	}
+	if s.shared {
+		if s.ownedShapes == nil {
+			s.ownedShapes = map[Shape]bool{}
+		}
+		s.ownedShapes[sh] = true
+	}
+	return m
 }
 
 // largestNode returns the most GPUs and NICs of any node. Callers hold s.mu.
@@ -138,8 +187,10 @@ func (s *State) invalidate(node string) {
 	}
 	for _, z := range n.Zones {
 		for _, nic := range z.NICs {
-			for _, m := range s.leafCache {
-				delete(m, nic.S0)
+			for sh, m := range s.leafCache {
+				if _, ok := m[nic.S0]; ok {
+					delete(s.leafCacheOf(sh), nic.S0)
+				}
 			}
 		}
 	}
@@ -156,6 +207,7 @@ func (s *State) Apply(uid string, a Assignment) {
 func (s *State) Unapply(uid string, a Assignment) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.own(a.Node)
 	if m := s.taken[a.Node]; m != nil {
 		for _, z := range a.Zones {
 			for _, nic := range z.NICs {
@@ -188,6 +240,7 @@ func (s *State) Unapply(uid string, a Assignment) {
 // zone usage (reservations the KCNR does not list yet); capUse lowers the
 // node cap (allocations the session's idle figures were read before).
 func (s *State) apply(uid, node string, zones []ledger.ZoneUse, countUse, capUse bool) {
+	s.own(node)
 	m := s.taken[node]
 	if m == nil {
 		m = map[topology.NICID]string{}

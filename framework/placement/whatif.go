@@ -16,30 +16,22 @@ import (
 func (s *State) Clone() *State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := &State{
+	// The per-node and per-shape maps are shared until either state writes
+	// to one (own, leafCacheOf): a what-if copy changes a few nodes of a
+	// large cluster.
+	s.shared, s.owned, s.ownedShapes = true, nil, nil
+	return &State{
 		fabric:    s.fabric,
-		taken:     make(map[string]map[topology.NICID]string, len(s.taken)),
-		used:      make(map[string]map[int]Cap, len(s.used)),
+		taken:     maps.Clone(s.taken),
+		used:      maps.Clone(s.used),
 		caps:      maps.Clone(s.caps),
 		views:     maps.Clone(s.views),
-		leafCache: make(map[Shape]map[topology.S0ID]*leafStat, len(s.leafCache)),
+		leafCache: maps.Clone(s.leafCache),
 		unusable:  maps.Clone(s.unusable),
-		freed:     make(map[string]map[topology.NICID]bool, len(s.freed)),
+		freed:     maps.Clone(s.freed),
 		maxNode:   s.maxNode,
+		shared:    true,
 	}
-	for k, v := range s.taken {
-		c.taken[k] = maps.Clone(v)
-	}
-	for k, v := range s.used {
-		c.used[k] = maps.Clone(v)
-	}
-	for k, v := range s.leafCache {
-		c.leafCache[k] = maps.Clone(v)
-	}
-	for k, v := range s.freed {
-		c.freed[k] = maps.Clone(v)
-	}
-	return c
 }
 
 // Release returns to the free view everything the pod uid holds under a:
@@ -50,6 +42,7 @@ func (s *State) Clone() *State {
 // through Unapply, and of the KCNR catching up through the next session.
 func (s *State) Release(uid string, a Assignment) {
 	s.mu.Lock()
+	s.own(a.Node)
 	if s.used[a.Node] == nil {
 		// Unapply returns GPUs and CPUs through the node's usage record; a
 		// node whose every holder the KCNR lists has none yet, and without

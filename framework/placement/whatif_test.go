@@ -120,3 +120,90 @@ func TestReleaseConfirmedOnly(t *testing.T) {
 		t.Error("releases in clones reached the original state")
 	}
 }
+
+// TestCloneIsolation: a clone shares its parent's per-node maps and leaf
+// statistics until one of them writes. Every write, in the clone, its
+// parent or a clone of the clone, stays in the state it was made in, even
+// after a plan filled the shared leaf statistics.
+func TestCloneIsolation(t *testing.T) {
+	zone := func(numa int) []ledger.ZoneUse {
+		return []ledger.ZoneUse{{NUMA: numa, GPU: 4, CPUMilli: 8000, NICs: []topology.NICID{
+			topology.NICID(builders.NUMANICs[numa][0]), topology.NICID(builders.NUMANICs[numa][1])}}}
+	}
+	nic0 := topology.NICID(builders.NUMANICs[0][0])
+	// held reports who holds n1's first NUMA-0 NIC, and whether a hard-s0
+	// gang of four workers fits (leaf A: every zone of n1 and n2).
+	held := func(s *State) (string, bool) {
+		h, _ := s.HolderOf("n1", nic0)
+		_, fail := s.Plan(hard(gang(4, worker), TierS0))
+		return h, fail == nil
+	}
+	type obs struct {
+		holder string
+		fits   bool
+	}
+	see := func(s *State) obs { h, ok := held(s); return obs{h, ok} }
+	free, taken := obs{"", true}, obs{"x", false}
+	tests := []struct {
+		name string
+		// run builds the states from a fresh one and writes; it returns
+		// them in the order of want.
+		run  func(s *State) []*State
+		want []obs
+	}{
+		{"apply in the clone", func(s *State) []*State {
+			c := s.Clone()
+			c.Apply("x", Assignment{Node: "n1", Zones: zone(0)})
+			return []*State{s, c}
+		}, []obs{free, taken}},
+		{"apply in the parent after cloning", func(s *State) []*State {
+			c := s.Clone()
+			s.Apply("x", Assignment{Node: "n1", Zones: zone(0)})
+			return []*State{s, c}
+		}, []obs{taken, free}},
+		{"release in the clone", func(s *State) []*State {
+			s.Apply("x", Assignment{Node: "n1", Zones: zone(0)})
+			c := s.Clone()
+			c.Release("x", Assignment{PodUID: "x", Node: "n1", Zones: zone(0)})
+			return []*State{s, c}
+		}, []obs{taken, free}},
+		{"clone of a clone", func(s *State) []*State {
+			c := s.Clone()
+			c.Apply("x", Assignment{Node: "n1", Zones: zone(0)})
+			g := c.Clone()
+			g.Release("x", Assignment{PodUID: "x", Node: "n1", Zones: zone(0)})
+			return []*State{s, c, g}
+		}, []obs{free, taken, free}},
+		{"a clone's own write after being cloned", func(s *State) []*State {
+			c := s.Clone()
+			g := c.Clone()
+			c.Apply("x", Assignment{Node: "n1", Zones: zone(0)})
+			return []*State{s, c, g}
+		}, []obs{free, taken, free}},
+		{"two writes to one node of a clone", func(s *State) []*State {
+			c := s.Clone()
+			c.Apply("x", Assignment{Node: "n1", Zones: zone(0)})
+			c.Apply("y", Assignment{Node: "n1", Zones: zone(1)})
+			c.Unapply("y", Assignment{Node: "n1", Zones: zone(1)})
+			return []*State{s, c}
+		}, []obs{free, taken}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fixture{}
+			f.add(f.node("n1", "", "A", "A"))
+			f.add(f.node("n2", "", "A", "A"))
+			s := NewState(f.fabric(), nil)
+			// Fill the leaf statistics the clones start with.
+			if got := see(s); got != free {
+				t.Fatalf("fresh state: %+v, want %+v", got, free)
+			}
+			states := tc.run(s)
+			for i, st := range states {
+				if got := see(st); got != tc.want[i] {
+					t.Errorf("state %d: %+v, want %+v", i, got, tc.want[i])
+				}
+			}
+		})
+	}
+}

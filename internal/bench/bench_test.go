@@ -120,3 +120,73 @@ func BenchmarkPlan(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPreemptClaims times one session of the rdmatopo conf in which
+// waiting hard gangs find no pod they may evict (the cluster's running
+// pods are of their priority) and choose rooms to claim: each gang needs a
+// whole S1 (tier s1) or more than a node (tier node: it fits no room, so
+// every room tried is planned). An untimed first session places the gangs
+// that fit (free S1s); the timed one runs with the others waiting.
+// Building the simulator is not timed.
+func BenchmarkPreemptClaims(b *testing.B) {
+	confs, err := Confs()
+	if err != nil {
+		b.Fatal(err)
+	}
+	const submitted = 32
+	for _, nodes := range []int{1000, 10000} {
+		// Zones per S1: two per node.
+		zonesPerS1 := map[string]int{}
+		for _, n := range NewCluster(nodes, 1).Nodes {
+			zonesPerS1[n.Labels[builders.S1Label]] += 2
+		}
+		maxS1 := 0
+		for _, z := range zonesPerS1 {
+			maxS1 = max(maxS1, z)
+		}
+		for _, tc := range []struct {
+			tier placement.Tier
+			pods int
+		}{
+			{placement.TierS1, maxS1},
+			{placement.TierNode, 3},
+		} {
+			b.Run(fmt.Sprintf("nodes=%d/tier=%s", nodes, tc.tier), func(b *testing.B) {
+				b.ReportAllocs()
+				var session time.Duration
+				binds, waiting := 0, 0
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					s, err := sim.New(confs[ConfRDMATopo], NewCluster(nodes, 1), SimOptions(0))
+					if err != nil {
+						b.Fatal(err)
+					}
+					for j := 0; j < submitted; j++ {
+						g := GangSpec{Name: fmt.Sprintf("wait-%02d", j), Pods: tc.pods, Kind: KindHalf,
+							Mode: placement.ModeHard, HighestTier: tc.tier}
+						if err := s.Submit(GangSet(g, workload.Epoch.Add(time.Duration(j)*time.Second))); err != nil {
+							b.Fatal(err)
+						}
+					}
+					first, err := s.RunCycle()
+					if err != nil {
+						b.Fatal(err)
+					}
+					waiting += submitted - len(first.Binds)/tc.pods
+					b.StartTimer()
+					rep, err := s.RunCycle()
+					if err != nil {
+						b.Fatal(err)
+					}
+					session += rep.Duration
+					binds += len(rep.Binds)
+				}
+				if binds != 0 || waiting < b.N*submitted/2 {
+					b.Fatalf("%d binds, %d gangs waiting over %d sessions: the benchmark no longer times claims", binds, waiting, b.N)
+				}
+				b.ReportMetric(float64(waiting)/float64(b.N), "waiting/op")
+				b.ReportMetric(session.Seconds()/float64(b.N), "session-s/op")
+			})
+		}
+	}
+}
