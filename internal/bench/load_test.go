@@ -192,10 +192,17 @@ func TestReplayLoad(t *testing.T) {
 					t.Fatal(err)
 				}
 				if res.BigGangs != 1 || res.FutileEvictions+res.UndecidedEvictions > res.EvictedPods ||
+					res.NeverWithinTier < res.StarvedGangs || res.NeverWithinTier > 1 ||
 					res.MeanGPUOccupancy <= 0 || res.MeanGPUOccupancy > 1 {
 					t.Errorf("inconsistent figures: %+v", res)
 				}
 				if name != ConfRDMATopo {
+					// Blind to the hard-s0 contract, it places the gang
+					// across leaves: placed, never within its tier.
+					if res.HardTierViolations == 0 || res.StarvedGangs != 0 || res.NeverWithinTier != 1 {
+						t.Errorf("%s: tier violations %d, starved %d, never within tier %d; want >0, 0, 1",
+							name, res.HardTierViolations, res.StarvedGangs, res.NeverWithinTier)
+					}
 					return
 				}
 				// Evicted before cycle 2 ends, gone before cycle 3+grace,
@@ -234,7 +241,9 @@ func TestLoadConfs(t *testing.T) {
 
 // TestStarvedGangs: a hard gang is starved when its latest submission is
 // unplaced, or was killed (a victim, or refused by a kubelet) and not yet
-// submitted again when the run ends; soft gangs never count.
+// submitted again when the run ends; it never ran within its tier when no
+// submission did (placed beyond it, refused, or never placed). Soft gangs
+// count in neither.
 func TestStarvedGangs(t *testing.T) {
 	hard := LoadGang{GangSpec: GangSpec{Name: "h", Mode: placement.ModeHard, HighestTier: placement.TierS0, Pods: 1}}
 	soft := LoadGang{GangSpec: GangSpec{Name: "s", Mode: placement.ModeSoft, Pods: 1}}
@@ -242,21 +251,25 @@ func TestStarvedGangs(t *testing.T) {
 		name    string
 		gang    LoadGang
 		latest  *loadGang
+		within  bool
 		starved int
+		never   int
 	}{
-		{"hard, placed", hard, &loadGang{placed: 3}, 0},
-		{"hard, unplaced", hard, &loadGang{}, 1},
-		{"hard, placed and killed in the last cycle", hard, &loadGang{placed: 3, refused: true, killed: true}, 1},
-		{"soft, unplaced", soft, &loadGang{}, 0},
-		{"soft, placed and killed in the last cycle", soft, &loadGang{placed: 3, killed: true}, 0},
+		{"hard, placed within its tier", hard, &loadGang{placed: 3}, true, 0, 0},
+		{"hard, placed beyond its tier only", hard, &loadGang{placed: 3}, false, 0, 1},
+		{"hard, unplaced", hard, &loadGang{}, false, 1, 1},
+		{"hard, ran within its tier, then killed in the last cycle", hard, &loadGang{placed: 3, killed: true}, true, 1, 0},
+		{"hard, placed and refused in the last cycle", hard, &loadGang{placed: 3, refused: true, killed: true}, false, 1, 1},
+		{"soft, unplaced", soft, &loadGang{}, false, 0, 0},
+		{"soft, placed and killed in the last cycle", soft, &loadGang{placed: 3, killed: true}, true, 0, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &loadReplay{trace: &LoadTrace{Gangs: []LoadGang{tc.gang}, Cycles: 10}, last: 10, res: &LoadResult{},
-				latest: []*loadGang{tc.latest}, ran: []int{0}}
+				latest: []*loadGang{tc.latest}, ran: []int{0}, within: []bool{tc.within}}
 			r.finish(0)
-			if r.res.StarvedGangs != tc.starved {
-				t.Errorf("starved = %d, want %d", r.res.StarvedGangs, tc.starved)
+			if r.res.StarvedGangs != tc.starved || r.res.NeverWithinTier != tc.never {
+				t.Errorf("starved, never within tier = %d, %d; want %d, %d", r.res.StarvedGangs, r.res.NeverWithinTier, tc.starved, tc.never)
 			}
 		})
 	}
@@ -306,7 +319,7 @@ func TestReplayRefusedPods(t *testing.T) {
 				t.Fatal(err)
 			}
 			if res.RefusedPods != tc.refusedPods || res.RefusedGangs != tc.refusedGangs || res.Placements != tc.pl ||
-				res.StarvedGangs != 1 || res.WaitingAtTraceEnd != 1 || res.Cycles != cycles || res.BigGangsPlaced != 0 ||
+				res.StarvedGangs != 1 || res.NeverWithinTier != 1 || res.WaitingAtTraceEnd != 1 || res.Cycles != cycles || res.BigGangsPlaced != 0 ||
 				res.BigGangWaitP95Cycles != cycles {
 				t.Errorf("refused pods %d, refused gangs %d, placements %d, starved %d, waiting at trace end %d, cycles %d, "+
 					"large placed %d, wait p95 %v; want %d, %d, %d, 1, 1, %d, 0, %d", res.RefusedPods, res.RefusedGangs,

@@ -76,6 +76,7 @@ func WriteLoadTable(w io.Writer, rep *LoadReport) error {
 		{"large gang wait p95 (cycles)", func(r *LoadResult) string { return fmt.Sprintf("%.0f", r.BigGangWaitP95Cycles) }},
 		{"hard gangs waiting at trace end", func(r *LoadResult) string { return fmt.Sprint(r.WaitingAtTraceEnd) }},
 		{"starved hard gangs", func(r *LoadResult) string { return fmt.Sprint(r.StarvedGangs) }},
+		{"hard gangs never run within their tier", func(r *LoadResult) string { return fmt.Sprint(r.NeverWithinTier) }},
 		{"cycles run", func(r *LoadResult) string { return fmt.Sprint(r.Cycles) }},
 		{"evicted pods", func(r *LoadResult) string { return fmt.Sprint(r.EvictedPods) }},
 		{"futile evictions", func(r *LoadResult) string { return fmt.Sprint(r.FutileEvictions) }},

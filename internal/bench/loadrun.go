@@ -46,6 +46,11 @@ type LoadResult struct {
 	// The run goes on past the trace's cycles, with no new arrival, while
 	// such a gang is left, for at most the trace's SettleCycles.
 	StarvedGangs int `json:"starvedGangs"`
+	// NeverWithinTier counts the trace's hard gangs none of whose
+	// submissions ran within its highest-tier: starved, or placed only
+	// beyond the tier (HardTierViolations) or where a kubelet refused a pod.
+	// What a hard contract asks for is the tier, not a place anywhere.
+	NeverWithinTier int `json:"neverWithinTier"`
 	// WaitingAtTraceEnd counts the hard gangs not running after the trace's
 	// cycles, before any settle cycle.
 	WaitingAtTraceEnd int `json:"waitingAtTraceEnd"`
@@ -174,8 +179,10 @@ type loadReplay struct {
 	byPod  map[string]*loadGang // pod name -> submission
 	latest []*loadGang          // per trace gang, its latest submission
 	// ran is, per trace gang, the cycle a submission of it was first placed
-	// with no pod a kubelet refuses (0: never).
+	// with no pod a kubelet refuses (0: never); within is set once one ran
+	// within its tier.
 	ran         []int
+	within      []bool
 	ends        map[int][]*loadGang
 	resubmit    []*loadGang // victims to submit again before the next cycle
 	s1Of        map[string]string
@@ -211,7 +218,7 @@ func ReplayLoad(conf *sim.Conf, cluster *workload.Cluster, trace *LoadTrace, opt
 	}
 	r := &loadReplay{s: s, tr: NewTracker(cluster.Nodes, cluster.CNRs), trace: trace,
 		byPG: map[string]*loadGang{}, byPod: map[string]*loadGang{},
-		latest: make([]*loadGang, len(trace.Gangs)), ran: make([]int, len(trace.Gangs)),
+		latest: make([]*loadGang, len(trace.Gangs)), ran: make([]int, len(trace.Gangs)), within: make([]bool, len(trace.Gangs)),
 		ends: map[int][]*loadGang{}, s1Of: map[string]string{}, res: &LoadResult{EvictionGrace: opts.EvictionGrace},
 		dying: map[string]terminating{}, grace: opts.EvictionGrace}
 	var totalGPU int64
@@ -378,6 +385,9 @@ func (r *loadReplay) recordBinds(rep *sim.CycleReport, cycle int) ([]*loadGang, 
 			if !g.refused && r.ran[g.trace] == 0 {
 				r.ran[g.trace] = cycle
 			}
+			if !g.refused && !(g.spec.Mode == placement.ModeHard && r.beyondTier(g)) {
+				r.within[g.trace] = true
+			}
 			r.placedGangs = append(r.placedGangs, g)
 			end := cycle + g.spec.Duration
 			r.ends[end] = append(r.ends[end], g)
@@ -533,6 +543,9 @@ func (r *loadReplay) finish(occSum float64) {
 		}
 		if r.waiting(i) {
 			res.StarvedGangs++
+		}
+		if g.Mode == placement.ModeHard && !r.within[i] {
+			res.NeverWithinTier++
 		}
 	}
 	res.BigGangWaitP50Cycles = percentile(waits, 0.50)
