@@ -231,17 +231,30 @@ func newRuntime() *rdmatopology.Runtime {
 
 // leavesOf returns the S0 annotations of the bound pods of a job, sorted.
 func leavesOf(o *outcome, job string) []string {
+	return boundSet(o, job, func(task *api.TaskInfo) []string {
+		return strings.Split(task.Pod.Annotations[ledger.AnnotationS0], ",")
+	})
+}
+
+// nodesOf returns the nodes of the bound pods of a job, sorted.
+func nodesOf(o *outcome, job string) []string {
+	return boundSet(o, job, func(task *api.TaskInfo) []string { return []string{task.NodeName} })
+}
+
+// boundSet returns the distinct values of of over the bound pods of a job,
+// sorted.
+func boundSet(o *outcome, job string, of func(*api.TaskInfo) []string) []string {
 	set := map[string]bool{}
 	for name, task := range o.binds {
 		if strings.HasPrefix(name, "ns/"+job+"-") {
-			for _, s := range strings.Split(task.Pod.Annotations[ledger.AnnotationS0], ",") {
-				set[s] = true
+			for _, v := range of(task) {
+				set[v] = true
 			}
 		}
 	}
-	var out []string
-	for s := range set {
-		out = append(out, s)
+	out := make([]string, 0, len(set))
+	for v := range set {
+		out = append(out, v)
 	}
 	sort.Strings(out)
 	return out
@@ -578,22 +591,6 @@ func (c *cluster) bindPod(name string, task *api.TaskInfo) {
 		q.Status.Phase = corev1.PodRunning
 		c.pods[i] = q
 	}
-}
-
-// nodesOf returns the nodes of the bound pods of a job, sorted.
-func nodesOf(o *outcome, job string) []string {
-	set := map[string]bool{}
-	for name, task := range o.binds {
-		if strings.HasPrefix(name, "ns/"+job+"-") {
-			set[task.NodeName] = true
-		}
-	}
-	out := make([]string, 0, len(set))
-	for n := range set {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // TestClaimedNodeRoomUnknownTopology: on nodes whose NICs have no leaf, a
