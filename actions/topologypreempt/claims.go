@@ -97,14 +97,7 @@ func (r *run) room(job *api.JobInfo, g placement.Gang, c placement.Contract, can
 		try.Allowed = r.filter.allowed(rk.sc.nodes)
 		// Planned on the room's leaves only (a node room's: those its NICs
 		// hang off), so the planner does not visit the whole fabric.
-		if leaves := roomLeaves(f, rk.sc); len(leaves) > 0 {
-			try.ExcludeS0s = map[topology.S0ID]bool{}
-			for _, id := range f.LeafIDs() {
-				if !leaves[id] {
-					try.ExcludeS0s[id] = true
-				}
-			}
-		}
+		try = onLeaves(f, try, roomLeaves(f, rk.sc))
 		if plan, fail := st.Plan(try); fail != nil || plan == nil {
 			continue
 		}
@@ -133,8 +126,27 @@ func (r *run) heldPods() []heldPod {
 	return r.held
 }
 
-// roomLeaves returns the leaves of a room: its own, or for a node room
-// those of the node's NICs.
+// onLeaves returns g kept off every leaf outside leaves, besides those it
+// already excludes; g itself when leaves is empty.
+func onLeaves(f *topology.Fabric, g placement.Gang, leaves map[topology.S0ID]bool) placement.Gang {
+	if len(leaves) == 0 {
+		return g
+	}
+	ex := make(map[topology.S0ID]bool, len(g.ExcludeS0s))
+	for id := range g.ExcludeS0s {
+		ex[id] = true
+	}
+	for _, id := range f.LeafIDs() {
+		if !leaves[id] {
+			ex[id] = true
+		}
+	}
+	g.ExcludeS0s = ex
+	return g
+}
+
+// roomLeaves returns the leaves of a room or scope: its own, for a node
+// those of the node's NICs, none for the cluster.
 func roomLeaves(f *topology.Fabric, sc scope) map[topology.S0ID]bool {
 	if sc.leaves != nil {
 		return sc.leaves

@@ -145,6 +145,11 @@ func (s *searcher) fits(sc scope, units []*unit) *placement.Plan {
 	}
 	g := s.g
 	g.Allowed = s.r.filter.allowed(sc.nodes)
+	if sc.tier == placement.TierNode {
+		// The node's leaves are all it can use: spare the planner the
+		// rest of the fabric.
+		g = onLeaves(s.r.topo.Fabric, g, roomLeaves(s.r.topo.Fabric, sc))
+	}
 	plan, fail := st.Plan(g)
 	if fail != nil {
 		return nil
