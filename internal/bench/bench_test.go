@@ -57,15 +57,7 @@ func BenchmarkSession(b *testing.B) {
 				binds := 0
 				for i := 0; i < b.N; i++ {
 					b.StopTimer()
-					s, err := sim.New(confs[name], NewCluster(nodes, 1), SimOptions(0))
-					if err != nil {
-						b.Fatal(err)
-					}
-					for j, g := range batch {
-						if err := s.Submit(GangSet(g, workload.Epoch.Add(time.Duration(j)*time.Second))); err != nil {
-							b.Fatal(err)
-						}
-					}
+					s := benchSim(b, confs[name], nodes, batch)
 					b.StartTimer()
 					rep, err := s.RunCycle()
 					if err != nil {
@@ -79,6 +71,22 @@ func BenchmarkSession(b *testing.B) {
 			})
 		}
 	}
+}
+
+// benchSim returns a simulator of conf over the benchmark cluster of nodes
+// nodes with gangs submitted, a second apart.
+func benchSim(b *testing.B, conf *sim.Conf, nodes int, gangs []GangSpec) *sim.Simulator {
+	b.Helper()
+	s, err := sim.New(conf, NewCluster(nodes, 1), SimOptions(0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for j, g := range gangs {
+		if err := s.Submit(GangSet(g, workload.Epoch.Add(time.Duration(j)*time.Second))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s
 }
 
 // BenchmarkPlan times the placement planner alone on the benchmark cluster
@@ -155,19 +163,14 @@ func BenchmarkPreemptClaims(b *testing.B) {
 				b.ReportAllocs()
 				var session time.Duration
 				binds, waiting := 0, 0
+				gangs := make([]GangSpec, submitted)
+				for j := range gangs {
+					gangs[j] = GangSpec{Name: fmt.Sprintf("wait-%02d", j), Pods: tc.pods, Kind: KindHalf,
+						Mode: placement.ModeHard, HighestTier: tc.tier}
+				}
 				for i := 0; i < b.N; i++ {
 					b.StopTimer()
-					s, err := sim.New(confs[ConfRDMATopo], NewCluster(nodes, 1), SimOptions(0))
-					if err != nil {
-						b.Fatal(err)
-					}
-					for j := 0; j < submitted; j++ {
-						g := GangSpec{Name: fmt.Sprintf("wait-%02d", j), Pods: tc.pods, Kind: KindHalf,
-							Mode: placement.ModeHard, HighestTier: tc.tier}
-						if err := s.Submit(GangSet(g, workload.Epoch.Add(time.Duration(j)*time.Second))); err != nil {
-							b.Fatal(err)
-						}
-					}
+					s := benchSim(b, confs[ConfRDMATopo], nodes, gangs)
 					first, err := s.RunCycle()
 					if err != nil {
 						b.Fatal(err)
