@@ -12,15 +12,16 @@ package topologyallocate
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/conf"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 	"volcano.sh/volcano/pkg/scheduler/util"
 
+	"github.com/rdmatopo/rdmatopo/actions/internal/gangfit"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
@@ -62,12 +63,14 @@ func (a *Action) Execute(ssn *framework.Session) {
 	defer klog.V(5).InfoS("Leave topology-allocate")
 	topo := rdmatopology.ForSession(ssn)
 	st := &run{ssn: ssn, topo: topo, refuse: checkConf(ssn, topo),
-		// One node filter per session: nodes do not change within it, so
-		// the filter's per-node answers are shared by every gang.
-		filters: newNodeFilter(ssn),
-		jobs:    map[api.QueueID]*util.PriorityQueue{},
-		tasks:   map[api.JobID]*util.PriorityQueue{},
-		claims:  map[api.JobID]map[string]string{},
+		jobs:   map[api.QueueID]*util.PriorityQueue{},
+		tasks:  map[api.JobID]*util.PriorityQueue{},
+		claims: map[api.JobID]map[string]string{},
+	}
+	if topo != nil {
+		// One set of node answers per session, shared by every gang and
+		// renewed only when a placed pod changes them.
+		st.fit = gangfit.New(ssn, topo, gangfit.ForAllocate)
 	}
 	queues := util.NewPriorityQueue(ssn.QueueOrderFn)
 	for _, job := range ssn.Jobs {
@@ -126,9 +129,11 @@ func (a *Action) Execute(ssn *framework.Session) {
 // run is one Execute: the session, the plugin's state in it (nil when the
 // plugin is not enabled) and the jobs and tasks still to allocate.
 type run struct {
-	ssn     *framework.Session
-	topo    *rdmatopology.Session
-	filters *nodeFilter
+	ssn  *framework.Session
+	topo *rdmatopology.Session
+	// fit says where the predicates admit the pods of a gang (nil when
+	// topo is).
+	fit *gangfit.Nodes
 	// refuse, when set, is why no RDMA pod is placed in this session.
 	refuse error
 	// jobs are each queue's jobs still to allocate, in job order.
@@ -243,7 +248,7 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 	if relaxed {
 		klog.V(3).InfoS("Gang waited max-wait for its highest tier; planning it as soft", "job", job.UID, "maxWait", c.MaxWait)
 	}
-	g := buildGang(topo, r.filters, job, c, rdma, others)
+	g := buildGang(topo, r.fit, job, c, rdma, others)
 	// An older waiting gang of the job's priority keeps the room it claimed.
 	claimedBy, claimed := topo.KeepOffClaims(job, &g)
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
@@ -251,6 +256,7 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 		plan, fail := topo.State.Plan(g)
 		rdmatopology.ObservePlan(time.Since(start))
 		if plan == nil {
+			fail = r.explainNoNodes(fail, g)
 			fail = rdmatopology.ClaimedFailure(fail, claimedBy, claimed)
 			klog.V(3).InfoS("No placement for gang", "job", job.UID, "reason", fail.Message)
 			topo.RecordFailure(job, fail)
@@ -263,6 +269,7 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 			if gangMet(job) && ssn.JobReady(job) {
 				stmt.Commit()
 				topo.ClearPlanned()
+				r.fit.Changed(all)
 				rdmatopology.ObservePlaced(plan)
 				for _, t := range left {
 					tasks.Push(t)
@@ -281,28 +288,33 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 			topo.RecordFailure(job, &placement.Failure{Code: placement.ReasonNoCapacity, Message: err.Error()})
 			return
 		}
+		rdmatopology.ObservePlanRefused()
 		g.Exclude[bad] = true
 	}
 	topo.RecordFailure(job, &placement.Failure{Code: placement.ReasonNoCapacity,
 		Message: fmt.Sprintf("planned nodes kept failing the session predicates after %d attempts", maxAttempts)})
 }
 
-// applyGang walks the gang's tasks in task order until the gang is ready:
-// planned RDMA tasks go where the plan puts them, other tasks are
-// allocated as allocate does. It returns the tasks not reached or not
-// planned, and the node to exclude when a planned one refuses.
+// applyGang allocates the planned RDMA tasks where the plan puts them,
+// then the gang's other tasks in task order, as allocate does, until the
+// gang is ready: the others take what the plan left, never the GPUs or
+// CPUs of a planned node before its RDMA pod is there. It returns the
+// tasks not reached or not planned, and the node to exclude when a planned
+// one refuses.
 func (r *run) applyGang(queue *api.QueueInfo, job *api.JobInfo, stmt *framework.Statement, plan *placement.Plan, tasks []*api.TaskInfo) ([]*api.TaskInfo, string, error) {
 	planned := make(map[string]placement.Assignment, len(plan.Assignments))
 	for _, a := range plan.Assignments {
 		planned[a.PodUID] = a
 	}
-	var left []*api.TaskInfo
+	var left, others []*api.TaskInfo
 	for i, task := range tasks {
 		if gangMet(job) && r.ssn.JobReady(job) {
-			return append(left, tasks[i:]...), "", nil
+			// Ready: the rest are pods beyond minMember, placed on a
+			// later turn as allocate would.
+			return append(append(left, others...), tasks[i:]...), "", nil
 		}
 		if !r.topo.RequestsRDMA(task) {
-			r.allocateTask(queue, job, stmt, task)
+			others = append(others, task)
 			continue
 		}
 		a, ok := planned[string(task.UID)]
@@ -313,6 +325,12 @@ func (r *run) applyGang(queue *api.QueueInfo, job *api.JobInfo, stmt *framework.
 		if bad, err := applyAssignment(r.ssn, r.topo, queue, stmt, task, a); err != nil {
 			return nil, bad, err
 		}
+	}
+	for i, task := range others {
+		if gangMet(job) && r.ssn.JobReady(job) {
+			return append(left, others[i:]...), "", nil
+		}
+		r.allocateTask(queue, job, stmt, task)
 	}
 	return left, "", nil
 }
@@ -360,18 +378,18 @@ func applyAssignment(ssn *framework.Session, topo *rdmatopology.Session, queue *
 
 // buildGang turns the job's pending RDMA tasks into a planner request under
 // contract c.
-func buildGang(topo *rdmatopology.Session, filters *nodeFilter, job *api.JobInfo, c placement.Contract, rdma []*api.TaskInfo, others int) placement.Gang {
+func buildGang(topo *rdmatopology.Session, fit *gangfit.Nodes, job *api.JobInfo, c placement.Contract, rdma []*api.TaskInfo, others int) placement.Gang {
 	g := placement.Gang{Job: string(job.UID), Mode: c.Mode, HighestTier: c.HighestTier, Held: topo.Held(job.UID),
-		Exclude: map[string]bool{}, Allowed: filters.allowed}
-	pods := make([]*v1.Pod, 0, len(rdma))
+		Exclude: map[string]bool{}}
+	groups := make([]int, 0, len(rdma))
 	for _, t := range rdma {
+		group := fit.Group(t)
 		g.Pods = append(g.Pods, placement.Pod{UID: string(t.UID), Name: t.Namespace + "/" + t.Name,
-			Shape: topo.Shape(t), Group: filters.group(t.Pod)})
-		pods = append(pods, t.Pod)
+			Shape: topo.Shape(t), Group: group})
+		groups = append(groups, group)
 	}
-	if !filters.constrained(pods) {
-		g.Allowed = nil
-	}
+	g.Allowed = fit.Filter(groups, nil)
+	g.Admit = fit.Admit(rdma, nil)
 	need := int(job.MinAvailable) - int(job.ReadyTaskNum()) - others
 	g.Need = max(0, min(need, len(rdma)))
 	return g
@@ -453,6 +471,8 @@ func (r *run) allocateTask(queue *api.QueueInfo, job *api.JobInfo, stmt *framewo
 	if task.InitResreq.LessEqual(best.Idle, api.Zero) {
 		if err := stmt.Allocate(task, best); err != nil {
 			klog.ErrorS(err, "Allocate failed", "task", klog.KRef(task.Namespace, task.Name), "node", best.Name)
+		} else {
+			r.fit.Changed([]*api.TaskInfo{task})
 		}
 	} else if task.InitResreq.LessEqual(best.FutureIdle(), api.Zero) {
 		if err := stmt.Pipeline(task, best.Name, false); err != nil {
@@ -490,7 +510,7 @@ func (r *run) allocateRDMATask(queue *api.QueueInfo, job *api.JobInfo, stmt *fra
 		setFitError(job, task, err.Error())
 		return
 	}
-	g := buildGang(topo, r.filters, job, c, []*api.TaskInfo{task}, 0)
+	g := buildGang(topo, r.fit, job, c, []*api.TaskInfo{task}, 0)
 	g.Need = 1
 	byUID := map[string]*api.TaskInfo{string(task.UID): task}
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
@@ -502,6 +522,7 @@ func (r *run) allocateRDMATask(queue *api.QueueInfo, job *api.JobInfo, stmt *fra
 		}
 		bad, err := applyPlan(r.ssn, topo, queue, stmt, plan, byUID)
 		if err == nil {
+			r.fit.Changed([]*api.TaskInfo{task})
 			klog.V(3).InfoS("Placed pod next to its gang", "pod", klog.KRef(task.Namespace, task.Name), "node", task.NodeName, "tier", plan.Tier)
 			return
 		}
@@ -510,6 +531,7 @@ func (r *run) allocateRDMATask(queue *api.QueueInfo, job *api.JobInfo, stmt *fra
 			setFitError(job, task, err.Error())
 			return
 		}
+		rdmatopology.ObservePlanRefused()
 		g.Exclude[bad] = true
 	}
 	setFitError(job, task, fmt.Sprintf("planned nodes kept failing the session predicates after %d attempts", maxAttempts))
@@ -547,4 +569,30 @@ func bestNode(ssn *framework.Session, task *api.TaskInfo, nodes []*api.NodeInfo)
 		return util.SelectBestNode(scores)
 	}
 	return nil
+}
+
+// explainNoNodes adds to a NoNodes failure why the predicates refuse the
+// gang's pods everywhere, in Volcano's words ("0/N nodes are unavailable:
+// ..."), for each group of pods no node admits.
+func (r *run) explainNoNodes(fail *placement.Failure, g placement.Gang) *placement.Failure {
+	if fail == nil || fail.Code != placement.ReasonNoNodes || r.fit == nil {
+		return fail
+	}
+	seen := map[int]bool{}
+	var why []string
+	for _, p := range g.Pods {
+		if seen[p.Group] {
+			continue
+		}
+		seen[p.Group] = true
+		if msg := r.fit.Refused(p.Group); msg != "" {
+			why = append(why, p.Name+": "+msg)
+		}
+	}
+	if len(why) == 0 {
+		return fail
+	}
+	out := *fail
+	out.Message = fail.Message + " (" + strings.Join(why, "; ") + ")"
+	return &out
 }

@@ -72,6 +72,7 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/framework"
 	"volcano.sh/volcano/pkg/scheduler/util"
 
+	"github.com/rdmatopo/rdmatopo/actions/internal/gangfit"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
@@ -118,7 +119,7 @@ func (a *Action) Execute(ssn *framework.Session) {
 			"action", ActionName, "plugin", rdmatopology.PluginName)
 		return
 	}
-	r := &run{ssn: ssn, topo: topo, filter: newNodeFilter(ssn), claimed: map[api.JobID]bool{}}
+	r := &run{ssn: ssn, topo: topo, fit: gangfit.New(ssn, topo, gangfit.ForPreempt), claimed: map[api.JobID]bool{}}
 	for _, h := range topo.Holds() {
 		r.realize(h)
 	}
@@ -137,9 +138,11 @@ func (a *Action) Execute(ssn *framework.Session) {
 
 // run is one Execute.
 type run struct {
-	ssn    *framework.Session
-	topo   *rdmatopology.Session
-	filter *nodeFilter
+	ssn  *framework.Session
+	topo *rdmatopology.Session
+	// fit says where the predicates admit a preemptor's pods once
+	// victims are gone (failures evictions resolve do not count).
+	fit *gangfit.Nodes
 	// claimed are the gangs that claimed a room in this session.
 	claimed map[api.JobID]bool
 	// scopeLists caches scopes per contract kind; held caches the ledger's
@@ -205,8 +208,9 @@ func (r *run) buildGang(job *api.JobInfo, c placement.Contract, rdma, others []*
 		Exclude: map[string]bool{}}
 	for _, t := range rdma {
 		g.Pods = append(g.Pods, placement.Pod{UID: string(t.UID), Name: t.Namespace + "/" + t.Name,
-			Shape: r.topo.Shape(t), Group: r.filter.group(t.Pod)})
+			Shape: r.topo.Shape(t), Group: r.fit.Group(t)})
 	}
+	g.Admit = r.fit.Admit(rdma, nil)
 	need := int(job.MinAvailable) - int(job.ReadyTaskNum()) - len(others)
 	g.Need = max(0, min(need, len(rdma)))
 	return g
@@ -223,7 +227,7 @@ func (r *run) preempt(job *api.JobInfo) {
 		return
 	}
 	g := r.buildGang(job, c, rdma, others)
-	g.Allowed = r.filter.allowed(nil)
+	g.Allowed = r.fit.Filter(groupsOf(g), nil)
 	claimedBy, _ := r.topo.KeepOffClaims(job, &g)
 	if plan, fail := r.topo.State.Plan(g); fail == nil && plan != nil {
 		// Placeable without evictions (topology-allocate's turn, or
@@ -235,7 +239,7 @@ func (r *run) preempt(job *api.JobInfo) {
 	cands := r.candidates(job, rdma[0])
 	var best *choice
 	if len(cands) > 0 {
-		best = r.search(g, c, cands)
+		best = r.search(g, c, cands, rdma)
 	}
 	klog.V(4).InfoS("Preemption search", "job", klog.KRef(job.Namespace, job.Name), "candidates", len(cands),
 		"found", best != nil, "duration", time.Since(start))
@@ -245,7 +249,7 @@ func (r *run) preempt(job *api.JobInfo) {
 	}
 	klog.V(3).InfoS("No allowed evictions let the gang fit; evicting nothing", "job", klog.KRef(job.Namespace, job.Name),
 		"mode", c.Mode, "highestTier", c.HighestTier, "candidates", len(cands), "keptOutBy", claimedBy)
-	if cl := r.room(job, g, c, cands); cl != nil {
+	if cl := r.room(job, g, c, cands, rdma); cl != nil {
 		r.topo.Claim(cl)
 		r.claimed[job.UID] = true
 		klog.V(3).InfoS("Waiting gang claims a room", "job", cl.Name, "room", cl.Room, "nodes", len(cl.Nodes))
@@ -480,4 +484,13 @@ func (r *run) realize(h *rdmatopology.Hold) {
 	}
 	topo.DropHold(h.Job, "held placement cannot be allocated: "+err.Error())
 	klog.InfoS("Abandoned the hold of a preempting gang", "job", h.Name, "err", err)
+}
+
+// groupsOf lists the node groups of the gang's pods.
+func groupsOf(g placement.Gang) []int {
+	out := make([]int, 0, len(g.Pods))
+	for _, p := range g.Pods {
+		out = append(out, p.Group)
+	}
+	return out
 }

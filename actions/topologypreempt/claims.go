@@ -25,7 +25,7 @@ const roomChecks = 8
 // only. Rooms are tried fewest blockers first, at most roomChecks of them;
 // nil when the gang is soft, may span the cluster, or fits none of the
 // rooms tried even empty (it waits for nothing a claim could keep).
-func (r *run) room(job *api.JobInfo, g placement.Gang, c placement.Contract, cands map[api.JobID]*victimJob) *rdmatopology.Claim {
+func (r *run) room(job *api.JobInfo, g placement.Gang, c placement.Contract, cands map[api.JobID]*victimJob, rdma []*api.TaskInfo) *rdmatopology.Claim {
 	if c.Mode != placement.ModeHard || c.HighestTier == placement.TierCluster {
 		return nil
 	}
@@ -94,7 +94,8 @@ func (r *run) room(job *api.JobInfo, g placement.Gang, c placement.Contract, can
 		// there behind them.
 		try := g
 		try.Exclude, try.ExcludeS0s = nil, nil
-		try.Allowed = r.filter.allowed(rk.sc.nodes)
+		try.Allowed = r.fit.Filter(groupsOf(g), rk.sc.nodes)
+		try.Admit = r.fit.Admit(rdma, r.tasksOf(rk.pods))
 		// Planned on the room's leaves only (a node room's: those its NICs
 		// hang off), so the planner does not visit the whole fabric.
 		try = onLeaves(f, try, roomLeaves(f, rk.sc))
@@ -172,4 +173,23 @@ type room struct {
 	sc      scope
 	pods    []ledger.Reservation
 	blocked int
+}
+
+// tasksOf returns the session's tasks of the given reservations (those
+// still in the session), found on their nodes.
+func (r *run) tasksOf(pods []ledger.Reservation) []*api.TaskInfo {
+	var out []*api.TaskInfo
+	for _, res := range pods {
+		ni := r.ssn.Nodes[res.Node]
+		if ni == nil {
+			continue
+		}
+		for _, t := range ni.Tasks {
+			if string(t.UID) == res.UID {
+				out = append(out, t)
+				break
+			}
+		}
+	}
+	return out
 }

@@ -494,8 +494,8 @@ func TestHeldGangAllocatedElsewhere(t *testing.T) {
 		}
 		nodes[task.NodeName] = true
 	}
-	if len(nodes) != 1 {
-		t.Errorf("soft bound on nodes %v, want one node", nodes)
+	if leaves := leavesOf(o, "soft"); len(leaves) != 1 {
+		t.Errorf("soft bound on leaves %v, want one leaf", leaves)
 	}
 	for _, r := range rt.Ledger.All() {
 		if strings.HasPrefix(r.Name, "soft-") && !nodes[r.Node] {
@@ -593,15 +593,17 @@ func (c *cluster) bindPod(name string, task *api.TaskInfo) {
 	}
 }
 
-// TestClaimedNodeRoomUnknownTopology: on nodes whose NICs have no leaf, a
-// hard node-tier gang that no eviction places claims a node room; a
+// TestClaimedNodeRoom: on nodes whose NICs all hang off one leaf of their
+// own, a hard node-tier gang that no eviction places claims a node room; a
 // younger gang of its priority is kept off that node while it has room
-// elsewhere, and the claiming gang binds there once the node frees.
-func TestClaimedNodeRoomUnknownTopology(t *testing.T) {
+// elsewhere, and the claiming gang binds there once the node frees. (On
+// topology-unknown NICs, each a leaf of its own, a pod of two NICs is
+// never at the node tier.)
+func TestClaimedNodeRoom(t *testing.T) {
 	hardNode := map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "node"}
 	c := &cluster{}
 	for _, n := range []string{"u1", "u2", "u3"} {
-		c.addNode(n, "", "")
+		c.addNode(n, "L-"+n, "L-"+n)
 	}
 	c.addRunning("peera", "high", 1, slot{"u1", 0})
 	c.addRunning("peerb", "high", 1, slot{"u2", 1})

@@ -128,8 +128,10 @@ func (r *run) buildScopes(c placement.Contract) []scope {
 
 // searcher evaluates sets of evictions for one gang.
 type searcher struct {
-	r     *run
-	g     placement.Gang
+	r *run
+	g placement.Gang
+	// tasks are the gang's RDMA tasks, whose requests Admit sums per node.
+	tasks []*api.TaskInfo
 	plans int
 }
 
@@ -144,7 +146,13 @@ func (s *searcher) fits(sc scope, units []*unit) *placement.Plan {
 		}
 	}
 	g := s.g
-	g.Allowed = s.r.filter.allowed(sc.nodes)
+	g.Allowed = s.r.fit.Filter(groupsOf(g), sc.nodes)
+	victims := union(units)
+	freed := make([]*api.TaskInfo, 0, len(victims))
+	for _, v := range victims {
+		freed = append(freed, v.task)
+	}
+	g.Admit = s.r.fit.Admit(s.tasks, freed)
 	if sc.tier == placement.TierNode {
 		// The node's leaves are all it can use: spare the planner the
 		// rest of the fabric.
@@ -159,8 +167,8 @@ func (s *searcher) fits(sc scope, units []*unit) *placement.Plan {
 
 // search returns the cheapest choice over the contract's scopes, or nil
 // when no allowed evictions let the gang fit.
-func (r *run) search(g placement.Gang, c placement.Contract, jobs map[api.JobID]*victimJob) *choice {
-	s := &searcher{r: r, g: g}
+func (r *run) search(g placement.Gang, c placement.Contract, jobs map[api.JobID]*victimJob, rdma []*api.TaskInfo) *choice {
+	s := &searcher{r: r, g: g, tasks: rdma}
 	var best *choice
 	for _, sc := range r.scopes(c) {
 		units := unitsIn(jobs, sc.in)

@@ -41,11 +41,12 @@ func (p *planner) fill(pods []Pod, nodes []string, allowed map[topology.S0ID]boo
 		pod := pods[idx]
 		placed := false
 		for _, c := range open {
-			if !p.allowedNode(c.w.name, pod.Group) {
+			if !p.allowedNode(c.w.name, pod.Group) || !p.admits(c.w, pod) {
 				continue
 			}
 			if zones, fit := c.w.place(pod.Shape, ok); fit {
 				assign[idx] = Assignment{PodUID: pod.UID, Node: c.w.name, Zones: zones}
+				c.w.placed = append(c.w.placed, pod)
 				placed = true
 				break
 			}
@@ -56,7 +57,7 @@ func (p *planner) fill(pods []Pod, nodes []string, allowed map[topology.S0ID]boo
 		left := len(order) - k
 		var pick *cand
 		for _, c := range cands {
-			if used[c] || !p.allowedNode(c.w.name, pod.Group) || c.cap == 0 && pod.Shape == p.main {
+			if used[c] || !p.allowedNode(c.w.name, pod.Group) || !p.admits(c.w, pod) || c.cap == 0 && pod.Shape == p.main {
 				continue
 			}
 			if c.cap >= left {
@@ -72,7 +73,7 @@ func (p *planner) fill(pods []Pod, nodes []string, allowed map[topology.S0ID]boo
 		if !fit {
 			// The capacity estimate was for the main shape; try the others.
 			for _, c := range cands {
-				if used[c] || c == pick || !p.allowedNode(c.w.name, pod.Group) {
+				if used[c] || c == pick || !p.allowedNode(c.w.name, pod.Group) || !p.admits(c.w, pod) {
 					continue
 				}
 				if zones, fit = c.w.place(pod.Shape, ok); fit {
@@ -85,6 +86,7 @@ func (p *planner) fill(pods []Pod, nodes []string, allowed map[topology.S0ID]boo
 			}
 		}
 		used[pick] = true
+		pick.w.placed = append(pick.w.placed, pod)
 		open = append(open, pick)
 		assign[idx] = Assignment{PodUID: pod.UID, Node: pick.w.name, Zones: zones}
 	}

@@ -79,7 +79,7 @@ func (p *planner) computeLeaf(id topology.S0ID) *leafStat {
 	for _, slot := range leaf.Slots {
 		// Slots are sorted by node: a node's zones are adjacent.
 		name := slot.Node.Name
-		if name == last || !p.allowedNode(name, p.g.Pods[0].Group) {
+		if name == last || !p.anyAllowed(name) {
 			continue
 		}
 		last = name

@@ -35,7 +35,7 @@ func (s *State) Plan(g Gang) (*Plan, *Failure) {
 	if len(g.Pods) == 0 {
 		return &Plan{Tier: TierNone}, nil
 	}
-	p := &planner{s: s, g: &g, main: mainShape(g.Pods)}
+	p := &planner{s: s, g: &g, main: mainShape(g.Pods), groups: groupsOf(g.Pods)}
 	plan, fail := p.run(g.Pods)
 	if plan == nil && g.Need > 0 && g.Need < len(g.Pods) {
 		if smaller, _ := p.run(g.Pods[:g.Need]); smaller != nil {
@@ -50,6 +50,8 @@ type planner struct {
 	s    *State
 	g    *Gang
 	main Shape
+	// groups are the node groups of the gang's pods (Pod.Group).
+	groups []int
 	// stats are the per-leaf statistics for the main shape, sorted by id.
 	stats []*leafStat
 }
@@ -63,13 +65,20 @@ type candidate struct {
 	key      string
 }
 
-// better orders candidates: fewer leaves, less left over, then by key.
-func (c *candidate) better(o *candidate) bool {
+// better orders candidates as the fabric does: fewer leaves, then fewer
+// S1s, then fewer nodes, then less left over (best fit), then by key.
+func (c *candidate) better(o *candidate, f *topology.Fabric) bool {
 	if o == nil {
 		return true
 	}
 	if len(c.leaves) != len(o.leaves) {
 		return len(c.leaves) < len(o.leaves)
+	}
+	if a, b := s1Count(f, c.leaves), s1Count(f, o.leaves); a != b {
+		return a < b
+	}
+	if a, b := nodeCount(c.assign), nodeCount(o.assign); a != b {
+		return a < b
 	}
 	if c.leftover != o.leftover {
 		return c.leftover < o.leftover
@@ -114,13 +123,33 @@ func (p *planner) run(pods []Pod) (*Plan, *Failure) {
 	return nil, fail
 }
 
+// s1Count counts the distinct S1s of a leaf set.
+func s1Count(f *topology.Fabric, leaves map[topology.S0ID]bool) int {
+	s1s := map[topology.S1ID]bool{}
+	for id := range leaves {
+		if l, ok := f.Leaf(id); ok {
+			s1s[l.S1] = true
+		}
+	}
+	return len(s1s)
+}
+
+// nodeCount counts the distinct nodes of an assignment list.
+func nodeCount(assign []Assignment) int {
+	nodes := map[string]bool{}
+	for _, a := range assign {
+		nodes[a.Node] = true
+	}
+	return len(nodes)
+}
+
 // tryAnywhere fills the gang over every usable node without a leaf bound:
 // the soft-mode last resort, so the estimates of the tier searches never
 // refuse a gang the free capacity holds.
 func (p *planner) tryAnywhere(pods []Pod) *candidate {
 	var nodes []string
 	for _, n := range p.s.fabric.NodeNames() {
-		if p.allowedNode(n, pods[0].Group) {
+		if p.anyAllowed(n) {
 			nodes = append(nodes, n)
 		}
 	}
@@ -166,10 +195,13 @@ func (p *planner) finish(c *candidate) *Plan {
 }
 
 // TierOf is the tier of a placement spanning the given numbers of nodes,
-// S0s and S1s (an unknown S1 counts as one).
+// S0s and S1s (an unknown S1 counts as one). The tiers nest by NIC
+// distance: one node is the node tier only when its NICs are under one
+// leaf too (two pods on one node talk NIC to NIC, through S1 when their
+// NICs hang off two leaves).
 func TierOf(nodes, s0s, s1s int) Tier {
 	switch {
-	case nodes <= 1:
+	case nodes <= 1 && s0s <= 1:
 		return TierNode
 	case s0s <= 1:
 		return TierS0
@@ -185,6 +217,43 @@ func (p *planner) allowedNode(node string, group int) bool {
 		return false
 	}
 	return p.g.Allowed == nil || p.g.Allowed(node, group)
+}
+
+// anyAllowed reports whether some pod of the gang may use the node: what
+// the capacity estimates count (optimistic where pods of one gang have
+// different node sets; the fill checks each pod's own).
+func (p *planner) anyAllowed(node string) bool {
+	if p.g.Exclude[node] || p.s.unusable[node] {
+		return false
+	}
+	if p.g.Allowed == nil {
+		return true
+	}
+	for _, g := range p.groups {
+		if p.g.Allowed(node, g) {
+			return true
+		}
+	}
+	return false
+}
+
+// admits reports whether the fill may add pod to the node of w, next to
+// the gang's pods it placed there (Gang.Admit).
+func (p *planner) admits(w *work, pod Pod) bool {
+	return p.g.Admit == nil || p.g.Admit(w.name, pod, w.placed)
+}
+
+// groupsOf lists the distinct node groups of the pods, in first-seen order.
+func groupsOf(pods []Pod) []int {
+	var out []int
+	seen := map[int]bool{}
+	for _, pod := range pods {
+		if !seen[pod.Group] {
+			seen[pod.Group] = true
+			out = append(out, pod.Group)
+		}
+	}
+	return out
 }
 
 // leavesOf returns the leaves an assignment list uses.
@@ -268,7 +337,7 @@ func (p *planner) failure(pods []Pod, limit Tier) *Failure {
 	}
 	switch limit {
 	case TierNode:
-		return &Failure{Code: ReasonTierLimit, Message: fmt.Sprintf("no node can hold %s%s", desc, held)}
+		return &Failure{Code: ReasonTierLimit, Message: fmt.Sprintf("no node can hold %s%s with their NICs under one S0", desc, held)}
 	case TierS0:
 		return &Failure{Code: ReasonTierLimit, Largest: largestLeaf,
 			Message: fmt.Sprintf("no S0 can hold %s%s; the largest holds %d", desc, held, largestLeaf)}

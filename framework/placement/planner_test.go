@@ -121,26 +121,30 @@ func TestPlan(t *testing.T) {
 		g    Gang
 		want outcome
 	}{
-		"one node holds the gang: node beats one S0 over two nodes": {
+		"leaves decide: one S0 over two nodes beats one node whose zones hang off two S0s": {
 			f: bestFit(), g: gang(2, worker),
-			want: outcome{Tier: "node", S0s: []string{"A", "B"}, Pods: 2, Nodes: 1},
+			want: outcome{Tier: "s0", S0s: []string{"B"}, Pods: 2, Nodes: 2},
 		},
 		"small pods share one node and one S0": {
 			f: bestFit(), g: gang(2, master),
 			want: outcome{Tier: "node", S0s: []string{"A"}, Pods: 2, Nodes: 1},
 		},
-		"hard node keeps the one-node placement": {
+		"hard node: one node over two S0s is not the node tier": {
 			f: bestFit(), g: hard(gang(2, worker), TierNode),
-			want: outcome{Tier: "node", S0s: []string{"A", "B"}, Pods: 2, Nodes: 1},
+			want: outcome{Reason: ReasonTierLimit, Msg: "no node can hold 2 pods of 4 GPU + 2 RDMA with their NICs under one S0"},
 		},
-		"no single S0 holds the gang: one node beats two S0s on two nodes": {
+		"hard node: small pods in one zone": {
+			f: bestFit(), g: hard(gang(2, master), TierNode),
+			want: outcome{Tier: "node", S0s: []string{"A"}, Pods: 2, Nodes: 1},
+		},
+		"no single S0 holds the gang: two S0s on one node beat two S0s on two nodes": {
 			f: func() *fixture {
 				f := &fixture{}
 				f.add(f.node("n1", "s1-0", "A", "B"))
 				f.add(usedZone(usedZone(f.node("n2", "s1-0", "A", "B"), 0), 1))
 				return f
 			}(), g: gang(2, worker),
-			want: outcome{Tier: "node", S0s: []string{"A", "B"}, Pods: 2, Nodes: 1},
+			want: outcome{Tier: "s1", S0s: []string{"A", "B"}, Pods: 2, Nodes: 1},
 		},
 		"best-fit leaf leaves the larger leaf whole": {
 			f: bestFit(), g: gang(3, worker),
@@ -156,7 +160,7 @@ func TestPlan(t *testing.T) {
 		},
 		"hard node too big": {
 			f: bestFit(), g: hard(gang(3, worker), TierNode),
-			want: outcome{Reason: ReasonTierLimit, Msg: "no node can hold 3 pods of 4 GPU + 2 RDMA"},
+			want: outcome{Reason: ReasonTierLimit, Msg: "no node can hold 3 pods of 4 GPU + 2 RDMA with their NICs under one S0"},
 		},
 		"soft uses the fewest S0s": {
 			f: bestFit(), g: gang(6, worker),
@@ -509,8 +513,8 @@ func TestPlanPodsSpanningLeaves(t *testing.T) {
 		"rails: one-NIC pods share one rail": {
 			f: rails(5, 2), g: gang(5, master), tier: "s0", leaves: 1, nodes: 5,
 		},
-		"rails: a node holding the gang wins": {
-			f: rails(3, 4), g: gang(2, worker), tier: "node", leaves: 4, nodes: 1,
+		"rails: two rails over two nodes beat four rails on one": {
+			f: rails(3, 4), g: gang(2, worker), tier: "s1", leaves: 2, nodes: 2,
 		},
 		"no RDMATOR properties: three pods, six unknown leaves": {
 			f: unknown(true), g: gang(3, worker), tier: "s1", leaves: 6, nodes: 2,

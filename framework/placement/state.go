@@ -370,6 +370,8 @@ type work struct {
 	cap   *Cap
 	// usedNICs marks NICs taken during this fill.
 	usedNICs map[topology.NICID]bool
+	// placed are the gang's pods this fill put on the node, in order.
+	placed []Pod
 }
 
 func newWork(v *nodeFree) *work {

@@ -9,12 +9,16 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
 
-// tryNode looks for one node that holds every pod.
+// tryNode looks for one node that holds every pod with all their NICs
+// under one leaf: the node tier. A node whose free NICs hang off two
+// leaves and holds the gang only across them is no tighter than two
+// leaves (its pods talk NIC to NIC through S1); the S0 and group searches
+// weigh it by its leaves.
 func (p *planner) tryNode(pods []Pod) *candidate {
 	h := p.g.Held
 	var names []string
 	if !h.Empty() {
-		if len(h.Nodes) != 1 {
+		if len(h.Nodes) != 1 || len(h.S0s) > 1 {
 			return nil
 		}
 		for n := range h.Nodes {
@@ -32,48 +36,62 @@ func (p *planner) tryNode(pods []Pod) *candidate {
 	}
 	type opt struct {
 		name string
+		leaf topology.S0ID
 		left int64
 	}
 	var opts []opt
 	need := gangNICs(pods)
 	for _, n := range names {
-		if !p.allowedNode(n, pods[0].Group) {
+		if !p.anyAllowed(n) {
 			continue
 		}
 		v := p.s.view(n)
 		if v == nil {
 			continue
 		}
-		free := countFree(v, "")
-		if free < need || quickCap(v, p.main, nil) < countShape(pods, p.main) {
-			continue
+		for _, leaf := range nodeLeaves(v) {
+			if p.g.ExcludeS0s[leaf] || !h.Empty() && len(h.S0s) == 1 && !h.S0s[leaf] {
+				continue
+			}
+			under := func(l topology.S0ID) bool { return l == leaf }
+			free := countFree(v, leaf)
+			if free < need || quickCap(v, p.main, under) < countShape(pods, p.main) {
+				continue
+			}
+			opts = append(opts, opt{n, leaf, free - need})
 		}
-		opts = append(opts, opt{n, free - need})
 	}
 	sort.Slice(opts, func(i, j int) bool {
 		if opts[i].left != opts[j].left {
 			return opts[i].left < opts[j].left
 		}
-		return opts[i].name < opts[j].name
+		if opts[i].name != opts[j].name {
+			return opts[i].name < opts[j].name
+		}
+		return opts[i].leaf < opts[j].leaf
 	})
-	// Verify the best-fit nodes; among those that hold the gang prefer the
-	// one whose NICs span the fewest leaves.
-	var best *candidate
+	// The first best-fit (node, leaf) that a fill verifies.
 	for i, o := range opts {
 		if i >= maxVerify {
 			break
 		}
-		if assign, ok := p.fill(pods, []string{o.name}, nil); ok {
-			c := &candidate{assign: assign, leaves: p.leavesOf(assign), leftover: o.left, key: o.name}
-			if c.better(best) {
-				best = c
-			}
-			if len(c.leaves) <= 1 {
-				break
-			}
+		set := map[topology.S0ID]bool{o.leaf: true}
+		if assign, ok := p.fill(pods, []string{o.name}, set); ok {
+			return &candidate{assign: assign, leaves: set, leftover: o.left, key: o.name}
 		}
 	}
-	return best
+	return nil
+}
+
+// nodeLeaves lists the distinct leaves of a node's free NICs, sorted.
+func nodeLeaves(v *nodeFree) []topology.S0ID {
+	seen := map[topology.S0ID]bool{}
+	for i := range v.zones {
+		for _, l := range v.zones[i].leaves {
+			seen[l] = true
+		}
+	}
+	return sortedS0s(seen)
 }
 
 // nodeCandidates lists nodes for the node tier without building a list of
@@ -203,7 +221,7 @@ func (p *planner) tryGroups(pods []Pod, perS1 bool) *candidate {
 	// searched by footprint; the fewer leaves win.
 	for _, k := range keys {
 		if members := groups[topology.S1ID(k)]; hasSplit(members) {
-			if c := p.tryFootprints(pods, members, k); c != nil && c.better(best) {
+			if c := p.tryFootprints(pods, members, k); c != nil && c.better(best, p.s.fabric) {
 				best = c
 			}
 		}

@@ -145,9 +145,18 @@ type Gang struct {
 	HighestTier Tier
 	// Held is the placement the gang already has, if some pods are placed.
 	Held *Held
-	// Allowed filters nodes per pod group (node selectors, tolerations,
-	// affinity, session predicates). Nil allows every node.
+	// Allowed filters nodes per pod group: the nodes the session's
+	// predicates admit pods of that group on (taints and tolerations,
+	// selectors, affinity, ports, pod counts, volumes). Pods of one gang
+	// may have different groups, so different node sets. Nil allows every
+	// node.
 	Allowed func(node string, group int) bool
+	// Admit, if set, says whether node takes pod next to the gang's pods
+	// on it already in this plan (on, in the order placed): what the
+	// fabric model does not hold, such as memory, ephemeral storage, the
+	// node's pod limit, other extended resources, and conflicts among the
+	// gang's own pods (host ports, required anti-affinity). Nil admits.
+	Admit func(node string, pod Pod, on []Pod) bool
 	// Exclude lists nodes a previous attempt found unusable.
 	Exclude map[string]bool
 	// ExcludeS0s lists leaves whose NICs the gang may not use (another

@@ -425,13 +425,9 @@ func TestReportOnTopologyUnknownNodes(t *testing.T) {
 			require.True(t, topology.S0ID(s0).IsUnknown(), s0)
 		}
 	}
-	// Without an S1 label every leaf is in the one S1: two leaves or more
-	// make tier s1, unless both pods share a node.
-	want := "s1"
-	if rep.Pods[0].Node == rep.Pods[1].Node {
-		want = "node"
-	}
-	require.Equal(t, want, job.Tier)
+	// Without an S1 label every leaf is in the one S1: each pod's two NICs
+	// are two leaves, so tier s1 even when both pods share a node.
+	require.Equal(t, "s1", job.Tier)
 }
 
 func TestStockConfReportsRDMAJobs(t *testing.T) {

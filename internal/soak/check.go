@@ -162,11 +162,6 @@ type Checker struct {
 	Config topology.Config
 	// Grace is how many cycles after a failed bind a gang may stay partial.
 	Grace int
-	// StrictS0 makes a hard s0 (or s1) gang breach its limit when its NICs
-	// span S0s (S1s) even though all its pods share one node. By default a
-	// one-node placement is tier node, the narrowest tier (docs/design.md
-	// "Tiers"), and within every limit.
-	StrictS0 bool
 	// NodeFollowsPlan says the node agent gives every pod the NICs it was
 	// bound with (the exact agent): a hard gang placed wider than its
 	// highest tier is then a breach even where its plan was not, since no
@@ -649,7 +644,7 @@ func (c *Checker) breach(o *Observation, tier placement.Tier, held []heldPod) st
 			}
 		}
 	}
-	if len(nodes) == 1 && !c.StrictS0 {
+	if len(nodes) == 1 && len(leaves) <= 1 {
 		return "" // tier node: the narrowest, within every limit
 	}
 	var where []string
@@ -659,8 +654,10 @@ func (c *Checker) breach(o *Observation, tier placement.Tier, held []heldPod) st
 	sort.Strings(where)
 	switch tier {
 	case placement.TierNode:
-		if len(nodes) > 1 {
-			return fmt.Sprintf("hard tier node, pods on %d nodes %v; pods %s", len(nodes), sortedKeys(nodes), strings.Join(where, " "))
+		// One node, and its NICs under one S0 (a node whose NICs hang off
+		// two S0s talks through S1).
+		if len(nodes) > 1 || len(leaves) > 1 {
+			return fmt.Sprintf("hard tier node, pods on %d nodes %v, NICs under %d S0s; pods %s", len(nodes), sortedKeys(nodes), len(leaves), strings.Join(where, " "))
 		}
 	case placement.TierS0:
 		if len(leaves) > 1 {

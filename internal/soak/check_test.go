@@ -90,7 +90,6 @@ func TestCheckerFindsViolations(t *testing.T) {
 		ledger   func(rebuilt []ledger.Reservation) []ledger.Reservation
 		failedIn int // cycle of the gang's last failed bind (0: none)
 		cycle    int
-		strictS0 bool
 		want     []violationKey
 	}{
 		"clean gang": {
@@ -141,15 +140,14 @@ func TestCheckerFindsViolations(t *testing.T) {
 			groups: []*schedulingv1beta1.PodGroup{podGroup("a", 2, hardS0)},
 			want:   []violationKey{{KindHardLimit, Namespace + "/a"}},
 		},
-		"hard s0 gang on one node is tier node": {
+		"hard s0 gang on one node whose NICs hang off two S0s": {
 			pods:   []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0"), boundPod("a-1", "a", "n1", "0000:d1:00.0")},
 			groups: []*schedulingv1beta1.PodGroup{podGroup("a", 2, hardS0)},
+			want:   []violationKey{{KindHardLimit, Namespace + "/a"}},
 		},
-		"hard s0 gang on one node, strict": {
-			pods:     []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0"), boundPod("a-1", "a", "n1", "0000:d1:00.0")},
-			groups:   []*schedulingv1beta1.PodGroup{podGroup("a", 2, hardS0)},
-			strictS0: true,
-			want:     []violationKey{{KindHardLimit, Namespace + "/a"}},
+		"hard s0 gang on one node under one S0": {
+			pods:   []*corev1.Pod{boundPod("a-0", "a", "n1", "0000:1a:00.0"), boundPod("a-1", "a", "n1", "0000:3f:00.0")},
+			groups: []*schedulingv1beta1.PodGroup{podGroup("a", 2, hardS0)},
 		},
 		"bound RDMA pod without NICs": {
 			pods:   []*corev1.Pod{boundPod("a-0", "a", "n1")},
@@ -176,7 +174,6 @@ func TestCheckerFindsViolations(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := NewChecker(topology.Config{}, 2)
-			c.StrictS0 = tc.strictS0
 			if tc.failedIn > 0 {
 				c.Check(&Observation{Cycle: tc.failedIn, Fabric: fabric, GangFailures: map[string][]string{Namespace + "/a": {"n2"}}})
 			}

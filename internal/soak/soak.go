@@ -18,10 +18,10 @@
 //     the node of its last failed bind is drained (the freed room is gone;
 //     the grace starts again when the node is back).
 //   - HardLimitBreach: a hard gang's planned tier (node if all its pods
-//     share one node, else s0 if all the NICs its pods were bound with hang
-//     off one S0, else s1 if one S1, else cluster; S0 and S1 from the
-//     fabric) is no wider than its highest tier. With StrictS0, one node
-//     does not excuse several S0s. A gang the nodes realized wider than a
+//     share one node and their NICs one S0, else s0 if all the NICs its
+//     pods were bound with hang off one S0, else s1 if one S1, else
+//     cluster; S0 and S1 from the fabric) is no wider than its highest
+//     tier. A gang the nodes realized wider than a
 //     plan within the limit is counted in realizedWider, not as a breach,
 //     except with the exact agent, where the realized tier is held to the
 //     limit too.
@@ -115,8 +115,6 @@ type Config struct {
 	MaxCycles int
 	// SchedulerConf is the volcano-scheduler.conf (default: the project's).
 	SchedulerConf string
-	// StrictS0 selects Checker.StrictS0.
-	StrictS0 bool
 	// NodeAgent chooses each bound pod's zones and NICs before its KCNR
 	// lists them (see sim.NodeAgent; default sim.DefaultNodeAgent).
 	NodeAgent sim.NodeAgent
@@ -304,7 +302,6 @@ func Run(cfg Config) (*Result, error) {
 		priorities:       map[string]int32{},
 		evictedConsumers: map[string]bool{},
 	}
-	r.checker.StrictS0 = cfg.StrictS0
 	r.checker.NodeFollowsPlan = cfg.NodeAgent == sim.AgentExact
 	for _, n := range nodes {
 		n.Status.Allocatable[corev1.ResourcePods] = resource.MustParse("110")

@@ -99,7 +99,8 @@ func (r *runner) burstGang() gangSpec {
 
 // nextGang draws a gang that fits the empty cluster: soft gangs of any
 // shape; hard s0 gangs within one S0's NICs (2 per NUMA zone); hard node
-// gangs within one node.
+// gangs within one NUMA zone's GPUs and NICs (a node's two zones hang off
+// two S0s, and the node tier keeps a gang's NICs under one).
 func (r *runner) nextGang() gangSpec {
 	leafNICs := 2 * r.cfg.ZonesPerLeaf
 	pick := func(shapes ...podShape) podShape { return shapes[r.rng.Intn(len(shapes))] }
@@ -114,7 +115,7 @@ func (r *runner) nextGang() gangSpec {
 		return gangSpec{shape: s, pods: 1 + r.rng.Intn(leafNICs/s.nics), contract: contract{"hard", "s0"}}
 	default:
 		s := pick(shapeOne, shapeTwo, shapeHalf)
-		return gangSpec{shape: s, pods: 1 + r.rng.Intn(min(8/s.gpu, 4/s.nics)), contract: contract{"hard", "node"}}
+		return gangSpec{shape: s, pods: 1 + r.rng.Intn(min(4/s.gpu, 2/s.nics)), contract: contract{"hard", "node"}}
 	}
 }
 

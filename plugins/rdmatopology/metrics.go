@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
@@ -47,6 +48,13 @@ var (
 		Buckets:   prometheus.ExponentialBuckets(0.0001, 2, 16),
 	})
 
+	// planRefused counts planned nodes refused when the plan was applied.
+	planRefused = promauto.NewCounter(prometheus.CounterOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "plan_refused_total",
+		Help:      "Planned nodes that the session's predicates or idle resources refused when a gang's plan was applied, each costing a replan: what the planner's view of Kubernetes' admission missed.",
+	})
+
 	// nicsUnconfirmed is the number of NICs reserved for pods the KCNRs do
 	// not list yet.
 	nicsUnconfirmed = promauto.NewGauge(prometheus.GaugeOpts{
@@ -76,6 +84,20 @@ func observeUnknownNICs(byReason map[topology.ReasonCode]int) {
 // ObservePlan records one planner call: its duration, and for a plan that
 // was committed, its tier and S0 count.
 func ObservePlan(d time.Duration) { planDuration.Observe(d.Seconds()) }
+
+// ObservePlanRefused records a planned node refused when the plan was
+// applied.
+func ObservePlanRefused() { planRefused.Inc() }
+
+// PlanRefused returns how many planned nodes were refused so far in this
+// process (benchmarks report it).
+func PlanRefused() float64 {
+	m := &dto.Metric{}
+	if err := planRefused.Write(m); err != nil {
+		return 0
+	}
+	return m.GetCounter().GetValue()
+}
 
 // ObservePlaced records a committed gang.
 func ObservePlaced(p *placement.Plan) {

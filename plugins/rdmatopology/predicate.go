@@ -19,7 +19,12 @@ func (s *Session) predicate(task *api.TaskInfo, node *api.NodeInfo) error {
 	}
 	s.mu.Lock()
 	a, planned := s.planned[task.UID]
+	probing := s.probing[task.UID] > 0
 	s.mu.Unlock()
+	if probing {
+		// The planner decides the NICs; the probe asks the other plugins.
+		return nil
+	}
 	if planned && a.Node == node.Name {
 		for _, nic := range a.NICs() {
 			if holder, held := s.State.HolderOf(node.Name, nic); held && holder != string(task.UID) {
@@ -43,6 +48,28 @@ func (s *Session) predicate(task *api.TaskInfo, node *api.NodeInfo) error {
 		return s.fitError(task, node, ErrReasonNoNICFit)
 	}
 	return nil
+}
+
+// WithoutNICCheck runs fn (a walk of the session's predicate chain for
+// task) with this plugin's NIC and tier checks answering "fits" for task:
+// what the other plugins (taints, selectors, affinity, ports, pod counts,
+// volumes) admit is then known apart from what the planner decides. Holds
+// still apply. Calls may nest; other tasks are checked as usual.
+func (s *Session) WithoutNICCheck(task *api.TaskInfo, fn func()) {
+	s.mu.Lock()
+	if s.probing == nil {
+		s.probing = map[api.TaskID]int{}
+	}
+	s.probing[task.UID]++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.probing[task.UID]--; s.probing[task.UID] <= 0 {
+			delete(s.probing, task.UID)
+		}
+		s.mu.Unlock()
+	}()
+	fn()
 }
 
 func (s *Session) fitError(task *api.TaskInfo, node *api.NodeInfo, reason string) error {

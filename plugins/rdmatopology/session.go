@@ -47,6 +47,9 @@ type Session struct {
 	byJob map[api.JobID]map[string]ledger.Reservation
 	// holds is the session's view of preempting gangs' holds (holds.go).
 	holds *sessionHolds
+	// probing counts, per task, the predicate walks in progress that ask
+	// the other plugins only (WithoutNICCheck).
+	probing map[api.TaskID]int
 }
 
 // openSession builds the session state: the runtime (started on first use),
@@ -69,7 +72,9 @@ func openSession(ssn *framework.Session, args *Args) *Session {
 	s.State = placement.NewState(f, rt.Ledger)
 	for name, ni := range ssn.Nodes {
 		s.State.SetCap(name, s.capOf(ni))
-		if ni.Node == nil || ni.Node.Spec.Unschedulable || hasBlockingTaint(ni.Node) {
+		// Taints, selectors and affinity are the predicates' to judge, per
+		// pod (the actions ask them); only a node no pod may use is out.
+		if ni.Node == nil || ni.Node.Spec.Unschedulable {
 			s.State.SetUnusable(name)
 		}
 	}
@@ -79,17 +84,6 @@ func openSession(ssn *framework.Session, args *Args) *Session {
 		}
 	}
 	return s
-}
-
-// hasBlockingTaint reports a NoSchedule or NoExecute taint: such nodes are
-// left to gangs that tolerate them (planned with their own node filter).
-func hasBlockingTaint(n *v1.Node) bool {
-	for _, t := range n.Spec.Taints {
-		if t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute {
-			return true
-		}
-	}
-	return false
 }
 
 // capOf reads what a node can still give from the session's idle figures.
@@ -365,7 +359,8 @@ func (s *Session) tierLimit(job *api.JobInfo, node string) (map[topology.S0ID]bo
 	}
 	switch tier {
 	case placement.TierNode:
-		return nil, h.Nodes[node]
+		// One node, its NICs under the leaves it holds.
+		return h.S0s, h.Nodes[node]
 	case placement.TierS0:
 		return h.S0s, true
 	case placement.TierS1:

@@ -1,0 +1,394 @@
+// Package gangfit tells the topology actions what Kubernetes will admit for
+// the pods of a gang: on which nodes each pod may go, by Volcano's own
+// predicate chain (taints and tolerations, node selectors and affinity,
+// host ports, pod (anti-)affinity, topology spread, the node's pod limit,
+// volumes), and how many of the gang's pods one node takes, by every
+// resource the pods request and the conflicts among the gang's own pods
+// (host ports, required anti-affinity). topology-allocate and
+// topology-preempt both plan through it, so neither keeps a filter of its
+// own.
+//
+// Node sets are computed per group of pods the predicates cannot tell
+// apart (same namespace, selector, affinity, tolerations, ports, volumes,
+// spread constraints; and labels, when a pod of the session has required
+// anti-affinity that could match them), once per session, by walking the
+// chain for one pod of the group over every node of the fabric, with the
+// rdma-topology plugin's own NIC check left to the planner
+// (rdmatopology.Session.WithoutNICCheck).
+package gangfit
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	k8sframework "k8s.io/kubernetes/pkg/scheduler/framework"
+	"volcano.sh/volcano/pkg/scheduler/api"
+	"volcano.sh/volcano/pkg/scheduler/framework"
+
+	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
+)
+
+// Mode says which of Volcano's readings of a predicate failure applies.
+type Mode int
+
+const (
+	// ForAllocate refuses a node on any failure
+	// (Session.PredicateForAllocateAction): the gang goes on what is free.
+	ForAllocate Mode = iota
+	// ForPreempt refuses a node only on failures evictions cannot resolve
+	// (Session.PredicateForPreemptAction): taints, selectors, affinity.
+	ForPreempt
+)
+
+// Nodes answers, for one session and one action, which nodes the pods of
+// gangs may use. It is not safe for concurrent use.
+type Nodes struct {
+	ssn  *framework.Session
+	topo *rdmatopology.Session
+	mode Mode
+	// fabric lists the session's nodes the fabric knows, sorted: the only
+	// nodes a gang's RDMA pods are planned on.
+	fabric []string
+	// usable counts the fabric nodes in the session that are schedulable.
+	usable int
+	// labelsMatter is set when a pod of the session has required pod
+	// anti-affinity: pods' own labels then decide where they may go.
+	labelsMatter bool
+	groups       map[[32]byte]int
+	sets         []*group
+}
+
+// group is one set of pods the predicates treat alike.
+type group struct {
+	rep *api.TaskInfo
+	// allowed is nil until computed.
+	allowed map[string]bool
+	// refused aggregates why nodes were refused, for reasons.
+	refused *api.FitErrors
+	// all is set when every usable fabric node admits the group.
+	all bool
+}
+
+// New returns the node sets of one session, read with mode.
+func New(ssn *framework.Session, topo *rdmatopology.Session, mode Mode) *Nodes {
+	n := &Nodes{ssn: ssn, topo: topo, mode: mode, groups: map[[32]byte]int{}}
+	for _, name := range topo.Fabric.NodeNames() {
+		ni, ok := ssn.Nodes[name]
+		if !ok {
+			continue
+		}
+		n.fabric = append(n.fabric, name)
+		if ni.Node != nil && !ni.Node.Spec.Unschedulable {
+			n.usable++
+		}
+	}
+	sort.Strings(n.fabric)
+	for _, ni := range ssn.Nodes {
+		for _, t := range ni.Tasks {
+			if hasRequiredAntiAffinity(t.Pod) {
+				n.labelsMatter = true
+				break
+			}
+		}
+		if n.labelsMatter {
+			break
+		}
+	}
+	return n
+}
+
+// Group returns the node group of a task (placement.Pod.Group).
+func (n *Nodes) Group(task *api.TaskInfo) int {
+	key := n.keyOf(task)
+	if g, ok := n.groups[key]; ok {
+		return g
+	}
+	g := len(n.sets)
+	n.groups[key] = g
+	n.sets = append(n.sets, &group{rep: task})
+	return g
+}
+
+// keyOf is what the predicates read of a pod, hashed.
+func (n *Nodes) keyOf(task *api.TaskInfo) [32]byte {
+	pod := task.Pod
+	if pod == nil {
+		pod = &v1.Pod{}
+	}
+	type portKey struct {
+		IP       string
+		Protocol v1.Protocol
+		Port     int32
+	}
+	var ports []portKey
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.HostPort > 0 {
+				ports = append(ports, portKey{p.HostIP, p.Protocol, p.HostPort})
+			}
+		}
+	}
+	key := struct {
+		Namespace string
+		Selector  map[string]string
+		Affinity  *v1.Affinity
+		Tol       []v1.Toleration
+		Ports     []portKey
+		Volumes   []v1.Volume
+		Spread    []v1.TopologySpreadConstraint
+		Labels    map[string]string `json:",omitempty"`
+		Job       api.JobID         `json:",omitempty"`
+	}{pod.Namespace, pod.Spec.NodeSelector, pod.Spec.Affinity, pod.Spec.Tolerations, ports, pod.Spec.Volumes,
+		pod.Spec.TopologySpreadConstraints, nil, ""}
+	if n.labelsMatter {
+		key.Labels = pod.Labels
+	}
+	if dependsOnPods(pod) {
+		// Pod affinity and spread count the pods already placed, which
+		// change as gangs are placed: such pods share sets within their
+		// job only.
+		key.Job = task.Job
+		key.Labels = pod.Labels
+	}
+	data, _ := json.Marshal(key)
+	return sha256.Sum256(data)
+}
+
+// Allowed reports whether pods of group may use node.
+func (n *Nodes) Allowed(node string, g int) bool {
+	if g < 0 || g >= len(n.sets) {
+		return false
+	}
+	return n.compute(n.sets[g]).allowed[node]
+}
+
+// Filter returns the planner's node filter for gangs whose pods have the
+// given groups, limited to scope when it is not nil; nil when nothing
+// limits the nodes (the planner then shares its per-leaf statistics).
+func (n *Nodes) Filter(groups []int, scope map[string]bool) func(node string, group int) bool {
+	constrained := scope != nil
+	for _, g := range groups {
+		if g < 0 || g >= len(n.sets) || !n.compute(n.sets[g]).all {
+			constrained = true
+		}
+	}
+	if !constrained {
+		return nil
+	}
+	return func(node string, g int) bool {
+		if scope != nil && !scope[node] {
+			return false
+		}
+		return n.Allowed(node, g)
+	}
+}
+
+// Refused explains, for a group no node admits, why (Volcano's "0/N nodes
+// are unavailable: ..." with counts per reason); "" when some node admits
+// it.
+func (n *Nodes) Refused(g int) string {
+	if g < 0 || g >= len(n.sets) {
+		return ""
+	}
+	s := n.compute(n.sets[g])
+	if len(s.allowed) > 0 || s.refused == nil {
+		return ""
+	}
+	return s.refused.Error()
+}
+
+// Changed drops the node sets after tasks were placed whose presence
+// changes what other pods may use (host ports, required anti-affinity);
+// pod counts and resources are read live by Admit.
+func (n *Nodes) Changed(tasks []*api.TaskInfo) {
+	if n == nil {
+		return
+	}
+	for _, t := range tasks {
+		if t.Pod != nil && (hasHostPort(t.Pod) || hasRequiredAntiAffinity(t.Pod)) {
+			for _, s := range n.sets {
+				s.allowed, s.refused, s.all = nil, nil, false
+			}
+			if hasRequiredAntiAffinity(t.Pod) && !n.labelsMatter {
+				// Labels now decide: groups formed without them are
+				// formed again.
+				n.labelsMatter = true
+				n.groups = map[[32]byte]int{}
+				n.sets = nil
+			}
+			return
+		}
+	}
+}
+
+// compute walks the predicate chain for the group's pod over the fabric's
+// nodes, once.
+func (n *Nodes) compute(s *group) *group {
+	if s.allowed != nil {
+		return s
+	}
+	s.allowed = map[string]bool{}
+	s.refused = api.NewFitErrors()
+	task := s.rep
+	n.topo.WithoutNICCheck(task, func() {
+		// The pre-predicates fill the cycle state the predicates read
+		// (ports, pod affinity, spread) for this pod.
+		if err := n.ssn.PrePredicateFn(task); err != nil {
+			for _, name := range n.fabric {
+				s.refused.SetNodeError(name, err)
+			}
+			return
+		}
+		for _, name := range n.fabric {
+			ni := n.ssn.Nodes[name]
+			var err error
+			if n.mode == ForPreempt {
+				err = n.ssn.PredicateForPreemptAction(task, ni)
+			} else {
+				err = n.ssn.PredicateForAllocateAction(task, ni)
+			}
+			if err != nil {
+				s.refused.SetNodeError(name, err)
+				continue
+			}
+			s.allowed[name] = true
+		}
+	})
+	s.all = len(s.allowed) >= n.usable
+	return s
+}
+
+// Admit returns the planner's per-node admission for the given tasks of
+// one gang (placement.Gang.Admit): a node takes a pod when the resources
+// the pod and the gang's pods already planned there request fit what the
+// node has, the node's pod limit holds them, and no two of them claim one
+// host port or are kept apart by required anti-affinity. What a node has
+// is its idle resources for allocate; for preempt, its future idle
+// resources plus those of the victims on it (victims, which may be nil).
+func (n *Nodes) Admit(tasks, victims []*api.TaskInfo) func(node string, pod placement.Pod, on []placement.Pod) bool {
+	byUID := make(map[string]*api.TaskInfo, len(tasks))
+	for _, t := range tasks {
+		byUID[string(t.UID)] = t
+	}
+	freed := map[string]*api.Resource{}
+	freedPods := map[string]int{}
+	for _, v := range victims {
+		if freed[v.NodeName] == nil {
+			freed[v.NodeName] = api.EmptyResource()
+		}
+		freed[v.NodeName].Add(v.Resreq)
+		freedPods[v.NodeName]++
+	}
+	infos := map[string]*k8sframework.PodInfo{}
+	infoOf := func(t *api.TaskInfo) *k8sframework.PodInfo {
+		if pi, ok := infos[string(t.UID)]; ok {
+			return pi
+		}
+		pi, err := k8sframework.NewPodInfo(t.Pod)
+		if err != nil {
+			pi = nil
+		}
+		infos[string(t.UID)] = pi
+		return pi
+	}
+	return func(node string, pod placement.Pod, on []placement.Pod) bool {
+		ni := n.ssn.Nodes[node]
+		t := byUID[pod.UID]
+		if ni == nil || t == nil || ni.Idle == nil || ni.Allocatable == nil {
+			return false
+		}
+		room := ni.Idle
+		if n.mode == ForPreempt {
+			room = ni.FutureIdle()
+			if f := freed[node]; f != nil {
+				room = room.Clone().Add(f)
+			}
+		}
+		// A node that declares no pod limit is not limited here (the
+		// predicates plugin, when enabled, refuses every pod there).
+		if limit := ni.Allocatable.MaxTaskNum; limit > 0 && len(ni.Tasks)-freedPods[node]+len(on)+1 > limit {
+			return false
+		}
+		sum := t.InitResreq.Clone()
+		for _, o := range on {
+			ot := byUID[o.UID]
+			if ot == nil {
+				continue
+			}
+			sum.Add(ot.InitResreq)
+			if conflict(t, ot, infoOf) {
+				return false
+			}
+		}
+		return sum.LessEqual(room, api.Zero)
+	}
+}
+
+// conflict reports whether two pods of a gang may not share a node: they
+// claim one host port, or the required anti-affinity of either matches the
+// other (two pods on one node share every topology value of the node).
+func conflict(a, b *api.TaskInfo, infoOf func(*api.TaskInfo) *k8sframework.PodInfo) bool {
+	if a.Pod == nil || b.Pod == nil {
+		return false
+	}
+	if hasHostPort(a.Pod) && hasHostPort(b.Pod) {
+		used := k8sframework.HostPortInfo{}
+		for _, c := range b.Pod.Spec.Containers {
+			for _, p := range c.Ports {
+				if p.HostPort > 0 {
+					used.Add(p.HostIP, string(p.Protocol), p.HostPort)
+				}
+			}
+		}
+		for _, c := range a.Pod.Spec.Containers {
+			for _, p := range c.Ports {
+				if p.HostPort > 0 && used.CheckConflict(p.HostIP, string(p.Protocol), p.HostPort) {
+					return true
+				}
+			}
+		}
+	}
+	for _, pair := range [][2]*api.TaskInfo{{a, b}, {b, a}} {
+		pi := infoOf(pair[0])
+		if pi == nil {
+			continue
+		}
+		for i := range pi.RequiredAntiAffinityTerms {
+			if pi.RequiredAntiAffinityTerms[i].Matches(pair[1].Pod, nil) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hasHostPort reports a container port bound on the host.
+func hasHostPort(pod *v1.Pod) bool {
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.HostPort > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hasRequiredAntiAffinity reports required pod anti-affinity terms.
+func hasRequiredAntiAffinity(pod *v1.Pod) bool {
+	return pod != nil && pod.Spec.Affinity != nil && pod.Spec.Affinity.PodAntiAffinity != nil &&
+		len(pod.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0
+}
+
+// dependsOnPods reports constraints whose verdict depends on the pods
+// placed: required pod affinity or anti-affinity, topology spread.
+func dependsOnPods(pod *v1.Pod) bool {
+	if len(pod.Spec.TopologySpreadConstraints) > 0 || hasRequiredAntiAffinity(pod) {
+		return true
+	}
+	a := pod.Spec.Affinity
+	return a != nil && a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0
+}
