@@ -1,0 +1,301 @@
+package topologyallocate_test
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
+)
+
+// gpuTaint is what the NVIDIA GPU operator and most providers put on GPU
+// nodes.
+var gpuTaint = corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}
+
+// tolerateGPU is the toleration training pods carry for gpuTaint.
+var tolerateGPU = corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
+
+// node returns the cluster's node of that name.
+func (c *cluster) node(name string) *corev1.Node {
+	for _, n := range c.nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	panic("no node " + name)
+}
+
+// pod returns the cluster's pod ns/name.
+func (c *cluster) pod(name string) *corev1.Pod {
+	for _, p := range c.pods {
+		if p.Name == name {
+			return p
+		}
+	}
+	panic("no pod " + name)
+}
+
+// jobPods returns the cluster's pods of a job.
+func (c *cluster) jobPods(job string) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range c.pods {
+		if strings.HasPrefix(p.Name, job+"-") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// nodesOf returns the nodes the job's pods were bound to, sorted.
+func nodesOf(o *outcome, job string) []string {
+	set := map[string]bool{}
+	for name, task := range o.binds {
+		if strings.HasPrefix(name, "ns/"+job+"-") {
+			set[task.NodeName] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// bindings returns pod name -> node of the job's bound pods.
+func bindings(o *outcome, job string) map[string]string {
+	out := map[string]string{}
+	for name, task := range o.binds {
+		if strings.HasPrefix(name, "ns/"+job+"-") {
+			out[strings.TrimPrefix(name, "ns/")] = task.NodeName
+		}
+	}
+	return out
+}
+
+// label sets a label on a node.
+func label(n *corev1.Node, key, value string) {
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	n.Labels[key] = value
+}
+
+// fourNodesAB adds n1..n4 with NUMA 0 under leaf A and NUMA 1 under B.
+func fourNodesAB(c *cluster) {
+	for i := 1; i <= 4; i++ {
+		c.addNode(fmt.Sprintf("n%d", i), "A", "B")
+	}
+}
+
+// TestKubernetesAdmission: the gang is planned on what Volcano's
+// predicates and the node's resources admit for each of its pods, so a
+// gang stock allocate places is placed, at the fewest leaves the
+// constraints allow, and a gang the predicates refuse everywhere says why.
+func TestKubernetesAdmission(t *testing.T) {
+	hardS0 := map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s0"}
+	cases := map[string]struct {
+		build func(c *cluster)
+		job   string
+		// wantBound is the number of the job's pods bound.
+		wantBound int
+		// wantLeaves, wantNodes and wantOn, when set, are the leaves,
+		// the number of distinct nodes and the pod -> node bindings.
+		wantLeaves []string
+		wantNodes  int
+		wantOn     map[string]string
+		// wantReason is a substring of the PodGroup condition when the
+		// gang is not placed.
+		wantReason string
+	}{
+		"every node carries the GPU taint, the pods tolerate it": {
+			build: func(c *cluster) {
+				fourNodesAB(c)
+				for _, n := range c.nodes {
+					n.Spec.Taints = []corev1.Taint{gpuTaint}
+				}
+				c.addJob("g", 4, 4, 2, hardS0)
+				for _, p := range c.jobPods("g") {
+					p.Spec.Tolerations = []corev1.Toleration{tolerateGPU}
+				}
+			},
+			job: "g", wantBound: 4, wantLeaves: []string{"A"},
+		},
+		"every node carries the GPU taint, the pods do not tolerate it": {
+			build: func(c *cluster) {
+				fourNodesAB(c)
+				for _, n := range c.nodes {
+					n.Spec.Taints = []corev1.Taint{gpuTaint}
+				}
+				c.addJob("g", 2, 4, 2, nil)
+			},
+			job: "g", wantBound: 0, wantReason: "untolerated taint",
+		},
+		"a leaf of tainted nodes holds a tolerating hard s0 gang": {
+			build: func(c *cluster) {
+				fourNodesAB(c)
+				for _, n := range c.nodes {
+					n.Spec.Taints = []corev1.Taint{gpuTaint}
+				}
+				c.addNode("u1", "C", "D")
+				c.addNode("u2", "C", "D")
+				c.addJob("g", 4, 4, 2, hardS0)
+				for _, p := range c.jobPods("g") {
+					p.Spec.Tolerations = []corev1.Toleration{tolerateGPU}
+				}
+			},
+			job: "g", wantBound: 4, wantLeaves: []string{"A"},
+		},
+		"master and workers select different pools": {
+			build: func(c *cluster) {
+				fourNodesAB(c)
+				label(c.node("n1"), "pool", "head")
+				for _, n := range []string{"n2", "n3", "n4"} {
+					label(c.node(n), "pool", "gpu")
+				}
+				c.addJob("pt", 4, 4, 2, nil)
+				for i, p := range c.jobPods("pt") {
+					p.Spec.NodeSelector = map[string]string{"pool": "gpu"}
+					if i == 0 {
+						p.Spec.NodeSelector = map[string]string{"pool": "head"}
+					}
+				}
+			},
+			job: "pt", wantBound: 4, wantLeaves: []string{"A"},
+			wantOn: map[string]string{"pt-0": "n1"},
+		},
+		"two pods pinned to two nodes by required node affinity": {
+			build: func(c *cluster) {
+				fourNodesAB(c)
+				c.addJob("pin", 2, 4, 2, nil)
+				for i, p := range c.jobPods("pin") {
+					p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+						RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+							MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn,
+								Values: []string{fmt.Sprintf("n%d", 3+i)}}},
+						}}}}}
+				}
+			},
+			job: "pin", wantBound: 2, wantLeaves: []string{"A"},
+			wantOn: map[string]string{"pin-0": "n3", "pin-1": "n4"},
+		},
+		"a selector on the master alone leaves the workers free": {
+			build: func(c *cluster) {
+				fourNodesAB(c)
+				label(c.node("n4"), "pool", "head")
+				c.addJob("m", 4, 4, 2, nil)
+				c.pod("m-0").Spec.NodeSelector = map[string]string{"pool": "head"}
+			},
+			job: "m", wantBound: 4, wantLeaves: []string{"A"},
+			wantOn: map[string]string{"m-0": "n4"},
+		},
+		"memory admits one pod per node": {
+			build: func(c *cluster) {
+				fourNodesAB(c)
+				c.addJob("mem", 2, 2, 1, nil)
+				for _, p := range c.jobPods("mem") {
+					p.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resource.MustParse("300Gi")
+				}
+			},
+			job: "mem", wantBound: 2, wantLeaves: []string{"A"}, wantNodes: 2,
+		},
+		"a declared host port admits one pod per node": {
+			build: func(c *cluster) {
+				fourNodesAB(c)
+				c.addJob("port", 2, 2, 1, nil)
+				for _, p := range c.jobPods("port") {
+					p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 29500, HostPort: 29500, Protocol: corev1.ProtocolTCP}}
+				}
+			},
+			job: "port", wantBound: 2, wantLeaves: []string{"A"}, wantNodes: 2,
+		},
+		"required anti-affinity on the hostname among the gang's pods": {
+			build: func(c *cluster) {
+				fourNodesAB(c)
+				c.addJob("anti", 2, 2, 1, nil)
+				for _, p := range c.jobPods("anti") {
+					p.Labels = map[string]string{"app": "anti"}
+					p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+						RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+							LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "anti"}},
+							TopologyKey:   corev1.LabelHostname,
+						}}}}
+				}
+			},
+			job: "anti", wantBound: 2, wantLeaves: []string{"A"}, wantNodes: 2,
+		},
+		"nodes that admit one more pod each": {
+			build: func(c *cluster) {
+				fourNodesAB(c)
+				for _, n := range c.nodes {
+					n.Status.Allocatable[corev1.ResourcePods] = resource.MustParse("1")
+					n.Status.Capacity[corev1.ResourcePods] = resource.MustParse("1")
+				}
+				c.addJob("few", 2, 2, 1, nil)
+			},
+			job: "few", wantBound: 2, wantLeaves: []string{"A"}, wantNodes: 2,
+		},
+		"GPU-only pods listed before the RDMA pods of their gang": {
+			build: func(c *cluster) {
+				for i := 1; i <= 3; i++ {
+					c.addNode(fmt.Sprintf("n%d", i), "A", "B")
+				}
+				// 3 pods of 4 GPUs without RDMA, then 2 of 4 GPUs + 2 NICs:
+				// 20 of the 24 GPUs.
+				c.addJob("mix", 5, 4, 0, nil)
+				for _, p := range c.jobPods("mix")[3:] {
+					p.Spec.Containers[0].Resources.Requests[builders.RDMAResource] = resource.MustParse("2")
+					p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{builders.RDMAResource: resource.MustParse("2"),
+						builders.GPUResource: resource.MustParse("4")}
+				}
+			},
+			job: "mix", wantBound: 5,
+		},
+		"two pods: one leaf over two nodes before one node over two leaves": {
+			build: func(c *cluster) {
+				fourNodesAB(c)
+				c.addJob("pair", 2, 4, 2, nil)
+			},
+			job: "pair", wantBound: 2, wantLeaves: []string{"A"}, wantNodes: 2,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := &cluster{}
+			tc.build(c)
+			o := runSession(t, c, newRuntime())
+			checkBinds(t, o)
+			if got := bound(o, tc.job); got != tc.wantBound {
+				t.Fatalf("%s: %d pods bound, want %d; condition %q", tc.job, got, tc.wantBound, condition(o.pgs["ns/"+tc.job]))
+			}
+			if tc.wantLeaves != nil {
+				if diff := cmp.Diff(tc.wantLeaves, leavesOf(o, tc.job)); diff != "" {
+					t.Errorf("leaves (-want,+got):\n%s", diff)
+				}
+			}
+			if tc.wantNodes > 0 {
+				if got := nodesOf(o, tc.job); len(got) != tc.wantNodes {
+					t.Errorf("nodes %v, want %d", got, tc.wantNodes)
+				}
+			}
+			on := bindings(o, tc.job)
+			for pod, node := range tc.wantOn {
+				if on[pod] != node {
+					t.Errorf("%s on %q, want %q", pod, on[pod], node)
+				}
+			}
+			if tc.wantReason != "" {
+				if got := condition(o.pgs["ns/"+tc.job]); !strings.Contains(got, tc.wantReason) {
+					t.Errorf("condition %q, want it to say %q", got, tc.wantReason)
+				}
+			}
+		})
+	}
+}
