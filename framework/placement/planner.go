@@ -12,10 +12,11 @@ import (
 const maxVerify = 8
 
 // Plan places the gang's pods against the state, in the order of
-// preference of the fabric: one node when a node holds the whole gang (its
-// traffic crosses no leaf, whatever leaves its NICs hang off); then the
-// fewest distinct leaves used by all NICs of the gang; then the fewest S1s.
-// The tiers are searched tightest first (one node, one S0, the fewest S0s
+// preference of the fabric: the fewest distinct leaves used by all NICs of
+// the gang; then the fewest S1s; then the fewest nodes (leaves decide, not
+// nodes: two pods on one node whose NICs hang off two leaves talk through
+// S1). Pods go only where Gang.Allowed and Gang.Admit say Kubernetes admits
+// them. The tiers are searched tightest first (one node under one leaf, one S0, the fewest S0s
 // within one S1, the fewest S0s anywhere); in soft mode a placement within
 // one S1 yields to one anywhere that uses fewer leaves. In hard mode the
 // search stops at the gang's highest tier. Among feasible candidates of a

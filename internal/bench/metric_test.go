@@ -264,9 +264,10 @@ func TestGradeGang(t *testing.T) {
 		opt     *OracleResult
 		want    grade
 	}{
-		{name: "one node beats the leaf count", s0: 2, oneNode: true, opt: exact(1), want: gradeOneNode},
-		{name: "one node needs no oracle", s0: 2, oneNode: true, want: gradeOneNode},
-		{name: "one node with an undecided oracle", s0: 2, oneNode: true, opt: &OracleResult{Status: OracleUnknown}, want: gradeOneNode},
+		{name: "one node over two leaves is graded by its leaves", s0: 2, oneNode: true, opt: exact(1), want: gradeOff},
+		{name: "one node over two leaves at the minimum", s0: 2, oneNode: true, opt: exact(2), want: gradeAt},
+		{name: "one node under one leaf needs no oracle", s0: 1, oneNode: true, want: gradeOneNode},
+		{name: "one node under one leaf with an undecided oracle", s0: 1, oneNode: true, opt: &OracleResult{Status: OracleUnknown}, want: gradeOneNode},
 		{name: "at the minimum", s0: 2, opt: exact(2), want: gradeAt},
 		{name: "above the minimum", s0: 3, opt: exact(2), want: gradeOff},
 		{name: "below the minimum", s0: 1, opt: exact(2), want: gradeBelow},

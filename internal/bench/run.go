@@ -417,8 +417,10 @@ func record(s *sim.Simulator, tr *Tracker, rz *realized, byName map[string]*gang
 type grade int
 
 const (
-	// gradeOneNode: the whole gang is on one node, so its traffic crosses
-	// no leaf: at the optimum whatever the oracle says.
+	// gradeOneNode: the whole gang is on one node with its NICs under one
+	// leaf (tier node): at the optimum whatever the oracle says. One node
+	// whose NICs hang off several leaves is graded by its leaves like any
+	// other placement.
 	gradeOneNode grade = iota
 	// gradeAt: it spanned the oracle's minimum of S0s.
 	gradeAt
@@ -439,7 +441,7 @@ const (
 // against the oracle's answer at its first bind (nil: none).
 func gradeGang(s0 int, oneNode bool, opt *OracleResult) grade {
 	switch {
-	case oneNode:
+	case oneNode && s0 <= 1:
 		return gradeOneNode
 	case opt == nil || opt.Status == OracleUnknown:
 		return gradeUnknown
