@@ -13,6 +13,7 @@ import (
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
+	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
 // gpuTaint is what the NVIDIA GPU operator and most providers put on GPU
@@ -270,8 +271,12 @@ func TestKubernetesAdmission(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := &cluster{}
 			tc.build(c)
+			refused := rdmatopology.PlanRefused()
 			o := runSession(t, c, newRuntime())
 			checkBinds(t, o)
+			if n := rdmatopology.PlanRefused() - refused; n != 0 {
+				t.Errorf("%v planned nodes refused when the plan was applied, want 0", n)
+			}
 			if got := bound(o, tc.job); got != tc.wantBound {
 				t.Fatalf("%s: %d pods bound, want %d; condition %q", tc.job, got, tc.wantBound, condition(o.pgs["ns/"+tc.job]))
 			}

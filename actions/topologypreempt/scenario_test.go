@@ -332,6 +332,26 @@ func TestPreemptionScenarios(t *testing.T) {
 			wantEvicted: sorted(pods("sb1", 1), pods("sb2", 1)),
 			preemptor:   "big", wantBound: 4, wantLeaves: []string{"B"},
 		},
+		"every node carries the GPU taint and every pod tolerates it": {
+			build: func(c *cluster) {
+				c.eightNodes()
+				c.addRunning("sb1", "low", 1, slot{"n1", 1})
+				c.addRunning("sb2", "low", 1, slot{"n2", 1})
+				c.addRunning("ha", "high", 1, slot{"n1", 0})
+				c.addRunning("hc", "high", 1, slot{"n5", 0}, slot{"n5", 1})
+				c.addPending("big", "high", 4, hardS0)
+				taint := corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}
+				for _, n := range c.nodes {
+					n.Spec.Taints = []corev1.Taint{taint}
+				}
+				for _, p := range c.pods {
+					p.Spec.Tolerations = []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists,
+						Effect: corev1.TaintEffectNoSchedule}}
+				}
+			},
+			wantEvicted: sorted(pods("sb1", 1), pods("sb2", 1)),
+			preemptor:   "big", wantBound: 4, wantLeaves: []string{"B"},
+		},
 		"a gang that cannot fit after every allowed eviction evicts nothing": {
 			build: func(c *cluster) {
 				c.eightNodes()

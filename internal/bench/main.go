@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/rdmatopo/rdmatopo/internal/sim"
+	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
 // Report is the benchmark's JSON output.
@@ -53,8 +54,14 @@ type RunDetails struct {
 	// BelowOptimum counts gangs that spanned fewer S0s than the oracle's
 	// minimum at their first bind.
 	BelowOptimum int `json:"belowOptimum"`
-	// OneNodeGangs counts gangs on one node, at the optimum by definition.
+	// OneNodeGangs counts gangs on one node with their NICs under one leaf
+	// (tier node), at the optimum by definition.
 	OneNodeGangs int `json:"oneNodeGangs"`
+	// PlanRefused counts planned nodes that Volcano's predicates or the
+	// node's idle resources refused when a plan was applied
+	// (rdmatopo_plan_refused_total over the run): 0 when the planner's view
+	// of Kubernetes' admission is exact.
+	PlanRefused int `json:"planRefused"`
 	// NodeAgent is the simulated node agent (sim.AgentExact, AgentNUMA,
 	// AgentBlind) whose choices the realized figures count.
 	NodeAgent string `json:"nodeAgent"`
@@ -167,6 +174,7 @@ func Run(o Options) (*Report, error) {
 		runtime.GC()
 		opts := SimOptions(o.NodesToFindPercent)
 		opts.NodeAgent = agent
+		refusedBefore := rdmatopology.PlanRefused()
 		res, err := Replay(confs[name], cluster, trace, opts)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
@@ -177,7 +185,8 @@ func Run(o Options) (*Report, error) {
 			OracleUnknown: res.OracleUnknown, OracleInfeasible: res.OracleInfeasible, BelowOptimum: res.BelowOptimum,
 			OneNodeGangs: res.OneNode, NodeAgent: string(agent),
 			RealizedOracleUnknown: res.RealizedOracleUnknown, RealizedOracleInfeasible: res.RealizedOracleInfeasible,
-			RealizedBelowOptimum: res.RealizedBelowOptimum, RealizedOneNodeGangs: res.RealizedOneNode}
+			RealizedBelowOptimum: res.RealizedBelowOptimum, RealizedOneNodeGangs: res.RealizedOneNode,
+			PlanRefused: int(rdmatopology.PlanRefused() - refusedBefore)}
 	}
 	return rep, nil
 }
