@@ -1,0 +1,118 @@
+package gangfit
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"volcano.sh/volcano/pkg/scheduler/api"
+	"volcano.sh/volcano/pkg/scheduler/framework"
+
+	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
+)
+
+// admitPod builds a pod of the gang requesting 1 GPU, 1 NIC and mem.
+func admitPod(name, mem string, mutate ...func(*corev1.Pod)) *corev1.Pod {
+	p := builders.MakePod("ns", name).UID("uid-"+name).Req("cpu", "1").Req("memory", mem).
+		Req(builders.GPUResource, "1").Req(builders.RDMAResource, "1").Obj()
+	for _, m := range mutate {
+		m(p)
+	}
+	return p
+}
+
+func withPort(port int32) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: port, HostPort: port, Protocol: corev1.ProtocolTCP}}
+	}
+}
+
+func withAntiAffinity(p *corev1.Pod) {
+	p.Labels = map[string]string{"app": "x"}
+	p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
+			TopologyKey:   corev1.LabelHostname,
+		}}}}
+}
+
+func TestAdmit(t *testing.T) {
+	cases := map[string]struct {
+		mode Mode
+		// pods is the gang; the first len-1 are on the node already in
+		// this plan, the last is asked about.
+		pods []*corev1.Pod
+		// maxPods is the node's pods allocatable; running are pods on the
+		// node already, victims the subset evicted (preempt).
+		maxPods string
+		running []*corev1.Pod
+		victims int
+		want    bool
+	}{
+		"fits":                   {pods: []*corev1.Pod{admitPod("a", "100Gi"), admitPod("b", "100Gi")}, want: true},
+		"memory admits one":      {pods: []*corev1.Pod{admitPod("a", "300Gi"), admitPod("b", "300Gi")}, want: false},
+		"memory of running pods": {pods: []*corev1.Pod{admitPod("b", "300Gi")}, running: []*corev1.Pod{admitPod("r", "300Gi")}, want: false},
+		"preempt: a victim frees its memory": {mode: ForPreempt, pods: []*corev1.Pod{admitPod("b", "300Gi")},
+			running: []*corev1.Pod{admitPod("r", "300Gi")}, victims: 1, want: true},
+		"preempt: a pod that stays keeps its memory": {mode: ForPreempt, pods: []*corev1.Pod{admitPod("b", "300Gi")},
+			running: []*corev1.Pod{admitPod("r", "300Gi")}, want: false},
+		"pod limit":        {maxPods: "2", pods: []*corev1.Pod{admitPod("a", "1Gi"), admitPod("b", "1Gi")}, running: []*corev1.Pod{admitPod("r", "1Gi")}, want: false},
+		"pod limit holds":  {maxPods: "2", pods: []*corev1.Pod{admitPod("a", "1Gi"), admitPod("b", "1Gi")}, want: true},
+		"same host port":   {pods: []*corev1.Pod{admitPod("a", "1Gi", withPort(29500)), admitPod("b", "1Gi", withPort(29500))}, want: false},
+		"other host ports": {pods: []*corev1.Pod{admitPod("a", "1Gi", withPort(29500)), admitPod("b", "1Gi", withPort(29501))}, want: true},
+		"anti-affinity on the hostname": {pods: []*corev1.Pod{admitPod("a", "1Gi", withAntiAffinity), admitPod("b", "1Gi", withAntiAffinity)},
+			want: false},
+		"anti-affinity of the pod placed first only": {pods: []*corev1.Pod{admitPod("a", "1Gi", withAntiAffinity),
+			admitPod("b", "1Gi", func(p *corev1.Pod) { p.Labels = map[string]string{"app": "x"} })}, want: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			maxPods := tc.maxPods
+			if maxPods == "" {
+				maxPods = "110"
+			}
+			node := builders.MakeNode("n1").GPU(8).RDMA(4).CPU("128").Resource("memory", "512Gi").
+				Resource(corev1.ResourcePods, maxPods).Obj()
+			ni := api.NewNodeInfo(node)
+			var victims []*api.TaskInfo
+			for i, p := range tc.running {
+				p.Spec.NodeName = "n1"
+				p.Status.Phase = corev1.PodRunning
+				task := api.NewTaskInfo(p)
+				if err := ni.AddTask(task); err != nil {
+					t.Fatal(err)
+				}
+				if i < tc.victims {
+					victims = append(victims, task)
+				}
+			}
+			n := &Nodes{ssn: &framework.Session{Nodes: map[string]*api.NodeInfo{"n1": ni}}, mode: tc.mode}
+			var tasks []*api.TaskInfo
+			var on []placement.Pod
+			for _, p := range tc.pods {
+				tasks = append(tasks, api.NewTaskInfo(p))
+			}
+			for _, tk := range tasks[:len(tasks)-1] {
+				on = append(on, placement.Pod{UID: string(tk.UID)})
+			}
+			last := placement.Pod{UID: string(tasks[len(tasks)-1].UID)}
+			if got := n.Admit(tasks, victims)("n1", last, on); got != tc.want {
+				t.Errorf("Admit = %v, want %v", got, tc.want)
+			}
+			if n.Admit(tasks, nil)("n2", last, nil) {
+				t.Error("a node not in the session is admitted")
+			}
+		})
+	}
+}
+
+// TestAdmitUnknownPod: a pod the admission was not built for is refused,
+// not a panic.
+func TestAdmitUnknownPod(t *testing.T) {
+	ni := api.NewNodeInfo(builders.MakeNode("n1").GPU(8).CPU("128").Resource("memory", "1Gi").Obj())
+	n := &Nodes{ssn: &framework.Session{Nodes: map[string]*api.NodeInfo{"n1": ni}}}
+	if n.Admit(nil, nil)("n1", placement.Pod{UID: "nobody"}, nil) {
+		t.Error("unknown pod admitted")
+	}
+}
