@@ -53,8 +53,8 @@ func (s *Session) predicate(task *api.TaskInfo, node *api.NodeInfo) error {
 // WithoutNICCheck runs fn (a walk of the session's predicate chain for
 // task) with this plugin's NIC and tier checks answering "fits" for task:
 // what the other plugins (taints, selectors, affinity, ports, pod counts,
-// volumes) admit is then known apart from what the planner decides. Holds
-// still apply. Calls may nest; other tasks are checked as usual.
+// volumes) admit is then known apart from what the planner decides. Calls
+// may nest; other tasks are checked as usual.
 func (s *Session) WithoutNICCheck(task *api.TaskInfo, fn func()) {
 	s.mu.Lock()
 	if s.probing == nil {
