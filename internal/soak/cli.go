@@ -129,6 +129,7 @@ func writeResult(w io.Writer, format string, res *Result) error {
 		{"partial gangs", res.PartialGangs}, {"hard-limit breaches", res.HardLimitBreaches},
 		{"KCNR conflicts", res.KCNRConflicts}, {"NIC count mismatches", res.NICCounts},
 		{"ledger mismatches", res.LedgerMismatches}, {"KCNR divergences", res.KCNRDivergences}, {"stuck gangs", res.StuckGangs},
+		{"planned nodes refused", res.PlanRefused},
 		{"higher-priority evictions", res.HigherPriorityEvictions}, {"partial victim gangs", res.PartialVictimGangs},
 		{"evicted pods", res.EvictedPods}, {"resubmitted victims", res.Resubmitted}, {"max-wait gangs relaxed", res.Relaxed},
 		{"NIC mismatches (adopted, not a violation)", res.NICMismatches},

@@ -73,6 +73,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/internal/sim"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
+	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
 // Config describes a soak run. Zero fields take the defaults of
@@ -196,10 +197,15 @@ type Result struct {
 	// reservation is not what the KCNR lists.
 	KCNRDivergences int `json:"kcnrDivergences"`
 	StuckGangs      int `json:"stuckGangs"`
-	Binds           int `json:"binds"`
-	Drains          int `json:"drains"`
-	JobsCompleted   int `json:"jobsCompleted"`
-	JobsKilled      int `json:"jobsKilled"`
+	// PlanRefused counts planned nodes Volcano's predicates or idle
+	// resources refused when a plan was applied
+	// (rdmatopo_plan_refused_total over the run, this process): 0 when the
+	// planner plans only what Kubernetes admits.
+	PlanRefused   int `json:"planRefused"`
+	Binds         int `json:"binds"`
+	Drains        int `json:"drains"`
+	JobsCompleted int `json:"jobsCompleted"`
+	JobsKilled    int `json:"jobsKilled"`
 	// NICMismatches counts bound pods whose KCNR entry listed other NICs
 	// than they were bound with: the node agent chose otherwise and the
 	// scheduler adopted its choice (not a violation).
@@ -283,6 +289,7 @@ func Run(cfg Config) (*Result, error) {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
+	refusedBefore := rdmatopology.PlanRefused()
 	conf, err := sim.ParseConf(cfg.SchedulerConf)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler conf: %w", err)
@@ -328,6 +335,7 @@ func Run(cfg Config) (*Result, error) {
 	r.res.MaxPartialCycles = r.checker.MaxPartialCycles
 	r.res.NICMismatches = r.checker.NICMismatches
 	r.res.RealizedWider = r.checker.RealizedWider
+	r.res.PlanRefused = int(rdmatopology.PlanRefused() - refusedBefore)
 	return &r.res, err
 }
 

@@ -30,6 +30,9 @@ func TestSoakSmall(t *testing.T) {
 	for _, v := range res.Found {
 		t.Errorf("violation: %s", v)
 	}
+	if res.PlanRefused != 0 {
+		t.Errorf("%d planned nodes refused by the predicates, want 0", res.PlanRefused)
+	}
 	if res.Restarts != 3 {
 		t.Errorf("restarts = %d, want 3", res.Restarts)
 	}
