@@ -381,14 +381,11 @@ func applyAssignment(ssn *framework.Session, topo *rdmatopology.Session, queue *
 func buildGang(topo *rdmatopology.Session, fit *gangfit.Nodes, job *api.JobInfo, c placement.Contract, rdma []*api.TaskInfo, others int) placement.Gang {
 	g := placement.Gang{Job: string(job.UID), Mode: c.Mode, HighestTier: c.HighestTier, Held: topo.Held(job.UID),
 		Exclude: map[string]bool{}}
-	groups := make([]int, 0, len(rdma))
 	for _, t := range rdma {
-		group := fit.Group(t)
 		g.Pods = append(g.Pods, placement.Pod{UID: string(t.UID), Name: t.Namespace + "/" + t.Name,
-			Shape: topo.Shape(t), Group: group})
-		groups = append(groups, group)
+			Shape: topo.Shape(t), Group: fit.Group(t)})
 	}
-	g.Allowed = fit.Filter(groups, nil)
+	g.Allowed = fit.Filter(g.Pods, nil)
 	g.Admit = fit.Admit(rdma, nil)
 	need := int(job.MinAvailable) - int(job.ReadyTaskNum()) - others
 	g.Need = max(0, min(need, len(rdma)))

@@ -81,6 +81,20 @@ func bindings(o *outcome, job string) map[string]string {
 	return out
 }
 
+// taintGPU puts gpuTaint on every node the cluster has so far.
+func taintGPU(c *cluster) {
+	for _, n := range c.nodes {
+		n.Spec.Taints = []corev1.Taint{gpuTaint}
+	}
+}
+
+// tolerateGPUIn makes every pod of the job tolerate gpuTaint.
+func tolerateGPUIn(c *cluster, job string) {
+	for _, p := range c.jobPods(job) {
+		p.Spec.Tolerations = []corev1.Toleration{tolerateGPU}
+	}
+}
+
 // label sets a label on a node.
 func label(n *corev1.Node, key, value string) {
 	if n.Labels == nil {
@@ -119,22 +133,16 @@ func TestKubernetesAdmission(t *testing.T) {
 		"every node carries the GPU taint, the pods tolerate it": {
 			build: func(c *cluster) {
 				fourNodesAB(c)
-				for _, n := range c.nodes {
-					n.Spec.Taints = []corev1.Taint{gpuTaint}
-				}
+				taintGPU(c)
 				c.addJob("g", 4, 4, 2, hardS0)
-				for _, p := range c.jobPods("g") {
-					p.Spec.Tolerations = []corev1.Toleration{tolerateGPU}
-				}
+				tolerateGPUIn(c, "g")
 			},
 			job: "g", wantBound: 4, wantLeaves: []string{"A"},
 		},
 		"every node carries the GPU taint, the pods do not tolerate it": {
 			build: func(c *cluster) {
 				fourNodesAB(c)
-				for _, n := range c.nodes {
-					n.Spec.Taints = []corev1.Taint{gpuTaint}
-				}
+				taintGPU(c)
 				c.addJob("g", 2, 4, 2, nil)
 			},
 			job: "g", wantBound: 0, wantReason: "untolerated taint",
@@ -142,15 +150,11 @@ func TestKubernetesAdmission(t *testing.T) {
 		"a leaf of tainted nodes holds a tolerating hard s0 gang": {
 			build: func(c *cluster) {
 				fourNodesAB(c)
-				for _, n := range c.nodes {
-					n.Spec.Taints = []corev1.Taint{gpuTaint}
-				}
+				taintGPU(c)
 				c.addNode("u1", "C", "D")
 				c.addNode("u2", "C", "D")
 				c.addJob("g", 4, 4, 2, hardS0)
-				for _, p := range c.jobPods("g") {
-					p.Spec.Tolerations = []corev1.Toleration{tolerateGPU}
-				}
+				tolerateGPUIn(c, "g")
 			},
 			job: "g", wantBound: 4, wantLeaves: []string{"A"},
 		},

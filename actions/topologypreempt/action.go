@@ -227,7 +227,7 @@ func (r *run) preempt(job *api.JobInfo) {
 		return
 	}
 	g := r.buildGang(job, c, rdma, others)
-	g.Allowed = r.fit.Filter(groupsOf(g), nil)
+	g.Allowed = r.fit.Filter(g.Pods, nil)
 	claimedBy, _ := r.topo.KeepOffClaims(job, &g)
 	if plan, fail := r.topo.State.Plan(g); fail == nil && plan != nil {
 		// Placeable without evictions (topology-allocate's turn, or
@@ -484,13 +484,4 @@ func (r *run) realize(h *rdmatopology.Hold) {
 	}
 	topo.DropHold(h.Job, "held placement cannot be allocated: "+err.Error())
 	klog.InfoS("Abandoned the hold of a preempting gang", "job", h.Name, "err", err)
-}
-
-// groupsOf lists the node groups of the gang's pods.
-func groupsOf(g placement.Gang) []int {
-	out := make([]int, 0, len(g.Pods))
-	for _, p := range g.Pods {
-		out = append(out, p.Group)
-	}
-	return out
 }

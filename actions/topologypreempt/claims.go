@@ -94,7 +94,7 @@ func (r *run) room(job *api.JobInfo, g placement.Gang, c placement.Contract, can
 		// there behind them.
 		try := g
 		try.Exclude, try.ExcludeS0s = nil, nil
-		try.Allowed = r.fit.Filter(groupsOf(g), rk.sc.nodes)
+		try.Allowed = r.fit.Filter(g.Pods, rk.sc.nodes)
 		try.Admit = r.fit.Admit(rdma, r.tasksOf(rk.pods))
 		// Planned on the room's leaves only (a node room's: those its NICs
 		// hang off), so the planner does not visit the whole fabric.

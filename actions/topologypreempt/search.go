@@ -146,7 +146,7 @@ func (s *searcher) fits(sc scope, units []*unit) *placement.Plan {
 		}
 	}
 	g := s.g
-	g.Allowed = s.r.fit.Filter(groupsOf(g), sc.nodes)
+	g.Allowed = s.r.fit.Filter(g.Pods, sc.nodes)
 	victims := union(units)
 	freed := make([]*api.TaskInfo, 0, len(victims))
 	for _, v := range victims {

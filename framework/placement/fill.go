@@ -41,7 +41,7 @@ func (p *planner) fill(pods []Pod, nodes []string, allowed map[topology.S0ID]boo
 		pod := pods[idx]
 		placed := false
 		for _, c := range open {
-			if !p.allowedNode(c.w.name, pod.Group) || !p.admits(c.w, pod) {
+			if !p.takes(c.w, pod) {
 				continue
 			}
 			if zones, fit := c.w.place(pod.Shape, ok); fit {
@@ -57,7 +57,7 @@ func (p *planner) fill(pods []Pod, nodes []string, allowed map[topology.S0ID]boo
 		left := len(order) - k
 		var pick *cand
 		for _, c := range cands {
-			if used[c] || !p.allowedNode(c.w.name, pod.Group) || !p.admits(c.w, pod) || c.cap == 0 && pod.Shape == p.main {
+			if used[c] || !p.takes(c.w, pod) || c.cap == 0 && pod.Shape == p.main {
 				continue
 			}
 			if c.cap >= left {
@@ -73,7 +73,7 @@ func (p *planner) fill(pods []Pod, nodes []string, allowed map[topology.S0ID]boo
 		if !fit {
 			// The capacity estimate was for the main shape; try the others.
 			for _, c := range cands {
-				if used[c] || c == pick || !p.allowedNode(c.w.name, pod.Group) || !p.admits(c.w, pod) {
+				if used[c] || c == pick || !p.takes(c.w, pod) {
 					continue
 				}
 				if zones, fit = c.w.place(pod.Shape, ok); fit {

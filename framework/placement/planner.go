@@ -224,24 +224,19 @@ func (p *planner) allowedNode(node string, group int) bool {
 // the capacity estimates count (optimistic where pods of one gang have
 // different node sets; the fill checks each pod's own).
 func (p *planner) anyAllowed(node string) bool {
-	if p.g.Exclude[node] || p.s.unusable[node] {
-		return false
-	}
-	if p.g.Allowed == nil {
-		return true
-	}
 	for _, g := range p.groups {
-		if p.g.Allowed(node, g) {
+		if p.allowedNode(node, g) {
 			return true
 		}
 	}
 	return false
 }
 
-// admits reports whether the fill may add pod to the node of w, next to
-// the gang's pods it placed there (Gang.Admit).
-func (p *planner) admits(w *work, pod Pod) bool {
-	return p.g.Admit == nil || p.g.Admit(w.name, pod, w.placed)
+// takes reports whether the fill may add pod to the node of w: the pod may
+// use the node, and the node admits it next to the gang's pods the fill
+// placed there (Gang.Admit).
+func (p *planner) takes(w *work, pod Pod) bool {
+	return p.allowedNode(w.name, pod.Group) && (p.g.Admit == nil || p.g.Admit(w.name, pod, w.placed))
 }
 
 // groupsOf lists the distinct node groups of the pods, in first-seen order.

@@ -24,6 +24,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	k8sframework "k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodeports"
 	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
@@ -165,13 +166,14 @@ func (n *Nodes) Allowed(node string, g int) bool {
 	return n.compute(n.sets[g]).allowed[node]
 }
 
-// Filter returns the planner's node filter for gangs whose pods have the
-// given groups, limited to scope when it is not nil; nil when nothing
-// limits the nodes (the planner then shares its per-leaf statistics).
-func (n *Nodes) Filter(groups []int, scope map[string]bool) func(node string, group int) bool {
+// Filter returns the planner's node filter for a gang of the given pods
+// (their Group from Group), limited to scope when it is not nil; nil when
+// nothing limits the nodes (the planner then shares its per-leaf
+// statistics).
+func (n *Nodes) Filter(pods []placement.Pod, scope map[string]bool) func(node string, group int) bool {
 	constrained := scope != nil
-	for _, g := range groups {
-		if g < 0 || g >= len(n.sets) || !n.compute(n.sets[g]).all {
+	for _, p := range pods {
+		if g := p.Group; g < 0 || g >= len(n.sets) || !n.compute(n.sets[g]).all {
 			constrained = true
 		}
 	}
@@ -334,22 +336,9 @@ func conflict(a, b *api.TaskInfo, infoOf func(*api.TaskInfo) *k8sframework.PodIn
 	if a.Pod == nil || b.Pod == nil {
 		return false
 	}
-	if hasHostPort(a.Pod) && hasHostPort(b.Pod) {
-		used := k8sframework.HostPortInfo{}
-		for _, c := range b.Pod.Spec.Containers {
-			for _, p := range c.Ports {
-				if p.HostPort > 0 {
-					used.Add(p.HostIP, string(p.Protocol), p.HostPort)
-				}
-			}
-		}
-		for _, c := range a.Pod.Spec.Containers {
-			for _, p := range c.Ports {
-				if p.HostPort > 0 && used.CheckConflict(p.HostIP, string(p.Protocol), p.HostPort) {
-					return true
-				}
-			}
-		}
+	// Kubernetes' own port check, against a node holding b alone.
+	if hasHostPort(a.Pod) && hasHostPort(b.Pod) && !nodeports.Fits(a.Pod, k8sframework.NewNodeInfo(b.Pod)) {
+		return true
 	}
 	for _, pair := range [][2]*api.TaskInfo{{a, b}, {b, a}} {
 		pi := infoOf(pair[0])
