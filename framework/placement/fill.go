@@ -10,10 +10,23 @@ import (
 )
 
 // fill places the pods on the given nodes using only NICs of the allowed
-// leaves (nil: any) the gang does not exclude, pods of one node filling its zones before the next node
+// leaves (nil: any) the gang does not exclude: greedily, and for small
+// gangs the greedy fill misses (mixed shapes, per-pod node sets) by the
+// exact search (exact.go).
+func (p *planner) fill(pods []Pod, nodes []string, allowed map[topology.S0ID]bool) ([]Assignment, bool) {
+	if assign, ok := p.greedyFill(pods, nodes, allowed); ok {
+		return assign, true
+	}
+	if len(pods) > exactMaxPods {
+		return nil, false
+	}
+	return p.exactFill(pods, nodes, allowed)
+}
+
+// greedyFill fills pods of one node into its zones before the next node
 // is opened. A new node is the best fit: the smallest capacity that still
 // holds the pods left, else the largest.
-func (p *planner) fill(pods []Pod, nodes []string, allowed map[topology.S0ID]bool) ([]Assignment, bool) {
+func (p *planner) greedyFill(pods []Pod, nodes []string, allowed map[topology.S0ID]bool) ([]Assignment, bool) {
 	ok := p.leafOK(allowed)
 	type cand struct {
 		w   *work

@@ -143,8 +143,8 @@ func countFree(v *nodeFree, leaf topology.S0ID) int64 {
 
 // quickCap estimates how many pods of sh fit on a node using NICs of the
 // leaves ok admits (any when nil): per zone the minimum over NICs, GPUs and
-// CPUs, summed, bounded by the node cap; a shape no zone can hold counts
-// whole-node fits on spanning nodes.
+// CPUs, summed, bounded by the node cap; on spanning nodes the zones
+// pool.
 func quickCap(v *nodeFree, sh Shape, ok func(topology.S0ID) bool) int {
 	var sum, totGPU, totCPU, totNIC int64
 	for i := range v.zones {
@@ -160,8 +160,10 @@ func quickCap(v *nodeFree, sh Shape, ok func(topology.S0ID) bool) int {
 		totNIC += nics
 		sum += perZone(z.gpu, z.cpuMilli, nics, sh)
 	}
-	if sum == 0 && v.node.Policy == topology.PolicySpanning {
-		sum = perZone(totGPU, totCPU, totNIC, sh)
+	if v.node.Policy == topology.PolicySpanning {
+		// A pod may take from several zones: the pooled count is never
+		// below the per-zone sum, and a fill reaches it by spanning.
+		sum = max(sum, perZone(totGPU, totCPU, totNIC, sh))
 	}
 	if v.cap != nil {
 		sum = min(sum, perZone(v.cap.GPU, v.cap.CPUMilli, v.cap.NICs, sh))

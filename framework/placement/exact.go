@@ -1,0 +1,257 @@
+// The exact search for small gangs: a backtracking fill that tries every
+// zone of every node for every pod where the greedy fill gave up, and a
+// refinement that looks for a placement on fewer leaves than the tier
+// search found. Both are bounded; past the bound the greedy answer stands.
+
+package placement
+
+import (
+	"sort"
+
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+)
+
+const (
+	// exactMaxPods is the largest gang searched exactly. Mixed pod shapes
+	// and per-pod node sets make the greedy fill and the per-shape
+	// estimates miss placements; for gangs this small an exhaustive search
+	// is cheap.
+	exactMaxPods = 8
+	// exactSteps bounds the zone placements one backtracking fill tries.
+	exactSteps = 20000
+	// refineLeaves bounds the leaves a refinement draws sets from, and
+	// refineFills the fills it runs.
+	refineLeaves = 12
+	refineFills  = 300
+)
+
+// exactFill places the pods on the nodes with NICs of the leaves ok admits,
+// trying for each pod (largest first) every node and every zone, with the
+// same checks as the greedy fill (Gang.Allowed, Gang.Admit, node caps).
+// Pods of one shape and one node group are interchangeable and take zones
+// in non-decreasing order, so each set of zones is tried once. It reports
+// false when no assignment exists or the step bound is reached.
+func (p *planner) exactFill(pods []Pod, nodes []string, allowed map[topology.S0ID]bool) ([]Assignment, bool) {
+	ok := p.leafOK(allowed)
+	var works []*work
+	for _, n := range nodes {
+		if v := p.s.view(n); v != nil {
+			works = append(works, newWork(v))
+		}
+	}
+	order := bySize(pods)
+	assign := make([]Assignment, len(pods))
+	steps := 0
+	var place func(k, from int) bool
+	place = func(k, from int) bool {
+		if k == len(order) {
+			return true
+		}
+		idx := order[k]
+		pod := pods[idx]
+		start := 0
+		if k > 0 {
+			if prev := pods[order[k-1]]; prev.Shape == pod.Shape && prev.Group == pod.Group {
+				start = from
+			}
+		}
+		// An option is a node and a zone of it; zone len(zones) is the
+		// spanning placement of a spanning-policy node.
+		for opt := start; opt < len(works)*(maxZones+1); opt++ {
+			w, zone := works[opt/(maxZones+1)], opt%(maxZones+1)
+			if zone > len(w.zones) || zone == len(w.zones) && (w.node.Policy != topology.PolicySpanning || len(w.zones) < 2) {
+				continue
+			}
+			if steps++; steps > exactSteps {
+				return false
+			}
+			if !p.takes(w, pod) {
+				continue
+			}
+			saved := w.save()
+			zones, fit := w.placeZone(zone, pod.Shape, ok)
+			if !fit {
+				w.restore(saved)
+				continue
+			}
+			w.placed = append(w.placed, pod)
+			assign[idx] = Assignment{PodUID: pod.UID, Node: w.name, Zones: zones}
+			if place(k+1, opt) {
+				return true
+			}
+			w.restore(saved)
+		}
+		return false
+	}
+	if !place(0, 0) {
+		return nil, false
+	}
+	return assign, true
+}
+
+// maxZones is the most NUMA zones the exact search enumerates per node
+// (options are node*(maxZones+1)+zone); larger nodes have their further
+// zones reached through the spanning placement only.
+const maxZones = 8
+
+// workState is what a backtracking step restores on a work.
+type workState struct {
+	zones  []zoneFree
+	cap    *Cap
+	used   map[topology.NICID]bool
+	placed int
+}
+
+// save snapshots the scratch view before a tentative placement.
+func (w *work) save() workState {
+	st := workState{zones: append([]zoneFree(nil), w.zones...), placed: len(w.placed)}
+	if w.cap != nil {
+		c := *w.cap
+		st.cap = &c
+	}
+	if w.usedNICs != nil {
+		st.used = make(map[topology.NICID]bool, len(w.usedNICs))
+		for k, v := range w.usedNICs {
+			st.used[k] = v
+		}
+	}
+	return st
+}
+
+// restore undoes what happened since save.
+func (w *work) restore(st workState) {
+	copy(w.zones, st.zones)
+	w.cap = st.cap
+	w.usedNICs = st.used
+	w.placed = w.placed[:st.placed]
+}
+
+// placeZone puts a pod of shape sh in zone i of the node, or across its
+// zones when i is len(zones) (spanning policies).
+func (w *work) placeZone(i int, sh Shape, ok func(topology.S0ID) bool) ([]ledger.ZoneUse, bool) {
+	if !w.capFits(sh) {
+		return nil, false
+	}
+	if i == len(w.zones) {
+		return w.span(sh, ok)
+	}
+	z := &w.zones[i]
+	if i >= maxZones || z.gpu < sh.GPU || z.cpuMilli < sh.CPUMilli {
+		return nil, false
+	}
+	nics := w.freeNICs(i, ok)
+	if int64(len(nics)) < sh.NICs {
+		return nil, false
+	}
+	use := ledger.ZoneUse{NUMA: z.id, GPU: sh.GPU, CPUMilli: sh.CPUMilli, NICs: append([]topology.NICID(nil), nics[:sh.NICs]...)}
+	w.take(i, use)
+	return []ledger.ZoneUse{use}, true
+}
+
+// refine looks, for a small gang the tier search placed on two or more
+// leaves, for a placement on fewer: every set of fewer leaves drawn from
+// the most promising ones (the candidate's own, then those of its S1s,
+// then the largest), smallest sets first, each verified by a fill. Within
+// a hard S1 limit only sets within one S1 count. It returns c when nothing
+// tighter is found within the bounds.
+func (p *planner) refine(pods []Pod, c *candidate, limit Tier) *candidate {
+	if c == nil || len(pods) > exactMaxPods || len(c.leaves) < 2 || !p.g.Held.Empty() {
+		return c
+	}
+	pool := p.refinePool(c)
+	need := gangNICs(pods)
+	fills := 0
+	for size := 1; size < len(c.leaves) && fills < refineFills; size++ {
+		var best *candidate
+		forSubsets(len(pool), size, func(pick []int) bool {
+			var nics int64
+			set := make(map[topology.S0ID]bool, size)
+			var nodes []string
+			for _, i := range pick {
+				nics += pool[i].nics
+				set[pool[i].id] = true
+				nodes = append(nodes, pool[i].nodes...)
+			}
+			if nics < need || limit == TierS1 && s1Count(p.s.fabric, set) > 1 {
+				return true
+			}
+			if fills++; fills > refineFills {
+				return false
+			}
+			assign, ok := p.fill(pods, dedupe(nodes), set)
+			if !ok {
+				return true
+			}
+			cand := &candidate{assign: assign, leaves: p.leavesOf(assign), leftover: nics - need, key: "refined"}
+			if cand.better(best, p.s.fabric) {
+				best = cand
+			}
+			return true
+		})
+		if best != nil {
+			return best
+		}
+	}
+	return c
+}
+
+// refinePool lists the leaves a refinement draws from, at most
+// refineLeaves: the candidate's leaves, then the other leaves of its S1s,
+// then the rest, each group largest (most free NICs) first.
+func (p *planner) refinePool(c *candidate) []*leafStat {
+	s1s := map[topology.S1ID]bool{}
+	for id := range c.leaves {
+		if l, ok := p.s.fabric.Leaf(id); ok {
+			s1s[l.S1] = true
+		}
+	}
+	rank := func(st *leafStat) int {
+		switch {
+		case c.leaves[st.id]:
+			return 0
+		case s1s[st.s1]:
+			return 1
+		}
+		return 2
+	}
+	var pool []*leafStat
+	for _, st := range p.leafStats() {
+		if st.nics > 0 {
+			pool = append(pool, st)
+		}
+	}
+	sort.SliceStable(pool, func(i, j int) bool {
+		if a, b := rank(pool[i]), rank(pool[j]); a != b {
+			return a < b
+		}
+		if pool[i].nics != pool[j].nics {
+			return pool[i].nics > pool[j].nics
+		}
+		return pool[i].id < pool[j].id
+	})
+	if len(pool) > refineLeaves {
+		pool = pool[:refineLeaves]
+	}
+	return pool
+}
+
+// forSubsets calls visit with every k-subset of 0..n-1 in lexicographic
+// order until visit returns false.
+func forSubsets(n, k int, visit func([]int) bool) {
+	pick := make([]int, k)
+	var walk func(depth, from int) bool
+	walk = func(depth, from int) bool {
+		if depth == k {
+			return visit(pick)
+		}
+		for i := from; i <= n-(k-depth); i++ {
+			pick[depth] = i
+			if !walk(depth+1, i+1) {
+				return false
+			}
+		}
+		return true
+	}
+	walk(0, 0)
+}
