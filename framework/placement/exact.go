@@ -160,20 +160,27 @@ func (p *planner) refine(pods []Pod, c *candidate, limit Tier) *candidate {
 		return c
 	}
 	pool := p.refinePool(c)
-	need := gangNICs(pods)
+	need, want := gangNICs(pods), countShape(pods, p.main)
 	fills := 0
 	for size := 1; size < len(c.leaves) && fills < refineFills; size++ {
 		var best *candidate
 		forSubsets(len(pool), size, func(pick []int) bool {
+			// What bounds a set: its free NICs, and for one leaf the
+			// pods of the main shape its own NICs hold.
 			var nics int64
+			for _, i := range pick {
+				nics += pool[i].nics
+			}
+			if nics < need || size == 1 && pool[pick[0]].own < want {
+				return true
+			}
 			set := make(map[topology.S0ID]bool, size)
 			var nodes []string
 			for _, i := range pick {
-				nics += pool[i].nics
 				set[pool[i].id] = true
 				nodes = append(nodes, pool[i].nodes...)
 			}
-			if nics < need || limit == TierS1 && s1Count(p.s.fabric, set) > 1 {
+			if limit == TierS1 && s1Count(p.s.fabric, set) > 1 {
 				return true
 			}
 			if fills++; fills > refineFills {
