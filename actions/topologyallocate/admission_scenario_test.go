@@ -7,11 +7,14 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
@@ -129,6 +132,8 @@ func TestKubernetesAdmission(t *testing.T) {
 		// wantReason is a substring of the PodGroup condition when the
 		// gang is not placed.
 		wantReason string
+		// s1s reads each node's S1 from builders.S1Label.
+		s1s bool
 	}{
 		"every node carries the GPU taint, the pods tolerate it": {
 			build: func(c *cluster) {
@@ -263,6 +268,48 @@ func TestKubernetesAdmission(t *testing.T) {
 			},
 			job: "mix", wantBound: 5,
 		},
+		"mixed shapes, hard s0: the one placement leaf A has": {
+			// Leaf A has n1's NUMA 0 (2 GPUs free, 2 NICs) and n2's (4
+			// GPUs, 2 NICs); leaf B is busy. The master (2 GPU + 2 RDMA)
+			// fits A only on n1, the two workers (2 GPU + 1 RDMA) then
+			// on n2.
+			build: func(c *cluster) {
+				c.addBusyNode("n1", "A", "B", busy{numa: 0, gpu: 2}, busy{numa: 1, gpu: 4, nics: []int{0, 1}})
+				c.addBusyNode("n2", "A", "B", busy{numa: 1, gpu: 4, nics: []int{0, 1}})
+				c.addJob("vj", 3, 2, 1, hardS0)
+				setShape(c, "vj", 0, 2, 2)
+			},
+			job: "vj", wantBound: 3, wantLeaves: []string{"A"},
+			wantOn: map[string]string{"vj-0": "n1", "vj-1": "n2", "vj-2": "n2"},
+		},
+		"mixed shapes, soft: one leaf where the greedy fill takes two": {
+			build: func(c *cluster) {
+				c.addBusyNode("n1", "A", "B", busy{numa: 0, gpu: 2})
+				c.addNode("n2", "A", "B")
+				c.addJob("vj", 3, 2, 1, nil)
+				setShape(c, "vj", 0, 2, 2)
+			},
+			job: "vj", wantBound: 3, wantLeaves: []string{"A"},
+		},
+		"mixed shapes, hard s1: the one S1 that holds the gang": {
+			// S1 x: leaf A has n1's NUMA 0 (2 GPUs free, 2 NICs) and
+			// n2's (4 GPUs, 2 NICs), leaf B n1's NUMA 1 with one NIC
+			// free. Only the master on n1 NUMA 0, two workers on n2 and
+			// one on n1 NUMA 1 fit. S1 y (n3) holds two pods at most.
+			build: func(c *cluster) {
+				c.addBusyNode("n1", "A", "B", busy{numa: 0, gpu: 2}, busy{numa: 1, nics: []int{0}})
+				c.addBusyNode("n2", "A", "B", busy{numa: 1, gpu: 4, nics: []int{0, 1}})
+				c.addBusyNode("n3", "C", "D", busy{numa: 1, gpu: 4, nics: []int{0, 1}})
+				for _, n := range []string{"n1", "n2"} {
+					label(c.node(n), builders.S1Label, "x")
+				}
+				label(c.node("n3"), builders.S1Label, "y")
+				c.addJob("vj", 4, 2, 1, map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s1"})
+				setShape(c, "vj", 0, 2, 2)
+			},
+			job: "vj", wantBound: 4, wantLeaves: []string{"A", "B"}, s1s: true,
+			wantOn: map[string]string{"vj-0": "n1"},
+		},
 		"two pods: one leaf over two nodes before one node over two leaves": {
 			build: func(c *cluster) {
 				fourNodesAB(c)
@@ -276,7 +323,11 @@ func TestKubernetesAdmission(t *testing.T) {
 			c := &cluster{}
 			tc.build(c)
 			refused := rdmatopology.PlanRefused()
-			o := runSession(t, c, newRuntime())
+			rt := newRuntime()
+			if tc.s1s {
+				rt = rdmatopology.NewRuntime(topology.Config{S1NodeLabel: builders.S1Label}.WithDefaults())
+			}
+			o := runSession(t, c, rt)
 			checkBinds(t, o)
 			if n := rdmatopology.PlanRefused() - refused; n != 0 {
 				t.Errorf("%v planned nodes refused when the plan was applied, want 0", n)
@@ -306,5 +357,76 @@ func TestKubernetesAdmission(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// busy is a running pod of job "other" in one NUMA zone: its GPUs and the
+// zone's NICs it holds (indexes into builders.NUMANICs[numa]).
+type busy struct {
+	numa int
+	gpu  int
+	nics []int
+}
+
+// addBusyNode adds a provider-shaped node as addNode does, with running
+// pods of job "other" on it, listed in its KCNR (GPUs per zone, NICs by
+// consumer) and annotated as rdmatopo annotates the pods it places.
+func (c *cluster) addBusyNode(name, leaf0, leaf1 string, pods ...busy) {
+	c.addNode(name, leaf0, leaf1)
+	w := builders.MakeCNR(name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
+		Zone(0, 4, 64000).Zone(1, 4, 64000).
+		NIC(builders.NUMANICs[0][0], 0, leaf0).NIC(builders.NUMANICs[0][1], 0, leaf0).
+		NIC(builders.NUMANICs[1][0], 1, leaf1).NIC(builders.NUMANICs[1][1], 1, leaf1)
+	if len(pods) > 0 && !c.hasGroup("other") {
+		c.pgs = append(c.pgs, &schedulingv1beta1.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "other", UID: "pg-other"},
+			Spec:       schedulingv1beta1.PodGroupSpec{MinMember: 1, Queue: "default"},
+			Status:     schedulingv1beta1.PodGroupStatus{Phase: schedulingv1beta1.PodGroupRunning},
+		})
+	}
+	for i, b := range pods {
+		pod, uid := fmt.Sprintf("other-%s-%d", name, i), fmt.Sprintf("u-other-%s-%d", name, i)
+		consumer := builders.Consumer("ns", pod, uid)
+		pw := builders.MakePod("ns", pod).UID(uid).Node(name).Phase(corev1.PodRunning).Group("other").Req("cpu", "1")
+		if b.gpu > 0 {
+			pw = pw.Req(builders.GPUResource, fmt.Sprint(b.gpu))
+			w.Alloc(b.numa, consumer, corev1.ResourceList{builders.GPUResource: *resource.NewQuantity(int64(b.gpu), resource.DecimalSI)})
+		}
+		var held []string
+		for _, k := range b.nics {
+			held = append(held, builders.NUMANICs[b.numa][k])
+			w.UseNIC(builders.NUMANICs[b.numa][k], consumer)
+		}
+		if len(held) > 0 {
+			pw = pw.Req(builders.RDMAResource, fmt.Sprint(len(held))).
+				Annotation(ledger.AnnotationNICs, strings.Join(held, ",")).Annotation(ledger.AnnotationNUMA, fmt.Sprint(b.numa))
+		}
+		p := pw.Obj()
+		p.Spec.SchedulerName = "volcano"
+		c.pods = append(c.pods, p)
+	}
+	c.cnrs[len(c.cnrs)-1] = w.Obj()
+}
+
+// hasGroup reports whether the cluster has the PodGroup ns/name.
+func (c *cluster) hasGroup(name string) bool {
+	for _, pg := range c.pgs {
+		if pg.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// setShape gives the job's pod i GPUs and NICs of its own (requests and
+// limits of its first container).
+func setShape(c *cluster, job string, i, gpu, nics int) {
+	p := c.jobPods(job)[i]
+	r := &p.Spec.Containers[0].Resources
+	r.Requests[builders.GPUResource] = *resource.NewQuantity(int64(gpu), resource.DecimalSI)
+	r.Requests[builders.RDMAResource] = *resource.NewQuantity(int64(nics), resource.DecimalSI)
+	if r.Limits != nil {
+		r.Limits[builders.GPUResource] = r.Requests[builders.GPUResource]
+		r.Limits[builders.RDMAResource] = r.Requests[builders.RDMAResource]
 	}
 }
