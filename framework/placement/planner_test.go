@@ -176,7 +176,7 @@ func TestPlan(t *testing.T) {
 		},
 		"bigger than any S1 goes cluster-wide": {
 			f: twoS1(), g: gang(12, worker),
-			want: outcome{Tier: "cluster", S0s: []string{"A", "B", "C"}, Pods: 12, Nodes: 8},
+			want: outcome{Tier: "cluster", S0s: []string{"A", "C", "D"}, Pods: 12, Nodes: 8},
 		},
 		"hard s1 too big": {
 			f: twoS1(), g: hard(gang(12, worker), TierS1),
@@ -633,4 +633,54 @@ func planLeavesOf(s *State, p *Plan) []topology.S0ID {
 		}
 	}
 	return sortedS0s(set)
+}
+
+// TestPlanFewestS1s: among placements on the fewest leaves, the one over
+// the fewest S1s. Leaves a1 (S1 x) and b1 (S1 y) hold two pods each, as do
+// c1 and c2 (S1 z); six pods need three leaves, and c1, c2 and one more
+// use two S1s.
+func TestPlanFewestS1s(t *testing.T) {
+	f := &fixture{}
+	add := func(prefix, s1, leaf string) {
+		for i := 1; i <= 2; i++ {
+			f.add(usedZone(f.node(fmt.Sprintf("%s-%d", prefix, i), s1, leaf, prefix+"-busy"), 1))
+		}
+	}
+	add("a1", "x", "a1")
+	add("b1", "y", "b1")
+	add("c1", "z", "c1")
+	add("c2", "z", "c2")
+	s := NewState(f.fabric(), ledger.New())
+	plan, fail := s.Plan(gang(6, worker))
+	if plan == nil {
+		t.Fatalf("Plan() failed: %v", fail)
+	}
+	checkPlan(t, s, gang(6, worker), plan)
+	if got := planLeaves(s, plan); got != 3 {
+		t.Errorf("plan uses %d leaves %v, want 3", got, plan.S0s)
+	}
+	if len(plan.S1s) != 2 {
+		t.Errorf("plan uses S1s %v, want 2 (z and one more)", plan.S1s)
+	}
+}
+
+// TestPlanFewestS1sOnEmptyCluster: on 2,000 empty provider nodes (leaves
+// of 16 zones, 8 leaves per S1, so an S1 holds 128 one-zone pods) a large
+// gang takes the fewest leaves and, among those, the fewest S1s.
+func TestPlanFewestS1sOnEmptyCluster(t *testing.T) {
+	nodes, cnrs := builders.GenerateCluster(2000, 0, 0)
+	fabric := topology.Build(topology.Config{S1NodeLabel: builders.S1Label}.WithDefaults(), nodes, cnrs)
+	for _, tc := range []struct{ pods, leaves, s1s int }{
+		{pods: 130, leaves: 9, s1s: 2},
+		{pods: 500, leaves: 32, s1s: 4},
+	} {
+		s := NewState(fabric, ledger.New())
+		plan, fail := s.Plan(gang(tc.pods, worker))
+		if plan == nil {
+			t.Fatalf("%d pods: Plan() failed: %v", tc.pods, fail)
+		}
+		if len(plan.S0s) != tc.leaves || len(plan.S1s) != tc.s1s {
+			t.Errorf("%d pods: %d leaves over %d S1s, want %d over %d", tc.pods, len(plan.S0s), len(plan.S1s), tc.leaves, tc.s1s)
+		}
+	}
 }

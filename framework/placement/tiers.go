@@ -241,8 +241,9 @@ type groupChoice struct {
 }
 
 // chooseLeaves estimates the fewest leaves of a group that hold the gang:
-// held leaves first, then the largest by capacity, the last one swapped for
-// the smallest leaf that still completes the gang (best fit).
+// held leaves first, then the largest by capacity (leaves of one size S1
+// by S1), the last one swapped for the smallest leaf that still completes
+// the gang (best fit).
 func (p *planner) chooseLeaves(pods []Pod, group []*leafStat, key string) *groupChoice {
 	want := countShape(pods, p.main)
 	needNICs := gangNICs(pods)
@@ -263,11 +264,25 @@ func (p *planner) chooseLeaves(pods []Pod, group []*leafStat, key string) *group
 	if total < want || nics < needNICs {
 		return nil
 	}
+	// Largest first; among leaves of one size, those of the S1 that holds
+	// the most, S1 by S1, so the fewest leaves also come from the fewest
+	// S1s.
+	perS1 := map[topology.S1ID]int{}
+	for _, st := range rest {
+		perS1[st.s1] += st.pods
+	}
 	sort.Slice(rest, func(i, j int) bool {
-		if rest[i].pods != rest[j].pods {
-			return rest[i].pods > rest[j].pods
+		a, b := rest[i], rest[j]
+		if a.pods != b.pods {
+			return a.pods > b.pods
 		}
-		return rest[i].id < rest[j].id
+		if perS1[a.s1] != perS1[b.s1] {
+			return perS1[a.s1] > perS1[b.s1]
+		}
+		if a.s1 != b.s1 {
+			return a.s1 < b.s1
+		}
+		return a.id < b.id
 	})
 	c := &groupChoice{key: key, chosen: append([]*leafStat(nil), forced...)}
 	got := 0
