@@ -196,6 +196,28 @@ type bruteResult struct {
 // uses. Pods of one shape are interchangeable, so their options are taken
 // in non-decreasing order; mixed shapes are enumerated pod by pod.
 func bruteMinLeaves(nodes []bfNode, pods []OracleShape) bruteResult {
+	return bruteMinLeavesWith(nodes, pods, bfLimits{})
+}
+
+// bfLimits are node constraints for the brute force: pod i's node group
+// groups[i] (nil: all 0), whether a group may use node n (nil: yes), and
+// how many pods of the gang node n admits (nil or negative: no bound).
+type bfLimits struct {
+	groups  []int
+	allowed func(node, group int) bool
+	maxPods []int
+}
+
+func (l bfLimits) group(i int) int {
+	if l.groups == nil {
+		return 0
+	}
+	return l.groups[i]
+}
+
+// bruteMinLeavesWith is bruteMinLeaves under node constraints.
+func bruteMinLeavesWith(nodes []bfNode, pods []OracleShape, lim bfLimits) bruteResult {
+	podsOn := make([]int, len(nodes))
 	type usage struct {
 		gpu, cpu map[[2]int]int64
 		nic      map[[3]int]bool
@@ -251,16 +273,25 @@ func bruteMinLeaves(nodes []bfNode, pods []OracleShape) bruteResult {
 		}
 		list := opts[pods[i]]
 		start := 0
-		if i > 0 && pods[i] == pods[i-1] {
+		if i > 0 && pods[i] == pods[i-1] && lim.group(i) == lim.group(i-1) {
 			start = from
 		}
 		for oi := start; oi < len(list); oi++ {
-			if !fits(list[oi]) {
+			o := list[oi]
+			if lim.allowed != nil && !lim.allowed(o.node, lim.group(i)) {
 				continue
 			}
-			take(list[oi], 1)
+			if lim.maxPods != nil && lim.maxPods[o.node] >= 0 && podsOn[o.node] >= lim.maxPods[o.node] {
+				continue
+			}
+			if !fits(o) {
+				continue
+			}
+			take(o, 1)
+			podsOn[o.node]++
 			place(i+1, oi)
-			take(list[oi], -1)
+			podsOn[o.node]--
+			take(o, -1)
 		}
 	}
 	place(0, 0)

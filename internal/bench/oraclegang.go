@@ -1,0 +1,441 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+)
+
+// This file extends the benchmark's optimum (oracle.go) to gangs whose pods
+// differ: in shape (a master beside its workers), in the nodes they may use
+// (taints, selectors) and in how many of them a node admits (memory, host
+// ports, the node's pod limit). Like MinLeaves it imports nothing of the
+// project, so the planner is not graded by its own answer.
+//
+// The search. Pods fall into classes (shape and node group) with counts
+// n_1..n_m; a partial placement is a count vector capped at those, one of
+// P = Π(n_c+1) states. Leaves split into components (leaves joined by a node
+// with free NICs under both: a provider node pair's two leaves, a rail
+// unit's rails, a topology-unknown node's NICs). For each component and each
+// subset S of its leaves, a dynamic programme over the component's nodes
+// gives every vector the nodes can hold with NICs under S alone: per NUMA
+// zone (per node when the node's policy lets a pod span zones) every
+// combination of pods whose GPUs, CPU and NICs fit, summed over zones and
+// bounded by the node's pod limit. The union over subsets of size j is what
+// j leaves of the component hold. A second programme over components then
+// finds the fewest leaves in total whose vectors reach the whole gang. Every
+// step is exhaustive, so the answer is the true minimum; components of more
+// than maxComponentLeaves leaves, more than maxClasses classes or more than
+// maxStates states give OracleUnknown with a reason, never a guess.
+
+// OracleGang is a gang of RDMA pods with their node constraints.
+type OracleGang struct {
+	// Pods lists each pod's shape. Pods that request no NICs are left out
+	// (they do not use leaves, and the planner leaves them out as well).
+	Pods []OracleShape
+	// Groups, when set, gives each pod's node group (len(Pods) entries);
+	// Allowed says which nodes pods of a group may use. Nil: every node.
+	Groups  []int
+	Allowed func(node string, group int) bool
+	// MaxPods, when set, bounds how many pods of the gang a node admits;
+	// a negative answer is no bound.
+	MaxPods func(node string) int
+}
+
+// Bounds of the exact mixed-gang search.
+const (
+	maxClasses         = 4
+	maxStates          = 1 << 14
+	maxComponentLeaves = 10
+)
+
+// gangClass is a pod shape and node group, with its pod count.
+type gangClass struct {
+	shape OracleShape
+	group int
+	n     int
+}
+
+// MinLeavesGang returns the fewest distinct leaves whose NICs can hold every
+// pod of the gang on nodes, honouring each pod's node group and the nodes'
+// pod limits, visiting at most limit leaf sets (DefaultOracleLimit if
+// limit <= 0). See the comment at the top of this file.
+func MinLeavesGang(nodes []OracleNode, g OracleGang, limit int) OracleResult {
+	if limit <= 0 {
+		limit = DefaultOracleLimit
+	}
+	classes, err := gangClasses(g)
+	if err != nil {
+		return OracleResult{Status: OracleUnknown, Reason: err.Error()}
+	}
+	if len(classes) == 0 {
+		return OracleResult{Status: OracleExact}
+	}
+	sp := newStateSpace(classes)
+	if sp.size > maxStates {
+		return OracleResult{Status: OracleUnknown, Reason: fmt.Sprintf("%d count vectors for %d pod classes: more than the %d the search enumerates", sp.size, len(classes), maxStates)}
+	}
+	ns := gangNodes(nodes, g, classes)
+	search := &gangSearch{sp: sp, classes: classes, limit: limit}
+	dp := make([]int, sp.size) // fewest leaves reaching each vector; -1 unreachable
+	for i := range dp {
+		dp[i] = -1
+	}
+	dp[0] = 0
+	for _, comp := range gangComponents(ns) {
+		if len(comp.leaves) > maxComponentLeaves {
+			return OracleResult{Status: OracleUnknown, Visited: search.visited,
+				Reason: fmt.Sprintf("a component of %d leaves: more than the %d whose subsets the search enumerates", len(comp.leaves), maxComponentLeaves)}
+		}
+		bySize, ok := search.componentReach(comp)
+		if !ok {
+			return OracleResult{Status: OracleUnknown, Visited: search.visited,
+				Reason: fmt.Sprintf("search limit of %d leaf sets reached", limit)}
+		}
+		dp = sp.combine(dp, bySize)
+	}
+	best := dp[sp.size-1]
+	if best < 0 {
+		return OracleResult{Status: OracleInfeasible, Visited: search.visited}
+	}
+	return OracleResult{Status: OracleExact, Leaves: best, Visited: search.visited}
+}
+
+// gangClasses groups the gang's NIC-using pods by shape and node group, in
+// first-seen order.
+func gangClasses(g OracleGang) ([]gangClass, error) {
+	if g.Groups != nil && len(g.Groups) != len(g.Pods) {
+		return nil, fmt.Errorf("%d node groups for %d pods", len(g.Groups), len(g.Pods))
+	}
+	var out []gangClass
+	for i, sh := range g.Pods {
+		if sh.NICs <= 0 {
+			continue
+		}
+		group := 0
+		if g.Groups != nil {
+			group = g.Groups[i]
+		}
+		j := slices.IndexFunc(out, func(c gangClass) bool { return c.shape == sh && c.group == group })
+		if j < 0 {
+			out = append(out, gangClass{shape: sh, group: group})
+			j = len(out) - 1
+		}
+		out[j].n++
+	}
+	if len(out) > maxClasses {
+		return nil, fmt.Errorf("%d pod classes (shape and node group): more than the %d the search enumerates", len(out), maxClasses)
+	}
+	return out, nil
+}
+
+// stateSpace encodes count vectors in mixed radix.
+type stateSpace struct {
+	n      []int // per class count
+	stride []int
+	size   int
+	vec    [][]int // decoded vector of each state
+}
+
+func newStateSpace(classes []gangClass) *stateSpace {
+	sp := &stateSpace{size: 1}
+	for _, c := range classes {
+		sp.n = append(sp.n, c.n)
+		sp.stride = append(sp.stride, sp.size)
+		sp.size *= c.n + 1
+		if sp.size > maxStates {
+			return sp
+		}
+	}
+	sp.vec = make([][]int, sp.size)
+	for s := range sp.vec {
+		v := make([]int, len(sp.n))
+		for c := range v {
+			v[c] = s / sp.stride[c] % (sp.n[c] + 1)
+		}
+		sp.vec[s] = v
+	}
+	return sp
+}
+
+// add returns the state of a+b, each count capped at the class size.
+func (sp *stateSpace) add(a, b int) int {
+	va, vb := sp.vec[a], sp.vec[b]
+	s := 0
+	for c := range va {
+		s += min(va[c]+vb[c], sp.n[c]) * sp.stride[c]
+	}
+	return s
+}
+
+// sumSets returns every a+b (capped) for a in x and b in y, as a state
+// set; y is a list of states (small: what one node or zone holds).
+func (sp *stateSpace) sumSets(x []bool, y []int) []bool {
+	out := make([]bool, sp.size)
+	for a, ok := range x {
+		if !ok {
+			continue
+		}
+		for _, b := range y {
+			out[sp.add(a, b)] = true
+		}
+	}
+	return out
+}
+
+// states lists the members of a state set.
+func states(set []bool) []int {
+	var out []int
+	for s, ok := range set {
+		if ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// combine extends dp (fewest leaves per state) by one component whose j
+// leaves reach the states bySize[j].
+func (sp *stateSpace) combine(dp []int, bySize [][]int) []int {
+	next := append([]int(nil), dp...)
+	for a, leaves := range dp {
+		if leaves < 0 {
+			continue
+		}
+		for j, set := range bySize {
+			if j == 0 {
+				continue
+			}
+			for _, b := range set {
+				s := sp.add(a, b)
+				if next[s] < 0 || leaves+j < next[s] {
+					next[s] = leaves + j
+				}
+			}
+		}
+	}
+	return next
+}
+
+// gangNode is one node as the mixed search sees it.
+type gangNode struct {
+	spanning bool
+	zones    []OracleZone
+	// allowed[c] says whether pods of class c may use the node.
+	allowed []bool
+	// maxPods bounds the gang's pods on the node (-1: none).
+	maxPods int
+	leaves  []string // distinct leaves of its free NICs
+}
+
+func gangNodes(nodes []OracleNode, g OracleGang, classes []gangClass) []gangNode {
+	var out []gangNode
+	for _, nd := range nodes {
+		gn := gangNode{spanning: nd.Spanning, zones: nd.Zones, maxPods: -1}
+		any := false
+		for _, c := range classes {
+			ok := g.Allowed == nil || g.Allowed(nd.Name, c.group)
+			gn.allowed = append(gn.allowed, ok)
+			any = any || ok
+		}
+		if g.MaxPods != nil {
+			gn.maxPods = g.MaxPods(nd.Name)
+		}
+		seen := map[string]bool{}
+		for _, z := range nd.Zones {
+			for _, l := range z.FreeNICLeaves {
+				if !seen[l] {
+					seen[l] = true
+					gn.leaves = append(gn.leaves, l)
+				}
+			}
+		}
+		if !any || len(gn.leaves) == 0 || gn.maxPods == 0 {
+			continue
+		}
+		slices.Sort(gn.leaves)
+		out = append(out, gn)
+	}
+	return out
+}
+
+// gangComponent is a set of leaves joined by nodes, with those nodes.
+type gangComponent struct {
+	leaves []string
+	nodes  []gangNode
+}
+
+// gangComponents splits the nodes' leaves into connected components,
+// sorted by first leaf.
+func gangComponents(nodes []gangNode) []gangComponent {
+	parent := map[string]string{}
+	var find func(string) string
+	find = func(x string) string {
+		for parent[x] != x {
+			parent[x] = parent[parent[x]]
+			x = parent[x]
+		}
+		return x
+	}
+	for _, n := range nodes {
+		for _, l := range n.leaves {
+			if _, ok := parent[l]; !ok {
+				parent[l] = l
+			}
+			if a, b := find(n.leaves[0]), find(l); a != b {
+				parent[a] = b
+			}
+		}
+	}
+	byRoot := map[string]*gangComponent{}
+	for l := range parent {
+		r := find(l)
+		if byRoot[r] == nil {
+			byRoot[r] = &gangComponent{}
+		}
+		byRoot[r].leaves = append(byRoot[r].leaves, l)
+	}
+	for _, n := range nodes {
+		c := byRoot[find(n.leaves[0])]
+		c.nodes = append(c.nodes, n)
+	}
+	out := make([]gangComponent, 0, len(byRoot))
+	for _, c := range byRoot {
+		slices.Sort(c.leaves)
+		out = append(out, *c)
+	}
+	slices.SortFunc(out, func(a, b gangComponent) int {
+		switch {
+		case a.leaves[0] < b.leaves[0]:
+			return -1
+		case a.leaves[0] > b.leaves[0]:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// gangSearch holds what the component searches share.
+type gangSearch struct {
+	sp      *stateSpace
+	classes []gangClass
+	limit   int
+	visited int
+}
+
+// componentReach returns, for j = 0 .. len(leaves), the states some j
+// leaves of the component reach; ok is false past the search limit.
+func (s *gangSearch) componentReach(c gangComponent) (bySize [][]int, ok bool) {
+	index := map[string]int{}
+	for i, l := range c.leaves {
+		index[l] = i
+	}
+	k := len(c.leaves)
+	union := make([][]bool, k+1)
+	for j := range union {
+		union[j] = make([]bool, s.sp.size)
+	}
+	for mask := 0; mask < 1<<k; mask++ {
+		if s.visited++; s.visited > s.limit {
+			return nil, false
+		}
+		reach := make([]bool, s.sp.size)
+		reach[0] = true
+		for _, n := range c.nodes {
+			reach = s.sp.sumSets(reach, states(s.nodeStates(n, mask, index)))
+		}
+		j := popcount(mask)
+		for st, ok := range reach {
+			if ok {
+				union[j][st] = true
+			}
+		}
+	}
+	bySize = make([][]int, k+1)
+	for j := range union {
+		bySize[j] = states(union[j])
+	}
+	return bySize, true
+}
+
+// popcount counts the set bits of x.
+func popcount(x int) int {
+	n := 0
+	for ; x != 0; x &= x - 1 {
+		n++
+	}
+	return n
+}
+
+// nodeStates returns the vectors a node holds using only NICs of the leaves
+// in mask: per zone (the pooled node when it spans) every combination that
+// fits, summed over zones, within the node's pod limit.
+func (s *gangSearch) nodeStates(n gangNode, mask int, index map[string]int) []bool {
+	type room struct{ gpu, cpu, nics int64 }
+	under := func(z OracleZone) int64 {
+		var k int64
+		for _, l := range z.FreeNICLeaves {
+			if mask&(1<<index[l]) != 0 {
+				k++
+			}
+		}
+		return k
+	}
+	var rooms []room
+	if n.spanning {
+		var r room
+		for _, z := range n.zones {
+			r.gpu += max(z.FreeGPU, 0)
+			r.cpu += max(z.FreeCPUMilli, 0)
+			r.nics += under(z)
+		}
+		rooms = []room{r}
+	} else {
+		for _, z := range n.zones {
+			rooms = append(rooms, room{max(z.FreeGPU, 0), max(z.FreeCPUMilli, 0), under(z)})
+		}
+	}
+	out := make([]bool, s.sp.size)
+	out[0] = true
+	for _, r := range rooms {
+		zone := make([]bool, s.sp.size)
+		var walk func(c int, state int, left room)
+		walk = func(c, state int, left room) {
+			if c == len(s.classes) {
+				zone[state] = true
+				return
+			}
+			walk(c+1, state, left)
+			if !n.allowed[c] {
+				return
+			}
+			sh := s.classes[c].shape
+			for k := 1; k <= s.classes[c].n; k++ {
+				need := room{int64(k) * sh.GPU, int64(k) * sh.CPUMilli, int64(k) * sh.NICs}
+				if need.gpu > left.gpu || need.cpu > left.cpu || need.nics > left.nics {
+					break
+				}
+				walk(c+1, state+k*s.sp.stride[c], room{left.gpu - need.gpu, left.cpu - need.cpu, left.nics - need.nics})
+			}
+		}
+		walk(0, 0, r)
+		out = s.sp.sumSets(out, states(zone))
+	}
+	if n.maxPods >= 0 {
+		for st, ok := range out {
+			if ok && podsOf(s.sp.vec[st]) > n.maxPods {
+				out[st] = false
+			}
+		}
+	}
+	return out
+}
+
+// podsOf sums a count vector.
+func podsOf(v []int) int {
+	n := 0
+	for _, x := range v {
+		n += x
+	}
+	return n
+}
