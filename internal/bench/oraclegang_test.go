@@ -145,7 +145,7 @@ func TestMinLeavesGangCases(t *testing.T) {
 			g:    OracleGang{Pods: []OracleShape{half}, Groups: []int{0, 1}},
 			want: OracleResult{Status: OracleUnknown, Reason: "2 node groups for 1 pods"}},
 		{name: "too many classes",
-			g: OracleGang{Pods: []OracleShape{{NICs: 1}, {NICs: 1, GPU: 1}, {NICs: 1, GPU: 2}, {NICs: 1, GPU: 3}, {NICs: 1, GPU: 4}}},
+			g:    OracleGang{Pods: []OracleShape{{NICs: 1}, {NICs: 1, GPU: 1}, {NICs: 1, GPU: 2}, {NICs: 1, GPU: 3}, {NICs: 1, GPU: 4}}},
 			want: OracleResult{Status: OracleUnknown, Reason: "5 pod classes (shape and node group): more than the 4 the search enumerates"}},
 	}
 	for _, tc := range tests {
