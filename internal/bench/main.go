@@ -34,6 +34,8 @@ type RunDetails struct {
 	// Fabric is the generated fabric (FabricProvider, FabricRail,
 	// FabricMixed).
 	Fabric string `json:"fabric"`
+	// Constraints is ConstraintsOn or ConstraintsOff (constraints.go).
+	Constraints string `json:"constraints"`
 	// RDMAGangs is the number of placed multi-pod RDMA gangs MeanS0 and
 	// FloorS0 average over.
 	RDMAGangs int `json:"rdmaGangs"`
@@ -97,6 +99,10 @@ type Options struct {
 	// EvictionGrace is, with LoadHigh, how many cycles an evicted pod
 	// terminates on its node before it is gone (sim.Options.EvictionGrace).
 	EvictionGrace int
+	// Constraints gives the cluster and trace of LoadNormal taints,
+	// pools, memory limits, host ports and mixed-shape gangs
+	// (constraints.go).
+	Constraints bool
 }
 
 // Validate checks the options.
@@ -160,6 +166,11 @@ func Run(o Options) (*Report, error) {
 		agent = sim.DefaultNodeAgent
 	}
 	trace := NewFabricTrace(fabric, o.Gangs, o.Seed)
+	constraints := ConstraintsOff
+	if o.Constraints {
+		ConstrainTrace(trace, fabric, o.Seed)
+		constraints = ConstraintsOn
+	}
 	rep := &Report{Nodes: o.Nodes, Gangs: o.Gangs, Seed: o.Seed, Runs: map[string]*RunResult{},
 		Details: map[string]*RunDetails{}}
 	for _, name := range runOrder {
@@ -171,6 +182,9 @@ func Run(o Options) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
+		if o.Constraints {
+			ConstrainCluster(cluster)
+		}
 		runtime.GC()
 		opts := SimOptions(o.NodesToFindPercent)
 		opts.NodeAgent = agent
@@ -180,7 +194,7 @@ func Run(o Options) (*Report, error) {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		rep.Runs[name] = res
-		rep.Details[name] = &RunDetails{Fabric: fabric, RDMAGangs: res.RDMAGangs, FloorS0: res.FloorS0,
+		rep.Details[name] = &RunDetails{Fabric: fabric, Constraints: constraints, RDMAGangs: res.RDMAGangs, FloorS0: res.FloorS0,
 			Misaligned: res.Misaligned, NodesToFindPercent: o.NodesToFindPercent,
 			OracleUnknown: res.OracleUnknown, OracleInfeasible: res.OracleInfeasible, BelowOptimum: res.BelowOptimum,
 			OneNodeGangs: res.OneNode, NodeAgent: string(agent),
@@ -227,9 +241,10 @@ func parseArgs(args []string, stderr io.Writer) (c cliArgs, code int, done bool)
 	agent := fs.String("node-agent", string(sim.DefaultNodeAgent), "simulated node agent of both confs: numa (honours katalyst's numa_bind_result, picks NICs in the zone itself), exact (gives the annotated NICs) or blind (ignores the hint, takes the first NUMA zone with room)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	grace := fs.Int("eviction-grace", DefaultEvictionGrace, "with --load high: cycles an evicted pod terminates on its node (its resources releasing) before it is gone")
+	constraints := fs.String("constraints", ConstraintsOn, "with --load normal: on gives the cluster and trace GPU taints (most gangs tolerate them), node pools the masters and workers of some gangs select, memory-tight nodes, host ports and a fifth of mixed-shape gangs; off places GPUs and NICs alone")
 	load := fs.String("load", LoadNormal, "trace: normal (placement quality on a partly used cluster) or high (over 90% of GPUs busy, three priority classes, large hard gangs; both confs preempt)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rdmatopo-dev bench [--nodes N] [--gangs G] [--seed S] [--nodes-to-find-percent P] [--conf rdmatopo|baseline|both] [--fabric provider|rail|mixed] [--node-agent numa|exact|blind] [--load normal|high] [--eviction-grace CYCLES] [--cpuprofile FILE] [-o table|json]")
+		fmt.Fprintln(stderr, "usage: rdmatopo-dev bench [--nodes N] [--gangs G] [--seed S] [--nodes-to-find-percent P] [--conf rdmatopo|baseline|both] [--fabric provider|rail|mixed] [--node-agent numa|exact|blind] [--constraints on|off] [--load normal|high] [--eviction-grace CYCLES] [--cpuprofile FILE] [-o table|json]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -263,6 +278,11 @@ func parseArgs(args []string, stderr io.Writer) (c cliArgs, code int, done bool)
 		fmt.Fprintln(stderr, "rdmatopo-dev bench:", err)
 		return c, exitUsage, true
 	}
+	if err := CheckConstraints(*constraints); err != nil {
+		fmt.Fprintln(stderr, "rdmatopo-dev bench:", err)
+		return c, exitUsage, true
+	}
+	o.Constraints = *constraints == ConstraintsOn && o.Load != LoadHigh
 	if err := o.Validate(); err != nil {
 		fmt.Fprintln(stderr, "rdmatopo-dev bench:", err)
 		return c, exitUsage, true

@@ -30,6 +30,20 @@ type Tracker struct {
 	// Misaligned counts pods whose NICs and GPUs could not come from one
 	// NUMA zone on a single-NUMA node (kubelet would refuse them).
 	Misaligned int
+	// nodes are the constraints the optimum reads of each node (taint,
+	// pool, memory); tainted says whether any node is tainted.
+	nodes   map[string]nodeConstraint
+	tainted bool
+	// memory maps pod UID to the node and bytes of memory it requests;
+	// memUsed sums them per node.
+	memory  map[string]podMemory
+	memUsed map[string]int64
+}
+
+// podMemory is a pod's memory request on its node.
+type podMemory struct {
+	node  string
+	bytes int64
 }
 
 // NewTracker starts an empty tracker over the fabric of nodes and cnrs.
@@ -42,6 +56,12 @@ func NewTracker(nodes []*corev1.Node, cnrs []*v1alpha1.CustomNodeResource) *Trac
 		leafUsed: map[topology.S0ID]int{},
 		leafNICs: map[topology.S0ID]int{},
 		leaves:   f.LeafIDs(),
+		nodes:    constraintsOf(nodes),
+		memory:   map[string]podMemory{},
+		memUsed:  map[string]int64{},
+	}
+	for _, nc := range t.nodes {
+		t.tainted = t.tainted || nc.tainted
 	}
 	for _, id := range t.leaves {
 		l, _ := f.Leaf(id)
@@ -73,8 +93,21 @@ func (t *Tracker) Reserve(uid string, a placement.Assignment) error {
 	return nil
 }
 
+// UseMemory records that pod uid requests bytes of memory on node.
+func (t *Tracker) UseMemory(uid, node string, bytes int64) {
+	if bytes <= 0 {
+		return
+	}
+	t.memory[uid] = podMemory{node: node, bytes: bytes}
+	t.memUsed[node] += bytes
+}
+
 // Release forgets what pod uid holds (no-op if it holds nothing).
 func (t *Tracker) Release(uid string) {
+	if m, ok := t.memory[uid]; ok {
+		delete(t.memory, uid)
+		t.memUsed[m.node] -= m.bytes
+	}
 	a, ok := t.held[uid]
 	if !ok {
 		return
@@ -269,6 +302,18 @@ func (t *Tracker) Optimum(pods int, sh placement.Shape) OracleResult {
 		gang[i] = OracleShape{GPU: sh.GPU, CPUMilli: sh.CPUMilli, NICs: sh.NICs}
 	}
 	return MinLeaves(t.OracleState(), gang, 0)
+}
+
+// OptimumOf asks the oracle for the fewest S0s gang g could use on the
+// tracker's current state: MinLeaves for a gang of one shape on a cluster
+// without constraints, MinLeavesGang (shapes, node groups, pod limits)
+// otherwise.
+func (t *Tracker) OptimumOf(g GangSpec) OracleResult {
+	if g.Master == nil && !g.Pools && g.MemoryGi == 0 && g.HostPort == 0 && (g.Tolerates || !t.tainted) {
+		return t.Optimum(g.Pods, g.Kind.Shape())
+	}
+	og := oracleGangOf(g, t.nodes, func(node string) int64 { return t.memUsed[node] })
+	return MinLeavesGang(t.OracleState(), og, 0)
 }
 
 // Fragmentation is the share of all S0s that are partly used: some of their

@@ -236,23 +236,23 @@ func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Op
 	}
 
 	var s0Sum, floorSum, realSum float64
-	floors := map[[2]int]int{}
+	floors := map[string]int{}
 	atOpt, realAt := 0, 0
 	for _, g := range gangs {
 		if g.placed == 0 {
 			continue
 		}
 		res.Placed++
-		if g.spec.Pods < 2 || g.spec.Kind.Shape().NICs == 0 {
+		if g.spec.Pods < 2 || !g.spec.RDMA() {
 			continue
 		}
 		n := tr.S0Count(g.assign)
 		res.RDMAGangs++
 		s0Sum += float64(n)
-		key := [2]int{int(g.spec.Kind), g.spec.Pods}
+		key := floorKey(g.spec)
 		floor, ok := floors[key]
 		if !ok {
-			o := empty.Optimum(g.spec.Pods, g.spec.Kind.Shape())
+			o := empty.OptimumOf(g.spec)
 			if o.Status != OracleExact {
 				return nil, fmt.Errorf("gang %s was placed but the oracle finds no floor on an empty fabric: %s %s", g.spec.Name, o.Status, o.Reason)
 			}
@@ -355,17 +355,22 @@ func record(s *sim.Simulator, tr *Tracker, rz *realized, byName map[string]*gang
 		binds[g] = append(binds[g], b)
 	}
 	for _, g := range order {
-		sh := g.spec.Kind.Shape()
-		if sh.NICs > 0 && g.bound == 0 {
-			g.optimum, g.computed = tr.Optimum(g.spec.Pods, sh), true
+		if g.spec.RDMA() && g.bound == 0 {
+			g.optimum, g.computed = tr.OptimumOf(g.spec), true
 			g.realOptimum = g.optimum
 			if rz.diverged {
-				g.realOptimum = rz.tr.Optimum(g.spec.Pods, sh)
+				g.realOptimum = rz.tr.OptimumOf(g.spec)
 			}
 		}
 		for _, b := range binds[g] {
 			g.bound++
 			res.Pods++
+			uid := string(b.Pod.UID)
+			if q, ok := b.Pod.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory]; ok {
+				tr.UseMemory(uid, b.Node, q.Value())
+				rz.tr.UseMemory(uid, b.Node, q.Value())
+			}
+			sh := shapeOf(b.Pod)
 			if sh.GPU == 0 && sh.NICs == 0 {
 				continue
 			}
@@ -411,6 +416,16 @@ func record(s *sim.Simulator, tr *Tracker, rz *realized, byName map[string]*gang
 		}
 	}
 	return nil
+}
+
+// floorKey identifies the gangs that share an optimum on the empty fabric:
+// the same pods, shapes and constraints.
+func floorKey(g GangSpec) string {
+	master := "-"
+	if g.Master != nil {
+		master = g.Master.String()
+	}
+	return fmt.Sprintf("%d/%s/%s/%t/%t/%d/%t", g.Pods, g.Kind, master, g.Tolerates, g.Pools, g.MemoryGi, g.HostPort != 0)
 }
 
 // grade is how a placed gang compares with the optimum.

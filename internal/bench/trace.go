@@ -32,6 +32,9 @@ const (
 	KindSmall
 	// KindCPU requests CPU only.
 	KindCPU
+	// KindGPUOnly is 4 GPU without RDMA: a pod beside a gang's RDMA pods
+	// (--constraints on only).
+	KindGPUOnly
 )
 
 // String names the kind for tables.
@@ -45,6 +48,8 @@ func (k PodKind) String() string {
 		return "1gpu-1rdma"
 	case KindCPU:
 		return "cpu"
+	case KindGPUOnly:
+		return "4gpu"
 	}
 	return "kind-" + strconv.Itoa(int(k))
 }
@@ -68,6 +73,8 @@ func (k PodKind) Shape() placement.Shape {
 		return placement.Shape{GPU: 8, NICs: 4}
 	case KindSmall:
 		return placement.Shape{GPU: 1, NICs: 1}
+	case KindGPUOnly:
+		return placement.Shape{GPU: 4}
 	}
 	return placement.Shape{}
 }
@@ -88,6 +95,35 @@ type GangSpec struct {
 	// Duration is how many cycles the gang runs once placed; it is deleted
 	// before cycle placedCycle+Duration.
 	Duration int
+
+	// What --constraints on adds (constraints.go); zero values otherwise.
+	// Master, when set, is pod 0's kind, other than the workers' Kind.
+	Master *PodKind
+	// Tolerates says whether the pods tolerate the GPU taint.
+	Tolerates bool
+	// Pools puts the master on pool=head nodes and the workers on
+	// pool=gpu ones (node selectors).
+	Pools bool
+	// MemoryGi is each pod's memory request in GiB (0: none).
+	MemoryGi int64
+	// HostPort, when not 0, is a host port every pod declares.
+	HostPort int32
+}
+
+// KindOf is the kind of pod i of the gang.
+func (g GangSpec) KindOf(i int) PodKind {
+	if i == 0 && g.Master != nil {
+		return *g.Master
+	}
+	return g.Kind
+}
+
+// ShapeOf is the shape of pod i of the gang.
+func (g GangSpec) ShapeOf(i int) placement.Shape { return g.KindOf(i).Shape() }
+
+// RDMA reports whether some pod of the gang requests RDMA NICs.
+func (g GangSpec) RDMA() bool {
+	return g.Kind.Shape().NICs > 0 || g.Master != nil && g.Master.Shape().NICs > 0
 }
 
 // Trace is a replayable workload.
@@ -299,21 +335,47 @@ func GangSet(g GangSpec, created time.Time) *workload.Set {
 		Status: schedulingv1beta1.PodGroupStatus{Phase: schedulingv1beta1.PodGroupPending},
 	}
 	set := &workload.Set{Queues: []*schedulingv1beta1.Queue{workload.NewDefaultQueue()}, PodGroups: []*schedulingv1beta1.PodGroup{pg}}
-	sh := g.Kind.Shape()
 	for i := 0; i < g.Pods; i++ {
+		sh := g.ShapeOf(i)
 		w := builders.MakePod(workload.DefaultNamespace, podName(g.Name, i)).Group(g.Name).Created(created)
 		if sh.GPU > 0 {
 			w.Req(builders.GPUResource, strconv.FormatInt(sh.GPU, 10)).
-				Req(builders.RDMAResource, strconv.FormatInt(sh.NICs, 10)).
 				Req(corev1.ResourceCPU, strconv.FormatInt(sh.GPU*cpuPerGPU, 10))
+			if sh.NICs > 0 {
+				w.Req(builders.RDMAResource, strconv.FormatInt(sh.NICs, 10))
+			}
 		} else {
 			w.Req(corev1.ResourceCPU, strconv.Itoa(cpuOnlyCores))
 		}
+		if g.MemoryGi > 0 {
+			w.Req(corev1.ResourceMemory, strconv.FormatInt(g.MemoryGi, 10)+"Gi")
+		}
 		p := w.Obj()
 		p.Spec.SchedulerName = workload.DefaultSchedulerName
+		constrainPod(p, g, i)
 		set.Pods = append(set.Pods, p)
 	}
 	return set
+}
+
+// constrainPod writes gang g's constraints on its pod i: the GPU taint's
+// toleration, the pool selector, the host port.
+func constrainPod(p *corev1.Pod, g GangSpec, i int) {
+	if g.Tolerates {
+		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{
+			Key: gpuTaint.Key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
+	}
+	if g.Pools {
+		pool := poolGPU
+		if i == 0 {
+			pool = poolHead
+		}
+		p.Spec.NodeSelector = map[string]string{PoolLabel: pool}
+	}
+	if g.HostPort != 0 {
+		p.Spec.Containers[0].Ports = append(p.Spec.Containers[0].Ports,
+			corev1.ContainerPort{Name: "rendezvous", ContainerPort: g.HostPort, HostPort: g.HostPort, Protocol: corev1.ProtocolTCP})
+	}
 }
 
 // podName names pod i of a gang.
