@@ -47,6 +47,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.DrainEvery, "drain-every", 25, "drain a random node every this many cycles (0: never)")
 	fs.IntVar(&cfg.PartialGrace, "partial-grace", 2, "cycles after a failed bind a gang may stay partial")
 	fs.BoolVar(&cfg.Priorities, "priorities", true, "give gangs priority classes, some hard gangs a max-wait, and bring bursts of high-priority gangs, so the scheduler preempts; victims are resubmitted")
+	constraints := fs.String("constraints", "on", "on: a third of the nodes GPU-tainted, node pools, memory-tight nodes, and soft gangs that do not all tolerate the taint, with masters of other shapes on their own pool, memory and host ports; off: GPUs and NICs alone")
 	fs.IntVar(&cfg.BurstEvery, "burst-every", 30, "with --priorities, cycles between bursts of high-priority hard gangs")
 	agent := fs.String("node-agent", string(sim.DefaultNodeAgent), "how the simulated node agent hands out devices: exact, numa or blind")
 	verbose := fs.Bool("verbose", false, "keep the scheduler's logs (on stderr)")
@@ -71,6 +72,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	cfg.NodeAgent = sim.NodeAgent(*agent)
+	switch *constraints {
+	case "on":
+		cfg.Constraints = true
+	case "off":
+	default:
+		fmt.Fprintf(stderr, "rdmatopo-dev soak: constraints: must be on or off, got %q\n", *constraints)
+		return ExitUsage
+	}
 	if cfg.Nodes < 1 {
 		fmt.Fprintf(stderr, "rdmatopo-dev soak: nodes: must be at least 1, got %d\n", cfg.Nodes)
 		return ExitUsage

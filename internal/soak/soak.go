@@ -119,6 +119,10 @@ type Config struct {
 	// NodeAgent chooses each bound pod's zones and NICs before its KCNR
 	// lists them (see sim.NodeAgent; default sim.DefaultNodeAgent).
 	NodeAgent sim.NodeAgent
+	// Constraints gives the cluster GPU taints, node pools and memory-tight
+	// nodes, and soft gangs tolerations, masters of other shapes on their
+	// own pool, memory and host ports (constraints.go).
+	Constraints bool
 	// Priorities gives the gangs PriorityClasses (low, medium, high), some
 	// hard gangs a max-wait, and brings bursts of high-priority hard gangs
 	// beyond MaxLiveJobs every BurstEvery cycles: the scheduler preempts.
@@ -295,6 +299,9 @@ func Run(cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("scheduler conf: %w", err)
 	}
 	nodes, cnrs := builders.ClusterShape{Nodes: cfg.Nodes, ZonesPerLeaf: cfg.ZonesPerLeaf, SpanningEvery: cfg.SpanningEvery}.Generate()
+	if cfg.Constraints {
+		constrainNodes(nodes)
+	}
 	r := &runner{
 		cfg:      cfg,
 		rng:      rand.New(rand.NewSource(cfg.Seed)),

@@ -46,6 +46,8 @@ type gangSpec struct {
 	// hard gang's max-wait in cycles (0: none).
 	class   int
 	maxWait int
+	// cons are the gang's constraints (Config.Constraints).
+	cons gangConstraints
 }
 
 // PriorityClasses of the soak with Config.Priorities, lowest first, and the
@@ -123,6 +125,9 @@ func (r *runner) nextGang() gangSpec {
 // pending pods.
 func (r *runner) submit() error {
 	g := r.nextGang()
+	if r.cfg.Constraints {
+		g = r.constrain(g)
+	}
 	if r.cfg.Priorities {
 		g = r.withPriority(g)
 	}
@@ -164,15 +169,19 @@ func (r *runner) submitSpec(g gangSpec, name string) error {
 	j := &job{name: name, minMember: g.pods, duration: 2 + r.rng.Intn(10), spec: g, submitted: r.sim.Cycle() + 1, maxWait: g.maxWait}
 	for i := 0; i < g.pods; i++ {
 		podName := name + "-" + strconv.Itoa(i)
-		p := builders.MakePod(Namespace, podName).
+		sh := g.shapeOf(i)
+		w := builders.MakePod(Namespace, podName).
 			UID("pod-"+podName).
 			Group(name).
-			Req(builders.GPUResource, strconv.Itoa(g.shape.gpu)).
-			Req(builders.RDMAResource, strconv.Itoa(g.shape.nics)).
-			Req(corev1.ResourceCPU, strconv.Itoa(4*g.shape.gpu)).
-			Created(created).
-			Obj()
+			Req(builders.GPUResource, strconv.Itoa(sh.gpu)).
+			Req(corev1.ResourceCPU, strconv.Itoa(4*sh.gpu)).
+			Created(created)
+		if sh.nics > 0 {
+			w.Req(builders.RDMAResource, strconv.Itoa(sh.nics))
+		}
+		p := w.Obj()
 		p.Spec.SchedulerName = workload.DefaultSchedulerName
+		constrainPod(p, g, i)
 		if prio != nil {
 			p.Spec.PriorityClassName = pg.Spec.PriorityClassName
 			p.Spec.Priority = prio
