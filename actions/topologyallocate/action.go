@@ -11,6 +11,7 @@
 package topologyallocate
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -288,7 +289,7 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 			topo.RecordFailure(job, &placement.Failure{Code: placement.ReasonNoCapacity, Message: err.Error()})
 			return
 		}
-		rdmatopology.ObservePlanRefused()
+		rdmatopology.ObservePlanRefused(refusedBy(err))
 		g.Exclude[bad] = true
 	}
 	topo.RecordFailure(job, &placement.Failure{Code: placement.ReasonNoCapacity,
@@ -361,7 +362,7 @@ func applyAssignment(ssn *framework.Session, topo *rdmatopology.Session, queue *
 		return "", fmt.Errorf("queue %s cannot take task %s/%s", queue.Name, task.Namespace, task.Name)
 	}
 	if !task.InitResreq.LessEqual(node.Idle, api.Zero) {
-		return a.Node, fmt.Errorf("node %s has too few idle resources for %s/%s", a.Node, task.Namespace, task.Name)
+		return a.Node, fmt.Errorf("node %s has too few idle resources for %s/%s: %w", a.Node, task.Namespace, task.Name, errIdle)
 	}
 	if err := ssn.PrePredicateFn(task); err != nil {
 		return "", fmt.Errorf("pre-predicate of %s/%s: %w", task.Namespace, task.Name, err)
@@ -374,6 +375,29 @@ func applyAssignment(ssn *framework.Session, topo *rdmatopology.Session, queue *
 		return a.Node, fmt.Errorf("allocate %s/%s on %s: %w", task.Namespace, task.Name, a.Node, err)
 	}
 	return "", nil
+}
+
+// errIdle marks a planned node whose idle resources do not hold the task.
+var errIdle = errors.New("idle resources")
+
+// refusedBy names what refused a planned node, for
+// rdmatopo_plan_refused_total: the plugin of the first failing predicate
+// status (Kubernetes' plugin names through Volcano's predicates plugin),
+// IdleResources, or Allocate (the statement refused the task).
+func refusedBy(err error) string {
+	var fe *api.FitError
+	if errors.As(err, &fe) {
+		for _, st := range fe.Status {
+			if st != nil && st.Code != api.Success && st.Plugin != "" {
+				return st.Plugin
+			}
+		}
+		return "predicates"
+	}
+	if errors.Is(err, errIdle) {
+		return "IdleResources"
+	}
+	return "Allocate"
 }
 
 // buildGang turns the job's pending RDMA tasks into a planner request under
@@ -528,7 +552,7 @@ func (r *run) allocateRDMATask(queue *api.QueueInfo, job *api.JobInfo, stmt *fra
 			setFitError(job, task, err.Error())
 			return
 		}
-		rdmatopology.ObservePlanRefused()
+		rdmatopology.ObservePlanRefused(refusedBy(err))
 		g.Exclude[bad] = true
 	}
 	setFitError(job, task, fmt.Sprintf("planned nodes kept failing the session predicates after %d attempts", maxAttempts))

@@ -49,11 +49,11 @@ var (
 	})
 
 	// planRefused counts planned nodes refused when the plan was applied.
-	planRefused = promauto.NewCounter(prometheus.CounterOpts{
+	planRefused = promauto.NewCounterVec(prometheus.CounterOpts{
 		Subsystem: metricsSubsystem,
 		Name:      "plan_refused_total",
-		Help:      "Planned nodes that the session's predicates or idle resources refused when a gang's plan was applied, each costing a replan: what the planner's view of Kubernetes' admission missed.",
-	})
+		Help:      "Planned nodes that the session's predicates or idle resources refused when a gang's plan was applied, each costing a replan: what the planner's view of Kubernetes' admission missed; by the predicate that refused (Volcano's or Kubernetes' plugin name, IdleResources, or Allocate).",
+	}, []string{"predicate"})
 
 	// nicsUnconfirmed is the number of NICs reserved for pods the KCNRs do
 	// not list yet.
@@ -86,17 +86,25 @@ func observeUnknownNICs(byReason map[topology.ReasonCode]int) {
 func ObservePlan(d time.Duration) { planDuration.Observe(d.Seconds()) }
 
 // ObservePlanRefused records a planned node refused when the plan was
-// applied.
-func ObservePlanRefused() { planRefused.Inc() }
+// applied, by the predicate that refused it.
+func ObservePlanRefused(predicate string) { planRefused.WithLabelValues(predicate).Inc() }
 
 // PlanRefused returns how many planned nodes were refused so far in this
-// process (benchmarks report it).
+// process, whatever refused them (benchmarks report it).
 func PlanRefused() float64 {
-	m := &dto.Metric{}
-	if err := planRefused.Write(m); err != nil {
-		return 0
+	ch := make(chan prometheus.Metric, 16)
+	go func() {
+		planRefused.Collect(ch)
+		close(ch)
+	}()
+	var total float64
+	for metric := range ch {
+		m := &dto.Metric{}
+		if err := metric.Write(m); err == nil {
+			total += m.GetCounter().GetValue()
+		}
 	}
-	return m.GetCounter().GetValue()
+	return total
 }
 
 // ObservePlaced records a committed gang.
