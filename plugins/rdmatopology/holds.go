@@ -271,16 +271,32 @@ func (s *Session) pipelineAllowed(job api.JobID) bool {
 // hold keeps resources the task would need: what the node will have free
 // once its releasing pods are gone, less what the holds keep there.
 func (s *Session) holdPredicate(task *api.TaskInfo, node *api.NodeInfo) error {
+	kept, holder := s.HeldOn(task.Job, node.Name)
+	if kept == nil || task.InitResreq == nil {
+		return nil
+	}
+	need := task.InitResreq.Clone().Add(kept)
+	if need.LessEqual(node.FutureIdle(), api.Zero) {
+		return nil
+	}
+	return s.fitError(task, node, "resources on the node are held for preempting gang "+holder)
+}
+
+// HeldOn returns what the holds of gangs other than job keep on node (nil
+// when none does) and the first of those gangs by name: what a pod of job
+// may not take there, beside the node's future idle resources.
+func (s *Session) HeldOn(job api.JobID, node string) (*api.Resource, string) {
 	st := s.holdState()
 	st.mu.Lock()
+	defer st.mu.Unlock()
 	var kept *api.Resource
 	var holders []string
 	for _, h := range st.applied {
-		if h.Job == task.Job {
+		if h.Job == job {
 			continue
 		}
 		for _, t := range h.Tasks {
-			if t.Node != node.Name || t.Resreq == nil {
+			if t.Node != node || t.Resreq == nil {
 				continue
 			}
 			if kept == nil {
@@ -290,16 +306,11 @@ func (s *Session) holdPredicate(task *api.TaskInfo, node *api.NodeInfo) error {
 			holders = append(holders, h.Name)
 		}
 	}
-	st.mu.Unlock()
-	if kept == nil || task.InitResreq == nil {
-		return nil
-	}
-	need := task.InitResreq.Clone().Add(kept)
-	if need.LessEqual(node.FutureIdle(), api.Zero) {
-		return nil
+	if kept == nil {
+		return nil, ""
 	}
 	sort.Strings(holders)
-	return s.fitError(task, node, "resources on the node are held for preempting gang "+holders[0])
+	return kept, holders[0]
 }
 
 // predicateWithHolds is the plugin's predicate: holds first, then NIC fit.

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/framework"
@@ -48,7 +49,9 @@ func TestAdmit(t *testing.T) {
 		maxPods string
 		running []*corev1.Pod
 		victims int
-		want    bool
+		// held is memory another gang's preemption hold keeps on the node.
+		held string
+		want bool
 	}{
 		"fits":                   {pods: []*corev1.Pod{admitPod("a", "100Gi"), admitPod("b", "100Gi")}, want: true},
 		"memory admits one":      {pods: []*corev1.Pod{admitPod("a", "300Gi"), admitPod("b", "300Gi")}, want: false},
@@ -57,6 +60,10 @@ func TestAdmit(t *testing.T) {
 			running: []*corev1.Pod{admitPod("r", "300Gi")}, victims: 1, want: true},
 		"preempt: a pod that stays keeps its memory": {mode: ForPreempt, pods: []*corev1.Pod{admitPod("b", "300Gi")},
 			running: []*corev1.Pod{admitPod("r", "300Gi")}, want: false},
+		"memory held for a preempting gang": {pods: []*corev1.Pod{admitPod("a", "200Gi"), admitPod("b", "200Gi")}, held: "200Gi", want: false},
+		"memory held leaves room":           {pods: []*corev1.Pod{admitPod("a", "100Gi"), admitPod("b", "100Gi")}, held: "200Gi", want: true},
+		"preempt: a hold on the node counts": {mode: ForPreempt, pods: []*corev1.Pod{admitPod("b", "300Gi")},
+			running: []*corev1.Pod{admitPod("r", "300Gi")}, victims: 1, held: "300Gi", want: false},
 		"pod limit":        {maxPods: "2", pods: []*corev1.Pod{admitPod("a", "1Gi"), admitPod("b", "1Gi")}, running: []*corev1.Pod{admitPod("r", "1Gi")}, want: false},
 		"pod limit holds":  {maxPods: "2", pods: []*corev1.Pod{admitPod("a", "1Gi"), admitPod("b", "1Gi")}, want: true},
 		"same host port":   {pods: []*corev1.Pod{admitPod("a", "1Gi", withPort(29500)), admitPod("b", "1Gi", withPort(29500))}, want: false},
@@ -88,6 +95,15 @@ func TestAdmit(t *testing.T) {
 				}
 			}
 			n := &Nodes{ssn: &framework.Session{Nodes: map[string]*api.NodeInfo{"n1": ni}}, mode: tc.mode}
+			if tc.held != "" {
+				kept := api.NewResource(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(tc.held)})
+				n.heldOn = func(_ api.JobID, node string) (*api.Resource, string) {
+					if node != "n1" {
+						return nil, ""
+					}
+					return kept, "ns/holder"
+				}
+			}
 			var tasks []*api.TaskInfo
 			var on []placement.Pod
 			for _, p := range tc.pods {

@@ -60,6 +60,9 @@ type Nodes struct {
 	labelsMatter bool
 	groups       map[[32]byte]int
 	sets         []*group
+	// heldOn says what other gangs' preemption holds keep on a node
+	// (rdmatopology.Session.HeldOn); nil: nothing.
+	heldOn func(job api.JobID, node string) (*api.Resource, string)
 }
 
 // group is one set of pods the predicates treat alike.
@@ -75,7 +78,7 @@ type group struct {
 
 // New returns the node sets of one session, read with mode.
 func New(ssn *framework.Session, topo *rdmatopology.Session, mode Mode) *Nodes {
-	n := &Nodes{ssn: ssn, topo: topo, mode: mode, groups: map[[32]byte]int{}}
+	n := &Nodes{ssn: ssn, topo: topo, mode: mode, groups: map[[32]byte]int{}, heldOn: topo.HeldOn}
 	for _, name := range topo.Fabric.NodeNames() {
 		ni, ok := ssn.Nodes[name]
 		if !ok {
@@ -325,7 +328,22 @@ func (n *Nodes) Admit(tasks, victims []*api.TaskInfo) func(node string, pod plac
 				return false
 			}
 		}
-		return sum.LessEqual(room, api.Zero)
+		if !sum.LessEqual(room, api.Zero) {
+			return false
+		}
+		// What other gangs' preemption holds keep on the node is not for
+		// this gang (the plugin's hold check, against future idle).
+		if n.heldOn == nil {
+			return true
+		}
+		if kept, _ := n.heldOn(t.Job, node); kept != nil {
+			limit := ni.FutureIdle()
+			if n.mode == ForPreempt {
+				limit = room
+			}
+			return sum.Add(kept).LessEqual(limit, api.Zero)
+		}
+		return true
 	}
 }
 
