@@ -119,34 +119,27 @@ func main() {
 		cnrs = append(cnrs, cnrIndex[name].Obj())
 	}
 
-	var b bytes.Buffer
-	b.WriteString(header)
+	var objs []any
 	for _, group := range [][]any{docs, toAny(cnrs), pods} {
-		for _, obj := range group {
-			out, err := cleanYAML(obj)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				os.Exit(1)
-			}
-			b.WriteString("---\n")
-			b.Write(out)
-		}
+		objs = append(objs, group...)
 	}
-	if err := os.WriteFile("cluster.yaml", b.Bytes(), 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-
-	b.Reset()
-	b.WriteString(namespaceHeader)
-	for _, obj := range []any{
+	writeYAML("cluster.yaml", header, objs)
+	writeYAML("cluster-namespace.yaml", namespaceHeader, []any{
 		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: legacyNamespace}},
 		&schedulingv1beta1.PodGroup{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "scheduling.volcano.sh/v1beta1", Kind: "PodGroup"},
 			ObjectMeta: metav1.ObjectMeta{Name: legacyJob, Namespace: legacyNamespace},
 			Spec:       schedulingv1beta1.PodGroupSpec{MinMember: int32(len(running)), Queue: "default"},
 		},
-	} {
+	})
+}
+
+// writeYAML writes objs to file as multi-document YAML after header; it
+// exits on error.
+func writeYAML(file, header string, objs []any) {
+	var b bytes.Buffer
+	b.WriteString(header)
+	for _, obj := range objs {
 		out, err := cleanYAML(obj)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -155,7 +148,7 @@ func main() {
 		b.WriteString("---\n")
 		b.Write(out)
 	}
-	if err := os.WriteFile("cluster-namespace.yaml", b.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
