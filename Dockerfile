@@ -23,17 +23,14 @@ COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 
 COPY . .
-# Static binary (no cgo), version stamped into Volcano's version package so
-# that `vc-scheduler --version` reports what was built.
+# Static binary (no cgo), built by the Makefile's vc-scheduler target: it
+# stamps rdmatopo's version package (rdmatopo_build_info, which reads
+# VERSION and GIT_SHA; the build context has no .git to read them from) and
+# Volcano's (`vc-scheduler --version`).
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
-    go build -trimpath \
-      -ldflags "-s -w \
-        -X 'volcano.sh/volcano/pkg/version.Version=${VERSION}' \
-        -X 'volcano.sh/volcano/pkg/version.GitSHA=${GIT_SHA}' \
-        -X 'volcano.sh/volcano/pkg/version.Built=$(date -u '+%Y-%m-%d %H:%M:%S')'" \
-      -o /out/vc-scheduler ./cmd/vc-scheduler
+    CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} GOFLAGS=-trimpath \
+    make vc-scheduler BIN=/out VERSION=${VERSION} GIT_SHA=${GIT_SHA}
 
 # Distroless static: no shell, no package manager, CA certificates and tzdata
 # only. It runs as root like the stock alpine image, because the stock

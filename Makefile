@@ -10,16 +10,25 @@ GIT_SHA   ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 # The operator's binaries ship without the symbol table and DWARF (-s -w):
 # stack traces keep their file:line, and rdmatopo drops from 113 MB to 80 MB.
 STRIP_LDFLAGS := -s -w
+BUILT     ?= $(shell date -u '+%Y-%m-%d %H:%M:%S')
+# rdmatopo's version package: rdmatopo_build_info, `kubectl rdmatopo version`.
 VERSION_LDFLAGS := -X github.com/rdmatopo/rdmatopo/internal/version.Version=$(VERSION) -X github.com/rdmatopo/rdmatopo/internal/version.GitCommit=$(GIT_SHA)
+# Volcano's, in vc-scheduler: `vc-scheduler --version`.
+VOLCANO_VERSION_LDFLAGS := -X volcano.sh/volcano/pkg/version.Version=$(VERSION) -X volcano.sh/volcano/pkg/version.GitSHA=$(GIT_SHA) -X 'volcano.sh/volcano/pkg/version.Built=$(BUILT)'
 
-.PHONY: all build build-dev demo test unit integration bench bench-full bench-e2e bench-plot soak-full fuzz lint fmt vet clean-bin
+.PHONY: all build vc-scheduler build-dev demo test unit integration bench bench-full bench-e2e bench-plot soak-full fuzz lint fmt vet clean-bin
 
 all: build
 
-build:
-	$(GO) build -ldflags "$(STRIP_LDFLAGS)" -o $(BIN)/rdmatopo ./cmd/rdmatopo
+build: vc-scheduler
+	$(GO) build -ldflags "$(STRIP_LDFLAGS) $(VERSION_LDFLAGS)" -o $(BIN)/rdmatopo ./cmd/rdmatopo
 	$(GO) build -ldflags "$(STRIP_LDFLAGS) $(VERSION_LDFLAGS)" -o $(BIN)/kubectl-rdmatopo ./cmd/kubectl-rdmatopo
-	$(GO) build -o $(BIN)/vc-scheduler ./cmd/vc-scheduler
+
+## vc-scheduler: bin/vc-scheduler with both version packages stamped; the
+## Dockerfile builds the image's binary with this target (VERSION, GIT_SHA
+## and BIN from its build arguments)
+vc-scheduler:
+	$(GO) build -ldflags "$(STRIP_LDFLAGS) $(VERSION_LDFLAGS) $(VOLCANO_VERSION_LDFLAGS)" -o $(BIN)/vc-scheduler ./cmd/vc-scheduler
 
 ## build-dev: the developer tool (bench, soak), kept out of the operator's binaries
 build-dev:

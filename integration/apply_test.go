@@ -204,6 +204,12 @@ func readManifests(path string) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decodeManifests(path, data)
+}
+
+// decodeManifests decodes every object of multi-document YAML; path names
+// the input in errors.
+func decodeManifests(path string, data []byte) ([]*unstructured.Unstructured, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var out []*unstructured.Unstructured
 	for {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"regexp"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/rdmatopo/rdmatopo/internal/fabricmap"
 	"github.com/rdmatopo/rdmatopo/internal/kubectlcmd"
 )
 
@@ -166,6 +168,43 @@ func TestKubectlDashboard(t *testing.T) {
 	if strings.TrimSpace(reason) == "" || !strings.Contains(title, "RDMA fabric") || !hasMap {
 		t.Errorf("page: title %q, waiting reason %q, map drawn %v", title, reason, hasMap)
 	}
+	// The waiting gang is on the map, at the leaves it would go to, with
+	// the scheduler's reason in full as the marks' tooltip.
+	waitingKey := ns + "/" + waiting.Name
+	marks := browse(t, b, "the waiting gang on the map", chromedp.Evaluate[[]string](fmt.Sprintf(
+		`Array.from(document.querySelectorAll('#map svg g[data-waiting=%q] > title')).map(function (t) { return t.textContent; })`, waitingKey)))
+	if len(marks) == 0 {
+		t.Errorf("the waiting gang %s is on no leaf of the map", waitingKey)
+	}
+	for _, m := range marks {
+		if !strings.Contains(m, strings.TrimSpace(reason)) {
+			t.Errorf("a map mark of %s says %q, want the reason %q in full", waitingKey, m, reason)
+		}
+	}
+	// Colours derive from the job's identity (its PodGroup's UID).
+	swatch := func(key string) string {
+		return browse(t, b, "the swatch of "+key, chromedp.Evaluate[string](fmt.Sprintf(
+			`getComputedStyle(document.querySelector('tr[data-job=%q] .swatch')).backgroundColor`, key)))
+	}
+	firstKey := ns + "/" + firstPG.Name
+	firstColor := swatch(firstKey)
+	if want := cssRGB(t, fabricmap.ColorOf(string(firstPG.UID))); firstColor != want {
+		t.Errorf("%s has colour %s, want %s (from its UID)", firstKey, firstColor, want)
+	}
+	// A foreign Host header (DNS rebinding) is refused.
+	req, err := http.NewRequest(http.MethodGet, url+"api/state.json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "rebind.example:80"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Errorf("Host %s: %s, want 421 Misdirected Request", req.Host, resp.Status)
+	}
 
 	second := volcanoJob{Name: "second", Workers: 1, Shape: trainer, Contract: hardS0}
 	second.Create(t, e, ns)
@@ -175,4 +214,18 @@ func TestKubectlDashboard(t *testing.T) {
 	browse(t, b, "the map's legend shows the new gang",
 		chromedp.Poll[bool](fmt.Sprintf(`Array.from(document.querySelectorAll("#map svg text")).some(function (t) { return t.textContent.indexOf(%q) === 0; })`,
 			ns+"/"+secondPG.Name+": tier"), chromedp.WithPollingTimeout(browserTimeout)))
+	// The first job kept its colour though a job joined the list.
+	if got := swatch(firstKey); got != firstColor {
+		t.Errorf("%s changed colour from %s to %s when %s was added", firstKey, firstColor, got, secondPG.Name)
+	}
+}
+
+// cssRGB is how a browser reports the colour "#rrggbb".
+func cssRGB(t *testing.T, hex string) string {
+	t.Helper()
+	var r, g, b int
+	if _, err := fmt.Sscanf(hex, "#%02x%02x%02x", &r, &g, &b); err != nil {
+		t.Fatalf("colour %q: %v", hex, err)
+	}
+	return fmt.Sprintf("rgb(%d, %d, %d)", r, g, b)
 }

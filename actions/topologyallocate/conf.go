@@ -17,11 +17,14 @@ import (
 // confValid is 1 while the scheduler conf gives topology-allocate a working
 // rdma-topology plugin, 0 while it does not (the plugin is missing from the
 // tiers, or its arguments are invalid) and RDMA pods are therefore refused.
-var confValid = promauto.NewGauge(prometheus.GaugeOpts{
+// It has no series until the first session checks the conf (a vector
+// without labels): a standby, which runs no session, exports none rather
+// than a 0 an alert would read as a broken conf.
+var confValid = promauto.NewGaugeVec(prometheus.GaugeOpts{
 	Subsystem: "rdmatopo",
 	Name:      "conf_valid",
 	Help:      "1 when the scheduler conf enables a valid rdma-topology plugin for topology-allocate, 0 when RDMA pods are refused for want of it.",
-})
+}, nil)
 
 // Why RDMA pods are refused in a session without the plugin's state.
 var (
@@ -39,10 +42,10 @@ var (
 // refusal is logged once per session.
 func checkConf(ssn *framework.Session, topo *rdmatopology.Session) error {
 	if topo != nil {
-		confValid.Set(1)
+		confValid.WithLabelValues().Set(1)
 		return nil
 	}
-	confValid.Set(0)
+	confValid.WithLabelValues().Set(0)
 	err := ErrNoTopologyPlugin
 	for _, tier := range ssn.Tiers {
 		for _, p := range tier.Plugins {

@@ -97,6 +97,8 @@ func run() int {
 		}
 	}
 
+	watchLeadership(opts.LeaderElection.LeaderElect)
+
 	klog.StartFlushDaemon(*logFlushFrequency)
 	defer klog.Flush()
 

@@ -1,6 +1,8 @@
 // Command gen writes examples/cluster.yaml, the sample cluster that
 // `rdmatopo simulate` uses by default: two miniPods of eight nodes in the
-// cloud provider's shape, with a few pods of an older job already running.
+// cloud provider's shape, with a few pods of an older job already running;
+// and examples/cluster-namespace.yaml, the Namespace and PodGroup of that
+// job, which an API server needs before the pods (docs/operations.md).
 //
 // Run it from the examples directory (go generate does): go run ./gen
 package main
@@ -18,10 +20,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
+	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
 
 // header is the first line of the generated file: what it shows.
@@ -70,7 +73,8 @@ func main() {
 			leaves := [2]string{leafID(mp.s1, 2*pair), leafID(mp.s1, 2*pair+1)}
 			docs = append(docs, builders.MakeNode(name).Shared().S1(mp.s1).
 				GPU(2*gpusPerNUMA).RDMA(4).CPU(fmt.Sprint(2*cpuPerNUMA)).
-				Resource(corev1.ResourceMemory, "1Ti").Resource(corev1.ResourcePods, "110").Obj())
+				Resource(corev1.ResourceMemory, "1Ti").Resource(corev1.ResourcePods, "110").
+				Ready(corev1.ConditionTrue).Obj())
 			policy := v1alpha1.TopologyPolicySingleNUMANodeContainerLevel
 			if spanning[name] {
 				policy = v1alpha1.TopologyPolicyNone
@@ -89,8 +93,10 @@ func main() {
 	var pods []any
 	for i, r := range running {
 		name := fmt.Sprintf("legacy-eval-%d", i)
-		uid := fmt.Sprintf("7e0c4a52-0000-4000-8000-%012d", i)
-		consumer := builders.Consumer("research", name, uid)
+		// The pods carry no UID (an API server assigns its own); the KCNR
+		// allocations name the one the simulator gives a pod without.
+		uid := string(workload.StableUID(workload.KindPod, legacyNamespace, name))
+		consumer := builders.Consumer(legacyNamespace, name, uid)
 		nics := builders.NUMANICs[r.numa]
 		w := cnrIndex[r.node]
 		w.Alloc(r.numa, consumer, corev1.ResourceList{
@@ -107,34 +113,59 @@ func main() {
 		var idx int
 		fmt.Sscanf(r.node[len(r.node)-2:], "%d", &idx)
 		leaf := leafID(s1, 2*((idx-1)/nodesPerLeafPair)+r.numa)
-		pods = append(pods, runningPod(name, uid, r.node, r.numa, nics, leaf))
+		pods = append(pods, runningPod(name, r.node, r.numa, nics, leaf))
 	}
 	for _, name := range order {
 		cnrs = append(cnrs, cnrIndex[name].Obj())
 	}
 
+	var objs []any
+	for _, group := range [][]any{docs, toAny(cnrs), pods} {
+		objs = append(objs, group...)
+	}
+	writeYAML("cluster.yaml", header, objs)
+	writeYAML("cluster-namespace.yaml", namespaceHeader, []any{
+		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: legacyNamespace}},
+		&schedulingv1beta1.PodGroup{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "scheduling.volcano.sh/v1beta1", Kind: "PodGroup"},
+			ObjectMeta: metav1.ObjectMeta{Name: legacyJob, Namespace: legacyNamespace},
+			Spec:       schedulingv1beta1.PodGroupSpec{MinMember: int32(len(running)), Queue: "default"},
+		},
+	})
+}
+
+// writeYAML writes objs to file as multi-document YAML after header; it
+// exits on error.
+func writeYAML(file, header string, objs []any) {
 	var b bytes.Buffer
 	b.WriteString(header)
-	for _, group := range [][]any{docs, toAny(cnrs), pods} {
-		for _, obj := range group {
-			out, err := cleanYAML(obj)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				os.Exit(1)
-			}
-			b.WriteString("---\n")
-			b.Write(out)
+	for _, obj := range objs {
+		out, err := cleanYAML(obj)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
 		}
+		b.WriteString("---\n")
+		b.Write(out)
 	}
-	if err := os.WriteFile("cluster.yaml", b.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
+// The older job's namespace and PodGroup.
+const (
+	legacyNamespace = "research"
+	legacyJob       = "legacy-eval"
+)
+
+// namespaceHeader heads cluster-namespace.yaml.
+const namespaceHeader = "# The Namespace and PodGroup of the older job in cluster.yaml, for an API server: apply before cluster.yaml (docs/operations.md). The simulator needs neither.\n"
+
 // runningPod is one pod of the older job, bound with its NICs annotated as
 // rdmatopo annotates them.
-func runningPod(name, uid, node string, numa int, nics [2]string, leaf string) *corev1.Pod {
+func runningPod(name, node string, numa int, nics [2]string, leaf string) *corev1.Pod {
 	req := corev1.ResourceList{
 		builders.GPUResource:  resource.MustParse(fmt.Sprint(gpusPerNUMA)),
 		builders.RDMAResource: resource.MustParse("2"),
@@ -144,9 +175,9 @@ func runningPod(name, uid, node string, numa int, nics [2]string, leaf string) *
 	return &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: "research", UID: types.UID(uid),
+			Name: name, Namespace: legacyNamespace,
 			Annotations: map[string]string{
-				builders.GroupNameAnnotation: "legacy-eval",
+				builders.GroupNameAnnotation: legacyJob,
 				"rdmatopo.io/nics":           nics[0] + "," + nics[1],
 				"rdmatopo.io/numa":           fmt.Sprint(numa),
 				"rdmatopo.io/s0":             leaf,

@@ -1,5 +1,12 @@
 package topology
 
+// UnknownLeafReasons lists every code UnknownLeafReason returns, so that a
+// count by reason can report each of them, 0 included.
+var UnknownLeafReasons = []ReasonCode{
+	ReasonNoKCNR, ReasonNotShared, ReasonNoTopology,
+	ReasonEmptyProperty, ReasonBadProperty, ReasonNICWithoutLeaf,
+}
+
 // UnknownLeafReason returns why the node's NIC nic has an unknown leaf: the
 // node-wide cause when there is one (ReasonNoKCNR, ReasonNotShared,
 // ReasonNoTopology), else the NIC's unusable RDMATOR property

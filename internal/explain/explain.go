@@ -15,13 +15,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	"volcano.sh/volcano/pkg/scheduler/api"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/fabricview"
 	"github.com/rdmatopo/rdmatopo/internal/live"
-	"github.com/rdmatopo/rdmatopo/internal/workload"
+	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
 // MaxLeaves is how many leaves an explanation lists.
@@ -130,19 +131,16 @@ func Explain(cfg topology.Config, snap *live.Snapshot, pg *schedulingv1beta1.Pod
 		e.Current = where(f, reserved, bound)
 	}
 
-	rdma := corev1.ResourceName(cfg.RDMAResource)
+	gpu, rdma := corev1.ResourceName(cfg.GPUResource), corev1.ResourceName(cfg.RDMAResource)
 	var pods []placement.Pod
+	var reps []*corev1.Pod
 	for _, p := range pending {
-		req := workload.PodRequests(&p.Spec)
-		sh := placement.Shape{
-			GPU:      req.Name(corev1.ResourceName(cfg.GPUResource), "").Value(),
-			NICs:     req.Name(rdma, "").Value(),
-			CPUMilli: req.Cpu().MilliValue(),
-		}
+		sh := rdmatopology.ShapeOf(api.NewTaskInfo(p).InitResreq, gpu, rdma)
 		if sh.NICs <= 0 {
 			continue
 		}
-		pods = append(pods, placement.Pod{UID: string(p.UID), Name: p.Namespace + "/" + p.Name, Shape: sh})
+		pods = append(pods, placement.Pod{UID: string(p.UID), Name: p.Namespace + "/" + p.Name, Shape: sh, Group: len(reps)})
+		reps = append(reps, p)
 	}
 	if len(pending) == 0 {
 		return e
@@ -166,10 +164,15 @@ func Explain(cfg topology.Config, snap *live.Snapshot, pg *schedulingv1beta1.Pod
 		need = len(pods)
 	}
 
+	nodes := sessionNodes(snap.Cluster)
 	st := placement.NewState(f, reserved)
-	limit(st, snap.Cluster, cfg)
+	rdmatopology.LimitNodes(st, nodes, gpu, rdma)
 	gang := placement.Gang{Job: pg.Namespace + "/" + pg.Name, Pods: pods, Need: need,
-		Mode: contract.Mode, HighestTier: contract.HighestTier, Held: held(f, reserved, bound)}
+		Mode: contract.Mode, HighestTier: contract.HighestTier, Held: held(f, reserved, bound),
+		Allowed: func(node string, group int) bool {
+			ni, ok := nodes[node]
+			return ok && admits(reps[group], ni.Node)
+		}}
 	switch plan, fail := st.Plan(gang); {
 	case cerr != nil:
 		e.Blocked = string(placement.ReasonInvalidContract) + ": " + cerr.Error()
@@ -196,58 +199,15 @@ func Explain(cfg topology.Config, snap *live.Snapshot, pg *schedulingv1beta1.Pod
 			}
 		}
 	}
-	e.Leaves = bestLeaves(st, view, main, len(pods))
-	return e
-}
-
-// limit bounds each node by what its Node object still offers (allocatable
-// minus the bound pods' requests) and rules out nodes that are
-// unschedulable or not Ready, as the scheduler's session does.
-func limit(st *placement.State, c *workload.Cluster, cfg topology.Config) {
-	used := map[string]corev1.ResourceList{}
-	for _, p := range c.Pods {
-		req := workload.PodRequests(&p.Spec)
-		sum := used[p.Spec.NodeName]
-		if sum == nil {
-			sum = corev1.ResourceList{}
-			used[p.Spec.NodeName] = sum
-		}
-		for k, q := range req {
-			cur := sum[k]
-			cur.Add(q)
-			sum[k] = cur
-		}
-	}
-	for _, n := range c.Nodes {
-		if n.Spec.Unschedulable || !ready(n) {
-			st.SetUnusable(n.Name)
-			continue
-		}
-		left := func(name corev1.ResourceName, milli bool) int64 {
-			a := n.Status.Allocatable[name]
-			u := used[n.Name][name]
-			a.Sub(u)
-			if milli {
-				return max(a.MilliValue(), 0)
+	e.Leaves = bestLeaves(st, view, main, len(pods), func(node string) bool {
+		for g := range reps {
+			if gang.Allowed(node, g) {
+				return true
 			}
-			return max(a.Value(), 0)
 		}
-		st.SetCap(n.Name, placement.Cap{
-			GPU:      left(corev1.ResourceName(cfg.GPUResource), false),
-			CPUMilli: left(corev1.ResourceCPU, true),
-			NICs:     left(corev1.ResourceName(cfg.RDMAResource), false),
-		})
-	}
-}
-
-// ready reports whether a node's Ready condition is True.
-func ready(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+		return false
+	})
+	return e
 }
 
 // where is the placement of the bound pods, by their reservations.
@@ -296,8 +256,9 @@ func held(f *topology.Fabric, l *ledger.Ledger, bound []*corev1.Pod) *placement.
 }
 
 // bestLeaves probes every known leaf: how many pods of the main shape it
-// holds alone (up to want), its free NICs and holders; best first.
-func bestLeaves(st *placement.State, v *fabricview.View, sh placement.Shape, want int) []LeafFit {
+// holds alone (up to want) on the nodes admit accepts, its free NICs and
+// holders; best first.
+func bestLeaves(st *placement.State, v *fabricview.View, sh placement.Shape, want int, admit func(node string) bool) []LeafFit {
 	f := st.Fabric()
 	rows := map[string]fabricview.Leaf{}
 	for _, r := range v.Leaves {
@@ -322,6 +283,9 @@ func bestLeaves(st *placement.State, v *fabricview.View, sh placement.Shape, wan
 				continue
 			}
 			last = s.Node.Name
+			if !admit(last) {
+				continue
+			}
 			for len(done) < want {
 				a, ok := st.Fit(s.Node.Name, sh, allowed)
 				if !ok {

@@ -16,12 +16,8 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
 
-// Map colours: one per job (cycled), and fixed ones for NIC states.
+// Map colours for NIC states (jobs: ColorOf).
 var (
-	jobPalette = []string{
-		"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
-		"#e377c2", "#17becf", "#bcbd22", "#7f7f7f", "#393b79", "#637939",
-	}
 	colorFree     = "#e5e7eb" // free NIC
 	colorRunning  = "#4b5563" // held by a pod that ran before the simulation
 	colorReported = "#9ca3af" // the KCNR reports it in use, no pod known
@@ -38,6 +34,9 @@ const (
 	leafHeader   = 24
 	s1Header     = 30
 	legendRow    = 20
+	// legendChars is how many characters of a legend line fit the map's
+	// width; longer labels wrap onto further lines.
+	legendChars = 150
 )
 
 // nicHolder is who holds a NIC of a node.
@@ -46,12 +45,33 @@ type nicHolder struct {
 	title string
 }
 
-// Job is one entry of the legend; jobs take the palette's colours in order.
+// Job is one entry of the legend.
 type Job struct {
 	// Key is "namespace/name", as NICUse.Job names it.
 	Key string
-	// Label is the legend's text.
+	// ID is the identity the job's colour derives from (its PodGroup's
+	// UID); Key when empty.
+	ID string
+	// Label is the legend's text, wrapped when long and given in full as
+	// its tooltip.
 	Label string
+	// WaitingAt lists the leaves a waiting gang would go to (best first):
+	// each gets a dashed outline and a line in the job's colour, with the
+	// label as its tooltip. Empty for a placed job.
+	WaitingAt []topology.S0ID
+}
+
+// Color is the job's colour.
+func (j Job) Color() string {
+	if j.ID != "" {
+		return ColorOf(j.ID)
+	}
+	return ColorOf(j.Key)
+}
+
+// waitMark is a waiting gang drawn on a leaf it would go to.
+type waitMark struct {
+	job, color, title string
 }
 
 // NICUse is who holds one NIC.
@@ -79,10 +99,11 @@ type Model struct {
 
 // Render draws the fabric f with the holders and jobs of m.
 func Render(f *topology.Fabric, m Model) []byte {
-	jobColor := map[string]string{}
-	for i, j := range m.Jobs {
-		if _, dup := jobColor[j.Key]; !dup {
-			jobColor[j.Key] = jobPalette[i%len(jobPalette)]
+	jobColor := Colors(m)
+	waiting := map[topology.S0ID][]waitMark{}
+	for _, j := range m.Jobs {
+		for _, id := range j.WaitingAt {
+			waiting[id] = append(waiting[id], waitMark{job: j.Key, color: jobColor[j.Key], title: j.Label})
 		}
 	}
 	holders := map[string]nicHolder{} // node/nic -> holder
@@ -132,8 +153,7 @@ func Render(f *topology.Fabric, m Model) []byte {
 		rows := (len(g.leaves) + leavesPerRow - 1) / leavesPerRow
 		heights := make([]int, rows)
 		for i, id := range g.leaves {
-			l, _ := f.Leaf(id)
-			if h := leafHeader + rowHeight*len(l.Slots) + 6; h > heights[i/leavesPerRow] {
+			if h := leafHeight(f, id, waiting); h > heights[i/leavesPerRow] {
 				heights[i/leavesPerRow] = h
 			}
 		}
@@ -151,7 +171,7 @@ func Render(f *topology.Fabric, m Model) []byte {
 				rowY += heights[i/leavesPerRow-1] + leafGap
 			}
 			l, _ := f.Leaf(id)
-			drawLeaf(&body, l, mapMargin+col*(leafWidth+leafGap), rowY, holders)
+			drawLeaf(&body, l, mapMargin+col*(leafWidth+leafGap), rowY, holders, waiting[id])
 		}
 		y += total + leafGap
 	}
@@ -160,10 +180,16 @@ func Render(f *topology.Fabric, m Model) []byte {
 	y += 4
 	text(&body, mapMargin, y+12, "font-weight=\"bold\" font-size=\"13\"", "Jobs")
 	y += legendRow
-	for i, j := range m.Jobs {
-		color := jobPalette[i%len(jobPalette)]
-		fmt.Fprintf(&body, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>`+"\n", mapMargin, y, nicSize, nicSize, color)
-		text(&body, mapMargin+nicSize+8, y+12, "font-size=\"12\"", j.Label)
+	for _, j := range m.Jobs {
+		fmt.Fprintf(&body, `<g data-job="%s"><title>%s</title>`+"\n", escape(j.Key), escape(j.Label))
+		fmt.Fprintf(&body, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>`+"\n", mapMargin, y, nicSize, nicSize, jobColor[j.Key])
+		for i, line := range wrap(j.Label, legendChars) {
+			if i > 0 {
+				y += legendRow - 4
+			}
+			text(&body, mapMargin+nicSize+8, y+12, "font-size=\"12\"", line)
+		}
+		body.WriteString("</g>\n")
 		y += legendRow
 	}
 	for _, fixed := range []struct{ color, label string }{
@@ -212,10 +238,27 @@ func sortLeaves(f *topology.Fabric, ids []topology.S0ID) {
 	})
 }
 
-// drawLeaf draws one leaf box with a row per slot.
-func drawLeaf(w *bytes.Buffer, l *topology.Leaf, x, y int, holders map[string]nicHolder) {
-	h := leafHeader + rowHeight*len(l.Slots) + 6
+// leafHeight is the height of a leaf's box: its header, a row per slot
+// and a line per waiting gang that would go there.
+func leafHeight(f *topology.Fabric, id topology.S0ID, waiting map[topology.S0ID][]waitMark) int {
+	l, _ := f.Leaf(id)
+	return leafHeader + rowHeight*(len(l.Slots)+len(waiting[id])) + 6
+}
+
+// drawLeaf draws one leaf box with a row per slot, then a line per
+// waiting gang that would go there (marks), its box outlined dashed in
+// the gang's colour.
+func drawLeaf(w *bytes.Buffer, l *topology.Leaf, x, y int, holders map[string]nicHolder, marks []waitMark) {
+	h := leafHeader + rowHeight*(len(l.Slots)+len(marks)) + 6
 	fmt.Fprintf(w, `<rect x="%d" y="%d" width="%d" height="%d" rx="4" fill="#ffffff" stroke="#6b7280"/>`+"\n", x, y, leafWidth, h)
+	for i, mk := range marks {
+		inset := 2 + 3*i
+		fmt.Fprintf(w, `<g data-waiting="%s"><title>%s</title>`+"\n", escape(mk.job), escape(mk.title))
+		fmt.Fprintf(w, `<rect x="%d" y="%d" width="%d" height="%d" rx="4" fill="none" stroke="%s" stroke-width="2" stroke-dasharray="6 3"/>`+"\n",
+			x+inset, y+inset, leafWidth-2*inset, h-2*inset, mk.color)
+		text(w, x+8, y+leafHeader+(len(l.Slots)+i)*rowHeight+12, fmt.Sprintf("font-size=\"11\" fill=\"%s\"", mk.color), "waiting here: "+mk.job)
+		w.WriteString("</g>\n")
+	}
 	free, total := 0, 0
 	for _, s := range l.Slots {
 		for _, nic := range s.NICs {
@@ -258,6 +301,21 @@ func nicFree(s topology.Slot, id topology.NICID) bool {
 		}
 	}
 	return true
+}
+
+// wrap splits s into lines of at most width characters, at spaces where
+// it can.
+func wrap(s string, width int) []string {
+	var lines []string
+	for len(s) > width {
+		cut := strings.LastIndex(s[:width], " ")
+		if cut <= 0 {
+			cut = width
+		}
+		lines = append(lines, s[:cut])
+		s = strings.TrimLeft(s[cut:], " ")
+	}
+	return append(lines, s)
 }
 
 // text writes an SVG text element with escaped content.

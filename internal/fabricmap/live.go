@@ -40,7 +40,7 @@ func FromLive(v *fabricview.View, jobs []live.Job, at time.Time) Model {
 	listed := map[string]bool{}
 	for _, j := range jobs {
 		listed[j.Key()] = true
-		m.Jobs = append(m.Jobs, Job{Key: j.Key(), Label: JobLabel(j)})
+		m.Jobs = append(m.Jobs, Job{Key: j.Key(), ID: j.UID, Label: JobLabel(j)})
 	}
 	for key, job := range v.Holders() {
 		use := NICUse{Job: job, Pod: job}
@@ -55,9 +55,9 @@ func FromLive(v *fabricview.View, jobs []live.Job, at time.Time) Model {
 // Colors maps each job of a model to its colour in the map.
 func Colors(m Model) map[string]string {
 	out := map[string]string{}
-	for i, j := range m.Jobs {
+	for _, j := range m.Jobs {
 		if _, dup := out[j.Key]; !dup {
-			out[j.Key] = jobPalette[i%len(jobPalette)]
+			out[j.Key] = j.Color()
 		}
 	}
 	return out

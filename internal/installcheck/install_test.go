@@ -10,6 +10,7 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -89,6 +90,9 @@ func TestKustomizePatch(t *testing.T) {
 		{"lease namespace", strings.Contains(args, "--leader-elect-resource-namespace=volcano-system")},
 		{"conf flag kept", strings.Contains(args, "--scheduler-conf=/volcano.scheduler/volcano-scheduler.conf")},
 		{"metrics kept", strings.Contains(args, "--enable-metrics=true")},
+		{"metrics on the pod IP", strings.Contains(args, "--listen-address=$(POD_IP):8080")},
+		{"healthz on the pod IP", strings.Contains(args, "--healthz-address=$(POD_IP):11251")},
+		{"POD_IP from the pod's status", podIPEnv(c.Env)},
 		{"two replicas", d.Spec.Replicas != nil && *d.Spec.Replicas == 2},
 		{"memory request", !c.Resources.Requests.Memory().IsZero()},
 		{"memory limit", !c.Resources.Limits.Memory().IsZero()},
@@ -98,6 +102,17 @@ func TestKustomizePatch(t *testing.T) {
 			t.Errorf("%s: not so after the patch (args %q, replicas %v, resources %v)", tc.what, args, d.Spec.Replicas, c.Resources)
 		}
 	}
+}
+
+// podIPEnv reports whether env sets POD_IP from status.podIP, as the
+// listen addresses' $(POD_IP) needs.
+func podIPEnv(env []corev1.EnvVar) bool {
+	for _, e := range env {
+		if e.Name == "POD_IP" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.podIP" {
+			return true
+		}
+	}
+	return false
 }
 
 // TestHelmValues: every value the values file sets exists in the chart's

@@ -20,17 +20,21 @@ var dashboardHTML string
 
 var dashboardPage = template.Must(template.New("dashboard").Parse(dashboardHTML))
 
-// DefaultListen is the dashboard's default address: loopback only.
-const DefaultListen = "127.0.0.1:8080"
+// DefaultListen is the dashboard's default address: loopback only, on a port
+// other than the scheduler's metrics (:8080).
+const DefaultListen = "127.0.0.1:8090"
 
 func newDashboardCommand(o *options) *cobra.Command {
 	var listen string
+	var allowHosts []string
 	var interval time.Duration
 	cmd := &cobra.Command{
-		Use:   "dashboard [--listen 127.0.0.1:8080]",
+		Use:   "dashboard [--listen 127.0.0.1:8090]",
 		Short: "Serve a live fabric page: the map of the cluster, each job in its colour, pending gangs with their reasons",
 		Long: "dashboard serves a read-only page that redraws the live fabric map every --interval.\n" +
-			"Endpoints: / (the page), /api/state.json (jobs, topology and the SVG), /api/map.svg, /healthz.",
+			"Endpoints: / (the page), /api/state.json (jobs, topology and the SVG), /api/map.svg, /healthz.\n" +
+			"Only requests whose Host header is localhost, a loopback address, the listen address or an --allow-host\n" +
+			"name are answered (421 otherwise), and listening beyond loopback prints a warning: the page is not authenticated.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if interval < time.Second {
@@ -43,10 +47,14 @@ func newDashboardCommand(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			srv := &http.Server{
-				Handler:           NewDashboard(func(ctx context.Context) (*State, error) { return buildState(ctx, o) }, interval),
-				ReadHeaderTimeout: 10 * time.Second,
+			guard, err := newHostGuard(ln.Addr(), allowHosts,
+				NewDashboard(func(ctx context.Context) (*State, error) { return buildState(ctx, o) }, interval))
+			if err != nil {
+				ln.Close()
+				return err
 			}
+			srv := &http.Server{Handler: guard, ReadHeaderTimeout: 10 * time.Second}
+			warnBeyondLoopback(o.stderr, ln.Addr())
 			fmt.Fprintf(o.stdout, "Serving the fabric dashboard on http://%s/ (read-only; Ctrl-C stops)\n", ln.Addr())
 			ctx := cmd.Context()
 			done := make(chan error, 1)
@@ -65,7 +73,8 @@ func newDashboardCommand(o *options) *cobra.Command {
 			}
 		},
 	}
-	cmd.Flags().StringVar(&listen, "listen", DefaultListen, "address to serve on")
+	cmd.Flags().StringVar(&listen, "listen", DefaultListen, "address to serve on (loopback by default: the page has no authentication)")
+	cmd.Flags().StringSliceVar(&allowHosts, "allow-host", nil, "further host names the page may be opened under (localhost, loopback and the listen address always may; other Host headers get 421)")
 	cmd.Flags().DurationVar(&interval, "interval", 3*time.Second, "how often the page refreshes")
 	return cmd
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/explain"
 	"github.com/rdmatopo/rdmatopo/internal/fabricmap"
 	"github.com/rdmatopo/rdmatopo/internal/fabricview"
 	"github.com/rdmatopo/rdmatopo/internal/live"
@@ -32,6 +34,9 @@ type StateJob struct {
 	live.Job
 	Color string `json:"color"`
 	Label string `json:"label"`
+	// WaitingAt lists the S0 leaves a waiting gang would go to, best
+	// first (drawn on the map); empty for a placed job.
+	WaitingAt []string `json:"waitingAt"`
 }
 
 // buildState reads the cluster and draws it.
@@ -48,13 +53,48 @@ func stateOf(conf *sim.Conf, snap *live.Snapshot, now time.Time) *State {
 	v := fabricview.Build(conf.Topology, snap.Cluster)
 	jobs := snap.Jobs(conf.Topology.WithDefaults().RDMAResource)
 	m := fabricmap.FromLive(v, jobs, now)
+	for i, j := range jobs {
+		if !j.Placed && j.RDMA {
+			m.Jobs[i].WaitingAt = waitingAt(conf, snap, j)
+		}
+	}
 	colors := fabricmap.Colors(m)
 	st := &State{Generated: now.UTC().Format(time.RFC3339), Jobs: []StateJob{}, Topology: v,
 		SVG: string(fabricmap.Render(v.Fabric(), m))}
-	for _, j := range jobs {
-		st.Jobs = append(st.Jobs, StateJob{Job: j, Color: colors[j.Key()], Label: fabricmap.JobLabel(j)})
+	for i, j := range jobs {
+		sj := StateJob{Job: j, Color: colors[j.Key()], Label: m.Jobs[i].Label, WaitingAt: []string{}}
+		for _, id := range m.Jobs[i].WaitingAt {
+			sj.WaitingAt = append(sj.WaitingAt, string(id))
+		}
+		st.Jobs = append(st.Jobs, sj)
 	}
 	return st
+}
+
+// waitingAt is where a waiting gang would go, as explain sees it: the
+// leaves of the plan when the fabric holds it now, else the leaves that
+// hold the most of its pods (best first).
+func waitingAt(conf *sim.Conf, snap *live.Snapshot, j live.Job) []topology.S0ID {
+	for _, pg := range snap.PodGroups {
+		if pg.Namespace != j.Namespace || pg.Name != j.Name {
+			continue
+		}
+		e := explain.Explain(conf.Topology, snap, pg)
+		var out []topology.S0ID
+		if e.Plan != nil {
+			for _, id := range e.Plan.S0 {
+				out = append(out, topology.S0ID(id))
+			}
+			return out
+		}
+		for _, l := range e.Leaves {
+			if l.Pods > 0 {
+				out = append(out, topology.S0ID(l.S0))
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 func newMapCommand(o *options) *cobra.Command {

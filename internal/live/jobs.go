@@ -17,6 +17,8 @@ import (
 type Job struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
+	// UID is the PodGroup's UID: the job's identity for its lifetime.
+	UID string `json:"uid"`
 	// From is the PodGroup's controller ("Job/llm", "PyTorchJob/bert"),
 	// empty for a plain PodGroup.
 	From      string `json:"from"`
@@ -89,7 +91,7 @@ func (s *Snapshot) Jobs(rdmaResource string) []Job {
 			continue
 		}
 		j := Job{
-			Namespace: pg.Namespace, Name: pg.Name, From: OwnerOf(pg), Phase: string(pg.Status.Phase),
+			Namespace: pg.Namespace, Name: pg.Name, UID: string(pg.UID), From: OwnerOf(pg), Phase: string(pg.Status.Phase),
 			MinMember: pg.Spec.MinMember, Pods: len(bound) + len(pending), Bound: len(bound),
 			S0: []string{}, S1: []string{},
 		}

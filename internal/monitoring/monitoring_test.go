@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"sigs.k8s.io/yaml"
 
 	// The scheduler's metrics: the plugin's and the actions'.
 	_ "github.com/rdmatopo/rdmatopo/actions/topologyallocate"
@@ -29,27 +28,6 @@ var dir = filepath.Join("..", "..", "config", "monitoring")
 
 // metricName finds rdmatopo metric names in PromQL.
 var metricName = regexp.MustCompile(`\brdmatopo_[a-z0-9_]+\b`)
-
-// rule is one rule of a PrometheusRule.
-type rule struct {
-	Alert       string            `json:"alert"`
-	Expr        string            `json:"expr"`
-	For         string            `json:"for"`
-	Labels      map[string]string `json:"labels"`
-	Annotations map[string]string `json:"annotations"`
-}
-
-// prometheusRule is the part of a PrometheusRule the checks read.
-type prometheusRule struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Spec       struct {
-		Groups []struct {
-			Name  string `json:"name"`
-			Rules []rule `json:"rules"`
-		} `json:"groups"`
-	} `json:"spec"`
-}
 
 // dashboard is the part of a Grafana dashboard the checks read.
 type dashboard struct {
@@ -96,6 +74,12 @@ func exported(t *testing.T) map[string]bool {
 		t.Fatal(err)
 	}
 	out := map[string]bool{}
+	// Only a live scheduler exports these: the simulation starts no
+	// informer. TestHAReplicasAlerts (integration) reads them from a
+	// leader.
+	for _, name := range []string{"rdmatopo_informer_synced"} {
+		out[name] = true
+	}
 	for _, f := range families {
 		name := f.GetName()
 		out[name] = true
@@ -136,29 +120,21 @@ func TestMonitoringFiles(t *testing.T) {
 		check func(t *testing.T, data []byte)
 	}{
 		{"prometheusrule.yaml", func(t *testing.T, data []byte) {
-			var pr prometheusRule
-			if err := yaml.UnmarshalStrict(data, &pr, yaml.DisallowUnknownFields); err != nil {
-				// Unknown fields (metadata) are fine; the shape must parse.
-				if err := yaml.Unmarshal(data, &pr); err != nil {
-					t.Fatalf("parse: %v", err)
-				}
-			}
-			if pr.APIVersion != "monitoring.coreos.com/v1" || pr.Kind != "PrometheusRule" {
-				t.Errorf("apiVersion %q kind %q, want a monitoring.coreos.com/v1 PrometheusRule", pr.APIVersion, pr.Kind)
+			rules, err := LoadAlerts(filepath.Join(dir, "prometheusrule.yaml"))
+			if err != nil {
+				t.Fatal(err)
 			}
 			alerts := map[string]bool{}
-			for _, g := range pr.Spec.Groups {
-				for _, r := range g.Rules {
-					if r.Alert == "" || r.Expr == "" || r.Labels["severity"] == "" || r.Annotations["summary"] == "" || r.Annotations["description"] == "" {
-						t.Errorf("rule %+v: want alert, expr, a severity label, summary and description", r)
-					}
-					if alerts[r.Alert] {
-						t.Errorf("alert %s defined twice", r.Alert)
-					}
-					alerts[r.Alert] = true
-					if checkNames(t.Errorf, "alert "+r.Alert, r.Expr, have) == 0 {
-						t.Errorf("alert %s names no rdmatopo metric: %q", r.Alert, r.Expr)
-					}
+			for _, r := range rules {
+				if r.Alert == "" || r.Expr == "" || r.Labels["severity"] == "" || r.Annotations["summary"] == "" || r.Annotations["description"] == "" {
+					t.Errorf("rule %+v: want alert, expr, a severity label, summary and description", r.Rule)
+				}
+				if alerts[r.Alert] {
+					t.Errorf("alert %s defined twice", r.Alert)
+				}
+				alerts[r.Alert] = true
+				if checkNames(t.Errorf, "alert "+r.Alert, r.Expr, have) == 0 {
+					t.Errorf("alert %s names no rdmatopo metric: %q", r.Alert, r.Expr)
 				}
 			}
 			for _, want := range []string{"RdmatopoConfInvalid", "RdmatopoInformerNotSynced", "RdmatopoHardGangsPending",

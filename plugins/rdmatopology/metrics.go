@@ -73,9 +73,14 @@ var (
 )
 
 // observeUnknownNICs sets rdmatopo_topology_unknown_nics to the counts of a
-// freshly synced fabric; reasons without NICs are dropped.
+// freshly synced fabric: every reason code a NIC can be unknown for has its
+// series, 0 when no NIC is, so that a dashboard shows 0 rather than no
+// data.
 func observeUnknownNICs(byReason map[topology.ReasonCode]int) {
 	topologyUnknownNICs.Reset()
+	for _, code := range topology.UnknownLeafReasons {
+		topologyUnknownNICs.WithLabelValues(string(code)).Set(0)
+	}
 	for code, n := range byReason {
 		topologyUnknownNICs.WithLabelValues(string(code)).Set(float64(n))
 	}

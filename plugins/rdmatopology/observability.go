@@ -23,7 +23,27 @@ var (
 		Name:      "informer_synced",
 		Help:      "1 when the rdma-topology informer's cache has synced with the API server, 0 while it has not.",
 	}, []string{"resource"})
+
+	// leader is 1 while this process schedules (it holds the leader lease,
+	// or runs without leader election), 0 while it is a standby.
+	leader = promauto.NewGauge(prometheus.GaugeOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "leader",
+		Help:      "1 while this scheduler process schedules (it holds the leader lease, or leader election is off), 0 while it is a standby waiting for the lease.",
+	})
 )
+
+// SetLeader sets rdmatopo_leader. A standby runs no session, so it starts
+// no informer and exports none of the gauges a session sets
+// (rdmatopo_informer_synced, rdmatopo_conf_valid, ...): rdmatopo_leader is
+// how it tells it is there.
+func SetLeader(on bool) {
+	v := 0.0
+	if on {
+		v = 1
+	}
+	leader.Set(v)
+}
 
 // Informer resources reported by rdmatopo_informer_synced.
 const informerCNR = "customnoderesources"
@@ -31,8 +51,9 @@ const informerCNR = "customnoderesources"
 func init() {
 	v := version.Get()
 	buildInfo.WithLabelValues(v.Version, v.GitCommit, v.Volcano).Set(1)
-	// Not synced until an informer reports it (the first session starts it).
-	informerSynced.WithLabelValues(informerCNR).Set(0)
+	// rdmatopo_informer_synced has no series until the first session starts
+	// the informer: a standby, which never does, would otherwise report a
+	// cache it does not keep as not synced.
 }
 
 // observeSynced sets rdmatopo_informer_synced for resource to 0, then to 1

@@ -10,12 +10,15 @@ import (
 	katalystclient "github.com/kubewharf/katalyst-api/pkg/client/clientset/versioned"
 	katalystinformers "github.com/kubewharf/katalyst-api/pkg/client/informers/externalversions"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
@@ -225,7 +228,44 @@ func (rt *Runtime) syncNodes(ssn *framework.Session) {
 		rt.nodes[name] = ni.Node
 		rt.Fabric.UpsertNode(ni.Node)
 	}
+	if lister, ok := nodeLister(ssn); ok {
+		rt.forgetDeleted(ssn.Nodes, lister)
+	}
 	rt.topology.report(rt.recorder, rt.Fabric.Snapshot())
+}
+
+// nodeLister returns the scheduler's Node lister, once its informer has
+// synced; false in a session without one (tests, the simulator).
+func nodeLister(ssn *framework.Session) (corelisters.NodeLister, bool) {
+	f := ssn.InformerFactory()
+	if f == nil {
+		return nil, false
+	}
+	inf := f.Core().V1().Nodes()
+	if !inf.Informer().HasSynced() {
+		return nil, false
+	}
+	return inf.Lister(), true
+}
+
+// forgetDeleted drops from the fabric the nodes synced before whose Node
+// object is gone, so that their NICs leave the gauges (free NICs per S1,
+// topology-unknown NICs) and the planner's view. A node missing from the
+// session is not necessarily gone: Volcano's snapshot also leaves out the
+// nodes that are not Ready, which stay in the fabric (unusable, see
+// LimitNodes); the lister tells the two apart. Callers hold runtimeMu.
+func (rt *Runtime) forgetDeleted(session map[string]*api.NodeInfo, lister corelisters.NodeLister) {
+	for name := range rt.nodes {
+		if _, ok := session[name]; ok {
+			continue
+		}
+		if _, err := lister.Get(name); !apierrors.IsNotFound(err) {
+			continue
+		}
+		delete(rt.nodes, name)
+		rt.Fabric.DeleteNode(name)
+		klog.V(3).InfoS("Node deleted; dropped from the fabric", "node", klog.KRef("", name))
+	}
 }
 
 // The one process-wide registry: the installed runtime, which owns

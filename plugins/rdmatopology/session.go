@@ -70,32 +70,8 @@ func openSession(ssn *framework.Session, args *Args) *Session {
 	s.reconcile()
 	rt.Ledger.Each(s.indexLocked)
 	s.State = placement.NewState(f, rt.Ledger)
-	for name, ni := range ssn.Nodes {
-		s.State.SetCap(name, s.capOf(ni))
-		// Taints, selectors and affinity are the predicates' to judge, per
-		// pod (the actions ask them); only a node no pod may use is out.
-		if ni.Node == nil || ni.Node.Spec.Unschedulable {
-			s.State.SetUnusable(name)
-		}
-	}
-	for _, name := range f.NodeNames() {
-		if _, ok := ssn.Nodes[name]; !ok {
-			s.State.SetUnusable(name)
-		}
-	}
+	LimitNodes(s.State, ssn.Nodes, v1.ResourceName(args.GPUResource), v1.ResourceName(args.RDMAResource))
 	return s
-}
-
-// capOf reads what a node can still give from the session's idle figures.
-func (s *Session) capOf(ni *api.NodeInfo) placement.Cap {
-	if ni.Idle == nil {
-		return placement.Cap{}
-	}
-	return placement.Cap{
-		GPU:      int64(ni.Idle.ScalarResources[v1.ResourceName(s.args.GPUResource)] / 1000),
-		NICs:     int64(ni.Idle.ScalarResources[v1.ResourceName(s.args.RDMAResource)] / 1000),
-		CPUMilli: int64(ni.Idle.MilliCPU),
-	}
 }
 
 // reconcile brings the long-lived ledger in line with the session's pods:
@@ -221,15 +197,7 @@ func (s *Session) IsRDMAJob(job *api.JobInfo) bool {
 
 // Shape is the task's per-pod need.
 func (s *Session) Shape(task *api.TaskInfo) placement.Shape {
-	r := task.InitResreq
-	if r == nil {
-		return placement.Shape{}
-	}
-	return placement.Shape{
-		GPU:      int64(r.ScalarResources[v1.ResourceName(s.args.GPUResource)] / 1000),
-		NICs:     int64(r.ScalarResources[v1.ResourceName(s.args.RDMAResource)] / 1000),
-		CPUMilli: int64(r.MilliCPU),
-	}
+	return ShapeOf(task.InitResreq, v1.ResourceName(s.args.GPUResource), v1.ResourceName(s.args.RDMAResource))
 }
 
 // Contract reads the job's contract from its PodGroup, strictly (see

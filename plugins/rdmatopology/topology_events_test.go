@@ -173,8 +173,11 @@ func TestSyncNodesReportsTopology(t *testing.T) {
 	}
 
 	rt.syncNodes(ssn)
-	gauge(`rdmatopo_topology_unknown_nics{reason="NICWithoutLeaf"} 1
+	gauge(`rdmatopo_topology_unknown_nics{reason="BadProperty"} 0
+rdmatopo_topology_unknown_nics{reason="EmptyProperty"} 0
+rdmatopo_topology_unknown_nics{reason="NICWithoutLeaf"} 1
 rdmatopo_topology_unknown_nics{reason="NoKCNR"} 2
+rdmatopo_topology_unknown_nics{reason="NoTopology"} 0
 rdmatopo_topology_unknown_nics{reason="RDMANotShared"} 2
 `)
 	wantReasons := []string{"CustomNodeResource/n1 NICWithoutLeaf", "Node/n2 NoKCNR", "CustomNodeResource/n3 RDMANotShared"}
@@ -196,7 +199,12 @@ rdmatopo_topology_unknown_nics{reason="RDMANotShared"} 2
 	rt.Fabric.UpsertCNR(eventKCNR("n1").Obj())
 	rt.Fabric.UpsertCNR(eventKCNR("n2").Obj())
 	rt.syncNodes(ssn)
-	gauge(`rdmatopo_topology_unknown_nics{reason="RDMANotShared"} 2
+	gauge(`rdmatopo_topology_unknown_nics{reason="BadProperty"} 0
+rdmatopo_topology_unknown_nics{reason="EmptyProperty"} 0
+rdmatopo_topology_unknown_nics{reason="NICWithoutLeaf"} 0
+rdmatopo_topology_unknown_nics{reason="NoKCNR"} 0
+rdmatopo_topology_unknown_nics{reason="NoTopology"} 0
+rdmatopo_topology_unknown_nics{reason="RDMANotShared"} 2
 `)
 	if len(rec.events) != len(wantReasons) {
 		t.Errorf("fixing problems emitted %d events", len(rec.events)-len(wantReasons))

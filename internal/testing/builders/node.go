@@ -94,6 +94,31 @@ func (w *NodeWrapper) CPU(qty string) *NodeWrapper {
 	return w.Resource(corev1.ResourceCPU, qty)
 }
 
+// Ready sets the node's Ready condition to status (True, False, Unknown).
+// A Node built without it has no conditions at all.
+func (w *NodeWrapper) Ready(status corev1.ConditionStatus) *NodeWrapper {
+	for i := range w.node.Status.Conditions {
+		if w.node.Status.Conditions[i].Type == corev1.NodeReady {
+			w.node.Status.Conditions[i].Status = status
+			return w
+		}
+	}
+	w.node.Status.Conditions = append(w.node.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeReady, Status: status})
+	return w
+}
+
+// Cordon sets spec.unschedulable.
+func (w *NodeWrapper) Cordon() *NodeWrapper {
+	w.node.Spec.Unschedulable = true
+	return w
+}
+
+// Taint adds a taint with an empty value.
+func (w *NodeWrapper) Taint(key string, effect corev1.TaintEffect) *NodeWrapper {
+	w.node.Spec.Taints = append(w.node.Spec.Taints, corev1.Taint{Key: key, Effect: effect})
+	return w
+}
+
 // ResourceVersion sets metadata.resourceVersion.
 func (w *NodeWrapper) ResourceVersion(rv string) *NodeWrapper {
 	w.node.ResourceVersion = rv

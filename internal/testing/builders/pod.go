@@ -46,6 +46,12 @@ func (w *PodWrapper) Node(name string) *PodWrapper {
 	return w
 }
 
+// Tolerate adds a toleration of every taint with key (operator Exists).
+func (w *PodWrapper) Tolerate(key string) *PodWrapper {
+	w.pod.Spec.Tolerations = append(w.pod.Spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists})
+	return w
+}
+
 // Phase sets status.phase.
 func (w *PodWrapper) Phase(p corev1.PodPhase) *PodWrapper {
 	w.pod.Status.Phase = p

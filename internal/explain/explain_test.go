@@ -1,0 +1,134 @@
+package explain
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/live"
+	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
+	"github.com/rdmatopo/rdmatopo/internal/workload"
+)
+
+// gangOf is a PodGroup of size pods with the given mode and highest tier,
+// and its pending pods of 4 GPU + 2 RDMA, each tolerating tolerate if set.
+func gangOf(size int, mode, tier, tolerate string) (*schedulingv1beta1.PodGroup, []*corev1.Pod) {
+	pg := &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "research", Name: "llm", Annotations: map[string]string{
+			ledger.AnnotationMode: mode, ledger.AnnotationHighestTier: tier}},
+		Spec: schedulingv1beta1.PodGroupSpec{MinMember: int32(size)},
+	}
+	var pods []*corev1.Pod
+	for i := range size {
+		w := builders.MakePod("research", fmt.Sprintf("llm-%d", i)).Group("llm").
+			Req(builders.GPUResource, "4").Req(builders.RDMAResource, "2")
+		if tolerate != "" {
+			w = w.Tolerate(tolerate)
+		}
+		pods = append(pods, w.Obj())
+	}
+	return pg, pods
+}
+
+// fourNodes is TwoLeavesFourNodes (each leaf takes one 4 GPU + 2 RDMA pod
+// per node) with edit applied to the Node named n1 and to all Nodes.
+func fourNodes(n1, all func(*builders.NodeWrapper) *builders.NodeWrapper) ([]*corev1.Node, []*v1alpha1.CustomNodeResource) {
+	_, cnrs := builders.TwoLeavesFourNodes()
+	var nodes []*corev1.Node
+	for i := 1; i <= 4; i++ {
+		name := fmt.Sprintf("n%d", i)
+		w := builders.MakeNode(name).Shared().GPU(8).RDMA(4).CPU("128").S1("s1-0")
+		if all != nil {
+			w = all(w)
+		}
+		if n1 != nil && name == "n1" {
+			w = n1(w)
+		}
+		nodes = append(nodes, w.Obj())
+	}
+	return nodes, cnrs
+}
+
+// TestExplainNodeUsability checks that explain reads node usability as the
+// scheduler's session does (rdmatopology.LimitNodes over NodeInfos built
+// as Volcano's cache builds them): a Node without conditions is usable, a
+// NotReady one is not, a cordoned one is not, and a taint excludes a node
+// only for pods that do not tolerate it.
+func TestExplainNodeUsability(t *testing.T) {
+	const taint = "rdmatopo.io/maintenance"
+	ready := func(w *builders.NodeWrapper) *builders.NodeWrapper { return w.Ready(corev1.ConditionTrue) }
+	notReady := func(w *builders.NodeWrapper) *builders.NodeWrapper { return w.Ready(corev1.ConditionFalse) }
+	cordon := func(w *builders.NodeWrapper) *builders.NodeWrapper { return w.Cordon() }
+	tainted := func(w *builders.NodeWrapper) *builders.NodeWrapper {
+		return w.Taint(taint, corev1.TaintEffectNoSchedule)
+	}
+	cases := map[string]struct {
+		n1, all  func(*builders.NodeWrapper) *builders.NodeWrapper
+		size     int
+		mode     string
+		tolerate string
+		// wantBlocked is the reason; empty: wantNodes is the plan.
+		wantBlocked string
+		wantNodes   []string
+	}{
+		"no conditions, hard-s0 gang too big for any leaf": {
+			size: 5, mode: "hard",
+			wantBlocked: "TierLimit: no S0 can hold 5 pods of 4 GPU + 2 RDMA; the largest holds 4",
+		},
+		"Ready nodes, hard-s0 gang too big for any leaf": {
+			all: ready, size: 5, mode: "hard",
+			wantBlocked: "TierLimit: no S0 can hold 5 pods of 4 GPU + 2 RDMA; the largest holds 4",
+		},
+		"no conditions, gang that fits": {
+			size: 4, mode: "hard", wantNodes: []string{"n1", "n2", "n3", "n4"},
+		},
+		"every node NotReady": {
+			all: notReady, size: 4, mode: "hard",
+			wantBlocked: "NoNodes: no node with free RDMA NICs passes the filters of research/llm",
+		},
+		"one node NotReady": {
+			n1: notReady, size: 4, mode: "hard",
+			wantBlocked: "TierLimit: no S0 can hold 4 pods of 4 GPU + 2 RDMA; the largest holds 3",
+		},
+		"one node cordoned": {
+			n1: cordon, size: 4, mode: "hard",
+			wantBlocked: "TierLimit: no S0 can hold 4 pods of 4 GPU + 2 RDMA; the largest holds 3",
+		},
+		"one node cordoned, soft gang spreads": {
+			n1: cordon, size: 4, mode: "soft", wantNodes: []string{"n2", "n4"},
+		},
+		"one node tainted, pods do not tolerate": {
+			n1: tainted, size: 4, mode: "hard",
+			wantBlocked: "TierLimit: no S0 can hold 4 pods of 4 GPU + 2 RDMA; the largest holds 3",
+		},
+		"one node tainted, pods tolerate": {
+			n1: tainted, size: 4, mode: "hard", tolerate: taint, wantNodes: []string{"n1", "n2", "n3", "n4"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			nodes, cnrs := fourNodes(tc.n1, tc.all)
+			pg, pods := gangOf(tc.size, tc.mode, "s0", tc.tolerate)
+			snap := &live.Snapshot{Cluster: &workload.Cluster{Nodes: nodes, CNRs: cnrs}, Pending: pods,
+				PodGroups: []*schedulingv1beta1.PodGroup{pg}}
+			e := Explain(topology.Config{S1NodeLabel: builders.S1Label}, snap, pg)
+			if diff := cmp.Diff(tc.wantBlocked, e.Blocked); diff != "" {
+				t.Errorf("Blocked (-want,+got):\n%s", diff)
+			}
+			var got []string
+			if e.Plan != nil {
+				got = e.Plan.Nodes
+			}
+			if diff := cmp.Diff(tc.wantNodes, got); diff != "" {
+				t.Errorf("plan nodes (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
