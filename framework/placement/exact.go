@@ -24,6 +24,9 @@ const (
 	// refineFills the fills it runs.
 	refineLeaves = 12
 	refineFills  = 300
+	// refineLargeFills bounds the fills of a refinement of a gang larger
+	// than exactMaxPods, which only tries one leaf fewer.
+	refineLargeFills = 60
 )
 
 // exactFill places the pods on the nodes with NICs of the leaves ok admits,
@@ -149,20 +152,26 @@ func (w *work) placeZone(i int, sh Shape, ok func(topology.S0ID) bool) ([]ledger
 	return []ledger.ZoneUse{use}, true
 }
 
-// refine looks, for a small gang the tier search placed on two or more
-// leaves, for a placement on fewer: every set of fewer leaves drawn from
-// the most promising ones (the candidate's own, then those of its S1s,
-// then the largest), smallest sets first, each verified by a fill. Within
-// a hard S1 limit only sets within one S1 count. It returns c when nothing
-// tighter is found within the bounds.
+// refine looks, for a gang the tier search placed on two or more leaves,
+// for a placement on fewer: sets of fewer leaves drawn from the most
+// promising ones (the candidate's own, then those of its S1s, then the
+// largest), smallest sets first, each verified by a fill. A small gang
+// tries every smaller size; a larger one (whose fill is greedy) one leaf
+// fewer only, within a smaller budget. Within a hard S1 limit only sets
+// within one S1 count. It returns c when nothing tighter is found within
+// the bounds.
 func (p *planner) refine(pods []Pod, c *candidate, limit Tier) *candidate {
-	if c == nil || len(pods) > exactMaxPods || len(c.leaves) < 2 || !p.g.Held.Empty() {
+	if c == nil || len(c.leaves) < 2 || !p.g.Held.Empty() {
 		return c
 	}
 	pool := p.refinePool(c)
 	need, want := gangNICs(pods), countShape(pods, p.main)
+	first, budget := 1, refineFills
+	if len(pods) > exactMaxPods {
+		first, budget = len(c.leaves)-1, refineLargeFills
+	}
 	fills := 0
-	for size := 1; size < len(c.leaves) && fills < refineFills; size++ {
+	for size := first; size < len(c.leaves) && fills < budget; size++ {
 		var best *candidate
 		forSubsets(len(pool), size, func(pick []int) bool {
 			// What bounds a set: its free NICs, and for one leaf the
@@ -183,7 +192,7 @@ func (p *planner) refine(pods []Pod, c *candidate, limit Tier) *candidate {
 			if limit == TierS1 && s1Count(p.s.fabric, set) > 1 {
 				return true
 			}
-			if fills++; fills > refineFills {
+			if fills++; fills > budget {
 				return false
 			}
 			assign, ok := p.fill(pods, dedupe(nodes), set)
