@@ -56,12 +56,15 @@ bench:
 
 ## bench-full: rdmatopo against stock Volcano at 1k, 4k and 10k nodes with
 ## Volcano's default (adaptive) nodes-to-find, and at 1k with every node
-## checked; JSON into docs/, then the plot (9 minutes measured on 2 cores)
+## checked; JSON into docs/, then the plot (9 minutes measured on 2 cores).
+## BENCH_CONSTRAINTS=on adds taints, pools, memory, host ports and
+## mixed-shape gangs (the committed JSON was measured with off).
 BENCH_NODES ?= 1000 4000 10000
 BENCH_ALL_NODES ?= 1000
+BENCH_CONSTRAINTS ?= off
 bench-full: build-dev
-	for n in $(BENCH_NODES); do $(BIN)/rdmatopo-dev bench --nodes $$n -o json > docs/bench-$$n.json || exit 1; done
-	for n in $(BENCH_ALL_NODES); do $(BIN)/rdmatopo-dev bench --nodes $$n --nodes-to-find-percent 100 -o json > docs/bench-all-nodes-$$n.json || exit 1; done
+	for n in $(BENCH_NODES); do $(BIN)/rdmatopo-dev bench --nodes $$n --constraints $(BENCH_CONSTRAINTS) -o json > docs/bench-$$n.json || exit 1; done
+	for n in $(BENCH_ALL_NODES); do $(BIN)/rdmatopo-dev bench --nodes $$n --constraints $(BENCH_CONSTRAINTS) --nodes-to-find-percent 100 -o json > docs/bench-all-nodes-$$n.json || exit 1; done
 	$(MAKE) bench-plot
 
 ## bench-plot: redraw docs/bench-plot.svg from the committed bench JSON
