@@ -5,9 +5,9 @@ import (
 	"math/rand/v2"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
 
@@ -44,20 +44,18 @@ func CheckConstraints(v string) error {
 	return nil
 }
 
-// Node constraints of a generated cluster.
+// nodeConstraints are the generated cluster's: a third of the nodes
+// tainted, every eighth in pool=head, every fifth memory-tight.
+var nodeConstraints = builders.NodeConstraints{TaintEvery: 3, HeadEvery: 8, TightEvery: 5, TightMemory: "96Gi"}
+
+// Pools and the taint, as the optimum reads them.
 const (
-	taintEvery  = 3 // node i with i%taintEvery == 0 is tainted
-	headEvery   = 8 // node i with i%headEvery == 1 is pool=head
-	tightEvery  = 5 // node i with i%tightEvery == 2 has tightMemory
-	tightMemory = "96Gi"
-	// PoolLabel is the node label of the generated pools.
-	PoolLabel = "pool"
-	poolHead  = "head"
-	poolGPU   = "gpu"
+	PoolLabel = builders.PoolLabel
+	poolHead  = builders.PoolHead
+	poolGPU   = builders.PoolGPU
 )
 
-// gpuTaint is the taint the NVIDIA GPU operator puts on GPU nodes.
-var gpuTaint = corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}
+var gpuTaint = builders.GPUTaint
 
 // Shares of the trace's gangs given each constraint.
 const (
@@ -74,25 +72,7 @@ const (
 )
 
 // ConstrainCluster taints, labels and sizes the cluster's nodes as above.
-func ConstrainCluster(c *workload.Cluster) {
-	for i, n := range c.Nodes {
-		if i%taintEvery == 0 {
-			n.Spec.Taints = append(n.Spec.Taints, gpuTaint)
-		}
-		if n.Labels == nil {
-			n.Labels = map[string]string{}
-		}
-		n.Labels[PoolLabel] = poolGPU
-		if i%headEvery == 1 {
-			n.Labels[PoolLabel] = poolHead
-		}
-		if i%tightEvery == 2 {
-			q := resource.MustParse(tightMemory)
-			n.Status.Allocatable[corev1.ResourceMemory] = q
-			n.Status.Capacity[corev1.ResourceMemory] = q
-		}
-	}
-}
+func ConstrainCluster(c *workload.Cluster) { nodeConstraints.Apply(c.Nodes) }
 
 // ConstrainTrace draws the gangs' constraints from seed with a generator of
 // their own, so the trace's gangs (sizes, kinds, arrivals) stay those of

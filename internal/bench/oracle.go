@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // This file is the benchmark's optimum: the fewest distinct leaves (S0s)
@@ -216,6 +217,35 @@ type component struct {
 // components splits the units' leaves into connected components (sorted by
 // their first leaf, leaves sorted within), so the search is deterministic.
 func components(units []unit) []component {
+	groups := joinLeaves(len(units), func(i int) []string {
+		out := make([]string, 0, len(units[i].nics))
+		for l := range units[i].nics {
+			out = append(out, l)
+		}
+		return out
+	})
+	out := make([]component, len(groups))
+	for i, g := range groups {
+		out[i].leaves = g.leaves
+		for _, u := range g.items {
+			out[i].units = append(out[i].units, units[u])
+		}
+	}
+	return out
+}
+
+// leafGroup is one connected component of joinLeaves: its leaves, sorted,
+// and the items joining them, in index order.
+type leafGroup struct {
+	leaves []string
+	items  []int
+}
+
+// joinLeaves splits the leaves of n items (item i has the leaves
+// leavesOf(i); items without leaves are left out) into connected
+// components, leaves joined when one item has both. Components are sorted
+// by their first leaf.
+func joinLeaves(n int, leavesOf func(int) []string) []leafGroup {
 	parent := map[string]string{}
 	var find func(string) string
 	find = func(x string) string {
@@ -225,50 +255,38 @@ func components(units []unit) []component {
 		}
 		return x
 	}
-	for _, u := range units {
-		first := ""
-		for l := range u.nics {
+	lists := make([][]string, n)
+	for i := range lists {
+		lists[i] = leavesOf(i)
+		for _, l := range lists[i] {
 			if _, ok := parent[l]; !ok {
 				parent[l] = l
 			}
-			if first == "" {
-				first = l
-				continue
-			}
-			if a, b := find(first), find(l); a != b {
+			if a, b := find(lists[i][0]), find(l); a != b {
 				parent[a] = b
 			}
 		}
 	}
-	byRoot := map[string]*component{}
+	byRoot := map[string]*leafGroup{}
 	for l := range parent {
 		root := find(l)
 		if byRoot[root] == nil {
-			byRoot[root] = &component{}
+			byRoot[root] = &leafGroup{}
 		}
 		byRoot[root].leaves = append(byRoot[root].leaves, l)
 	}
-	for _, u := range units {
-		for l := range u.nics {
-			c := byRoot[find(l)]
-			c.units = append(c.units, u)
-			break
+	for i, ls := range lists {
+		if len(ls) > 0 {
+			g := byRoot[find(ls[0])]
+			g.items = append(g.items, i)
 		}
 	}
-	out := make([]component, 0, len(byRoot))
-	for _, c := range byRoot {
-		slices.Sort(c.leaves)
-		out = append(out, *c)
+	out := make([]leafGroup, 0, len(byRoot))
+	for _, g := range byRoot {
+		slices.Sort(g.leaves)
+		out = append(out, *g)
 	}
-	slices.SortFunc(out, func(a, b component) int {
-		switch {
-		case a.leaves[0] < b.leaves[0]:
-			return -1
-		case a.leaves[0] > b.leaves[0]:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b leafGroup) int { return strings.Compare(a.leaves[0], b.leaves[0]) })
 	return out
 }
 

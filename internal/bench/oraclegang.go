@@ -267,51 +267,14 @@ type gangComponent struct {
 // gangComponents splits the nodes' leaves into connected components,
 // sorted by first leaf.
 func gangComponents(nodes []gangNode) []gangComponent {
-	parent := map[string]string{}
-	var find func(string) string
-	find = func(x string) string {
-		for parent[x] != x {
-			parent[x] = parent[parent[x]]
-			x = parent[x]
-		}
-		return x
-	}
-	for _, n := range nodes {
-		for _, l := range n.leaves {
-			if _, ok := parent[l]; !ok {
-				parent[l] = l
-			}
-			if a, b := find(n.leaves[0]), find(l); a != b {
-				parent[a] = b
-			}
+	groups := joinLeaves(len(nodes), func(i int) []string { return nodes[i].leaves })
+	out := make([]gangComponent, len(groups))
+	for i, g := range groups {
+		out[i].leaves = g.leaves
+		for _, n := range g.items {
+			out[i].nodes = append(out[i].nodes, nodes[n])
 		}
 	}
-	byRoot := map[string]*gangComponent{}
-	for l := range parent {
-		r := find(l)
-		if byRoot[r] == nil {
-			byRoot[r] = &gangComponent{}
-		}
-		byRoot[r].leaves = append(byRoot[r].leaves, l)
-	}
-	for _, n := range nodes {
-		c := byRoot[find(n.leaves[0])]
-		c.nodes = append(c.nodes, n)
-	}
-	out := make([]gangComponent, 0, len(byRoot))
-	for _, c := range byRoot {
-		slices.Sort(c.leaves)
-		out = append(out, *c)
-	}
-	slices.SortFunc(out, func(a, b gangComponent) int {
-		switch {
-		case a.leaves[0] < b.leaves[0]:
-			return -1
-		case a.leaves[0] > b.leaves[0]:
-			return 1
-		}
-		return 0
-	})
 	return out
 }
 

@@ -361,21 +361,14 @@ func GangSet(g GangSpec, created time.Time) *workload.Set {
 // constrainPod writes gang g's constraints on its pod i: the GPU taint's
 // toleration, the pool selector, the host port.
 func constrainPod(p *corev1.Pod, g GangSpec, i int) {
-	if g.Tolerates {
-		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{
-			Key: gpuTaint.Key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
-	}
+	c := builders.PodConstraints{Tolerates: g.Tolerates, HostPort: g.HostPort}
 	if g.Pools {
-		pool := poolGPU
+		c.Pool = poolGPU
 		if i == 0 {
-			pool = poolHead
+			c.Pool = poolHead
 		}
-		p.Spec.NodeSelector = map[string]string{PoolLabel: pool}
 	}
-	if g.HostPort != 0 {
-		p.Spec.Containers[0].Ports = append(p.Spec.Containers[0].Ports,
-			corev1.ContainerPort{Name: "rendezvous", ContainerPort: g.HostPort, HostPort: g.HostPort, Protocol: corev1.ProtocolTCP})
-	}
+	c.Apply(p)
 }
 
 // podName names pod i of a gang.

@@ -3,6 +3,8 @@ package soak
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
 
 // With Config.Constraints the soak's cluster and gangs carry what real
@@ -14,15 +16,10 @@ import (
 // else, so each still fits the idle cluster (a gang that does not is
 // reported stuck).
 
-const (
-	taintEvery  = 3
-	headEvery   = 8
-	tightEvery  = 5
-	tightMemory = "96Gi"
-	poolLabel   = "pool"
-	poolHead    = "head"
-	poolGPU     = "gpu"
+// nodeConstraints are the soak cluster's.
+var nodeConstraints = builders.NodeConstraints{TaintEvery: 3, HeadEvery: 8, TightEvery: 5, TightMemory: "96Gi"}
 
+const (
 	tolerateShare = 0.85
 	mixedShare    = 0.20
 	poolsShare    = 0.50
@@ -34,9 +31,6 @@ const (
 
 // shapeGPUOnly is a pod of 4 GPUs without RDMA beside a gang's RDMA pods.
 var shapeGPUOnly = podShape{gpu: 4}
-
-// gpuTaint is the taint the NVIDIA GPU operator puts on GPU nodes.
-var gpuTaint = corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}
 
 // gangConstraints are what Config.Constraints adds to a gang.
 type gangConstraints struct {
@@ -50,22 +44,7 @@ type gangConstraints struct {
 }
 
 // constrainNodes taints, labels and sizes the cluster's nodes.
-func constrainNodes(nodes []*corev1.Node) {
-	for i, n := range nodes {
-		if i%taintEvery == 0 {
-			n.Spec.Taints = append(n.Spec.Taints, gpuTaint)
-		}
-		n.Labels[poolLabel] = poolGPU
-		if i%headEvery == 1 {
-			n.Labels[poolLabel] = poolHead
-		}
-		if i%tightEvery == 2 {
-			q := resource.MustParse(tightMemory)
-			n.Status.Allocatable[corev1.ResourceMemory] = q
-			n.Status.Capacity[corev1.ResourceMemory] = q
-		}
-	}
-}
+func constrainNodes(nodes []*corev1.Node) { nodeConstraints.Apply(nodes) }
 
 // constrain draws gang g's constraints (see the top of this file).
 func (r *runner) constrain(g gangSpec) gangSpec {
@@ -105,22 +84,15 @@ func (g gangSpec) shapeOf(i int) podShape {
 // constrainPod writes gang g's constraints on its pod i.
 func constrainPod(p *corev1.Pod, g gangSpec, i int) {
 	c := g.cons
-	if c.tolerates {
-		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{
-			Key: gpuTaint.Key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
-	}
+	pc := builders.PodConstraints{Tolerates: c.tolerates, HostPort: c.hostPort}
 	if c.pools {
-		pool := poolGPU
+		pc.Pool = builders.PoolGPU
 		if i == 0 {
-			pool = poolHead
+			pc.Pool = builders.PoolHead
 		}
-		p.Spec.NodeSelector = map[string]string{poolLabel: pool}
 	}
+	pc.Apply(p)
 	if c.memoryGi > 0 {
 		p.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = *resource.NewQuantity(c.memoryGi<<30, resource.BinarySI)
-	}
-	if c.hostPort != 0 {
-		p.Spec.Containers[0].Ports = append(p.Spec.Containers[0].Ports,
-			corev1.ContainerPort{Name: "rendezvous", ContainerPort: c.hostPort, HostPort: c.hostPort, Protocol: corev1.ProtocolTCP})
 	}
 }

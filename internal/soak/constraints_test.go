@@ -45,10 +45,10 @@ func TestConstrain(t *testing.T) {
 func TestConstrainPod(t *testing.T) {
 	m := shapeGPUOnly
 	g := gangSpec{shape: shapeHalf, pods: 2, cons: gangConstraints{master: &m, tolerates: true, pools: true, memoryGi: 64, hostPort: hostPort}}
-	for i, want := range []string{poolHead, poolGPU} {
+	for i, want := range []string{builders.PoolHead, builders.PoolGPU} {
 		p := builders.MakePod(Namespace, "p").Req(builders.GPUResource, "4").Obj()
 		constrainPod(p, g, i)
-		if p.Spec.NodeSelector[poolLabel] != want || len(p.Spec.Tolerations) != 1 || len(p.Spec.Containers[0].Ports) != 1 {
+		if p.Spec.NodeSelector[builders.PoolLabel] != want || len(p.Spec.Tolerations) != 1 || len(p.Spec.Containers[0].Ports) != 1 {
 			t.Errorf("pod %d: selector %v, tolerations %v, ports %v", i, p.Spec.NodeSelector, p.Spec.Tolerations, p.Spec.Containers[0].Ports)
 		}
 		if q := p.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory]; q.Value() != 64<<30 {
