@@ -353,6 +353,9 @@ func (b *setBuilder) finish() *InputError {
 			running[p.Namespace+"/"+group]++
 		}
 	}
+	if ierr := b.checkPodContracts(); ierr != nil {
+		return ierr
+	}
 	// A PodGroup whose running pods meet its minMember runs, as Volcano
 	// would have recorded it.
 	for _, pg := range b.set.PodGroups {
