@@ -480,6 +480,43 @@ func TestSimulateTrainJobInputErrors(t *testing.T) {
 	}
 }
 
+// TestSimulateS1FromHyperNodes: S1s read from HyperNodes (tier 2 over
+// tier-1 HyperNodes selecting nodes by label) give the same placement as
+// the equivalent node label; without the HyperNodes every node shares the
+// default S1 and is reported.
+func TestSimulateS1FromHyperNodes(t *testing.T) {
+	cluster, err := os.ReadFile("../../examples/cluster.yaml")
+	require.NoError(t, err)
+	hyper, err := os.ReadFile("../../examples/hypernodes.yaml")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	withHyper := writeFile(t, dir, "c.yaml", string(cluster)+"---\n"+string(hyper))
+	run := func(args ...string) jsonOutput {
+		t.Helper()
+		code, stdout, stderr := runCLI(t, append([]string{"simulate", "-o", "json"}, args...)...)
+		require.Equal(t, exitOK, code, stderr)
+		var out jsonOutput
+		require.NoError(t, json.Unmarshal([]byte(stdout), &out))
+		return out
+	}
+	byLabel := run("--scheduler-conf", "../../examples/volcano-scheduler-minipods.conf")
+	byHyper := run("--cluster", withHyper, "--scheduler-conf", "../../examples/volcano-scheduler-hypernodes.conf")
+	if diff := cmp.Diff(byLabel, byHyper); diff != "" {
+		t.Errorf("placement with S1 from HyperNodes differs from the label's (-label,+hypernode):\n%s", diff)
+	}
+	seen := map[string]bool{}
+	for _, j := range byHyper.Jobs {
+		for _, s1 := range j.S1 {
+			seen[s1] = true
+		}
+	}
+	require.Equal(t, map[string]bool{"minipod-a": true, "minipod-b": true}, seen, "the tier-2 HyperNodes name the S1s")
+
+	code, _, stderr := runCLI(t, "simulate", "-o", "json", "--scheduler-conf", "../../examples/volcano-scheduler-hypernodes.conf")
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stderr, "node gpu-a01: NoS1HyperNode: no HyperNode of tier 2 holds the node; it shares the default S1")
+}
+
 func TestSimulateMapIsWellFormedSVG(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "fabric.svg")
 	code, _, stderr := runCLI(t, "simulate", "--map", path)
@@ -599,7 +636,7 @@ func TestExampleAndValidate(t *testing.T) {
 	code, stdout, _ = runCLI(t, "example", "workload")
 	require.Equal(t, exitOK, code)
 	require.Equal(t, string(examples.Workload), stdout)
-	for _, f := range []string{"../../examples/cluster.yaml", "../../examples/workload.yaml", "../../examples/volcanojob.yaml", "../../examples/pytorchjob.yaml", "../../examples/trainjob.yaml"} {
+	for _, f := range []string{"../../examples/cluster.yaml", "../../examples/workload.yaml", "../../examples/volcanojob.yaml", "../../examples/pytorchjob.yaml", "../../examples/trainjob.yaml", "../../examples/hypernodes.yaml", "../../examples/volcano-scheduler-hypernodes.conf"} {
 		data, err := os.ReadFile(f)
 		require.NoError(t, err)
 		require.True(t, strings.HasPrefix(string(data), "# "), "%s starts with a one-line comment saying what it shows", f)

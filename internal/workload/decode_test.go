@@ -226,6 +226,18 @@ func TestLoadClusterErrors(t *testing.T) {
 			in:   "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n",
 			want: wantErr{Doc: 1, Kind: "Node", Name: "n1", Field: "status.allocatable", Msg: "required"},
 		},
+		"HyperNode with a bad pattern": {
+			in:   "apiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata: {name: s1}\nspec: {tier: 2, members: [{type: Node, selector: {regexMatch: {pattern: '('}}}]}\n",
+			want: wantErr{Doc: 1, Kind: "HyperNode", Name: "s1", Field: "spec.members[0]", Msg: `selector.regexMatch.pattern "("`},
+		},
+		"HyperNode without a tier": {
+			in:   "apiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata: {name: s1}\nspec: {members: [{type: Node, selector: {exactMatch: {name: n1}}}]}\n",
+			want: wantErr{Doc: 1, Kind: "HyperNode", Name: "s1", Field: "spec.tier", Msg: "must be >= 1, got 0"},
+		},
+		"HyperNode member of two selectors": {
+			in:   "apiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata: {name: s1}\nspec: {tier: 1, members: [{type: Node, selector: {exactMatch: {name: n1}, regexMatch: {pattern: '^n'}}}]}\n",
+			want: wantErr{Doc: 1, Kind: "HyperNode", Name: "s1", Field: "spec.members[0]", Msg: "exactly one of exactMatch, regexMatch and labelMatch, got 2"},
+		},
 		"duplicate node": {
 			in:   nodeDoc + "---\n" + nodeDoc,
 			want: wantErr{Doc: 2, Kind: "Node", Name: "n1", Field: "metadata.name", Msg: "already defined in document 1"},

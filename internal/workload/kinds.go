@@ -20,6 +20,7 @@ const (
 	KindPyTorchJob    = "PyTorchJob"
 	KindPriorityClass = "PriorityClass"
 	KindTrainJob      = "TrainJob"
+	KindHyperNode     = "HyperNode"
 	// KindTrainingRuntime and KindClusterTrainingRuntime are Kubeflow
 	// Trainer's runtimes a TrainJob refers to.
 	KindTrainingRuntime        = "TrainingRuntime"
@@ -32,6 +33,7 @@ const (
 	APIVersionKubeflow      = "kubeflow.org/v1"
 	APIVersionPriorityClass = "scheduling.k8s.io/v1"
 	APIVersionTrainer       = "trainer.kubeflow.org/v1alpha1"
+	APIVersionHyperNode     = "topology.volcano.sh/v1alpha1"
 )
 
 // DefaultNamespace is assumed for namespaced objects that name none.
@@ -70,9 +72,9 @@ var (
 	clusterKinds = kindSet{
 		what: "cluster",
 		allowed: map[string]string{
-			KindNode: APIVersionCore, KindCNR: APIVersionCNR, KindPod: APIVersionCore,
+			KindNode: APIVersionCore, KindCNR: APIVersionCNR, KindPod: APIVersionCore, KindHyperNode: APIVersionHyperNode,
 		},
-		order: []string{KindNode, KindCNR, KindPod},
+		order: []string{KindNode, KindCNR, KindPod, KindHyperNode},
 	}
 	workloadKinds = kindSet{
 		what: "workload",

@@ -237,4 +237,3 @@ func TestExpandTrainJobErrors(t *testing.T) {
 		})
 	}
 }
-
