@@ -52,10 +52,10 @@ func TestHyperNodeS1(t *testing.T) {
 		node *corev1.Node
 		want result
 	}{
-		"through a tier-1 HyperNode by label":   {hns: racks, node: labelledNode("n1", map[string]string{"rack": "1"}), want: result{S1: "spine-a"}},
+		"through a tier-1 HyperNode by label":    {hns: racks, node: labelledNode("n1", map[string]string{"rack": "1"}), want: result{S1: "spine-a"}},
 		"through another rack of the same spine": {hns: racks, node: labelledNode("n2", map[string]string{"rack": "2"}), want: result{S1: "spine-a"}},
-		"through a rack by regex":               {hns: racks, node: labelledNode("n3-0", nil), want: result{S1: "spine-b"}},
-		"in no rack":                            {hns: racks, node: labelledNode("n9", nil), want: result{Code: ReasonNoS1HyperNode}},
+		"through a rack by regex":                {hns: racks, node: labelledNode("n3-0", nil), want: result{S1: "spine-b"}},
+		"in no rack":                             {hns: racks, node: labelledNode("n9", nil), want: result{Code: ReasonNoS1HyperNode}},
 		"in two spines": {
 			hns:  append(append([]*HyperNode(nil), racks...), hyperNode("spine-c", 2, byName(MemberHyperNode, "rack-1"))),
 			node: labelledNode("n1", map[string]string{"rack": "1"}), want: result{Code: ReasonTwoS1HyperNodes},
