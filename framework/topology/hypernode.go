@@ -8,7 +8,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // S1Source says where a node's S1 comes from.
@@ -77,6 +80,20 @@ type HyperNodeExactMatch struct {
 // HyperNodeRegexMatch selects the members whose names match the pattern.
 type HyperNodeRegexMatch struct {
 	Pattern string `json:"pattern"`
+}
+
+// HyperNodeResource is Volcano's HyperNode resource, read with a dynamic
+// client.
+var HyperNodeResource = schema.GroupVersionResource{Group: "topology.volcano.sh", Version: "v1alpha1", Resource: "hypernodes"}
+
+// HyperNodeFromUnstructured decodes a HyperNode as a dynamic client returns
+// it.
+func HyperNodeFromUnstructured(u *unstructured.Unstructured) (*HyperNode, error) {
+	hn := &HyperNode{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, hn); err != nil {
+		return nil, fmt.Errorf("HyperNode %s: %w", u.GetName(), err)
+	}
+	return hn, nil
 }
 
 // Member types of a HyperNode.

@@ -2,11 +2,8 @@ package rdmatopology
 
 import (
 	"context"
-	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	apiruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
@@ -16,24 +13,9 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
 
-// HyperNodeResource is Volcano's HyperNode resource (Volcano ≥ 1.12). It is
-// watched through a dynamic client: its typed client lives in volcano.sh/apis
-// v1.13, which cannot be built beside the Volcano v1.10 scheduler.
-var HyperNodeResource = schema.GroupVersionResource{Group: "topology.volcano.sh", Version: "v1alpha1", Resource: "hypernodes"}
-
 // informerHyperNode is the rdmatopo_informer_synced label of the HyperNode
 // informer (started only with s1Source: hypernode).
 const informerHyperNode = "hypernodes"
-
-// HyperNodeFromUnstructured decodes a HyperNode as the dynamic client
-// returns it.
-func HyperNodeFromUnstructured(u *unstructured.Unstructured) (*topology.HyperNode, error) {
-	hn := &topology.HyperNode{}
-	if err := apiruntime.DefaultUnstructuredConverter.FromUnstructured(u.Object, hn); err != nil {
-		return nil, fmt.Errorf("HyperNode %s: %w", u.GetName(), err)
-	}
-	return hn, nil
-}
 
 // SetHyperNodes gives the fabric the S1s the HyperNodes define (with
 // s1Source: hypernode): the nodes whose S1 changes are rebuilt. Members that
@@ -46,7 +28,9 @@ func (rt *Runtime) SetHyperNodes(hns []*topology.HyperNode) {
 	rt.Fabric.SetHyperNodes(idx)
 }
 
-// startHyperNodeInformer watches HyperNodes and, on every change, hands the
+// startHyperNodeInformer watches HyperNodes through a dynamic client (their
+// typed client lives in volcano.sh/apis v1.13, which cannot be built beside
+// the Volcano v1.10 scheduler) and, on every change, hands the
 // whole set to SetHyperNodes (membership crosses HyperNodes, so one change
 // can move the nodes of another).
 func (rt *Runtime) startHyperNodeInformer(cfg *rest.Config) error {
@@ -58,7 +42,7 @@ func (rt *Runtime) startHyperNodeInformer(cfg *rest.Config) error {
 		rt.stop = make(chan struct{})
 	}
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(client, 0)
-	inf := factory.ForResource(HyperNodeResource).Informer()
+	inf := factory.ForResource(topology.HyperNodeResource).Informer()
 	resync := func(interface{}) {
 		var hns []*topology.HyperNode
 		for _, obj := range inf.GetStore().List() {
@@ -66,7 +50,7 @@ func (rt *Runtime) startHyperNodeInformer(cfg *rest.Config) error {
 			if !ok {
 				continue
 			}
-			hn, err := HyperNodeFromUnstructured(u)
+			hn, err := topology.HyperNodeFromUnstructured(u)
 			if err != nil {
 				klog.InfoS("Unreadable HyperNode; ignored", "err", err)
 				continue
