@@ -1,7 +1,6 @@
 package placement
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -87,16 +86,7 @@ func TestParseGangContract(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("contract (-want,+got):\n%s", diff)
 			}
-			gotErr := ""
-			if err != nil {
-				if !errors.Is(err, ErrInvalidContract) {
-					t.Errorf("error %v does not wrap ErrInvalidContract", err)
-				}
-				gotErr = err.Error()[len(ErrInvalidContract.Error())+2:]
-			}
-			if gotErr != tc.wantErr {
-				t.Errorf("error = %q, want %q", gotErr, tc.wantErr)
-			}
+			checkContractError(t, err, tc.wantErr)
 			if n := len(GangContractProblems(tc.group, tc.pods)); (n > 0) != (tc.wantErr != "") {
 				t.Errorf("GangContractProblems: %d problems, want error %q", n, tc.wantErr)
 			}

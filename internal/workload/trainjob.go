@@ -427,18 +427,7 @@ func jobSetPod(job *TrainJob, rj *ReplicatedJob, jobName, name string, jobset ma
 	defaultRequests(&tpl.Spec)
 	isController := true
 	jobOwner := metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: jobName, UID: jobUID, Controller: &isController, BlockOwnerDeletion: &isController}
-	pod := &corev1.Pod{
-		TypeMeta: metav1.TypeMeta{APIVersion: APIVersionCore, Kind: KindPod},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            name,
-			Namespace:       job.Namespace,
-			UID:             StableUID(KindPod, job.Namespace, name),
-			Labels:          labels,
-			Annotations:     ann,
-			OwnerReferences: []metav1.OwnerReference{jobOwner},
-		},
-		Spec: tpl.Spec,
-	}
+	pod := controllerPod(job.Namespace, name, labels, ann, jobOwner, tpl.Spec)
 	pod.CreationTimestamp = metav1.NewTime(clk.tick())
 	return pod
 }
