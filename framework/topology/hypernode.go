@@ -239,17 +239,18 @@ func (idx *HyperNodeIndex) S1Of(node *corev1.Node) (S1ID, *Reason) {
 	if idx == nil {
 		idx = &HyperNodeIndex{tier: DefaultS1HyperNodeTier}
 	}
-	// held is every HyperNode that holds the node, tier by tier upwards: a
-	// HyperNode member matches HyperNodes of lower tiers only.
-	held := map[string]bool{}
+	// held is every HyperNode that holds the node, found tier by tier
+	// upwards (a HyperNode member selects HyperNodes of lower tiers only),
+	// with its tier and labels.
+	held := map[string]heldHyperNode{}
 	var top []string
 	for _, t := range idx.tiers {
 		if t > idx.tier {
 			break
 		}
 		for _, hn := range idx.byTier[t] {
-			if idx.holds(hn, t, node, held) {
-				held[hn.name] = true
+			if holds(hn, t, node, held) {
+				held[hn.name] = heldHyperNode{tier: t, labels: hn.labels}
 				if t == idx.tier {
 					top = append(top, hn.name)
 				}
@@ -268,10 +269,16 @@ func (idx *HyperNodeIndex) S1Of(node *corev1.Node) (S1ID, *Reason) {
 	}
 }
 
+// heldHyperNode is a HyperNode found to hold a node.
+type heldHyperNode struct {
+	tier   int
+	labels labels.Set
+}
+
 // holds reports whether HyperNode hn of tier t holds the node: a Node member
 // selects it, or a HyperNode member selects one of lower tier already found
-// to hold it.
-func (idx *HyperNodeIndex) holds(hn compiledHyperNode, t int, node *corev1.Node, held map[string]bool) bool {
+// to hold it (few: a node sits in one HyperNode per tier, as a rule).
+func holds(hn compiledHyperNode, t int, node *corev1.Node, held map[string]heldHyperNode) bool {
 	for _, m := range hn.members {
 		if !m.hyper {
 			if m.matches(node.Name, labels.Set(node.Labels)) {
@@ -279,14 +286,9 @@ func (idx *HyperNodeIndex) holds(hn compiledHyperNode, t int, node *corev1.Node,
 			}
 			continue
 		}
-		for _, lt := range idx.tiers {
-			if lt >= t {
-				break
-			}
-			for _, low := range idx.byTier[lt] {
-				if held[low.name] && m.matches(low.name, low.labels) {
-					return true
-				}
+		for name, h := range held {
+			if h.tier < t && m.matches(name, h.labels) {
+				return true
 			}
 		}
 	}
