@@ -537,8 +537,13 @@ func TestContractScenarios(t *testing.T) {
 		}
 		return ann
 	}
+	hardS0 := func(int) map[string]string {
+		return map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s0"}
+	}
 	cases := map[string]struct {
-		ann         map[string]string
+		ann map[string]string
+		// podAnn gives pod i's annotations (nil: none).
+		podAnn      func(i int) map[string]string
 		wantBound   int
 		wantReason  string
 		wantMessage string
@@ -576,6 +581,26 @@ func TestContractScenarios(t *testing.T) {
 			ann:       waitHard(map[string]string{ledger.AnnotationMaxWait: "30s", ledger.AnnotationWaitingSince: since(35 * time.Second)}),
 			wantBound: 5,
 		},
+		"a bare PodGroup: the pods' contract holds": {
+			podAnn:      hardS0,
+			wantReason:  "TierLimit",
+			wantMessage: "no S0 can hold 5 pods of 4 GPU + 2 RDMA; the largest holds 4",
+		},
+		"the PodGroup's contract wins over its pods'": {
+			ann:       map[string]string{ledger.AnnotationMode: "soft"},
+			podAnn:    hardS0,
+			wantBound: 5,
+		},
+		"pods that disagree: pending": {
+			podAnn: func(i int) map[string]string {
+				if i == 4 {
+					return map[string]string{ledger.AnnotationMode: "soft", ledger.AnnotationHighestTier: "s0"}
+				}
+				return hardS0(i)
+			},
+			wantReason:  "InvalidAnnotation",
+			wantMessage: `PodGroup ns/big: invalid job contract: annotation rdmatopo.io/mode: the gang's pods disagree: "hard" on big-0, big-1, big-2 and 1 more; "soft" on big-4`,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -584,6 +609,13 @@ func TestContractScenarios(t *testing.T) {
 				c.addNode(fmt.Sprintf("n%d", i), "A", "B")
 			}
 			c.addJob("big", 5, 4, 2, tc.ann)
+			if tc.podAnn != nil {
+				for i, p := range c.pods {
+					for k, v := range tc.podAnn(i) {
+						p.Annotations[k] = v
+					}
+				}
+			}
 			rt := newRuntime()
 			rt.SetClock(func() time.Time { return now })
 			o := runSession(t, c, rt)

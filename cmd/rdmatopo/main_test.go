@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -378,6 +379,12 @@ func TestSimulateExpandsControllerJobs(t *testing.T) {
 			wantPods: []string{"llama-ddp-master-0", "llama-ddp-worker-0", "llama-ddp-worker-1", "llama-ddp-worker-2"},
 			wantMin:  4, wantPlace: true,
 		},
+		"TrainJob": {
+			workload: "../../examples/trainjob.yaml",
+			wantJob:  "default/llama-train",
+			wantPods: []string{"llama-train-node-0-0", "llama-train-node-0-1", "llama-train-node-0-2", "llama-train-node-0-3"},
+			wantMin:  4, wantPlace: true,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -398,6 +405,116 @@ func TestSimulateExpandsControllerJobs(t *testing.T) {
 			require.Equal(t, "s0", out.Jobs[0].Tier)
 		})
 	}
+}
+
+// TestSimulateTrainJobOfTheSample: the sample workload's TrainJob (the
+// README's) is placed whole under one leaf, in hard mode read from its
+// pods (its PodGroup has no annotations): every rank (completion index
+// 0..3) under that leaf, so the ring over ranks crosses no leaf boundary.
+func TestSimulateTrainJobOfTheSample(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "simulate", "-o", "json")
+	require.Equal(t, exitOK, code, stderr)
+	var out jsonOutput
+	require.NoError(t, json.Unmarshal([]byte(stdout), &out))
+	var job *jsonJob
+	for i := range out.Jobs {
+		if out.Jobs[i].Name == "llm-pretrain" {
+			job = &out.Jobs[i]
+		}
+	}
+	require.NotNil(t, job, "the sample's TrainJob gang")
+	require.True(t, job.Placed)
+	require.Equal(t, "s0", job.Tier)
+	require.Len(t, job.S0, 1)
+	var pods []jsonPod
+	for _, p := range out.Pods {
+		if p.Job == "default/llm-pretrain" {
+			pods = append(pods, p)
+		}
+	}
+	require.Len(t, pods, 4)
+	nodes := map[string]bool{}
+	for i, p := range pods {
+		require.Equal(t, fmt.Sprintf("llm-pretrain-node-0-%d", i), p.Name)
+		require.Equal(t, job.S0, p.S0)
+		nodes[p.Node] = true
+	}
+	require.Len(t, nodes, 4, "one NUMA zone per node")
+}
+
+// TestSimulateTrainJobInputErrors: a TrainJob whose runtime is missing or
+// cannot be gang scheduled by Volcano exits 2 with one line naming the field.
+func TestSimulateTrainJobInputErrors(t *testing.T) {
+	data, err := os.ReadFile("../../examples/trainjob.yaml")
+	require.NoError(t, err)
+	sample := string(data)
+	cases := map[string]struct {
+		workload string
+		wantIn   []string
+	}{
+		"missing runtime": {
+			workload: strings.Replace(sample, "    name: torch-distributed-volcano\n  trainer:", "    name: torch-distributed\n  trainer:", 1),
+			wantIn:   []string{"TrainJob default/llama-train", "spec.runtimeRef.name", `no ClusterTrainingRuntime named "torch-distributed" in the workload`},
+		},
+		"runtime without a Volcano PodGroup policy": {
+			workload: strings.Replace(sample, "  podGroupPolicy:\n    volcano: {}\n", "", 1),
+			wantIn:   []string{"TrainJob default/llama-train", "spec.runtimeRef.name", "has no spec.podGroupPolicy.volcano"},
+		},
+		"runtime pods for another scheduler": {
+			workload: strings.Replace(sample, "                schedulerName: volcano\n", "", 1),
+			wantIn:   []string{"ClusterTrainingRuntime torch-distributed-volcano", "spec.template.spec.replicatedJobs[0].template.spec.template.spec.schedulerName"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			require.NotEqual(t, sample, tc.workload, "the case changes the sample")
+			wl := writeFile(t, t.TempDir(), "w.yaml", tc.workload)
+			code, stdout, stderr := runCLI(t, "simulate", "--workload", wl)
+			require.Equal(t, exitUsage, code, "stderr: %s", stderr)
+			require.Empty(t, stdout)
+			require.Equal(t, 1, strings.Count(stderr, "\n"), "exactly one line: %q", stderr)
+			for _, want := range tc.wantIn {
+				require.Contains(t, stderr, want)
+			}
+		})
+	}
+}
+
+// TestSimulateS1FromHyperNodes: S1s read from HyperNodes (tier 2 over
+// tier-1 HyperNodes selecting nodes by label) give the same placement as
+// the equivalent node label; without the HyperNodes every node shares the
+// default S1 and is reported.
+func TestSimulateS1FromHyperNodes(t *testing.T) {
+	cluster, err := os.ReadFile("../../examples/cluster.yaml")
+	require.NoError(t, err)
+	hyper, err := os.ReadFile("../../examples/hypernodes.yaml")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	withHyper := writeFile(t, dir, "c.yaml", string(cluster)+"---\n"+string(hyper))
+	run := func(args ...string) jsonOutput {
+		t.Helper()
+		code, stdout, stderr := runCLI(t, append([]string{"simulate", "-o", "json"}, args...)...)
+		require.Equal(t, exitOK, code, stderr)
+		var out jsonOutput
+		require.NoError(t, json.Unmarshal([]byte(stdout), &out))
+		return out
+	}
+	byLabel := run("--scheduler-conf", "../../examples/volcano-scheduler-minipods.conf")
+	byHyper := run("--cluster", withHyper, "--scheduler-conf", "../../examples/volcano-scheduler-hypernodes.conf")
+	if diff := cmp.Diff(byLabel, byHyper); diff != "" {
+		t.Errorf("placement with S1 from HyperNodes differs from the label's (-label,+hypernode):\n%s", diff)
+	}
+	seen := map[string]bool{}
+	for _, j := range byHyper.Jobs {
+		for _, s1 := range j.S1 {
+			seen[s1] = true
+		}
+	}
+	require.Equal(t, map[string]bool{"minipod-a": true, "minipod-b": true}, seen, "the tier-2 HyperNodes name the S1s")
+
+	code, _, stderr := runCLI(t, "simulate", "-o", "json", "--scheduler-conf", "../../examples/volcano-scheduler-hypernodes.conf")
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stderr, "node gpu-a01: NoS1HyperNode: no HyperNode of tier 2 holds the node; it shares the default S1")
 }
 
 func TestSimulateMapIsWellFormedSVG(t *testing.T) {
@@ -519,7 +636,7 @@ func TestExampleAndValidate(t *testing.T) {
 	code, stdout, _ = runCLI(t, "example", "workload")
 	require.Equal(t, exitOK, code)
 	require.Equal(t, string(examples.Workload), stdout)
-	for _, f := range []string{"../../examples/cluster.yaml", "../../examples/workload.yaml", "../../examples/volcanojob.yaml", "../../examples/pytorchjob.yaml"} {
+	for _, f := range []string{"../../examples/cluster.yaml", "../../examples/workload.yaml", "../../examples/volcanojob.yaml", "../../examples/pytorchjob.yaml", "../../examples/trainjob.yaml", "../../examples/hypernodes.yaml", "../../examples/volcano-scheduler-hypernodes.conf"} {
 		data, err := os.ReadFile(f)
 		require.NoError(t, err)
 		require.True(t, strings.HasPrefix(string(data), "# "), "%s starts with a one-line comment saying what it shows", f)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"regexp"
 	"testing"
 
@@ -85,4 +86,18 @@ func TestTopologyCountsPodsOnUnknownNodes(t *testing.T) {
 			require.Equal(t, tc.want, summary.FindString(out.String()), out.String())
 		})
 	}
+}
+
+// TestTopologyShowsHyperNodeS1s: the topology view names the S1s the
+// HyperNodes give, the same view the equivalent node label gives.
+func TestTopologyShowsHyperNodeS1s(t *testing.T) {
+	hyper, err := os.ReadFile("../../examples/hypernodes.yaml")
+	require.NoError(t, err)
+	c, err := workload.LoadCluster("c.yaml", []byte(string(examples.Cluster)+"---\n"+string(hyper)))
+	require.NoError(t, err)
+	var byLabel, byHyper bytes.Buffer
+	require.NoError(t, printTopology(&byLabel, topology.Config{S1NodeLabel: builders.S1Label}, c))
+	require.NoError(t, printTopology(&byHyper, topology.Config{S1Source: topology.S1FromHyperNode}, c))
+	require.Equal(t, byLabel.String(), byHyper.String())
+	require.Contains(t, byHyper.String(), "minipod-b")
 }

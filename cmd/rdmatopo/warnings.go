@@ -15,7 +15,7 @@ import (
 // leaf of its own) or, for a NIC whose name cannot be annotated, not handed
 // out.
 func topologyProblems(cfg topology.Config, c *workload.Cluster) []topology.Reason {
-	return topology.Build(cfg, c.Nodes, c.CNRs).Reasons()
+	return c.Fabric(cfg).Reasons()
 }
 
 // writeProblems prints one line per problem,

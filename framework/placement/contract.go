@@ -12,7 +12,8 @@ import (
 
 // Contract is a gang's job contract, read from its PodGroup's annotations
 // (users set them on their VolcanoJob or PyTorchJob; the controllers copy
-// them onto the PodGroup).
+// them onto the PodGroup) or, when the PodGroup states none, from its pods'
+// (ParseGangContract).
 type Contract struct {
 	// Mode says whether HighestTier is a limit (hard) or a preference.
 	Mode Mode
@@ -63,14 +64,20 @@ type ContractProblem struct {
 // names every bad annotation, sorted by key.
 func ParseContract(ann map[string]string) (Contract, error) {
 	c, problems := parseContract(ann)
+	return c, contractError(problems)
+}
+
+// contractError is the error of a contract's problems (nil: none), wrapping
+// ErrInvalidContract and naming every bad annotation in order.
+func contractError(problems []ContractProblem) error {
 	if len(problems) == 0 {
-		return c, nil
+		return nil
 	}
 	msgs := make([]string, len(problems))
 	for i, p := range problems {
 		msgs[i] = fmt.Sprintf("annotation %s: %s", p.Key, p.Msg)
 	}
-	return c, fmt.Errorf("%w: %s", ErrInvalidContract, strings.Join(msgs, "; "))
+	return fmt.Errorf("%w: %s", ErrInvalidContract, strings.Join(msgs, "; "))
 }
 
 // ContractProblems lists the bad annotations of a contract, sorted by key
@@ -121,11 +128,16 @@ func parseContract(ann map[string]string) (Contract, []ContractProblem) {
 			c.MaxWait = d
 		}
 	}
+	sortProblems(problems)
+	return c, problems
+}
+
+// sortProblems orders problems by key, then message.
+func sortProblems(problems []ContractProblem) {
 	sort.Slice(problems, func(i, j int) bool {
 		if problems[i].Key != problems[j].Key {
 			return problems[i].Key < problems[j].Key
 		}
 		return problems[i].Msg < problems[j].Msg
 	})
-	return c, problems
 }

@@ -74,16 +74,23 @@ func TestParseContract(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("contract (-want,+got):\n%s", diff)
 			}
-			gotErr := ""
-			if err != nil {
-				if !errors.Is(err, ErrInvalidContract) {
-					t.Errorf("error %v does not wrap ErrInvalidContract", err)
-				}
-				gotErr = err.Error()[len(ErrInvalidContract.Error())+2:]
-			}
-			if gotErr != tc.wantErr {
-				t.Errorf("error = %q, want %q", gotErr, tc.wantErr)
-			}
+			checkContractError(t, err, tc.wantErr)
 		})
+	}
+}
+
+// checkContractError checks that err wraps ErrInvalidContract with the
+// message want after its prefix, or is nil when want is empty.
+func checkContractError(t *testing.T, err error, want string) {
+	t.Helper()
+	got := ""
+	if err != nil {
+		if !errors.Is(err, ErrInvalidContract) {
+			t.Errorf("error %v does not wrap ErrInvalidContract", err)
+		}
+		got = err.Error()[len(ErrInvalidContract.Error())+2:]
+	}
+	if got != want {
+		t.Errorf("error = %q, want %q", got, want)
 	}
 }

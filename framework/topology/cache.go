@@ -100,6 +100,26 @@ func (c *Cache) UpsertCNR(cnr *v1alpha1.CustomNodeResource) {
 	c.rebuild(cnr.Name)
 }
 
+// SetHyperNodes replaces the HyperNodes the nodes' S1s are read from
+// (S1FromHyperNode) and rebuilds every node whose S1 or S1 problem changes.
+// Under S1FromLabel it only keeps the index.
+func (c *Cache) SetHyperNodes(idx *HyperNodeIndex) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.builder.hyper
+	c.builder.hyper = idx
+	if c.cfg.S1Source != S1FromHyperNode {
+		return
+	}
+	for name, n := range c.nodeObjs {
+		s1a, ra := old.S1Of(n)
+		s1b, rb := idx.S1Of(n)
+		if s1a != s1b || (ra == nil) != (rb == nil) || ra != nil && *ra != *rb {
+			c.rebuild(name)
+		}
+	}
+}
+
 // DeleteCNR forgets a KCNR; its node (if the Node is known) is rebuilt as a
 // node without KCNR.
 func (c *Cache) DeleteCNR(name string) {

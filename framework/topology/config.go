@@ -11,9 +11,16 @@ import (
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 )
 
-// WithDefaults returns the config with every empty resource name replaced by
-// its default. S1NodeLabel has no default: without it all S0s share one S1.
+// WithDefaults returns the config with every empty resource name, the S1
+// source and the HyperNode tier replaced by their defaults. S1NodeLabel has
+// no default: without it all S0s share one S1.
 func (c Config) WithDefaults() Config {
+	if c.S1Source == "" {
+		c.S1Source = S1FromLabel
+	}
+	if c.S1HyperNodeTier == 0 {
+		c.S1HyperNodeTier = DefaultS1HyperNodeTier
+	}
 	if c.RDMAResource == "" {
 		c.RDMAResource = DefaultRDMAResource
 	}

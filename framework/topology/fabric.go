@@ -32,8 +32,15 @@ type Fabric struct {
 // Build reads a whole cluster at once. Nodes and KCNRs are matched by name; a
 // KCNR without a Node and a Node without a KCNR both yield a Node (see
 // BuildNode). Nil entries are ignored; of two objects with the same name the
-// later one wins.
+// later one wins. Under S1FromHyperNode every node is in the default S1
+// (BuildWithHyperNodes gives them theirs).
 func Build(cfg Config, nodes []*corev1.Node, cnrs []*v1alpha1.CustomNodeResource) *Fabric {
+	return BuildWithHyperNodes(cfg, nil, nodes, cnrs)
+}
+
+// BuildWithHyperNodes is Build with the HyperNodes that give each node its
+// S1 under S1FromHyperNode (ignored under S1FromLabel).
+func BuildWithHyperNodes(cfg Config, hyper *HyperNodeIndex, nodes []*corev1.Node, cnrs []*v1alpha1.CustomNodeResource) *Fabric {
 	cfg = cfg.WithDefaults()
 	nodeByName := make(map[string]*corev1.Node, len(nodes))
 	for _, n := range nodes {
@@ -60,7 +67,7 @@ func Build(cfg Config, nodes []*corev1.Node, cnrs []*v1alpha1.CustomNodeResource
 
 	built := make(map[string]*Node, len(names))
 	slots := map[S0ID][]Slot{}
-	var b nodeBuilder
+	b := nodeBuilder{hyper: hyper}
 	for _, name := range names {
 		n := b.build(cfg, nodeByName[name], cnrByName[name])
 		built[name] = n

@@ -47,7 +47,14 @@ func (b *nodeBuilder) build(cfg Config, node *corev1.Node, cnr *v1alpha1.CustomN
 	out := &Node{Policy: PolicySpanning, Generation: 1}
 	if node != nil {
 		out.Name = node.Name
-		if b.cfg.S1NodeLabel != "" {
+		switch {
+		case b.cfg.S1Source == S1FromHyperNode:
+			s1, r := b.hyper.S1Of(node)
+			out.S1 = s1
+			if r != nil {
+				b.reasons = append(b.reasons, *r)
+			}
+		case b.cfg.S1NodeLabel != "":
 			out.S1 = S1ID(node.Labels[b.cfg.S1NodeLabel])
 		}
 	} else {
@@ -106,7 +113,10 @@ func (b *nodeBuilder) build(cfg Config, node *corev1.Node, cnr *v1alpha1.CustomN
 
 // nodeBuilder accumulates the state of one BuildNode call.
 type nodeBuilder struct {
-	cfg     Config
+	cfg Config
+	// hyper answers the S1 of a node under S1FromHyperNode (nil: no
+	// HyperNodes known, every node in the default S1).
+	hyper   *HyperNodeIndex
 	node    string
 	reasons []Reason
 	// consumers is nil until a consumer is seen.

@@ -603,11 +603,12 @@ func TestCheckNICName(t *testing.T) {
 
 func TestConfigWithDefaults(t *testing.T) {
 	got := topology.Config{S1NodeLabel: "x"}.WithDefaults()
-	want := topology.Config{RDMAResource: topology.DefaultRDMAResource, GPUResource: topology.DefaultGPUResource, S1NodeLabel: "x"}
+	want := topology.Config{RDMAResource: topology.DefaultRDMAResource, GPUResource: topology.DefaultGPUResource, S1NodeLabel: "x",
+		S1Source: topology.S1FromLabel, S1HyperNodeTier: topology.DefaultS1HyperNodeTier}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("WithDefaults (-want +got):\n%s", diff)
 	}
-	custom := topology.Config{RDMAResource: "r", GPUResource: "g"}
+	custom := topology.Config{RDMAResource: "r", GPUResource: "g", S1Source: topology.S1FromHyperNode, S1HyperNodeTier: 3}
 	if diff := cmp.Diff(custom, custom.WithDefaults()); diff != "" {
 		t.Errorf("WithDefaults kept custom names (-want +got):\n%s", diff)
 	}

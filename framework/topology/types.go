@@ -208,7 +208,14 @@ type Node struct {
 type Config struct {
 	RDMAResource string // default DefaultRDMAResource
 	GPUResource  string // default DefaultGPUResource
-	S1NodeLabel  string // empty: all S0s form one S1 ("")
+	// S1Source is where a node's S1 comes from (default S1FromLabel).
+	S1Source S1Source
+	// S1NodeLabel names the S1 label (S1FromLabel); empty: all S0s form
+	// one S1 ("").
+	S1NodeLabel string
+	// S1HyperNodeTier is the HyperNode tier read as S1 (S1FromHyperNode;
+	// default DefaultS1HyperNodeTier).
+	S1HyperNodeTier int
 }
 
 // Slot is one NUMA zone of one node, seen from one leaf: the zone's NICs that

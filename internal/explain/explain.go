@@ -109,7 +109,7 @@ func Explain(cfg topology.Config, snap *live.Snapshot, pg *schedulingv1beta1.Pod
 	if len(bound) > 0 && int32(len(bound)) >= pg.Spec.MinMember {
 		e.State = StatePlaced
 	}
-	contract, cerr := placement.ParseContract(pg.Annotations)
+	contract, cerr := placement.ParseGangContract(pg.Annotations, placement.MembersOf(append(append([]*corev1.Pod(nil), bound...), pending...)))
 	e.Contract = Contract{Mode: contract.Mode.String(), HighestTier: contract.HighestTier.String(),
 		WaitingSince: pg.Annotations[ledger.AnnotationWaitingSince]}
 	if contract.MaxWait > 0 {

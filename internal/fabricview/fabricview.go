@@ -92,7 +92,7 @@ func JobOf(p *corev1.Pod) string {
 // Build computes the view of a cluster under a fabric configuration.
 func Build(cfg topology.Config, c *workload.Cluster) *View {
 	cfg = cfg.WithDefaults()
-	f := topology.Build(cfg, c.Nodes, c.CNRs)
+	f := c.Fabric(cfg)
 	v := &View{fabric: f, holders: map[string]string{}, AnnotationProblems: []string{}, TopologyProblems: []string{}}
 
 	// Who holds each NIC: by annotation, then by KCNR consumer.

@@ -16,6 +16,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
@@ -25,6 +26,7 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
+	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
 
@@ -191,6 +193,25 @@ func fetch(ctx context.Context, c *Clients, podOpts metav1.ListOptions) (*worklo
 			return nil, nil, fmt.Errorf("listing customnoderesources: %w", err)
 		}
 	}
+	if c.Dynamic != nil {
+		hns := c.Dynamic.Resource(topology.HyperNodeResource)
+		if err := each(ctx, c.pageSize(), metav1.ListOptions{}, true,
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return hns.List(ctx, o) },
+			func(o runtime.Object) error {
+				u, ok := o.(*unstructured.Unstructured)
+				if !ok {
+					return fmt.Errorf("a HyperNode list item is a %T", o)
+				}
+				hn, err := topology.HyperNodeFromUnstructured(u)
+				if err != nil {
+					return err
+				}
+				cluster.HyperNodes = append(cluster.HyperNodes, hn)
+				return nil
+			}); err != nil {
+			return nil, nil, fmt.Errorf("listing hypernodes: %w", err)
+		}
+	}
 	var pending []*corev1.Pod
 	pods := c.Kube.CoreV1().Pods(metav1.NamespaceAll)
 	if err := each(ctx, c.pageSize(), podOpts, false,
@@ -212,6 +233,7 @@ func fetch(ctx context.Context, c *Clients, podOpts metav1.ListOptions) (*worklo
 	}
 	sort.Slice(cluster.Nodes, func(i, j int) bool { return cluster.Nodes[i].Name < cluster.Nodes[j].Name })
 	sort.Slice(cluster.CNRs, func(i, j int) bool { return cluster.CNRs[i].Name < cluster.CNRs[j].Name })
+	sort.Slice(cluster.HyperNodes, func(i, j int) bool { return cluster.HyperNodes[i].Name < cluster.HyperNodes[j].Name })
 	byName := func(ps []*corev1.Pod) {
 		sort.Slice(ps, func(i, j int) bool {
 			a, b := ps[i], ps[j]

@@ -147,9 +147,10 @@ func (s *Simulator) Waited(namespace, name string) time.Duration {
 func (s *Simulator) PendingDeadline() (time.Time, bool) {
 	var first time.Time
 	candidates := map[string]time.Time{}
+	members := s.groupMembers()
 	for _, key := range s.pgOrder {
 		pg := s.podGroups[key]
-		c, err := placement.ParseContract(pg.Annotations)
+		c, err := placement.ParseGangContract(pg.Annotations, members[key])
 		if err != nil || c.Mode != placement.ModeHard || c.MaxWait <= 0 {
 			continue
 		}
@@ -179,4 +180,23 @@ func (s *Simulator) PendingDeadline() (time.Time, bool) {
 		}
 	}
 	return first, found
+}
+
+// groupMembers returns the pods of the cluster that belong to a PodGroup,
+// by PodGroup key, for reading contracts from pods (ParseGangContract
+// orders them).
+func (s *Simulator) groupMembers() map[string][]placement.MemberAnnotations {
+	out := map[string][]placement.MemberAnnotations{}
+	for _, e := range s.pods {
+		if e.deleted {
+			continue
+		}
+		group := e.pod.Annotations[schedulingv1beta1.KubeGroupNameAnnotationKey]
+		if group == "" {
+			continue
+		}
+		gk := e.pod.Namespace + "/" + group
+		out[gk] = append(out[gk], placement.MemberAnnotations{Name: e.pod.Name, Annotations: e.pod.Annotations})
+	}
+	return out
 }

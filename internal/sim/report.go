@@ -265,11 +265,12 @@ func fillNICs(f *topology.Fabric, p *corev1.Pod, nics []topology.NICID, pp *PodP
 }
 
 // SchedulerAnnotations returns the annotations of a pod that the scheduler
-// writes: every rdmatopo.io/ key and katalyst's numa_bind_result.
+// writes: rdmatopo.io/nics, numa and s0, and katalyst's numa_bind_result
+// (not the job contract a pod template may carry).
 func SchedulerAnnotations(p *corev1.Pod) map[string]string {
 	out := map[string]string{}
-	for k, v := range p.Annotations {
-		if strings.HasPrefix(k, "rdmatopo.io/") || k == rdmatopology.AnnotationNUMABindResult {
+	for _, k := range []string{ledger.AnnotationNICs, ledger.AnnotationNUMA, ledger.AnnotationS0, rdmatopology.AnnotationNUMABindResult} {
+		if v, ok := p.Annotations[k]; ok {
 			out[k] = v
 		}
 	}

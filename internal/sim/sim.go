@@ -154,8 +154,11 @@ type Simulator struct {
 	stale     int
 	podGroups map[string]*schedulingv1beta1.PodGroup
 	pgOrder   []string
-	queues    map[string]*schedulingv1beta1.Queue
-	classes   map[string]*schedulingv1.PriorityClass
+	// hyper indexes the cluster's HyperNodes, the S1s under s1Source:
+	// hypernode.
+	hyper   *topology.HyperNodeIndex
+	queues  map[string]*schedulingv1beta1.Queue
+	classes map[string]*schedulingv1.PriorityClass
 	// terminating holds the keys of evicted pods still on their nodes
 	// (Options.EvictionGrace), for endTerminations.
 	terminating map[string]bool
@@ -240,6 +243,8 @@ func New(c *Conf, cluster *workload.Cluster, opts Options) (*Simulator, error) {
 	for _, cnr := range cluster.CNRs {
 		s.UpsertCNR(cnr)
 	}
+	s.hyper = cluster.HyperNodeIndex(c.Topology)
+	s.runtime.Fabric.SetHyperNodes(s.hyper)
 	for _, p := range cluster.Pods {
 		if p.Spec.NodeName == "" {
 			return nil, fmt.Errorf("cluster pod %s/%s is not bound", p.Namespace, p.Name)
@@ -761,7 +766,7 @@ func (s *Simulator) Events() []Event { return s.events.all() }
 // Fabric builds the RDMA fabric of the current nodes and KCNRs, with the
 // conf's topology configuration.
 func (s *Simulator) Fabric() *topology.Fabric {
-	return topology.Build(s.conf.Topology, s.Nodes(), s.CNRs())
+	return topology.BuildWithHyperNodes(s.conf.Topology, s.hyper, s.Nodes(), s.CNRs())
 }
 
 // queuePatch is the rdma-topology PodPatcher of the simulator: the

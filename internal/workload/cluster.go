@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
+
+	"github.com/rdmatopo/rdmatopo/framework/topology"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -17,11 +19,28 @@ type Cluster struct {
 	CNRs  []*v1alpha1.CustomNodeResource
 	// Pods are bound (spec.nodeName set) and not yet finished, or finished.
 	Pods []*corev1.Pod
+	// HyperNodes are Volcano's HyperNodes (read for S1 under the plugin's
+	// s1Source: hypernode).
+	HyperNodes []*topology.HyperNode
+}
+
+// Fabric builds the cluster's fabric under cfg, S1s from its HyperNodes
+// when cfg says so.
+func (c *Cluster) Fabric(cfg topology.Config) *topology.Fabric {
+	cfg = cfg.WithDefaults()
+	return topology.BuildWithHyperNodes(cfg, c.HyperNodeIndex(cfg), c.Nodes, c.CNRs)
+}
+
+// HyperNodeIndex indexes the cluster's HyperNodes for cfg's S1 tier (their
+// members were checked when the file was read).
+func (c *Cluster) HyperNodeIndex(cfg topology.Config) *topology.HyperNodeIndex {
+	idx, _ := topology.NewHyperNodeIndex(cfg.WithDefaults().S1HyperNodeTier, c.HyperNodes)
+	return idx
 }
 
 // LoadCluster reads a cluster file: multi-document YAML or JSON holding
-// v1 Nodes, CustomNodeResources and bound v1 Pods (a v1 List of them also
-// works). file names the input in errors.
+// v1 Nodes, CustomNodeResources, bound v1 Pods and Volcano HyperNodes (a
+// v1 List of them also works). file names the input in errors.
 func LoadCluster(file string, data []byte) (*Cluster, error) {
 	objs, err := readObjects(file, data)
 	if err != nil {
@@ -66,6 +85,15 @@ func LoadCluster(file string, data []byte) (*Cluster, error) {
 				return nil, ierr
 			}
 			c.Pods = append(c.Pods, p)
+		case KindHyperNode:
+			hn := &topology.HyperNode{}
+			if ierr := decodeStrict(r, hn); ierr != nil {
+				return nil, ierr
+			}
+			if ierr := checkHyperNode(r, hn, reg); ierr != nil {
+				return nil, ierr
+			}
+			c.HyperNodes = append(c.HyperNodes, hn)
 		}
 	}
 	if ierr := checkBoundPods(c, reg); ierr != nil {
@@ -223,4 +251,23 @@ func preparePod(r *rawObject, p *corev1.Pod, reg registry, clk *clock) *InputErr
 	}
 	p.CreationTimestamp = timeOr(p.CreationTimestamp, clk)
 	return checkSchedulerAnnotations(r, p)
+}
+
+// checkHyperNode refuses a HyperNode without a name or a positive tier, or
+// with a member that cannot be read (the scheduler would ignore it).
+func checkHyperNode(r *rawObject, hn *topology.HyperNode, reg registry) *InputError {
+	if hn.Name == "" {
+		return r.errorf("metadata.name", "required")
+	}
+	r.name = hn.Name
+	if ierr := reg.add(r.origin, KindHyperNode, "", hn.Name); ierr != nil {
+		return ierr
+	}
+	if hn.Spec.Tier < 1 {
+		return r.errorf("spec.tier", "must be >= 1, got %d", hn.Spec.Tier)
+	}
+	if _, problems := topology.NewHyperNodeIndex(hn.Spec.Tier, []*topology.HyperNode{hn}); len(problems) > 0 {
+		return r.errorf(problems[0].Field, "%s", problems[0].Msg)
+	}
+	return nil
 }

@@ -3,6 +3,8 @@ package workload
 import (
 	"fmt"
 
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 )
 
@@ -21,4 +23,42 @@ func checkContract(r *rawObject, namespace, name string, ann map[string]string) 
 	r.name, r.namespace = name, namespace
 	p := problems[0]
 	return r.errorf(fmt.Sprintf("metadata.annotations[%q]", p.Key), "%s", p.Msg)
+}
+
+// checkPodContracts refuses a gang whose PodGroup states no contract and
+// whose pods' contract annotations are invalid or disagree (see
+// placement.ContractSource), naming the first pod, by name, that carries
+// the bad annotation. Every pod's PodGroup exists (finish checks it first).
+func (b *setBuilder) checkPodContracts() *InputError {
+	byGroup := map[string][]int{}
+	for i, p := range b.set.Pods {
+		key := p.Namespace + "/" + p.Annotations[schedulingv1beta1.KubeGroupNameAnnotationKey]
+		byGroup[key] = append(byGroup[key], i)
+	}
+	for _, pg := range b.set.PodGroups {
+		idx := byGroup[pg.Namespace+"/"+pg.Name]
+		members := make([]placement.MemberAnnotations, len(idx))
+		for j, i := range idx {
+			members[j] = placement.MemberAnnotations{Name: b.set.Pods[i].Name, Annotations: b.set.Pods[i].Annotations}
+		}
+		problems := placement.GangContractProblems(pg.Annotations, members)
+		if len(problems) == 0 {
+			continue
+		}
+		p := problems[0]
+		first := -1
+		for _, i := range idx {
+			if _, ok := b.set.Pods[i].Annotations[p.Key]; ok && (first < 0 || b.set.Pods[i].Name < b.set.Pods[first].Name) {
+				first = i
+			}
+		}
+		if first < 0 { // the PodGroup's own key: checked when it was added
+			src := b.pgs[pg.Namespace+"/"+pg.Name]
+			return src.origin.errorf(src.kind, src.namespace, src.name, fmt.Sprintf("metadata.annotations[%q]", p.Key), "%s", p.Msg)
+		}
+		src := b.pods[first]
+		return src.origin.errorf(src.kind, src.namespace, src.name, fmt.Sprintf("%smetadata.annotations[%q]", src.prefix, p.Key),
+			"%s (PodGroup %s/%s states no contract; it is read from its pods)", p.Msg, pg.Namespace, pg.Name)
+	}
+	return nil
 }

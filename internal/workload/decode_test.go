@@ -76,6 +76,23 @@ func TestLoadWorkloadErrors(t *testing.T) {
 			in:   "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: pt, annotations: {rdmatopo.io/mode: hard, rdmatopo.io/max-wait: soon}}\n",
 			want: wantErr{Doc: 1, Kind: "PyTorchJob", Name: "default/pt", Field: `metadata.annotations["rdmatopo.io/max-wait"]`, Msg: `"soon" is not a duration`},
 		},
+		"contract on pods: they disagree": {
+			in: pgDoc + "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations: {scheduling.k8s.io/group-name: pg, rdmatopo.io/mode: hard}\nspec: {containers: [{name: c}]}\n" +
+				"---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: q\n  annotations: {scheduling.k8s.io/group-name: pg, rdmatopo.io/mode: soft}\nspec: {containers: [{name: c}]}\n",
+			want: wantErr{Doc: 2, Kind: "Pod", Name: "default/p", Field: `metadata.annotations["rdmatopo.io/mode"]`,
+				Msg: `the gang's pods disagree: "hard" on p; "soft" on q (PodGroup default/pg states no contract; it is read from its pods)`},
+		},
+		"contract on pods: a bad value": {
+			in:   pgDoc + "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations: {scheduling.k8s.io/group-name: pg, rdmatopo.io/highest-tier: rack}\nspec: {containers: [{name: c}]}\n",
+			want: wantErr{Doc: 2, Kind: "Pod", Name: "default/p", Field: `metadata.annotations["rdmatopo.io/highest-tier"]`, Msg: `"rack" is not a tier`},
+		},
+		"contract on pods: a Volcano Job's tasks disagree": {
+			in: "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j}\nspec:\n  tasks:\n" +
+				"  - {name: a, replicas: 1, template: {metadata: {annotations: {rdmatopo.io/highest-tier: s0}}, spec: {containers: [{name: c}]}}}\n" +
+				"  - {name: b, replicas: 1, template: {spec: {containers: [{name: c}]}}}\n",
+			want: wantErr{Doc: 1, Kind: "Job", Name: "default/j", Field: `spec.tasks[].template.metadata.annotations["rdmatopo.io/highest-tier"]`,
+				Msg: `the gang's pods disagree: "s0" on j-a-0; unset on j-b-0`},
+		},
 		"unknown kind": {
 			in:   "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n",
 			want: wantErr{Doc: 1, Kind: "Deployment", Name: "d", Field: "kind", Msg: `unknown kind "Deployment"`},
@@ -208,6 +225,18 @@ func TestLoadClusterErrors(t *testing.T) {
 		"node without resources": {
 			in:   "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n",
 			want: wantErr{Doc: 1, Kind: "Node", Name: "n1", Field: "status.allocatable", Msg: "required"},
+		},
+		"HyperNode with a bad pattern": {
+			in:   "apiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata: {name: s1}\nspec: {tier: 2, members: [{type: Node, selector: {regexMatch: {pattern: '('}}}]}\n",
+			want: wantErr{Doc: 1, Kind: "HyperNode", Name: "s1", Field: "spec.members[0]", Msg: `selector.regexMatch.pattern "("`},
+		},
+		"HyperNode without a tier": {
+			in:   "apiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata: {name: s1}\nspec: {members: [{type: Node, selector: {exactMatch: {name: n1}}}]}\n",
+			want: wantErr{Doc: 1, Kind: "HyperNode", Name: "s1", Field: "spec.tier", Msg: "must be >= 1, got 0"},
+		},
+		"HyperNode member of two selectors": {
+			in:   "apiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata: {name: s1}\nspec: {tier: 1, members: [{type: Node, selector: {exactMatch: {name: n1}, regexMatch: {pattern: '^n'}}}]}\n",
+			want: wantErr{Doc: 1, Kind: "HyperNode", Name: "s1", Field: "spec.members[0]", Msg: "exactly one of exactMatch, regexMatch and labelMatch, got 2"},
 		},
 		"duplicate node": {
 			in:   nodeDoc + "---\n" + nodeDoc,

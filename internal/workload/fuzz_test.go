@@ -37,7 +37,7 @@ func checkLoadError(t *testing.T, err error) {
 }
 
 func FuzzLoadWorkload(f *testing.F) {
-	seedFuzz(f, "../../examples/workload.yaml", "../../examples/volcanojob.yaml", "../../examples/pytorchjob.yaml")
+	seedFuzz(f, "../../examples/workload.yaml", "../../examples/volcanojob.yaml", "../../examples/pytorchjob.yaml", "../../examples/trainjob.yaml")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, err := LoadWorkload("f.yaml", data)
 		checkLoadError(t, err)
@@ -45,7 +45,7 @@ func FuzzLoadWorkload(f *testing.F) {
 }
 
 func FuzzLoadCluster(f *testing.F) {
-	seedFuzz(f, "../../examples/cluster.yaml")
+	seedFuzz(f, "../../examples/cluster.yaml", "../../examples/hypernodes.yaml")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, err := LoadCluster("f.yaml", data)
 		checkLoadError(t, err)

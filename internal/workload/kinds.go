@@ -19,6 +19,12 @@ const (
 	KindVolcanoJob    = "Job"
 	KindPyTorchJob    = "PyTorchJob"
 	KindPriorityClass = "PriorityClass"
+	KindTrainJob      = "TrainJob"
+	KindHyperNode     = "HyperNode"
+	// KindTrainingRuntime and KindClusterTrainingRuntime are Kubeflow
+	// Trainer's runtimes a TrainJob refers to.
+	KindTrainingRuntime        = "TrainingRuntime"
+	KindClusterTrainingRuntime = "ClusterTrainingRuntime"
 
 	APIVersionCore          = "v1"
 	APIVersionCNR           = "node.katalyst.kubewharf.io/v1alpha1"
@@ -26,6 +32,8 @@ const (
 	APIVersionBatch         = "batch.volcano.sh/v1alpha1"
 	APIVersionKubeflow      = "kubeflow.org/v1"
 	APIVersionPriorityClass = "scheduling.k8s.io/v1"
+	APIVersionTrainer       = "trainer.kubeflow.org/v1alpha1"
+	APIVersionHyperNode     = "topology.volcano.sh/v1alpha1"
 )
 
 // DefaultNamespace is assumed for namespaced objects that name none.
@@ -64,9 +72,9 @@ var (
 	clusterKinds = kindSet{
 		what: "cluster",
 		allowed: map[string]string{
-			KindNode: APIVersionCore, KindCNR: APIVersionCNR, KindPod: APIVersionCore,
+			KindNode: APIVersionCore, KindCNR: APIVersionCNR, KindPod: APIVersionCore, KindHyperNode: APIVersionHyperNode,
 		},
-		order: []string{KindNode, KindCNR, KindPod},
+		order: []string{KindNode, KindCNR, KindPod, KindHyperNode},
 	}
 	workloadKinds = kindSet{
 		what: "workload",
@@ -74,8 +82,9 @@ var (
 			KindQueue: APIVersionScheduling, KindPodGroup: APIVersionScheduling, KindPod: APIVersionCore,
 			KindVolcanoJob: APIVersionBatch, KindPyTorchJob: APIVersionKubeflow,
 			KindPriorityClass: APIVersionPriorityClass,
+			KindTrainJob:      APIVersionTrainer, KindTrainingRuntime: APIVersionTrainer, KindClusterTrainingRuntime: APIVersionTrainer,
 		},
-		order: []string{KindQueue, KindPodGroup, KindPod, KindVolcanoJob, KindPyTorchJob, KindPriorityClass},
+		order: []string{KindQueue, KindPodGroup, KindPod, KindVolcanoJob, KindPyTorchJob, KindTrainJob, KindClusterTrainingRuntime, KindTrainingRuntime, KindPriorityClass},
 	}
 )
 

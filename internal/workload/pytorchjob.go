@@ -232,18 +232,7 @@ func pytorchPod(job *PyTorchJob, rt string, spec *ReplicaSpec, index int, owner 
 	}
 	ann[schedulingv1beta1.KubeGroupNameAnnotationKey] = job.Name
 	ann[batchv1alpha1.TaskSpecKey] = lower
-	pod := &corev1.Pod{
-		TypeMeta: metav1.TypeMeta{APIVersion: APIVersionCore, Kind: KindPod},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            name,
-			Namespace:       job.Namespace,
-			UID:             StableUID(KindPod, job.Namespace, name),
-			Labels:          labels,
-			Annotations:     ann,
-			OwnerReferences: []metav1.OwnerReference{*owner},
-		},
-		Spec: tpl.Spec,
-	}
+	pod := controllerPod(job.Namespace, name, labels, ann, *owner, tpl.Spec)
 	if pod.Spec.SchedulerName == "" {
 		pod.Spec.SchedulerName = DefaultSchedulerName
 	}

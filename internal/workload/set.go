@@ -55,8 +55,9 @@ type podSource struct {
 
 // LoadWorkload reads a workload file: multi-document YAML or JSON holding
 // Queues, PodGroups and Pods (scheduling.k8s.io/group-name annotation
-// required), Volcano Jobs, PyTorchJobs and PriorityClasses. A "default"
-// Queue is added unless the file defines Queues.
+// required), Volcano Jobs, PyTorchJobs, Kubeflow Trainer TrainJobs with
+// their (Cluster)TrainingRuntimes, and PriorityClasses. A "default" Queue
+// is added unless the file defines Queues.
 func LoadWorkload(file string, data []byte) (*Set, error) {
 	objs, err := readObjects(file, data)
 	if err != nil {
@@ -67,13 +68,19 @@ func LoadWorkload(file string, data []byte) (*Set, error) {
 			return nil, ierr
 		}
 	}
-	b := &setBuilder{set: &Set{}, reg: registry{}, classes: map[string]int32{}}
-	// Priority classes first: jobs anywhere in the file may name them.
+	b := &setBuilder{set: &Set{}, reg: registry{}, classes: map[string]int32{}, runtimes: map[runtimeKey]runtimeEntry{}}
+	// Priority classes and training runtimes first: jobs anywhere in the
+	// file may name them.
 	for _, r := range objs {
-		if r.kind == KindPriorityClass {
-			if ierr := b.addPriorityClass(r); ierr != nil {
-				return nil, ierr
-			}
+		var ierr *InputError
+		switch r.kind {
+		case KindPriorityClass:
+			ierr = b.addPriorityClass(r)
+		case KindTrainingRuntime, KindClusterTrainingRuntime:
+			ierr = b.addRuntime(r)
+		}
+		if ierr != nil {
+			return nil, ierr
 		}
 	}
 	for _, r := range objs {
@@ -93,8 +100,10 @@ type setBuilder struct {
 	reg     registry
 	clk     clock
 	classes map[string]int32
-	pgs     map[string]pgSource // by namespace/name
-	pods    []podSource         // parallel to set.Pods
+	// runtimes are the file's Kubeflow Trainer runtimes.
+	runtimes map[runtimeKey]runtimeEntry
+	pgs      map[string]pgSource // by namespace/name
+	pods     []podSource         // parallel to set.Pods
 }
 
 // add decodes one object and adds it (expanded) to the set.
@@ -153,8 +162,21 @@ func (b *setBuilder) add(r *rawObject) *InputError {
 			return ierr
 		}
 		return b.addExpanded(r, pg, pods, "spec.runPolicy.schedulingPolicy.queue", "spec.pytorchReplicaSpecs[].template.")
+	case KindTrainJob:
+		job := &TrainJob{}
+		if ierr := decodeStrict(r, job); ierr != nil {
+			return ierr
+		}
+		if ierr := b.reg.add(r.origin, KindTrainJob, job.Namespace, job.Name); ierr != nil {
+			return ierr
+		}
+		pg, pods, ierr := expandTrainJob(r, job, b.runtimes, &b.clk, b.podRoom())
+		if ierr != nil {
+			return ierr
+		}
+		return b.addExpanded(r, pg, pods, fmt.Sprintf("spec.annotations[%q]", volcanoQueueAnnotation), "the runtime's spec.template.spec.replicatedJobs[].template.spec.template.")
 	}
-	return nil // PriorityClasses were added first
+	return nil // PriorityClasses and runtimes were added first
 }
 
 // addPriorityClass decodes a PriorityClass.
@@ -352,6 +374,9 @@ func (b *setBuilder) finish() *InputError {
 		if p.Spec.NodeName != "" {
 			running[p.Namespace+"/"+group]++
 		}
+	}
+	if ierr := b.checkPodContracts(); ierr != nil {
+		return ierr
 	}
 	// A PodGroup whose running pods meet its minMember runs, as Volcano
 	// would have recorded it.

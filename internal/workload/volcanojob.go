@@ -171,18 +171,7 @@ func defaultVolcanoJob(r *rawObject, job *batchv1alpha1.Job, room int64) *InputE
 func volcanoPod(job *batchv1alpha1.Job, task *batchv1alpha1.TaskSpec, index int, pgName string, owner *metav1.OwnerReference, clk *clock) *corev1.Pod {
 	tpl := task.Template.DeepCopy()
 	name := VolcanoPodName(job.Name, task.Name, index)
-	pod := &corev1.Pod{
-		TypeMeta: metav1.TypeMeta{APIVersion: APIVersionCore, Kind: KindPod},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            name,
-			Namespace:       job.Namespace,
-			UID:             StableUID(KindPod, job.Namespace, name),
-			Labels:          tpl.Labels,
-			Annotations:     tpl.Annotations,
-			OwnerReferences: []metav1.OwnerReference{*owner},
-		},
-		Spec: tpl.Spec,
-	}
+	pod := controllerPod(job.Namespace, name, tpl.Labels, tpl.Annotations, *owner, tpl.Spec)
 	if pod.Spec.SchedulerName == "" {
 		pod.Spec.SchedulerName = job.Spec.SchedulerName
 	}

@@ -18,6 +18,8 @@ const (
 	ArgRDMAResource = "rdmaResource"
 	ArgGPUResource  = "gpuResource"
 	ArgS1NodeLabel  = "s1NodeLabel"
+	ArgS1Source     = "s1Source"
+	ArgS1Tier       = "s1HyperNodeTier"
 	ArgWeight       = "weight"
 )
 
@@ -27,9 +29,16 @@ type Args struct {
 	RDMAResource string
 	// GPUResource is the extended resource of a GPU.
 	GPUResource string
+	// S1Source is where a node's S1 comes from: the node label S1NodeLabel
+	// (topology.S1FromLabel, the default) or Volcano HyperNodes
+	// (topology.S1FromHyperNode).
+	S1Source topology.S1Source
 	// S1NodeLabel names the node label whose value is the node's S1
 	// (miniPod); empty: all S0s form one S1.
 	S1NodeLabel string
+	// S1HyperNodeTier is the HyperNode tier read as S1 under the hypernode
+	// source (default 2).
+	S1HyperNodeTier int
 	// Weight scales the plugin's node scores.
 	Weight int
 }
@@ -44,6 +53,12 @@ func (a *Args) SetDefaults() {
 	}
 	if a.Weight == 0 {
 		a.Weight = 1
+	}
+	if a.S1Source == "" {
+		a.S1Source = topology.S1FromLabel
+	}
+	if a.S1HyperNodeTier == 0 {
+		a.S1HyperNodeTier = topology.DefaultS1HyperNodeTier
 	}
 }
 
@@ -63,6 +78,18 @@ func (a *Args) Validate(path *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(path.Child(ArgS1NodeLabel), a.S1NodeLabel, msg))
 		}
 	}
+	switch a.S1Source {
+	case topology.S1FromLabel:
+	case topology.S1FromHyperNode:
+		if a.S1NodeLabel != "" {
+			errs = append(errs, field.Invalid(path.Child(ArgS1NodeLabel), a.S1NodeLabel, "must be empty with "+ArgS1Source+": hypernode (the S1 comes from HyperNodes)"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(path.Child(ArgS1Source), a.S1Source, []string{string(topology.S1FromLabel), string(topology.S1FromHyperNode)}))
+	}
+	if a.S1HyperNodeTier < 1 {
+		errs = append(errs, field.Invalid(path.Child(ArgS1Tier), a.S1HyperNodeTier, "must be >= 1"))
+	}
 	if a.Weight < 1 || a.Weight > 100 {
 		errs = append(errs, field.Invalid(path.Child(ArgWeight), a.Weight, "must be between 1 and 100"))
 	}
@@ -71,13 +98,14 @@ func (a *Args) Validate(path *field.Path) field.ErrorList {
 
 // TopologyConfig returns the fabric configuration the arguments select.
 func (a *Args) TopologyConfig() topology.Config {
-	return topology.Config{RDMAResource: a.RDMAResource, GPUResource: a.GPUResource, S1NodeLabel: a.S1NodeLabel}
+	return topology.Config{RDMAResource: a.RDMAResource, GPUResource: a.GPUResource, S1Source: a.S1Source,
+		S1NodeLabel: a.S1NodeLabel, S1HyperNodeTier: a.S1HyperNodeTier}
 }
 
 // String renders the effective arguments for the start-up log.
 func (a *Args) String() string {
-	return fmt.Sprintf("%s=%s %s=%s %s=%q %s=%d", ArgRDMAResource, a.RDMAResource, ArgGPUResource, a.GPUResource,
-		ArgS1NodeLabel, a.S1NodeLabel, ArgWeight, a.Weight)
+	return fmt.Sprintf("%s=%s %s=%s %s=%s %s=%q %s=%d %s=%d", ArgRDMAResource, a.RDMAResource, ArgGPUResource, a.GPUResource,
+		ArgS1Source, a.S1Source, ArgS1NodeLabel, a.S1NodeLabel, ArgS1Tier, a.S1HyperNodeTier, ArgWeight, a.Weight)
 }
 
 // ParseArgs decodes the plugin's arguments strictly: an unknown key or a
@@ -101,11 +129,17 @@ func ParseArgs(in framework.Arguments) (*Args, error) {
 			errs = append(errs, decodeString(path.Child(k), v, &a.GPUResource)...)
 		case ArgS1NodeLabel:
 			errs = append(errs, decodeString(path.Child(k), v, &a.S1NodeLabel)...)
+		case ArgS1Source:
+			var src string
+			errs = append(errs, decodeString(path.Child(k), v, &src)...)
+			a.S1Source = topology.S1Source(src)
+		case ArgS1Tier:
+			errs = append(errs, decodeInt(path.Child(k), v, &a.S1HyperNodeTier)...)
 		case ArgWeight:
 			errs = append(errs, decodeInt(path.Child(k), v, &a.Weight)...)
 		default:
 			errs = append(errs, field.NotSupported(path.Child(k), k,
-				[]string{ArgGPUResource, ArgRDMAResource, ArgS1NodeLabel, ArgWeight}))
+				[]string{ArgGPUResource, ArgRDMAResource, ArgS1NodeLabel, ArgS1Source, ArgS1Tier, ArgWeight}))
 		}
 	}
 	if len(errs) == 0 {

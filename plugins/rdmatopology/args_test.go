@@ -9,7 +9,7 @@ import (
 )
 
 func TestParseArgs(t *testing.T) {
-	defaults := Args{RDMAResource: "vke.volcengine.com/rdma", GPUResource: "nvidia.com/gpu", Weight: 1}
+	defaults := Args{RDMAResource: "vke.volcengine.com/rdma", GPUResource: "nvidia.com/gpu", Weight: 1, S1Source: "label", S1HyperNodeTier: 2}
 	cases := map[string]struct {
 		in      framework.Arguments
 		want    *Args
@@ -18,11 +18,27 @@ func TestParseArgs(t *testing.T) {
 		"empty gives defaults": {in: nil, want: &defaults},
 		"all set": {
 			in:   framework.Arguments{"rdmaResource": "example.com/rdma", "gpuResource": "example.com/gpu", "s1NodeLabel": "example.com/minipod", "weight": 3},
-			want: &Args{RDMAResource: "example.com/rdma", GPUResource: "example.com/gpu", S1NodeLabel: "example.com/minipod", Weight: 3},
+			want: &Args{RDMAResource: "example.com/rdma", GPUResource: "example.com/gpu", S1NodeLabel: "example.com/minipod", Weight: 3, S1Source: "label", S1HyperNodeTier: 2},
+		},
+		"S1 from HyperNodes of tier 3": {
+			in:   framework.Arguments{"s1Source": "hypernode", "s1HyperNodeTier": 3},
+			want: &Args{RDMAResource: defaults.RDMAResource, GPUResource: defaults.GPUResource, Weight: 1, S1Source: "hypernode", S1HyperNodeTier: 3},
+		},
+		"unknown S1 source": {
+			in:      framework.Arguments{"s1Source": "HyperNode"},
+			wantErr: `plugins[rdma-topology].arguments.s1Source: Unsupported value: "HyperNode": supported values: "label", "hypernode"`,
+		},
+		"an S1 label with HyperNodes": {
+			in:      framework.Arguments{"s1Source": "hypernode", "s1NodeLabel": "rdmatopo.io/minipod"},
+			wantErr: "plugins[rdma-topology].arguments.s1NodeLabel: Invalid value: \"rdmatopo.io/minipod\": must be empty with s1Source: hypernode",
+		},
+		"tier not positive": {
+			in:      framework.Arguments{"s1HyperNodeTier": -1},
+			wantErr: "plugins[rdma-topology].arguments.s1HyperNodeTier: Invalid value: -1: must be >= 1",
 		},
 		"weight as a whole float (JSON)": {
 			in:   framework.Arguments{"weight": float64(2)},
-			want: &Args{RDMAResource: defaults.RDMAResource, GPUResource: defaults.GPUResource, Weight: 2},
+			want: &Args{RDMAResource: defaults.RDMAResource, GPUResource: defaults.GPUResource, Weight: 2, S1Source: "label", S1HyperNodeTier: 2},
 		},
 		"unknown key": {
 			in:      framework.Arguments{"s1Label": "x"},

@@ -137,6 +137,11 @@ func ensureRuntime(ssn *framework.Session, args *Args) *Runtime {
 		if err := rt.startInformer(c); err != nil {
 			klog.ErrorS(err, "Cannot watch CustomNodeResources; RDMA nodes are topology-unknown")
 		}
+		if cfg.S1Source == topology.S1FromHyperNode {
+			if err := rt.startHyperNodeInformer(c); err != nil {
+				klog.ErrorS(err, "Cannot watch HyperNodes; every node shares the default S1")
+			}
+		}
 	}
 	if kc := ssn.KubeClient(); kc != nil {
 		b := record.NewBroadcaster()

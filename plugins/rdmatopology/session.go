@@ -1,7 +1,6 @@
 package rdmatopology
 
 import (
-	"fmt"
 	"sort"
 	"sync"
 
@@ -50,6 +49,10 @@ type Session struct {
 	// probing counts, per task, the predicate walks in progress that ask
 	// the other plugins only (WithoutNICCheck).
 	probing map[api.TaskID]int
+	// contracts caches each job's contract: a session's jobs keep their
+	// pods and contract annotations (the scheduler writes only its own
+	// keys), and the predicates ask for it per node. Made on first use.
+	contracts map[api.JobID]contractOf
 }
 
 // openSession builds the session state: the runtime (started on first use),
@@ -200,21 +203,6 @@ func (s *Session) Shape(task *api.TaskInfo) placement.Shape {
 	return ShapeOf(task.InitResreq, v1.ResourceName(s.args.GPUResource), v1.ResourceName(s.args.RDMAResource))
 }
 
-// Contract reads the job's contract from its PodGroup, strictly (see
-// placement.ParseContract). An error means the gang must not be placed: it
-// wraps placement.ErrInvalidContract and names the PodGroup and every bad
-// annotation.
-func Contract(job *api.JobInfo) (placement.Contract, error) {
-	if job.PodGroup == nil {
-		return placement.DefaultContract(), nil
-	}
-	c, err := placement.ParseContract(job.PodGroup.Annotations)
-	if err != nil {
-		return c, fmt.Errorf("PodGroup %s/%s: %w", job.Namespace, job.Name, err)
-	}
-	return c, nil
-}
-
 // Held returns the placement the job's further pods are planned next to:
 // Realized, except that a hard gang the nodes placed otherwise than
 // planned keeps the leaves (and S1s) of its plan. Hard mode bounds what
@@ -230,7 +218,7 @@ func (s *Session) Held(jobID api.JobID) *placement.Held {
 	if !ok {
 		return h
 	}
-	if c, err := Contract(job); err != nil || c.Mode != placement.ModeHard {
+	if c, err := s.Contract(job); err != nil || c.Mode != placement.ModeHard {
 		return h
 	}
 	plan, ok := s.plannedOf(job)

@@ -63,12 +63,12 @@ func (s *Session) close() {
 			ann.Planned = s.plannedFor(job, ann)
 			data, _ := json.Marshal(ann)
 			s.setPlacement(job, string(data))
-			if _, err := Contract(job); err == nil && int32(h.Pods) > 0 && job.ReadyTaskNum() >= job.MinAvailable {
+			if _, err := s.Contract(job); err == nil && int32(h.Pods) > 0 && job.ReadyTaskNum() >= job.MinAvailable {
 				s.setCondition(job, v1.ConditionTrue, ReasonPlaced,
 					fmt.Sprintf("placed at tier %s on %d node(s) under S0 %s", ann.Tier, len(h.Nodes), strings.Join(ann.S0, ",")))
 			}
 		}
-		_, cerr := Contract(job)
+		_, cerr := s.Contract(job)
 		s.mu.Lock()
 		f := s.failures[job.UID]
 		s.mu.Unlock()

@@ -59,8 +59,11 @@ func (r *topologyReporter) report(recorder record.EventRecorder, f *topology.Fab
 		if r.sent[key] == msg {
 			continue
 		}
-		klog.ErrorS(errors.New(msg), "Unusable topology data; the NICs at fault are topology-unknown or not handed out",
-			"node", klog.KRef("", g.node), "reason", g.code)
+		what := "Unusable topology data; the NICs at fault are topology-unknown or not handed out"
+		if g.code == topology.ReasonNoS1HyperNode || g.code == topology.ReasonTwoS1HyperNodes {
+			what = "No single S1 HyperNode holds the node; it shares the default S1"
+		}
+		klog.ErrorS(errors.New(msg), what, "node", klog.KRef("", g.node), "reason", g.code)
 		if recorder != nil {
 			recorder.Event(topologyEventObject(g), v1.EventTypeWarning, string(g.code), msg)
 		}
