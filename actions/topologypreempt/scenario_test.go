@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -50,8 +51,11 @@ var epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 // cluster is a scenario's input.
 type cluster struct {
 	nodes []*corev1.Node
-	cnrs  []*v1alpha1.CustomNodeResource
-	pods  []*corev1.Pod
+	// cnrs build each node's KCNR afresh; uses are added per session.
+	cnrs []func() *builders.CNRWrapper
+	// uses are what the KCNRs list for running pods.
+	uses []use
+	pods []*corev1.Pod
 	pgs   []*schedulingv1beta1.PodGroup
 	// created counts running pods, for their creation times.
 	created int
@@ -62,10 +66,44 @@ type cluster struct {
 func (c *cluster) addNode(name, leaf0, leaf1 string) {
 	c.nodes = append(c.nodes, builders.MakeNode(name).Shared().GPU(8).RDMA(4).CPU("128").
 		Resource("pods", "110").Resource("memory", "512Gi").Obj())
-	c.cnrs = append(c.cnrs, builders.MakeCNR(name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
-		Zone(0, 4, 64000).Zone(1, 4, 64000).
-		NIC(builders.NUMANICs[0][0], 0, leaf0).NIC(builders.NUMANICs[0][1], 0, leaf0).
-		NIC(builders.NUMANICs[1][0], 1, leaf1).NIC(builders.NUMANICs[1][1], 1, leaf1).Obj())
+	c.cnrs = append(c.cnrs, func() *builders.CNRWrapper {
+		return builders.MakeCNR(name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
+			Zone(0, 4, 64000).Zone(1, 4, 64000).
+			NIC(builders.NUMANICs[0][0], 0, leaf0).NIC(builders.NUMANICs[0][1], 0, leaf0).
+			NIC(builders.NUMANICs[1][0], 1, leaf1).NIC(builders.NUMANICs[1][1], 1, leaf1)
+	})
+}
+
+// use is a running pod as its node's KCNR lists it: its NUMA zone's GPUs
+// and CPUs and the zone's two NICs.
+type use struct {
+	pod  *corev1.Pod
+	numa int
+}
+
+// kcnrs returns the cluster's KCNRs, listing every use of a pod still in
+// the cluster.
+func (c *cluster) kcnrs() []*v1alpha1.CustomNodeResource {
+	live := map[*corev1.Pod]bool{}
+	for _, p := range c.pods {
+		live[p] = true
+	}
+	out := make([]*v1alpha1.CustomNodeResource, 0, len(c.cnrs))
+	for i, build := range c.cnrs {
+		w := build()
+		for _, u := range c.uses {
+			if !live[u.pod] || u.pod.Spec.NodeName != c.nodes[i].Name {
+				continue
+			}
+			consumer := builders.Consumer(u.pod.Namespace, u.pod.Name, string(u.pod.UID))
+			w.Alloc(u.numa, consumer, corev1.ResourceList{builders.GPUResource: resource.MustParse("4"), "cpu": resource.MustParse("4")})
+			for _, nic := range builders.NUMANICs[u.numa] {
+				w.UseNIC(nic, consumer)
+			}
+		}
+		out = append(out, w.Obj())
+	}
+	return out
 }
 
 // eightNodes adds n1..n4 (NUMA 0 on leaf A, NUMA 1 on B) and n5..n8 (C, D).
@@ -94,19 +132,37 @@ type slot struct {
 
 // addRunning adds a running job of priority class class: one pod of 4 GPUs
 // and 2 NICs per slot, holding the slot's NICs (annotated as the scheduler
-// binds them), minMember minMember.
+// binds them, not yet in the KCNR), minMember minMember.
 func (c *cluster) addRunning(name, class string, minMember int, slots ...slot) {
 	c.podGroup(name, class, minMember, schedulingv1beta1.PodGroupRunning, nil)
 	for i, s := range slots {
-		p := builders.MakePod("ns", fmt.Sprintf("%s-%d", name, i)).Node(s.node).Group(name).
-			Req(builders.GPUResource, "4").Req(builders.RDMAResource, "2").Req("cpu", "4").Req("memory", "8Gi").
+		p := c.runningPod(name, i, s).
 			Annotation(ledger.AnnotationNICs, builders.NUMANICs[s.numa][0]+","+builders.NUMANICs[s.numa][1]).
-			Annotation(ledger.AnnotationNUMA, fmt.Sprint(s.numa)).
-			Created(epoch.Add(time.Duration(c.created) * time.Minute)).Obj()
-		c.created++
-		p.Spec.SchedulerName = "volcano"
+			Annotation(ledger.AnnotationNUMA, fmt.Sprint(s.numa)).Obj()
 		c.pods = append(c.pods, p)
 	}
+}
+
+// addListed adds a running job like addRunning whose pods carry no
+// rdmatopo.io annotations (placed before rdmatopo ran, or by another
+// scheduler): only their nodes' KCNRs list them, on the slot's NICs.
+func (c *cluster) addListed(name, class string, minMember int, slots ...slot) {
+	c.podGroup(name, class, minMember, schedulingv1beta1.PodGroupRunning, nil)
+	for i, s := range slots {
+		p := c.runningPod(name, i, s).Obj()
+		c.pods = append(c.pods, p)
+		c.uses = append(c.uses, use{pod: p, numa: s.numa})
+	}
+}
+
+// runningPod starts the i-th pod of a running job on slot s, younger than
+// every running pod added before it.
+func (c *cluster) runningPod(job string, i int, s slot) *builders.PodWrapper {
+	w := builders.MakePod("ns", fmt.Sprintf("%s-%d", job, i)).Node(s.node).Group(job).
+		Req(builders.GPUResource, "4").Req(builders.RDMAResource, "2").Req("cpu", "4").Req("memory", "8Gi").
+		Created(epoch.Add(time.Duration(c.created) * time.Minute)).SchedulerName("volcano")
+	c.created++
+	return w
 }
 
 // podPriority sets the pods' own priority (spec.priority) on a job.
@@ -179,7 +235,7 @@ func runSession(t *testing.T, c *cluster, rt *rdmatopology.Runtime) *outcome {
 	}
 	sc.AddQueueV1beta1(&schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "default"},
 		Spec: schedulingv1beta1.QueueSpec{Weight: 1}, Status: schedulingv1beta1.QueueStatus{State: schedulingv1beta1.QueueStateOpen}})
-	for _, cnr := range c.cnrs {
+	for _, cnr := range c.kcnrs() {
 		rt.Fabric.UpsertCNR(cnr)
 	}
 	rdmatopology.SetRuntime(rt)
@@ -661,5 +717,39 @@ func TestClaimedNodeRoom(t *testing.T) {
 	}
 	if len(o.evicted) > 0 {
 		t.Errorf("session 3: evicted %v, want nothing", o.evicted)
+	}
+}
+
+// TestUnannotatedVictims: running pods that carry no rdmatopo.io
+// annotations (placed before rdmatopo was installed), known only from their
+// nodes' KCNRs, are victims like any other. Leaf A and C each keep a pod of
+// the preemptor's priority; B and D each hold two low single-pod jobs, B's
+// the younger: the hard-s0 gang evicts B's two and binds there.
+func TestUnannotatedVictims(t *testing.T) {
+	c := &cluster{}
+	c.eightNodes()
+	c.addListed("ld1", "low", 1, slot{"n7", 1})
+	c.addListed("ld2", "low", 1, slot{"n8", 1})
+	c.addListed("sb1", "low", 1, slot{"n1", 1})
+	c.addListed("sb2", "low", 1, slot{"n2", 1})
+	c.addListed("peer", "high", 1, slot{"n1", 0})
+	c.addListed("hc", "high", 1, slot{"n5", 0})
+	c.addPending("big", "high", 4, hardS0)
+	rt := newRuntime()
+
+	o := runSession(t, c, rt)
+	if diff := cmp.Diff(sorted(pods("sb1", 1), pods("sb2", 1)), o.evicted); diff != "" {
+		t.Fatalf("evicted (-want,+got):\n%s", diff)
+	}
+	checkEvents(t, o, "big")
+	o = runSession(t, c.without(o.evicted), rt)
+	if len(o.evicted) > 0 {
+		t.Errorf("second session evicted %v, want none", o.evicted)
+	}
+	if got := bound(o, "big"); got != 4 {
+		t.Fatalf("big: %d pods bound, want 4", got)
+	}
+	if diff := cmp.Diff([]string{"B"}, leavesOf(o, "big")); diff != "" {
+		t.Errorf("big leaves (-want,+got):\n%s", diff)
 	}
 }
