@@ -92,15 +92,23 @@ func init() {
 	framework.RegisterAction(New())
 }
 
-// Action is the topology-preempt action. It keeps no state between
-// sessions: holds live in the plugin's runtime.
-type Action struct{}
+// Action is the topology-preempt action, or with the reclaim policy
+// topology-reclaim (NewReclaim). It keeps no state between sessions: holds
+// and claims live in the plugin's runtime.
+type Action struct {
+	policy *policy
+}
 
-// New returns the action.
-func New() *Action { return &Action{} }
+// New returns topology-preempt.
+func New() *Action { return &Action{policy: preemptPolicy} }
 
-// Name returns ActionName.
-func (a *Action) Name() string { return ActionName }
+// NewReclaim returns topology-reclaim: the same search, futility rule and
+// holds as topology-preempt, with victims in other, reclaimable queues
+// (see policy). Package actions/topologyreclaim registers it.
+func NewReclaim() *Action { return &Action{policy: reclaimPolicy} }
+
+// Name returns ActionName, or ReclaimActionName for topology-reclaim.
+func (a *Action) Name() string { return a.policy.action }
 
 // Initialize is a no-op.
 func (a *Action) Initialize() {}
@@ -111,15 +119,15 @@ func (a *Action) UnInitialize() {}
 // Execute first allocates the gangs whose holds can now be realized, then
 // preempts for pending RDMA gangs in job order.
 func (a *Action) Execute(ssn *framework.Session) {
-	klog.V(5).InfoS("Enter topology-preempt")
-	defer klog.V(5).InfoS("Leave topology-preempt")
+	klog.V(5).InfoS("Enter action", "action", a.policy.action)
+	defer klog.V(5).InfoS("Leave action", "action", a.policy.action)
 	topo := rdmatopology.ForSession(ssn)
 	if topo == nil {
-		klog.ErrorS(nil, "Scheduler conf enables topology-preempt without a working rdma-topology plugin; nothing is preempted",
-			"action", ActionName, "plugin", rdmatopology.PluginName)
+		klog.ErrorS(nil, "Scheduler conf enables the action without a working rdma-topology plugin; nothing is evicted",
+			"action", a.policy.action, "plugin", rdmatopology.PluginName)
 		return
 	}
-	r := &run{ssn: ssn, topo: topo, fit: gangfit.New(ssn, topo, gangfit.ForPreempt), claimed: map[api.JobID]bool{}}
+	r := &run{ssn: ssn, topo: topo, policy: a.policy, fit: gangfit.New(ssn, topo, gangfit.ForPreempt), claimed: map[api.JobID]bool{}}
 	for _, h := range topo.Holds() {
 		r.realize(h)
 	}
@@ -132,14 +140,20 @@ func (a *Action) Execute(ssn *framework.Session) {
 	for !jobs.Empty() {
 		r.preempt(jobs.Pop().(*api.JobInfo))
 	}
-	// Claims of gangs placed, preempting or gone since lapse here.
-	topo.RetainClaims(r.claimed)
+	if !r.policy.otherQueues {
+		// Claims of gangs placed, preempting or gone since lapse here
+		// (topology-reclaim makes none: a claim keeps a room from younger
+		// gangs of the claimant's priority, which is preemption's business).
+		topo.RetainClaims(r.claimed)
+	}
 }
 
 // run is one Execute.
 type run struct {
 	ssn  *framework.Session
 	topo *rdmatopology.Session
+	// policy says whose pods are victims (preempt or reclaim).
+	policy *policy
 	// fit says where the predicates admit a preemptor's pods once
 	// victims are gone (failures evictions resolve do not count).
 	fit *gangfit.Nodes
@@ -235,20 +249,28 @@ func (r *run) preempt(job *api.JobInfo) {
 		klog.V(4).InfoS("Gang fits without preemption", "job", klog.KRef(job.Namespace, job.Name), "tier", plan.Tier)
 		return
 	}
+	if !r.policy.gangMayAct(r.ssn, job, rdma[0]) {
+		klog.V(4).InfoS("Queue may not take resources from other queues", "job", klog.KRef(job.Namespace, job.Name),
+			"queue", job.Queue, "action", r.policy.action)
+		return
+	}
 	start := time.Now()
 	cands := r.candidates(job, rdma[0])
 	var best *choice
 	if len(cands) > 0 {
 		best = r.search(g, c, cands, rdma)
 	}
-	klog.V(4).InfoS("Preemption search", "job", klog.KRef(job.Namespace, job.Name), "candidates", len(cands),
+	klog.V(4).InfoS("Preemption search", "action", r.policy.action, "job", klog.KRef(job.Namespace, job.Name), "candidates", len(cands),
 		"found", best != nil, "duration", time.Since(start))
 	if best != nil {
 		r.apply(job, rdma, others, best)
 		return
 	}
-	klog.V(3).InfoS("No allowed evictions let the gang fit; evicting nothing", "job", klog.KRef(job.Namespace, job.Name),
+	klog.V(3).InfoS("No allowed evictions let the gang fit; evicting nothing", "action", r.policy.action, "job", klog.KRef(job.Namespace, job.Name),
 		"mode", c.Mode, "highestTier", c.HighestTier, "candidates", len(cands), "keptOutBy", claimedBy)
+	if r.policy.otherQueues {
+		return
+	}
 	if cl := r.room(job, g, c, cands, rdma); cl != nil {
 		r.topo.Claim(cl)
 		r.claimed[job.UID] = true
@@ -265,7 +287,7 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 	defer topo.ClearPlanned()
 	r.held = nil
 	victims := ch.victims()
-	reason := EvictReason(jobName, job.Priority)
+	reason := r.policy.evictReason(jobName, job.Priority)
 	for _, v := range victims {
 		// A discarded statement re-allocates the victim: give it back the
 		// NICs it holds rather than a new fit.
@@ -327,10 +349,10 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 		names = append(names, v.name())
 	}
 	topo.Hold(&rdmatopology.Hold{Job: job.UID, Name: jobName, Tasks: held, Victims: names, Since: topo.Now()})
-	preemptions.Inc()
-	evictedPods.Add(float64(len(victims)))
+	r.policy.gangs.Inc()
+	r.policy.pods.Add(float64(len(victims)))
 	r.events(job, ch)
-	klog.InfoS("Preempted for gang", "job", jobName, "priority", job.Priority, "tier", ch.plan.Tier,
+	klog.InfoS("Evicted for gang", "action", r.policy.action, "job", jobName, "priority", job.Priority, "tier", ch.plan.Tier,
 		"s0", ch.plan.S0s, "evicted", len(victims), "victims", names, "victimPriority", ch.cost.prio)
 }
 
@@ -397,7 +419,7 @@ func (r *run) events(job *api.JobInfo, ch *choice) {
 	for _, id := range jobIDs {
 		vj := r.ssn.Jobs[api.JobID(id)]
 		jobNames = append(jobNames, vj.Namespace+"/"+vj.Name)
-		r.ssn.RecordPodGroupEvent(vj.PodGroup, v1.EventTypeWarning, ReasonPreempted,
+		r.ssn.RecordPodGroupEvent(vj.PodGroup, v1.EventTypeWarning, r.policy.victim,
 			fmt.Sprintf("%d pod(s) evicted (%s) for gang %s of priority %d, to place it at tier %s",
 				len(byJob[api.JobID(id)]), strings.Join(byJob[api.JobID(id)], ", "), jobName, job.Priority, ch.plan.Tier))
 	}
@@ -405,7 +427,7 @@ func (r *run) events(job *api.JobInfo, ch *choice) {
 	for _, s := range ch.plan.S0s {
 		leaves = append(leaves, string(s))
 	}
-	r.ssn.RecordPodGroupEvent(job.PodGroup, v1.EventTypeNormal, ReasonPreempting,
+	r.ssn.RecordPodGroupEvent(job.PodGroup, v1.EventTypeNormal, r.policy.acting,
 		fmt.Sprintf("evicting %d pod(s) of %s to place the gang at tier %s under S0 %s",
 			ch.cost.pods, strings.Join(jobNames, ", "), ch.plan.Tier, strings.Join(leaves, ",")))
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -28,6 +28,7 @@ import (
 
 	_ "github.com/rdmatopo/rdmatopo/actions/topologyallocate"
 	"github.com/rdmatopo/rdmatopo/actions/topologypreempt"
+	_ "github.com/rdmatopo/rdmatopo/actions/topologyreclaim"
 	"github.com/rdmatopo/rdmatopo/config"
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
@@ -56,7 +57,9 @@ type cluster struct {
 	// uses are what the KCNRs list for running pods.
 	uses []use
 	pods []*corev1.Pod
-	pgs   []*schedulingv1beta1.PodGroup
+	pgs  []*schedulingv1beta1.PodGroup
+	// queues are the Queues besides "default".
+	queues []*schedulingv1beta1.Queue
 	// created counts running pods, for their creation times.
 	created int
 }
@@ -122,6 +125,58 @@ func (c *cluster) podGroup(name, class string, minMember int, phase schedulingv1
 		Spec:       schedulingv1beta1.PodGroupSpec{MinMember: int32(minMember), Queue: "default", PriorityClassName: class},
 		Status:     schedulingv1beta1.PodGroupStatus{Phase: phase},
 	})
+}
+
+// addQueue adds an open Queue of weight 1; reclaimable false keeps other
+// queues from reclaiming its pods.
+func (c *cluster) addQueue(name string, reclaimable bool) {
+	c.queues = append(c.queues, &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:   schedulingv1beta1.QueueSpec{Weight: 1, Reclaimable: &reclaimable},
+		Status: schedulingv1beta1.QueueStatus{State: schedulingv1beta1.QueueStateOpen}})
+}
+
+// inQueue moves the jobs' PodGroups to a queue.
+func (c *cluster) inQueue(queue string, jobs ...string) {
+	for _, pg := range c.pgs {
+		for _, j := range jobs {
+			if pg.Name == j {
+				pg.Spec.Queue = queue
+			}
+		}
+	}
+}
+
+// setMeta sets key to value in the labels (label true) or the annotations
+// of an object.
+func setMeta(meta *metav1.ObjectMeta, label bool, key, value string) {
+	m := &meta.Annotations
+	if label {
+		m = &meta.Labels
+	}
+	if *m == nil {
+		*m = map[string]string{}
+	}
+	(*m)[key] = value
+}
+
+// podMeta sets an annotation (label false) or a label on every pod of a
+// job.
+func (c *cluster) podMeta(job string, label bool, key, value string) {
+	for _, p := range c.pods {
+		if strings.HasPrefix(p.Name, job+"-") {
+			setMeta(&p.ObjectMeta, label, key, value)
+		}
+	}
+}
+
+// podGroupMeta sets an annotation (label false) or a label on a job's
+// PodGroup.
+func (c *cluster) podGroupMeta(job string, label bool, key, value string) {
+	for _, pg := range c.pgs {
+		if pg.Name == job {
+			setMeta(&pg.ObjectMeta, label, key, value)
+		}
+	}
 }
 
 // slot is a NUMA zone of a node, where a running pod sits.
@@ -235,6 +290,9 @@ func runSession(t *testing.T, c *cluster, rt *rdmatopology.Runtime) *outcome {
 	}
 	sc.AddQueueV1beta1(&schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "default"},
 		Spec: schedulingv1beta1.QueueSpec{Weight: 1}, Status: schedulingv1beta1.QueueStatus{State: schedulingv1beta1.QueueStateOpen}})
+	for _, q := range c.queues {
+		sc.AddQueueV1beta1(q)
+	}
 	for _, cnr := range c.kcnrs() {
 		rt.Fabric.UpsertCNR(cnr)
 	}
@@ -356,6 +414,24 @@ func softGangFitsNowhere(c *cluster) {
 	c.addPending("soft", "high", 2, nil)
 }
 
+// fewestEvictions: leaf A holds a gang of four, B two single pods and two
+// free slots, C one pod of a gang of three whose other pods are on D, D
+// the rest at the preemptor's priority; a hard-s0 gang of 4 waits.
+func fewestEvictions(c *cluster) {
+	c.eightNodes()
+	// A: one gang of four (4 evictions).
+	c.addRunning("wa", "low", 4, slot{"n1", 0}, slot{"n2", 0}, slot{"n3", 0}, slot{"n4", 0})
+	// B: two single pods, two free slots (2 evictions).
+	c.addRunning("sb1", "low", 1, slot{"n1", 1})
+	c.addRunning("sb2", "low", 1, slot{"n2", 1})
+	// C: one pod of a gang of three, three free slots (the whole
+	// gang: 3 evictions).
+	c.addRunning("wc", "low", 3, slot{"n5", 0}, slot{"n5", 1}, slot{"n6", 1})
+	// D: the rest held at the preemptor's priority.
+	c.addRunning("hd", "high", 1, slot{"n7", 1}, slot{"n8", 1})
+	c.addPending("big", "high", 4, hardS0)
+}
+
 var hardS0 = map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s0"}
 
 func TestPreemptionScenarios(t *testing.T) {
@@ -371,22 +447,45 @@ func TestPreemptionScenarios(t *testing.T) {
 		wantLeaves []string
 	}{
 		"hard-s0 gang frees the leaf of fewest evictions, whole victim gangs counted": {
-			build: func(c *cluster) {
-				c.eightNodes()
-				// A: one gang of four (4 evictions).
-				c.addRunning("wa", "low", 4, slot{"n1", 0}, slot{"n2", 0}, slot{"n3", 0}, slot{"n4", 0})
-				// B: two single pods, two free slots (2 evictions).
-				c.addRunning("sb1", "low", 1, slot{"n1", 1})
-				c.addRunning("sb2", "low", 1, slot{"n2", 1})
-				// C: one pod of a gang of three, three free slots (the whole
-				// gang: 3 evictions).
-				c.addRunning("wc", "low", 3, slot{"n5", 0}, slot{"n5", 1}, slot{"n6", 1})
-				// D: the rest held at the preemptor's priority.
-				c.addRunning("hd", "high", 1, slot{"n7", 1}, slot{"n8", 1})
-				c.addPending("big", "high", 4, hardS0)
-			},
+			build:       fewestEvictions,
 			wantEvicted: sorted(pods("sb1", 1), pods("sb2", 1)),
 			preemptor:   "big", wantBound: 4, wantLeaves: []string{"B"},
+		},
+		"a pod with volcano.sh/preemptable false is never a victim": {
+			build: func(c *cluster) {
+				fewestEvictions(c)
+				c.podMeta("sb1", false, schedulingv1beta1.PodPreemptable, "false")
+			},
+			// B is out: the whole gang of three on C goes instead.
+			wantEvicted: pods("wc", 3),
+			preemptor:   "big", wantBound: 4, wantLeaves: []string{"C"},
+		},
+		"pods labelled preemptable false and PodGroups saying so are never victims": {
+			build: func(c *cluster) {
+				fewestEvictions(c)
+				c.podMeta("sb1", true, schedulingv1beta1.PodPreemptable, "false")
+				c.podGroupMeta("wc", false, schedulingv1beta1.PodPreemptable, "false")
+			},
+			wantEvicted: pods("wa", 4),
+			preemptor:   "big", wantBound: 4, wantLeaves: []string{"A"},
+		},
+		"a PodGroup labelled preemptable false is never a victim; one saying true is": {
+			build: func(c *cluster) {
+				fewestEvictions(c)
+				c.podGroupMeta("sb1", true, schedulingv1beta1.PodPreemptable, "false")
+				c.podGroupMeta("wc", false, schedulingv1beta1.PodPreemptable, "true")
+			},
+			wantEvicted: pods("wc", 3),
+			preemptor:   "big", wantBound: 4, wantLeaves: []string{"C"},
+		},
+		"low pods of another queue are not preempted": {
+			build: func(c *cluster) {
+				fewestEvictions(c)
+				c.addQueue("other", false)
+				c.inQueue("other", "sb1", "sb2", "wc")
+			},
+			wantEvicted: pods("wa", 4),
+			preemptor:   "big", wantBound: 4, wantLeaves: []string{"A"},
 		},
 		"every node carries the GPU taint and every pod tolerates it": {
 			build: func(c *cluster) {
