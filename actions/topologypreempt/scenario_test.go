@@ -625,12 +625,19 @@ func TestPreemptionScenarios(t *testing.T) {
 // checkEvents checks the PodGroup Events naming preemptor and victims.
 func checkEvents(t *testing.T, o *outcome, preemptor string) {
 	t.Helper()
+	checkEventsOf(t, o, preemptor, topologypreempt.ReasonPreempting, topologypreempt.ReasonPreempted)
+}
+
+// checkEventsOf checks one Event of reason acting on the gang's PodGroup
+// and at least one of reason victim, each naming the gang.
+func checkEventsOf(t *testing.T, o *outcome, preemptor, acting, victim string) {
+	t.Helper()
 	var preempting, preempted int
 	for _, e := range o.events {
 		switch {
-		case strings.Contains(e, topologypreempt.ReasonPreempting):
+		case strings.Contains(e, acting):
 			preempting++
-		case strings.Contains(e, topologypreempt.ReasonPreempted):
+		case strings.Contains(e, victim):
 			preempted++
 			if !strings.Contains(e, "ns/"+preemptor) {
 				t.Errorf("victim Event does not name the preemptor: %s", e)
@@ -638,8 +645,8 @@ func checkEvents(t *testing.T, o *outcome, preemptor string) {
 		}
 	}
 	if preempting != 1 || preempted == 0 {
-		t.Errorf("events: %d %s, %d %s; want 1 and at least 1:\n%s", preempting, topologypreempt.ReasonPreempting,
-			preempted, topologypreempt.ReasonPreempted, strings.Join(o.events, "\n"))
+		t.Errorf("events: %d %s, %d %s; want 1 and at least 1:\n%s", preempting, acting,
+			preempted, victim, strings.Join(o.events, "\n"))
 	}
 }
 
