@@ -6,13 +6,19 @@
 // at the tier it allows, and keeps the freed NICs for the gang until it
 // binds.
 //
-// Victims. A candidate is a running pod holding NICs in the ledger whose
-// priority (the higher of its job's, from the PodGroup's priorityClassName,
-// and its own) is strictly below the preemptor's job priority, and that the
-// session's preemptable vetoes allow (priority, conformance and any other
-// plugin enabled for it), except the gang plugin's: that one refuses every
-// victim that takes its job to minAvailable or below, so stock preemption
-// never frees a whole gang. Instead, a victim job is evicted whole (all its
+// With the reclaim policy (NewReclaim, registered as topology-reclaim by
+// actions/topologyreclaim) the same code takes victims from other queues
+// instead; policy.go says what differs.
+//
+// Victims. A candidate is a running pod holding NICs in the ledger (every
+// pod its node's KCNR lists, annotated by rdmatopo or not), in the
+// preemptor's queue, not marked volcano.sh/preemptable "false" (pod or
+// PodGroup), whose priority (the higher of its job's, from the PodGroup's
+// priorityClassName, and its own) is strictly below the preemptor's job
+// priority, and that the session's preemptable vetoes allow (every plugin
+// enabled for it, policy.allowed), except the gang plugin's: that one
+// refuses every victim that takes its job to minAvailable or below, so
+// stock preemption never frees a whole gang. Instead, a victim job is evicted whole (all its
 // bound pods, each of which must pass the vetoes) as soon as evicting its
 // pods would take it below minMember; only a job's pods beyond minMember are
 // evicted one by one.
@@ -36,8 +42,7 @@
 // cheapest scope answer wins. Each evaluation is a planner call, so the
 // answer is as good as the planner; what-if copies free only what the
 // ledger records (NICs, GPUs and CPUs of RDMA pods): pods without RDMA are
-// never victims and their resources never count as freed. Victims may be in
-// any queue: PriorityClasses are cluster-wide.
+// never victims and their resources never count as freed.
 //
 // No futile evictions: nothing is evicted unless the chosen set places the
 // gang in the what-if copy, and the evictions and the gang's pipelined tasks
