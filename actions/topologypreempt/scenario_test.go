@@ -859,3 +859,45 @@ func TestUnannotatedVictims(t *testing.T) {
 		t.Errorf("big leaves (-want,+got):\n%s", diff)
 	}
 }
+
+// TestClaimedNodesFollowTheJob: a job without RDMA, younger than a gang
+// that claims leaf A's nodes and of its priority, is kept off those nodes
+// only while it has no pod placed. Its first pod goes elsewhere; its
+// second, which only the claimed nodes can hold, may then go there in the
+// same session (a job with pods placed is kept out of nothing).
+func TestClaimedNodesFollowTheJob(t *testing.T) {
+	c := &cluster{}
+	c.eightNodes()
+	c.addRunning("peera", "high", 1, slot{"n1", 0})
+	c.addRunning("peerb", "high", 1, slot{"n1", 1}, slot{"n2", 1}, slot{"n3", 1}, slot{"n4", 1})
+	c.addRunning("peerc", "high", 1, slot{"n5", 0}, slot{"n6", 0}, slot{"n7", 0}, slot{"n8", 0})
+	c.addRunning("peerd", "high", 1, slot{"n5", 1}, slot{"n6", 1}, slot{"n7", 1}, slot{"n8", 1})
+	// n5..n8 keep 20 CPUs free.
+	c.podGroup("fill", "high", 1, schedulingv1beta1.PodGroupRunning, nil)
+	for i, n := range []string{"n5", "n6", "n7", "n8"} {
+		c.pods = append(c.pods, builders.MakePod("ns", fmt.Sprintf("fill-%d", i)).Node(n).Group("fill").
+			Req("cpu", "100").SchedulerName("volcano").Obj())
+	}
+	c.addPending("old", "high", 4, hardS0)
+	c.createdAt("old", 100)
+	rt := newRuntime()
+	if o := runSession(t, c, rt); len(o.evicted) > 0 || bound(o, "old") > 0 {
+		t.Fatalf("session 1: evicted %v, old bound %d; want nothing", o.evicted, bound(o, "old"))
+	}
+
+	// cpu-0 fits anywhere with 10 CPUs free, cpu-1 only on n1..n4.
+	c.podGroup("cpu", "high", 1, schedulingv1beta1.PodGroupInqueue, nil)
+	c.createdAt("cpu", 101)
+	for i, req := range []string{"10", "110"} {
+		c.pods = append(c.pods, builders.MakePod("ns", fmt.Sprintf("cpu-%d", i)).Group("cpu").Req("cpu", req).
+			Created(epoch.Add(time.Duration(i)*time.Minute)).SchedulerName("volcano").Obj())
+	}
+	o := runSession(t, c, rt)
+	first, second := o.binds["ns/cpu-0"], o.binds["ns/cpu-1"]
+	if first == nil || second == nil {
+		t.Fatalf("session 2: cpu-0 bound %v, cpu-1 bound %v; want both", first != nil, second != nil)
+	}
+	if n := first.NodeName; n == "n1" || n == "n2" || n == "n3" || n == "n4" {
+		t.Errorf("cpu-0 on %s, in the room old claims", n)
+	}
+}
