@@ -131,6 +131,7 @@ func writeResult(w io.Writer, format string, res *Result) error {
 		{"ledger mismatches", res.LedgerMismatches}, {"KCNR divergences", res.KCNRDivergences}, {"stuck gangs", res.StuckGangs},
 		{"planned nodes refused", res.PlanRefused},
 		{"higher-priority evictions", res.HigherPriorityEvictions}, {"partial victim gangs", res.PartialVictimGangs},
+		{"wrong-queue evictions", res.WrongQueueEvictions}, {"non-preemptable evictions", res.NonPreemptableEvictions},
 		{"evicted pods", res.EvictedPods}, {"resubmitted victims", res.Resubmitted}, {"max-wait gangs relaxed", res.Relaxed},
 		{"NIC mismatches (adopted, not a violation)", res.NICMismatches},
 		{"hard gangs realized wider (not a violation)", res.RealizedWider},
