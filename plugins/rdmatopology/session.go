@@ -104,8 +104,9 @@ func (s *Session) capOf(ni *api.NodeInfo) placement.Cap {
 // scheduler's annotations but have no reservation (after a restart) get one
 // back from them; bound RDMA pods without those annotations get the one
 // their node's KCNR lists (so every running pod the KCNRs list is in the
-// ledger, however it was placed); reservations the KCNRs list are confirmed, and where a KCNR lists a
-// pod on other NICs than reserved, its NICs are adopted (truth.go).
+// ledger, however it was placed); reservations the KCNRs list are
+// confirmed, and where a KCNR lists a pod on other NICs than reserved, its
+// NICs are adopted (truth.go).
 func (s *Session) reconcile() {
 	// Pods of the session's jobs, plus every pod on a node (pods of other
 	// schedulers or without a group are only there).
