@@ -7,9 +7,6 @@ package bench
 // cycle and per eviction.
 
 import (
-	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/rdmatopo/rdmatopo/internal/workload"
@@ -83,14 +80,7 @@ func reclaimable(queue string) bool {
 func loadQueueObjects() []*schedulingv1beta1.Queue {
 	out := make([]*schedulingv1beta1.Queue, 0, len(loadQueues))
 	for _, q := range loadQueues {
-		reclaimable := q.reclaimable
-		out = append(out, &schedulingv1beta1.Queue{
-			TypeMeta: metav1.TypeMeta{APIVersion: workload.APIVersionScheduling, Kind: workload.KindQueue},
-			ObjectMeta: metav1.ObjectMeta{Name: q.name, UID: workload.StableUID(workload.KindQueue, "", q.name),
-				CreationTimestamp: metav1.NewTime(workload.Epoch.Add(-48 * time.Hour))},
-			Spec:   schedulingv1beta1.QueueSpec{Weight: q.weight, Reclaimable: &reclaimable},
-			Status: schedulingv1beta1.QueueStatus{State: schedulingv1beta1.QueueStateOpen},
-		})
+		out = append(out, workload.NewQueue(q.name, q.weight, q.reclaimable))
 	}
 	return out
 }

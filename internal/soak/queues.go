@@ -7,9 +7,6 @@ package soak
 // and no pod marked non-preemptable is ever a victim.
 
 import (
-	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/rdmatopo/rdmatopo/internal/workload"
@@ -38,14 +35,7 @@ const (
 func queueObjects() []*schedulingv1beta1.Queue {
 	out := make([]*schedulingv1beta1.Queue, 0, len(soakQueues))
 	for _, q := range soakQueues {
-		reclaimable := q.reclaimable
-		out = append(out, &schedulingv1beta1.Queue{
-			TypeMeta: metav1.TypeMeta{APIVersion: workload.APIVersionScheduling, Kind: workload.KindQueue},
-			ObjectMeta: metav1.ObjectMeta{Name: q.name, UID: workload.StableUID(workload.KindQueue, "", q.name),
-				CreationTimestamp: metav1.NewTime(workload.Epoch.Add(-48 * time.Hour))},
-			Spec:   schedulingv1beta1.QueueSpec{Weight: q.weight, Reclaimable: &reclaimable},
-			Status: schedulingv1beta1.QueueStatus{State: schedulingv1beta1.QueueStateOpen},
-		})
+		out = append(out, workload.NewQueue(q.name, q.weight, q.reclaimable))
 	}
 	return out
 }
