@@ -46,6 +46,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Nodes, "nodes", 16, "cluster size")
 	fs.IntVar(&cfg.DrainEvery, "drain-every", 25, "drain a random node every this many cycles (0: never)")
 	fs.IntVar(&cfg.PartialGrace, "partial-grace", 2, "cycles after a failed bind a gang may stay partial")
+	fs.BoolVar(&cfg.Queues, "queues", false, "with --priorities, run the gangs in a prod queue that may not be reclaimed from and a reclaimable batch queue, so the scheduler reclaims across them (a gang whose bind failed may then stay partial while its queue is at its deserved share)")
 	fs.BoolVar(&cfg.Priorities, "priorities", true, "give gangs priority classes, some hard gangs a max-wait, and bring bursts of high-priority gangs, so the scheduler preempts; victims are resubmitted")
 	fs.IntVar(&cfg.BurstEvery, "burst-every", 30, "with --priorities, cycles between bursts of high-priority hard gangs")
 	agent := fs.String("node-agent", string(sim.DefaultNodeAgent), "how the simulated node agent hands out devices: exact, numa or blind")

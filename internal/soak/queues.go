@@ -49,12 +49,16 @@ type queueMarks struct {
 	nonPreemptable map[string]bool
 }
 
-// assign chooses gang key's queue and mark, as the n-th gang of class
-// class (an index into soakClasses), and records them.
-func (m *queueMarks) assign(key string, class, n int) (queue string, nonPreemptable bool) {
-	queue = soakQueues[0].name
-	if class < len(soakClasses)-1 && n%batchEvery == 0 {
+// assign chooses gang key's queue (none without queues: the default
+// queue) and mark, as the n-th gang of class class (an index into
+// soakClasses), and records them.
+func (m *queueMarks) assign(key string, class, n int, queues bool) (queue string, nonPreemptable bool) {
+	switch {
+	case !queues:
+	case class < len(soakClasses)-1 && n%batchEvery == 0:
 		queue = soakQueues[1].name
+	default:
+		queue = soakQueues[0].name
 	}
 	nonPreemptable = class == 0 && n%nonPreemptableEvery == 1
 	m.queue[key] = queue

@@ -130,6 +130,14 @@ type Config struct {
 	// beyond MaxLiveJobs every BurstEvery cycles: the scheduler preempts.
 	// Victim gangs are resubmitted (not counted in Jobs).
 	Priorities bool
+	// Queues, with Priorities, runs the gangs in two queues (queues.go): a
+	// prod queue that may not be reclaimed from and a reclaimable batch
+	// queue, so the scheduler reclaims across them. Volcano's proportion
+	// plugin then keeps a queue at its deserved share from allocating,
+	// the rest of a gang whose bind failed included: such a gang may stay
+	// partial past PartialGrace (PartialGang) while its queue is at its
+	// share, which is Volcano's rule, not a fault of the scheduler.
+	Queues bool
 	// BurstEvery is the cycles between bursts with Priorities (default 30).
 	BurstEvery int
 }
@@ -333,7 +341,7 @@ func Run(cfg Config) (*Result, error) {
 		return nil, err
 	}
 	queues := []*schedulingv1beta1.Queue{workload.NewDefaultQueue()}
-	if cfg.Priorities {
+	if cfg.Priorities && cfg.Queues {
 		queues = append(queues, queueObjects()...)
 	}
 	if err := r.sim.Submit(&workload.Set{Queues: queues, PriorityClasses: priorityClasses()}); err != nil {

@@ -163,7 +163,11 @@ func (r *runner) submitSpec(g gangSpec, name string) error {
 	}
 	nonPreemptable := false
 	if r.cfg.Priorities {
-		pg.Spec.Queue, nonPreemptable = r.marks.assign(Namespace+"/"+name, g.class, len(r.marks.queue))
+		var queue string
+		queue, nonPreemptable = r.marks.assign(Namespace+"/"+name, g.class, len(r.marks.queue), r.cfg.Queues)
+		if queue != "" {
+			pg.Spec.Queue = queue
+		}
 	}
 	j := &job{name: name, minMember: g.pods, duration: 2 + r.rng.Intn(10), spec: g, submitted: r.sim.Cycle() + 1, maxWait: g.maxWait}
 	for i := 0; i < g.pods; i++ {
