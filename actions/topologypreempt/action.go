@@ -291,6 +291,7 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 	stmt := framework.NewStatement(ssn)
 	defer topo.ClearPlanned()
 	r.held = nil
+	queue := ssn.Queues[job.Queue]
 	victims := ch.victims()
 	reason := r.policy.evictReason(jobName, job.Priority)
 	for _, v := range victims {
@@ -319,7 +320,7 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 			return
 		}
 		topo.SetPlanned(task.UID, a)
-		if err := r.pipeline(stmt, task, node); err != nil {
+		if err := r.pipeline(stmt, queue, task, node); err != nil {
 			fail(err)
 			return
 		}
@@ -335,7 +336,7 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 			fail(fmt.Errorf("no node for %s/%s, which requests no RDMA", t.Namespace, t.Name))
 			return
 		}
-		if err := r.pipeline(stmt, t, node); err != nil {
+		if err := r.pipeline(stmt, queue, t, node); err != nil {
 			fail(err)
 			return
 		}
@@ -361,8 +362,15 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 		"s0", ch.plan.S0s, "evicted", len(victims), "victims", names, "victimPriority", ch.cost.prio)
 }
 
-// pipeline puts a task on node as the victims' resources are released.
-func (r *run) pipeline(stmt *framework.Statement, task *api.TaskInfo, node *api.NodeInfo) error {
+// pipeline puts a task on node as the victims' resources are released,
+// once the gang's queue may take it (the session's Allocatable: proportion
+// keeps a queue within its deserved share). Without that check a gang its
+// queue cannot take would evict and then never be allocated where it is
+// held: futile evictions.
+func (r *run) pipeline(stmt *framework.Statement, queue *api.QueueInfo, task *api.TaskInfo, node *api.NodeInfo) error {
+	if queue == nil || !r.ssn.Allocatable(queue, task) {
+		return fmt.Errorf("queue %s cannot take %s/%s", queueName(queue), task.Namespace, task.Name)
+	}
 	if !task.InitResreq.LessEqual(node.FutureIdle(), api.Zero) {
 		return fmt.Errorf("node %s will not have the resources of %s/%s", node.Name, task.Namespace, task.Name)
 	}
@@ -511,4 +519,12 @@ func (r *run) realize(h *rdmatopology.Hold) {
 	}
 	topo.DropHold(h.Job, "held placement cannot be allocated: "+err.Error())
 	klog.InfoS("Abandoned the hold of a preempting gang", "job", h.Name, "err", err)
+}
+
+// queueName is a queue's name for messages ("" when there is none).
+func queueName(q *api.QueueInfo) string {
+	if q == nil {
+		return ""
+	}
+	return q.Name
 }
