@@ -481,17 +481,17 @@ func (r *run) realize(h *rdmatopology.Hold) {
 	}
 	topo.TakeHold(h.Job)
 	defer topo.ClearPlanned()
-	queue := ssn.Queues[job.Queue]
 	stmt := framework.NewStatement(ssn)
 	var err error
+	// The queue's share is not asked again: the gang was pipelined only
+	// where its queue could take every task (pipeline), and its victims
+	// are gone for it. Proportion recomputes deserved shares every
+	// session, and refusing the gang now would make those evictions
+	// futile.
 	for _, t := range h.Tasks {
 		task, node := job.Tasks[t.UID], ssn.Nodes[t.Node]
 		if task == nil || node == nil {
 			err = fmt.Errorf("task %s or node %s is gone", t.Name, t.Node)
-			break
-		}
-		if queue != nil && !ssn.Allocatable(queue, task) {
-			err = fmt.Errorf("queue %s cannot take task %s", queue.Name, t.Name)
 			break
 		}
 		if t.RDMA {
