@@ -18,6 +18,7 @@ import (
 
 	_ "github.com/rdmatopo/rdmatopo/actions/topologyallocate"
 	_ "github.com/rdmatopo/rdmatopo/actions/topologypreempt"
+	_ "github.com/rdmatopo/rdmatopo/actions/topologyreclaim"
 	"github.com/rdmatopo/rdmatopo/config"
 	_ "github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
@@ -35,7 +36,7 @@ func TestSchedulerConfLoads(t *testing.T) {
 	for _, a := range actions {
 		names = append(names, a.Name())
 	}
-	if diff := cmp.Diff([]string{"enqueue", "topology-allocate", "topology-preempt", "backfill"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"enqueue", "topology-allocate", "topology-preempt", "topology-reclaim", "backfill"}, names); diff != "" {
 		t.Errorf("actions (-want,+got):\n%s", diff)
 	}
 	for _, tier := range tiers {
@@ -61,7 +62,7 @@ func TestSchedulerConfShape(t *testing.T) {
 	for _, a := range strings.Split(got.Actions, ",") {
 		actions = append(actions, strings.TrimSpace(a))
 	}
-	if diff := cmp.Diff([]string{"enqueue", "topology-allocate", "topology-preempt", "backfill"}, actions); diff != "" {
+	if diff := cmp.Diff([]string{"enqueue", "topology-allocate", "topology-preempt", "topology-reclaim", "backfill"}, actions); diff != "" {
 		t.Errorf("actions (-want,+got):\n%s", diff)
 	}
 

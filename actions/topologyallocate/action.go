@@ -66,7 +66,7 @@ func (a *Action) Execute(ssn *framework.Session) {
 	st := &run{ssn: ssn, topo: topo, refuse: checkConf(ssn, topo),
 		jobs:   map[api.QueueID]*util.PriorityQueue{},
 		tasks:  map[api.JobID]*util.PriorityQueue{},
-		claims: map[api.JobID]map[string]string{},
+		claims: map[api.JobID]claimedNodes{},
 	}
 	if topo != nil {
 		// One set of node answers per session, shared by every gang and
@@ -142,8 +142,11 @@ type run struct {
 	// tasks are each job's pending tasks not yet tried in this session, in
 	// task order (allocate's pendingTasks).
 	tasks map[api.JobID]*util.PriorityQueue
-	// claims caches claimedAgainst per job.
-	claims map[api.JobID]map[string]string
+	// claims caches claimedAgainst per job while its key holds.
+	claims map[api.JobID]claimedNodes
+	// commits counts the statements this run committed: each may have
+	// placed a gang whose claim then no longer applies.
+	commits int
 }
 
 // partialGangs removes from the queues, and returns in job order, the RDMA
@@ -269,6 +272,7 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 		if err == nil {
 			if gangMet(job) && ssn.JobReady(job) {
 				stmt.Commit()
+				r.commits++
 				topo.ClearPlanned()
 				r.fit.Changed(all)
 				rdmatopology.ObservePlaced(plan)
@@ -436,6 +440,7 @@ func (r *run) allocateTasks(queue *api.QueueInfo, job *api.JobInfo, tasks *util.
 	}
 	if ssn.JobReady(job) {
 		stmt.Commit()
+		r.commits++
 	} else if !ssn.JobPipelined(job) {
 		stmt.Discard()
 	}
@@ -505,18 +510,34 @@ func (r *run) allocateTask(queue *api.QueueInfo, job *api.JobInfo, stmt *framewo
 
 // claimedAgainst returns the nodes of the rooms older waiting gangs of the
 // job's priority claim (rdmatopology.Session.ClaimedNodes), where its pods
-// without RDMA may not go, looked up once per job and session: claims
-// change only in topology-preempt.
+// without RDMA may not go. Claims are made only in topology-preempt, but
+// whether one applies changes here: not once its gang is placed (a
+// statement committed), not against a job with pods placed (its ready
+// count grew). The answer is cached per job for as long as neither
+// happened.
 func (r *run) claimedAgainst(job *api.JobInfo) map[string]string {
 	if r.topo == nil {
 		return nil
 	}
-	if c, ok := r.claims[job.UID]; ok {
-		return c
+	key := claimKey{commits: r.commits, ready: job.ReadyTaskNum()}
+	if c, ok := r.claims[job.UID]; ok && c.key == key {
+		return c.nodes
 	}
-	c := r.topo.ClaimedNodes(job)
+	c := claimedNodes{key: key, nodes: r.topo.ClaimedNodes(job)}
 	r.claims[job.UID] = c
-	return c
+	return c.nodes
+}
+
+// claimKey is what a job's claimed nodes depend on within a run.
+type claimKey struct {
+	commits int
+	ready   int32
+}
+
+// claimedNodes is a cached answer of claimedAgainst and its key.
+type claimedNodes struct {
+	key   claimKey
+	nodes map[string]string
 }
 
 // allocateRDMATask places one RDMA pod of a gang whose minMember is met: the

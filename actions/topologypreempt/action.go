@@ -6,13 +6,19 @@
 // at the tier it allows, and keeps the freed NICs for the gang until it
 // binds.
 //
-// Victims. A candidate is a running pod holding NICs in the ledger whose
-// priority (the higher of its job's, from the PodGroup's priorityClassName,
-// and its own) is strictly below the preemptor's job priority, and that the
-// session's preemptable vetoes allow (priority, conformance and any other
-// plugin enabled for it), except the gang plugin's: that one refuses every
-// victim that takes its job to minAvailable or below, so stock preemption
-// never frees a whole gang. Instead, a victim job is evicted whole (all its
+// With the reclaim policy (NewReclaim, registered as topology-reclaim by
+// actions/topologyreclaim) the same code takes victims from other queues
+// instead; policy.go says what differs.
+//
+// Victims. A candidate is a running pod holding NICs in the ledger (every
+// pod its node's KCNR lists, annotated by rdmatopo or not), in the
+// preemptor's queue, not marked volcano.sh/preemptable "false" (pod or
+// PodGroup), whose priority (the higher of its job's, from the PodGroup's
+// priorityClassName, and its own) is strictly below the preemptor's job
+// priority, and that the session's preemptable vetoes allow (every plugin
+// enabled for it, policy.allowed), except the gang plugin's: that one
+// refuses every victim that takes its job to minAvailable or below, so
+// stock preemption never frees a whole gang. Instead, a victim job is evicted whole (all its
 // bound pods, each of which must pass the vetoes) as soon as evicting its
 // pods would take it below minMember; only a job's pods beyond minMember are
 // evicted one by one.
@@ -36,8 +42,7 @@
 // cheapest scope answer wins. Each evaluation is a planner call, so the
 // answer is as good as the planner; what-if copies free only what the
 // ledger records (NICs, GPUs and CPUs of RDMA pods): pods without RDMA are
-// never victims and their resources never count as freed. Victims may be in
-// any queue: PriorityClasses are cluster-wide.
+// never victims and their resources never count as freed.
 //
 // No futile evictions: nothing is evicted unless the chosen set places the
 // gang in the what-if copy, and the evictions and the gang's pipelined tasks
@@ -92,15 +97,23 @@ func init() {
 	framework.RegisterAction(New())
 }
 
-// Action is the topology-preempt action. It keeps no state between
-// sessions: holds live in the plugin's runtime.
-type Action struct{}
+// Action is the topology-preempt action, or with the reclaim policy
+// topology-reclaim (NewReclaim). It keeps no state between sessions: holds
+// and claims live in the plugin's runtime.
+type Action struct {
+	policy *policy
+}
 
-// New returns the action.
-func New() *Action { return &Action{} }
+// New returns topology-preempt.
+func New() *Action { return &Action{policy: preemptPolicy} }
 
-// Name returns ActionName.
-func (a *Action) Name() string { return ActionName }
+// NewReclaim returns topology-reclaim: the same search, futility rule and
+// holds as topology-preempt, with victims in other, reclaimable queues
+// (see policy). Package actions/topologyreclaim registers it.
+func NewReclaim() *Action { return &Action{policy: reclaimPolicy} }
+
+// Name returns ActionName, or ReclaimActionName for topology-reclaim.
+func (a *Action) Name() string { return a.policy.action }
 
 // Initialize is a no-op.
 func (a *Action) Initialize() {}
@@ -111,15 +124,15 @@ func (a *Action) UnInitialize() {}
 // Execute first allocates the gangs whose holds can now be realized, then
 // preempts for pending RDMA gangs in job order.
 func (a *Action) Execute(ssn *framework.Session) {
-	klog.V(5).InfoS("Enter topology-preempt")
-	defer klog.V(5).InfoS("Leave topology-preempt")
+	klog.V(5).InfoS("Enter action", "action", a.policy.action)
+	defer klog.V(5).InfoS("Leave action", "action", a.policy.action)
 	topo := rdmatopology.ForSession(ssn)
 	if topo == nil {
-		klog.ErrorS(nil, "Scheduler conf enables topology-preempt without a working rdma-topology plugin; nothing is preempted",
-			"action", ActionName, "plugin", rdmatopology.PluginName)
+		klog.ErrorS(nil, "Scheduler conf enables the action without a working rdma-topology plugin; nothing is evicted",
+			"action", a.policy.action, "plugin", rdmatopology.PluginName)
 		return
 	}
-	r := &run{ssn: ssn, topo: topo, fit: gangfit.New(ssn, topo, gangfit.ForPreempt), claimed: map[api.JobID]bool{}}
+	r := &run{ssn: ssn, topo: topo, policy: a.policy, fit: gangfit.New(ssn, topo, gangfit.ForPreempt), claimed: map[api.JobID]bool{}}
 	for _, h := range topo.Holds() {
 		r.realize(h)
 	}
@@ -132,14 +145,20 @@ func (a *Action) Execute(ssn *framework.Session) {
 	for !jobs.Empty() {
 		r.preempt(jobs.Pop().(*api.JobInfo))
 	}
-	// Claims of gangs placed, preempting or gone since lapse here.
-	topo.RetainClaims(r.claimed)
+	if !r.policy.otherQueues {
+		// Claims of gangs placed, preempting or gone since lapse here
+		// (topology-reclaim makes none: a claim keeps a room from younger
+		// gangs of the claimant's priority, which is preemption's business).
+		topo.RetainClaims(r.claimed)
+	}
 }
 
 // run is one Execute.
 type run struct {
 	ssn  *framework.Session
 	topo *rdmatopology.Session
+	// policy says whose pods are victims (preempt or reclaim).
+	policy *policy
 	// fit says where the predicates admit a preemptor's pods once
 	// victims are gone (failures evictions resolve do not count).
 	fit *gangfit.Nodes
@@ -235,20 +254,28 @@ func (r *run) preempt(job *api.JobInfo) {
 		klog.V(4).InfoS("Gang fits without preemption", "job", klog.KRef(job.Namespace, job.Name), "tier", plan.Tier)
 		return
 	}
+	if !r.policy.gangMayAct(r.ssn, job, rdma[0]) {
+		klog.V(4).InfoS("Queue may not take resources from other queues", "job", klog.KRef(job.Namespace, job.Name),
+			"queue", job.Queue, "action", r.policy.action)
+		return
+	}
 	start := time.Now()
 	cands := r.candidates(job, rdma[0])
 	var best *choice
 	if len(cands) > 0 {
 		best = r.search(g, c, cands, rdma)
 	}
-	klog.V(4).InfoS("Preemption search", "job", klog.KRef(job.Namespace, job.Name), "candidates", len(cands),
+	klog.V(4).InfoS("Preemption search", "action", r.policy.action, "job", klog.KRef(job.Namespace, job.Name), "candidates", len(cands),
 		"found", best != nil, "duration", time.Since(start))
 	if best != nil {
 		r.apply(job, rdma, others, best)
 		return
 	}
-	klog.V(3).InfoS("No allowed evictions let the gang fit; evicting nothing", "job", klog.KRef(job.Namespace, job.Name),
+	klog.V(3).InfoS("No allowed evictions let the gang fit; evicting nothing", "action", r.policy.action, "job", klog.KRef(job.Namespace, job.Name),
 		"mode", c.Mode, "highestTier", c.HighestTier, "candidates", len(cands), "keptOutBy", claimedBy)
+	if r.policy.otherQueues {
+		return
+	}
 	if cl := r.room(job, g, c, cands, rdma); cl != nil {
 		r.topo.Claim(cl)
 		r.claimed[job.UID] = true
@@ -264,8 +291,9 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 	stmt := framework.NewStatement(ssn)
 	defer topo.ClearPlanned()
 	r.held = nil
+	queue := ssn.Queues[job.Queue]
 	victims := ch.victims()
-	reason := EvictReason(jobName, job.Priority)
+	reason := r.policy.evictReason(jobName, job.Priority)
 	for _, v := range victims {
 		// A discarded statement re-allocates the victim: give it back the
 		// NICs it holds rather than a new fit.
@@ -292,7 +320,7 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 			return
 		}
 		topo.SetPlanned(task.UID, a)
-		if err := r.pipeline(stmt, task, node); err != nil {
+		if err := r.pipeline(stmt, queue, task, node); err != nil {
 			fail(err)
 			return
 		}
@@ -308,7 +336,7 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 			fail(fmt.Errorf("no node for %s/%s, which requests no RDMA", t.Namespace, t.Name))
 			return
 		}
-		if err := r.pipeline(stmt, t, node); err != nil {
+		if err := r.pipeline(stmt, queue, t, node); err != nil {
 			fail(err)
 			return
 		}
@@ -327,15 +355,22 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 		names = append(names, v.name())
 	}
 	topo.Hold(&rdmatopology.Hold{Job: job.UID, Name: jobName, Tasks: held, Victims: names, Since: topo.Now()})
-	preemptions.Inc()
-	evictedPods.Add(float64(len(victims)))
+	r.policy.gangs.Inc()
+	r.policy.pods.Add(float64(len(victims)))
 	r.events(job, ch)
-	klog.InfoS("Preempted for gang", "job", jobName, "priority", job.Priority, "tier", ch.plan.Tier,
+	klog.InfoS("Evicted for gang", "action", r.policy.action, "job", jobName, "priority", job.Priority, "tier", ch.plan.Tier,
 		"s0", ch.plan.S0s, "evicted", len(victims), "victims", names, "victimPriority", ch.cost.prio)
 }
 
-// pipeline puts a task on node as the victims' resources are released.
-func (r *run) pipeline(stmt *framework.Statement, task *api.TaskInfo, node *api.NodeInfo) error {
+// pipeline puts a task on node as the victims' resources are released,
+// once the gang's queue may take it (the session's Allocatable: proportion
+// keeps a queue within its deserved share). Without that check a gang its
+// queue cannot take would evict and then never be allocated where it is
+// held: futile evictions.
+func (r *run) pipeline(stmt *framework.Statement, queue *api.QueueInfo, task *api.TaskInfo, node *api.NodeInfo) error {
+	if queue == nil || !r.ssn.Allocatable(queue, task) {
+		return fmt.Errorf("queue %s cannot take %s/%s", queueName(queue), task.Namespace, task.Name)
+	}
 	if !task.InitResreq.LessEqual(node.FutureIdle(), api.Zero) {
 		return fmt.Errorf("node %s will not have the resources of %s/%s", node.Name, task.Namespace, task.Name)
 	}
@@ -397,7 +432,7 @@ func (r *run) events(job *api.JobInfo, ch *choice) {
 	for _, id := range jobIDs {
 		vj := r.ssn.Jobs[api.JobID(id)]
 		jobNames = append(jobNames, vj.Namespace+"/"+vj.Name)
-		r.ssn.RecordPodGroupEvent(vj.PodGroup, v1.EventTypeWarning, ReasonPreempted,
+		r.ssn.RecordPodGroupEvent(vj.PodGroup, v1.EventTypeWarning, r.policy.victim,
 			fmt.Sprintf("%d pod(s) evicted (%s) for gang %s of priority %d, to place it at tier %s",
 				len(byJob[api.JobID(id)]), strings.Join(byJob[api.JobID(id)], ", "), jobName, job.Priority, ch.plan.Tier))
 	}
@@ -405,7 +440,7 @@ func (r *run) events(job *api.JobInfo, ch *choice) {
 	for _, s := range ch.plan.S0s {
 		leaves = append(leaves, string(s))
 	}
-	r.ssn.RecordPodGroupEvent(job.PodGroup, v1.EventTypeNormal, ReasonPreempting,
+	r.ssn.RecordPodGroupEvent(job.PodGroup, v1.EventTypeNormal, r.policy.acting,
 		fmt.Sprintf("evicting %d pod(s) of %s to place the gang at tier %s under S0 %s",
 			ch.cost.pods, strings.Join(jobNames, ", "), ch.plan.Tier, strings.Join(leaves, ",")))
 }
@@ -446,17 +481,17 @@ func (r *run) realize(h *rdmatopology.Hold) {
 	}
 	topo.TakeHold(h.Job)
 	defer topo.ClearPlanned()
-	queue := ssn.Queues[job.Queue]
 	stmt := framework.NewStatement(ssn)
 	var err error
+	// The queue's share is not asked again: the gang was pipelined only
+	// where its queue could take every task (pipeline), and its victims
+	// are gone for it. Proportion recomputes deserved shares every
+	// session, and refusing the gang now would make those evictions
+	// futile.
 	for _, t := range h.Tasks {
 		task, node := job.Tasks[t.UID], ssn.Nodes[t.Node]
 		if task == nil || node == nil {
 			err = fmt.Errorf("task %s or node %s is gone", t.Name, t.Node)
-			break
-		}
-		if queue != nil && !ssn.Allocatable(queue, task) {
-			err = fmt.Errorf("queue %s cannot take task %s", queue.Name, t.Name)
 			break
 		}
 		if t.RDMA {
@@ -484,4 +519,12 @@ func (r *run) realize(h *rdmatopology.Hold) {
 	}
 	topo.DropHold(h.Job, "held placement cannot be allocated: "+err.Error())
 	klog.InfoS("Abandoned the hold of a preempting gang", "job", h.Name, "err", err)
+}
+
+// queueName is a queue's name for messages ("" when there is none).
+func queueName(q *api.QueueInfo) string {
+	if q == nil {
+		return ""
+	}
+	return q.Name
 }

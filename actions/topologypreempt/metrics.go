@@ -22,4 +22,16 @@ var (
 		Name:      "evicted_pods_total",
 		Help:      "Pods evicted by topology-preempt to place higher-priority RDMA gangs.",
 	})
+	// reclaims counts gangs that evicted pods of other queues to be placed.
+	reclaims = promauto.NewCounter(prometheus.CounterOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "reclaims_total",
+		Help:      "RDMA gangs for which topology-reclaim evicted pods of other queues.",
+	})
+	// reclaimedPods counts the pods topology-reclaim evicted.
+	reclaimedPods = promauto.NewCounter(prometheus.CounterOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "reclaimed_pods_total",
+		Help:      "Pods of other queues evicted by topology-reclaim to place RDMA gangs.",
+	})
 )

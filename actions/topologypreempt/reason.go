@@ -5,25 +5,30 @@ import (
 	"strings"
 )
 
-// evictPrefix starts the reason of every eviction the action makes.
-const evictPrefix = "preempted by gang "
-
-// EvictReason is the reason the action gives each victim's eviction: it
-// names the preempting gang ("namespace/podgroup") and its priority.
+// EvictReason is the reason topology-preempt gives each victim's eviction:
+// it names the preempting gang ("namespace/podgroup") and its priority.
 func EvictReason(preemptor string, priority int32) string {
-	return fmt.Sprintf("%s%s (priority %d, %s)", evictPrefix, preemptor, priority, ActionName)
+	return preemptPolicy.evictReason(preemptor, priority)
 }
 
-// PreemptorOf returns the preempting gang ("namespace/podgroup") an
-// eviction reason of the action names; false for any other reason.
+// evictReason is the policy's eviction reason: "<verb> by gang <gang>
+// (priority <p>, <action>)".
+func (p *policy) evictReason(preemptor string, priority int32) string {
+	return fmt.Sprintf("%s by gang %s (priority %d, %s)", p.verb, preemptor, priority, p.action)
+}
+
+// PreemptorOf returns the gang ("namespace/podgroup") an eviction reason
+// of topology-preempt or topology-reclaim names; false for any other
+// reason.
 func PreemptorOf(reason string) (string, bool) {
-	rest, ok := strings.CutPrefix(reason, evictPrefix)
-	if !ok || !strings.HasSuffix(rest, ", "+ActionName+")") {
-		return "", false
+	for _, p := range []*policy{preemptPolicy, reclaimPolicy} {
+		rest, ok := strings.CutPrefix(reason, p.verb+" by gang ")
+		if !ok || !strings.HasSuffix(rest, ", "+p.action+")") {
+			continue
+		}
+		if i := strings.LastIndex(rest, " (priority "); i > 0 {
+			return rest[:i], true
+		}
 	}
-	i := strings.LastIndex(rest, " (priority ")
-	if i <= 0 {
-		return "", false
-	}
-	return rest[:i], true
+	return "", false
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -27,6 +28,7 @@ import (
 
 	_ "github.com/rdmatopo/rdmatopo/actions/topologyallocate"
 	"github.com/rdmatopo/rdmatopo/actions/topologypreempt"
+	_ "github.com/rdmatopo/rdmatopo/actions/topologyreclaim"
 	"github.com/rdmatopo/rdmatopo/config"
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
@@ -50,9 +52,14 @@ var epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 // cluster is a scenario's input.
 type cluster struct {
 	nodes []*corev1.Node
-	cnrs  []*v1alpha1.CustomNodeResource
-	pods  []*corev1.Pod
-	pgs   []*schedulingv1beta1.PodGroup
+	// cnrs build each node's KCNR afresh; uses are added per session.
+	cnrs []func() *builders.CNRWrapper
+	// uses are what the KCNRs list for running pods.
+	uses []use
+	pods []*corev1.Pod
+	pgs  []*schedulingv1beta1.PodGroup
+	// queues are the Queues besides "default".
+	queues []*schedulingv1beta1.Queue
 	// created counts running pods, for their creation times.
 	created int
 }
@@ -62,10 +69,44 @@ type cluster struct {
 func (c *cluster) addNode(name, leaf0, leaf1 string) {
 	c.nodes = append(c.nodes, builders.MakeNode(name).Shared().GPU(8).RDMA(4).CPU("128").
 		Resource("pods", "110").Resource("memory", "512Gi").Obj())
-	c.cnrs = append(c.cnrs, builders.MakeCNR(name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
-		Zone(0, 4, 64000).Zone(1, 4, 64000).
-		NIC(builders.NUMANICs[0][0], 0, leaf0).NIC(builders.NUMANICs[0][1], 0, leaf0).
-		NIC(builders.NUMANICs[1][0], 1, leaf1).NIC(builders.NUMANICs[1][1], 1, leaf1).Obj())
+	c.cnrs = append(c.cnrs, func() *builders.CNRWrapper {
+		return builders.MakeCNR(name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
+			Zone(0, 4, 64000).Zone(1, 4, 64000).
+			NIC(builders.NUMANICs[0][0], 0, leaf0).NIC(builders.NUMANICs[0][1], 0, leaf0).
+			NIC(builders.NUMANICs[1][0], 1, leaf1).NIC(builders.NUMANICs[1][1], 1, leaf1)
+	})
+}
+
+// use is a running pod as its node's KCNR lists it: its NUMA zone's GPUs
+// and CPUs and the zone's two NICs.
+type use struct {
+	pod  *corev1.Pod
+	numa int
+}
+
+// kcnrs returns the cluster's KCNRs, listing every use of a pod still in
+// the cluster.
+func (c *cluster) kcnrs() []*v1alpha1.CustomNodeResource {
+	live := map[*corev1.Pod]bool{}
+	for _, p := range c.pods {
+		live[p] = true
+	}
+	out := make([]*v1alpha1.CustomNodeResource, 0, len(c.cnrs))
+	for i, build := range c.cnrs {
+		w := build()
+		for _, u := range c.uses {
+			if !live[u.pod] || u.pod.Spec.NodeName != c.nodes[i].Name {
+				continue
+			}
+			consumer := builders.Consumer(u.pod.Namespace, u.pod.Name, string(u.pod.UID))
+			w.Alloc(u.numa, consumer, corev1.ResourceList{builders.GPUResource: resource.MustParse("4"), "cpu": resource.MustParse("4")})
+			for _, nic := range builders.NUMANICs[u.numa] {
+				w.UseNIC(nic, consumer)
+			}
+		}
+		out = append(out, w.Obj())
+	}
+	return out
 }
 
 // eightNodes adds n1..n4 (NUMA 0 on leaf A, NUMA 1 on B) and n5..n8 (C, D).
@@ -86,6 +127,58 @@ func (c *cluster) podGroup(name, class string, minMember int, phase schedulingv1
 	})
 }
 
+// addQueue adds an open Queue of weight 1; reclaimable false keeps other
+// queues from reclaiming its pods.
+func (c *cluster) addQueue(name string, reclaimable bool) {
+	c.queues = append(c.queues, &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:   schedulingv1beta1.QueueSpec{Weight: 1, Reclaimable: &reclaimable},
+		Status: schedulingv1beta1.QueueStatus{State: schedulingv1beta1.QueueStateOpen}})
+}
+
+// inQueue moves the jobs' PodGroups to a queue.
+func (c *cluster) inQueue(queue string, jobs ...string) {
+	for _, pg := range c.pgs {
+		for _, j := range jobs {
+			if pg.Name == j {
+				pg.Spec.Queue = queue
+			}
+		}
+	}
+}
+
+// setMeta sets key to value in the labels (label true) or the annotations
+// of an object.
+func setMeta(meta *metav1.ObjectMeta, label bool, key, value string) {
+	m := &meta.Annotations
+	if label {
+		m = &meta.Labels
+	}
+	if *m == nil {
+		*m = map[string]string{}
+	}
+	(*m)[key] = value
+}
+
+// podMeta sets an annotation (label false) or a label on every pod of a
+// job.
+func (c *cluster) podMeta(job string, label bool, key, value string) {
+	for _, p := range c.pods {
+		if strings.HasPrefix(p.Name, job+"-") {
+			setMeta(&p.ObjectMeta, label, key, value)
+		}
+	}
+}
+
+// podGroupMeta sets an annotation (label false) or a label on a job's
+// PodGroup.
+func (c *cluster) podGroupMeta(job string, label bool, key, value string) {
+	for _, pg := range c.pgs {
+		if pg.Name == job {
+			setMeta(&pg.ObjectMeta, label, key, value)
+		}
+	}
+}
+
 // slot is a NUMA zone of a node, where a running pod sits.
 type slot struct {
 	node string
@@ -94,19 +187,37 @@ type slot struct {
 
 // addRunning adds a running job of priority class class: one pod of 4 GPUs
 // and 2 NICs per slot, holding the slot's NICs (annotated as the scheduler
-// binds them), minMember minMember.
+// binds them, not yet in the KCNR), minMember minMember.
 func (c *cluster) addRunning(name, class string, minMember int, slots ...slot) {
 	c.podGroup(name, class, minMember, schedulingv1beta1.PodGroupRunning, nil)
 	for i, s := range slots {
-		p := builders.MakePod("ns", fmt.Sprintf("%s-%d", name, i)).Node(s.node).Group(name).
-			Req(builders.GPUResource, "4").Req(builders.RDMAResource, "2").Req("cpu", "4").Req("memory", "8Gi").
+		p := c.runningPod(name, i, s).
 			Annotation(ledger.AnnotationNICs, builders.NUMANICs[s.numa][0]+","+builders.NUMANICs[s.numa][1]).
-			Annotation(ledger.AnnotationNUMA, fmt.Sprint(s.numa)).
-			Created(epoch.Add(time.Duration(c.created) * time.Minute)).Obj()
-		c.created++
-		p.Spec.SchedulerName = "volcano"
+			Annotation(ledger.AnnotationNUMA, fmt.Sprint(s.numa)).Obj()
 		c.pods = append(c.pods, p)
 	}
+}
+
+// addListed adds a running job like addRunning whose pods carry no
+// rdmatopo.io annotations (placed before rdmatopo ran, or by another
+// scheduler): only their nodes' KCNRs list them, on the slot's NICs.
+func (c *cluster) addListed(name, class string, minMember int, slots ...slot) {
+	c.podGroup(name, class, minMember, schedulingv1beta1.PodGroupRunning, nil)
+	for i, s := range slots {
+		p := c.runningPod(name, i, s).Obj()
+		c.pods = append(c.pods, p)
+		c.uses = append(c.uses, use{pod: p, numa: s.numa})
+	}
+}
+
+// runningPod starts the i-th pod of a running job on slot s, younger than
+// every running pod added before it.
+func (c *cluster) runningPod(job string, i int, s slot) *builders.PodWrapper {
+	w := builders.MakePod("ns", fmt.Sprintf("%s-%d", job, i)).Node(s.node).Group(job).
+		Req(builders.GPUResource, "4").Req(builders.RDMAResource, "2").Req("cpu", "4").Req("memory", "8Gi").
+		Created(epoch.Add(time.Duration(c.created) * time.Minute)).SchedulerName("volcano")
+	c.created++
+	return w
 }
 
 // podPriority sets the pods' own priority (spec.priority) on a job.
@@ -179,7 +290,10 @@ func runSession(t *testing.T, c *cluster, rt *rdmatopology.Runtime) *outcome {
 	}
 	sc.AddQueueV1beta1(&schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "default"},
 		Spec: schedulingv1beta1.QueueSpec{Weight: 1}, Status: schedulingv1beta1.QueueStatus{State: schedulingv1beta1.QueueStateOpen}})
-	for _, cnr := range c.cnrs {
+	for _, q := range c.queues {
+		sc.AddQueueV1beta1(q)
+	}
+	for _, cnr := range c.kcnrs() {
 		rt.Fabric.UpsertCNR(cnr)
 	}
 	rdmatopology.SetRuntime(rt)
@@ -300,6 +414,24 @@ func softGangFitsNowhere(c *cluster) {
 	c.addPending("soft", "high", 2, nil)
 }
 
+// fewestEvictions: leaf A holds a gang of four, B two single pods and two
+// free slots, C one pod of a gang of three whose other pods are on D, D
+// the rest at the preemptor's priority; a hard-s0 gang of 4 waits.
+func fewestEvictions(c *cluster) {
+	c.eightNodes()
+	// A: one gang of four (4 evictions).
+	c.addRunning("wa", "low", 4, slot{"n1", 0}, slot{"n2", 0}, slot{"n3", 0}, slot{"n4", 0})
+	// B: two single pods, two free slots (2 evictions).
+	c.addRunning("sb1", "low", 1, slot{"n1", 1})
+	c.addRunning("sb2", "low", 1, slot{"n2", 1})
+	// C: one pod of a gang of three, three free slots (the whole
+	// gang: 3 evictions).
+	c.addRunning("wc", "low", 3, slot{"n5", 0}, slot{"n5", 1}, slot{"n6", 1})
+	// D: the rest held at the preemptor's priority.
+	c.addRunning("hd", "high", 1, slot{"n7", 1}, slot{"n8", 1})
+	c.addPending("big", "high", 4, hardS0)
+}
+
 var hardS0 = map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s0"}
 
 func TestPreemptionScenarios(t *testing.T) {
@@ -315,22 +447,45 @@ func TestPreemptionScenarios(t *testing.T) {
 		wantLeaves []string
 	}{
 		"hard-s0 gang frees the leaf of fewest evictions, whole victim gangs counted": {
-			build: func(c *cluster) {
-				c.eightNodes()
-				// A: one gang of four (4 evictions).
-				c.addRunning("wa", "low", 4, slot{"n1", 0}, slot{"n2", 0}, slot{"n3", 0}, slot{"n4", 0})
-				// B: two single pods, two free slots (2 evictions).
-				c.addRunning("sb1", "low", 1, slot{"n1", 1})
-				c.addRunning("sb2", "low", 1, slot{"n2", 1})
-				// C: one pod of a gang of three, three free slots (the whole
-				// gang: 3 evictions).
-				c.addRunning("wc", "low", 3, slot{"n5", 0}, slot{"n5", 1}, slot{"n6", 1})
-				// D: the rest held at the preemptor's priority.
-				c.addRunning("hd", "high", 1, slot{"n7", 1}, slot{"n8", 1})
-				c.addPending("big", "high", 4, hardS0)
-			},
+			build:       fewestEvictions,
 			wantEvicted: sorted(pods("sb1", 1), pods("sb2", 1)),
 			preemptor:   "big", wantBound: 4, wantLeaves: []string{"B"},
+		},
+		"a pod with volcano.sh/preemptable false is never a victim": {
+			build: func(c *cluster) {
+				fewestEvictions(c)
+				c.podMeta("sb1", false, schedulingv1beta1.PodPreemptable, "false")
+			},
+			// B is out: the whole gang of three on C goes instead.
+			wantEvicted: pods("wc", 3),
+			preemptor:   "big", wantBound: 4, wantLeaves: []string{"C"},
+		},
+		"pods labelled preemptable false and PodGroups saying so are never victims": {
+			build: func(c *cluster) {
+				fewestEvictions(c)
+				c.podMeta("sb1", true, schedulingv1beta1.PodPreemptable, "false")
+				c.podGroupMeta("wc", false, schedulingv1beta1.PodPreemptable, "false")
+			},
+			wantEvicted: pods("wa", 4),
+			preemptor:   "big", wantBound: 4, wantLeaves: []string{"A"},
+		},
+		"a PodGroup labelled preemptable false is never a victim; one saying true is": {
+			build: func(c *cluster) {
+				fewestEvictions(c)
+				c.podGroupMeta("sb1", true, schedulingv1beta1.PodPreemptable, "false")
+				c.podGroupMeta("wc", false, schedulingv1beta1.PodPreemptable, "true")
+			},
+			wantEvicted: pods("wc", 3),
+			preemptor:   "big", wantBound: 4, wantLeaves: []string{"C"},
+		},
+		"low pods of another queue are not preempted": {
+			build: func(c *cluster) {
+				fewestEvictions(c)
+				c.addQueue("other", false)
+				c.inQueue("other", "sb1", "sb2", "wc")
+			},
+			wantEvicted: pods("wa", 4),
+			preemptor:   "big", wantBound: 4, wantLeaves: []string{"A"},
 		},
 		"every node carries the GPU taint and every pod tolerates it": {
 			build: func(c *cluster) {
@@ -470,12 +625,19 @@ func TestPreemptionScenarios(t *testing.T) {
 // checkEvents checks the PodGroup Events naming preemptor and victims.
 func checkEvents(t *testing.T, o *outcome, preemptor string) {
 	t.Helper()
+	checkEventsOf(t, o, preemptor, topologypreempt.ReasonPreempting, topologypreempt.ReasonPreempted)
+}
+
+// checkEventsOf checks one Event of reason acting on the gang's PodGroup
+// and at least one of reason victim, each naming the gang.
+func checkEventsOf(t *testing.T, o *outcome, preemptor, acting, victim string) {
+	t.Helper()
 	var preempting, preempted int
 	for _, e := range o.events {
 		switch {
-		case strings.Contains(e, topologypreempt.ReasonPreempting):
+		case strings.Contains(e, acting):
 			preempting++
-		case strings.Contains(e, topologypreempt.ReasonPreempted):
+		case strings.Contains(e, victim):
 			preempted++
 			if !strings.Contains(e, "ns/"+preemptor) {
 				t.Errorf("victim Event does not name the preemptor: %s", e)
@@ -483,8 +645,8 @@ func checkEvents(t *testing.T, o *outcome, preemptor string) {
 		}
 	}
 	if preempting != 1 || preempted == 0 {
-		t.Errorf("events: %d %s, %d %s; want 1 and at least 1:\n%s", preempting, topologypreempt.ReasonPreempting,
-			preempted, topologypreempt.ReasonPreempted, strings.Join(o.events, "\n"))
+		t.Errorf("events: %d %s, %d %s; want 1 and at least 1:\n%s", preempting, acting,
+			preempted, victim, strings.Join(o.events, "\n"))
 	}
 }
 
@@ -661,5 +823,81 @@ func TestClaimedNodeRoom(t *testing.T) {
 	}
 	if len(o.evicted) > 0 {
 		t.Errorf("session 3: evicted %v, want nothing", o.evicted)
+	}
+}
+
+// TestUnannotatedVictims: running pods that carry no rdmatopo.io
+// annotations (placed before rdmatopo was installed), known only from their
+// nodes' KCNRs, are victims like any other. Leaf A and C each keep a pod of
+// the preemptor's priority; B and D each hold two low single-pod jobs, B's
+// the younger: the hard-s0 gang evicts B's two and binds there.
+func TestUnannotatedVictims(t *testing.T) {
+	c := &cluster{}
+	c.eightNodes()
+	c.addListed("ld1", "low", 1, slot{"n7", 1})
+	c.addListed("ld2", "low", 1, slot{"n8", 1})
+	c.addListed("sb1", "low", 1, slot{"n1", 1})
+	c.addListed("sb2", "low", 1, slot{"n2", 1})
+	c.addListed("peer", "high", 1, slot{"n1", 0})
+	c.addListed("hc", "high", 1, slot{"n5", 0})
+	c.addPending("big", "high", 4, hardS0)
+	rt := newRuntime()
+
+	o := runSession(t, c, rt)
+	if diff := cmp.Diff(sorted(pods("sb1", 1), pods("sb2", 1)), o.evicted); diff != "" {
+		t.Fatalf("evicted (-want,+got):\n%s", diff)
+	}
+	checkEvents(t, o, "big")
+	o = runSession(t, c.without(o.evicted), rt)
+	if len(o.evicted) > 0 {
+		t.Errorf("second session evicted %v, want none", o.evicted)
+	}
+	if got := bound(o, "big"); got != 4 {
+		t.Fatalf("big: %d pods bound, want 4", got)
+	}
+	if diff := cmp.Diff([]string{"B"}, leavesOf(o, "big")); diff != "" {
+		t.Errorf("big leaves (-want,+got):\n%s", diff)
+	}
+}
+
+// TestClaimedNodesFollowTheJob: a job without RDMA, younger than a gang
+// that claims leaf A's nodes and of its priority, is kept off those nodes
+// only while it has no pod placed. Its first pod goes elsewhere; its
+// second, which only the claimed nodes can hold, may then go there in the
+// same session (a job with pods placed is kept out of nothing).
+func TestClaimedNodesFollowTheJob(t *testing.T) {
+	c := &cluster{}
+	c.eightNodes()
+	c.addRunning("peera", "high", 1, slot{"n1", 0})
+	c.addRunning("peerb", "high", 1, slot{"n1", 1}, slot{"n2", 1}, slot{"n3", 1}, slot{"n4", 1})
+	c.addRunning("peerc", "high", 1, slot{"n5", 0}, slot{"n6", 0}, slot{"n7", 0}, slot{"n8", 0})
+	c.addRunning("peerd", "high", 1, slot{"n5", 1}, slot{"n6", 1}, slot{"n7", 1}, slot{"n8", 1})
+	// n5..n8 keep 20 CPUs free.
+	c.podGroup("fill", "high", 1, schedulingv1beta1.PodGroupRunning, nil)
+	for i, n := range []string{"n5", "n6", "n7", "n8"} {
+		c.pods = append(c.pods, builders.MakePod("ns", fmt.Sprintf("fill-%d", i)).Node(n).Group("fill").
+			Req("cpu", "100").SchedulerName("volcano").Obj())
+	}
+	c.addPending("old", "high", 4, hardS0)
+	c.createdAt("old", 100)
+	rt := newRuntime()
+	if o := runSession(t, c, rt); len(o.evicted) > 0 || bound(o, "old") > 0 {
+		t.Fatalf("session 1: evicted %v, old bound %d; want nothing", o.evicted, bound(o, "old"))
+	}
+
+	// cpu-0 fits anywhere with 10 CPUs free, cpu-1 only on n1..n4.
+	c.podGroup("cpu", "high", 1, schedulingv1beta1.PodGroupInqueue, nil)
+	c.createdAt("cpu", 101)
+	for i, req := range []string{"10", "110"} {
+		c.pods = append(c.pods, builders.MakePod("ns", fmt.Sprintf("cpu-%d", i)).Group("cpu").Req("cpu", req).
+			Created(epoch.Add(time.Duration(i)*time.Minute)).SchedulerName("volcano").Obj())
+	}
+	o := runSession(t, c, rt)
+	first, second := o.binds["ns/cpu-0"], o.binds["ns/cpu-1"]
+	if first == nil || second == nil {
+		t.Fatalf("session 2: cpu-0 bound %v, cpu-1 bound %v; want both", first != nil, second != nil)
+	}
+	if n := first.NodeName; n == "n1" || n == "n2" || n == "n3" || n == "n4" {
+		t.Errorf("cpu-0 on %s, in the room old claims", n)
 	}
 }

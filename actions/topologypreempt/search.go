@@ -233,6 +233,9 @@ func (s *searcher) exact(sc scope, units []*unit, bound *choice) *choice {
 		if s.plans >= planBudget {
 			return s.greedy(sc, units)
 		}
+		if !s.allowed(sub.set) {
+			continue
+		}
 		if plan := s.fits(sc, sub.set); plan != nil {
 			return &choice{scope: sc.name, units: sub.set, cost: sub.cost, plan: plan}
 		}
@@ -261,9 +264,27 @@ func (s *searcher) greedy(sc scope, units []*unit) *choice {
 			set = trial
 		}
 	}
+	if !s.allowed(set) {
+		return nil
+	}
 	plan := s.fits(sc, set)
 	if plan == nil {
 		return nil
 	}
 	return &choice{scope: sc.name, units: set, cost: costOf(set), plan: plan}
+}
+
+// allowed reports whether the session's vetoes let the gang evict the
+// units' victims together. Each candidate passed them on its own; a
+// cumulative veto (proportion's: a queue's victims together must not take
+// it below its deserved share) may still refuse a set. The what-if "every
+// unit evicted" test of a scope is not vetoed: it only bounds what a scope
+// can free.
+func (s *searcher) allowed(units []*unit) bool {
+	victims := union(units)
+	tasks := make([]*api.TaskInfo, 0, len(victims))
+	for _, v := range victims {
+		tasks = append(tasks, v.task)
+	}
+	return s.r.policy.allowsAll(s.r.ssn, s.tasks[0], tasks)
 }

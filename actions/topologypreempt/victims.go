@@ -4,15 +4,15 @@ import (
 	"sort"
 	"strings"
 
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	"volcano.sh/volcano/pkg/scheduler/api"
-	"volcano.sh/volcano/pkg/scheduler/conf"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
 
-// gangPluginName is Volcano's gang plugin, whose preemptable veto is left
-// out (see preemptable).
+// gangPluginName is Volcano's gang plugin, whose preemptable and
+// reclaimable vetoes are left out (see policy.allowed).
 const gangPluginName = "gang"
 
 // victim is a running pod that may be evicted.
@@ -48,19 +48,31 @@ type victimJob struct {
 }
 
 // candidates returns, by job UID, the jobs whose running pods the gang
-// may evict: strictly lower priority than the gang, allowed by the
-// session's preemptable vetoes (without the gang plugin's), not being
-// placed in this session.
+// may evict: in the queues the policy allows, of a priority it allows
+// (strictly lower for preempt), preemptable (the pod's and its PodGroup's
+// volcano.sh/preemptable), allowed by the session's vetoes (policy.allowed),
+// not being placed in this session. A job with a pod that may not go is
+// never evicted whole.
 func (r *run) candidates(job *api.JobInfo, preemptor *api.TaskInfo) map[api.JobID]*victimJob {
 	fabric := r.topo.Fabric
-	var all []*api.TaskInfo
 	byJob := map[api.JobID]*victimJob{}
-	for _, vj := range r.ssn.Jobs {
+	ids := make([]string, 0, len(r.ssn.Jobs))
+	for id := range r.ssn.Jobs {
+		ids = append(ids, string(id))
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		vj := r.ssn.Jobs[api.JobID(id)]
 		if vj.UID == job.UID || len(vj.TaskStatusIndex[api.Binding])+len(vj.TaskStatusIndex[api.Allocated])+len(vj.TaskStatusIndex[api.Pipelined]) > 0 {
 			continue
 		}
+		if !r.policy.queueAllows(r.ssn, job, vj) {
+			continue
+		}
+		jobOK := jobPreemptable(vj)
 		c := &victimJob{job: vj, wholeOK: true, podOK: map[api.TaskID]bool{},
 			slack: max(0, int(vj.ReadyTaskNum())-int(vj.MinAvailable))}
+		var asked []*api.TaskInfo
 		for _, t := range vj.Tasks {
 			if t.Status != api.Running && t.Status != api.Bound {
 				continue
@@ -71,13 +83,30 @@ func (r *run) candidates(job *api.JobInfo, preemptor *api.TaskInfo) map[api.JobI
 				v.leaves = fabric.NICLeaves(res.Node, res.NICs())
 			}
 			c.bound = append(c.bound, v)
-			if v.prio < job.Priority {
-				all = append(all, t)
+			// TaskInfo.Preemptable is Volcano's reading of the pod's
+			// volcano.sh/preemptable (annotation, else label).
+			if jobOK && t.Preemptable && r.policy.priorityAllows(v.prio, job.Priority) {
+				asked = append(asked, t)
+			}
+		}
+		if len(c.bound) == 0 || len(asked) == 0 {
+			continue
+		}
+		// Asked per job: a cumulative veto (proportion's) judges each job
+		// on its own here, and every chosen set again as a whole
+		// (searcher.allowed).
+		allowed := map[api.TaskID]bool{}
+		for _, t := range r.policy.allowed(r.ssn, preemptor, asked) {
+			allowed[t.UID] = true
+		}
+		for _, v := range c.bound {
+			if allowed[v.task.UID] {
+				c.podOK[v.task.UID] = true
 			} else {
 				c.wholeOK = false
 			}
 		}
-		if len(c.bound) == 0 {
+		if len(c.podOK) == 0 {
 			continue
 		}
 		sort.Slice(c.bound, func(i, j int) bool {
@@ -88,27 +117,22 @@ func (r *run) candidates(job *api.JobInfo, preemptor *api.TaskInfo) map[api.JobI
 		})
 		byJob[vj.UID] = c
 	}
-	allowed := map[api.TaskID]bool{}
-	if len(all) > 0 {
-		for _, t := range r.preemptable(preemptor, all) {
-			allowed[t.UID] = true
-		}
-	}
-	for id, c := range byJob {
-		some := false
-		for _, v := range c.bound {
-			if allowed[v.task.UID] {
-				c.podOK[v.task.UID] = true
-				some = true
-			} else {
-				c.wholeOK = false
-			}
-		}
-		if !some {
-			delete(byJob, id)
-		}
-	}
 	return byJob
+}
+
+// jobPreemptable reports whether a job's PodGroup lets its pods be
+// victims: not when its volcano.sh/preemptable annotation (else label)
+// says false, as Volcano's JobInfo.Preemptable reads it. Volcano reads a
+// PodGroup that names neither as not preemptable too, which would make
+// every job immune, so only a PodGroup that names the key counts.
+func jobPreemptable(job *api.JobInfo) bool {
+	pg := job.PodGroup
+	if pg == nil {
+		return true
+	}
+	_, ann := pg.Annotations[schedulingv1beta1.PodPreemptable]
+	_, label := pg.Labels[schedulingv1beta1.PodPreemptable]
+	return !(ann || label) || job.Preemptable
 }
 
 // startOf is when a pod started, in Unix seconds (its creation when it has
@@ -121,35 +145,6 @@ func startOf(t *api.TaskInfo) int64 {
 		return t.Pod.Status.StartTime.Unix()
 	}
 	return t.Pod.CreationTimestamp.Unix()
-}
-
-// preemptable asks the session's preemptable functions which victims the
-// preemptor may evict, with the gang plugin's veto left out.
-//
-// The gang plugin refuses every victim that takes its job to minAvailable
-// or below, so through it no whole gang is ever freed. This action evicts
-// a job whole exactly when it would fall below minMember, which is what
-// that veto protects against (a partial gang left running), so the veto
-// does not apply; the others (priority, conformance, any further plugin
-// enabled for preemption) still do. The session answers through its tiers,
-// so the gang plugin is disabled for preemption in a copy of the tiers for
-// the call, rather than calling the other plugins' checks by hand, which
-// would skip plugins this package does not know of.
-func (r *run) preemptable(preemptor *api.TaskInfo, tasks []*api.TaskInfo) []*api.TaskInfo {
-	saved := r.ssn.Tiers
-	tiers := make([]conf.Tier, len(saved))
-	off := false
-	for i, tier := range saved {
-		tiers[i].Plugins = append([]conf.PluginOption(nil), tier.Plugins...)
-		for j := range tiers[i].Plugins {
-			if tiers[i].Plugins[j].Name == gangPluginName {
-				tiers[i].Plugins[j].EnabledPreemptable = &off
-			}
-		}
-	}
-	r.ssn.Tiers = tiers
-	defer func() { r.ssn.Tiers = saved }()
-	return r.ssn.Preemptable(preemptor, tasks)
 }
 
 // unit is what is evicted together: one pod beyond its job's minMember, or

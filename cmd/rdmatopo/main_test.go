@@ -644,7 +644,7 @@ func TestExampleAndValidate(t *testing.T) {
 
 	code, stdout, stderr := runCLI(t, "validate", "--cluster", "../../examples/cluster.yaml", "--workload", "../../examples/workload.yaml")
 	require.Equal(t, exitOK, code, stderr)
-	require.Contains(t, stdout, "ok: actions enqueue, topology-allocate, topology-preempt, backfill")
+	require.Contains(t, stdout, "ok: actions enqueue, topology-allocate, topology-preempt, topology-reclaim, backfill")
 	require.Contains(t, stdout, "16 nodes, 16 CustomNodeResources, 6 bound pods")
 	require.Contains(t, stdout, "6 PodGroups, 22 pods")
 

@@ -1,6 +1,6 @@
 // Command vc-scheduler is the Volcano v1.10.0 scheduler with the rdmatopo
-// plugin (rdma-topology) and actions (topology-allocate, topology-preempt)
-// compiled in.
+// plugin (rdma-topology) and actions (topology-allocate, topology-preempt,
+// topology-reclaim) compiled in.
 //
 // It accepts exactly the flags of the stock volcanosh/vc-scheduler:v1.10.0
 // binary and behaves like it, so the image built from this repository's
@@ -43,10 +43,11 @@ import (
 	// controlled by the PANIC_ON_ERROR environment variable).
 	_ "volcano.sh/volcano/pkg/scheduler/util/assert"
 
-	// rdmatopo: the topology-allocate and topology-preempt actions and the
-	// rdma-topology plugin.
+	// rdmatopo: the topology-allocate, topology-preempt and topology-reclaim
+	// actions and the rdma-topology plugin.
 	_ "github.com/rdmatopo/rdmatopo/actions/topologyallocate"
 	_ "github.com/rdmatopo/rdmatopo/actions/topologypreempt"
+	_ "github.com/rdmatopo/rdmatopo/actions/topologyreclaim"
 	_ "github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 

@@ -10,7 +10,8 @@ import (
 )
 
 // LoadConfs parses the confs of the high-load run: rdmatopo's (whose
-// actions include topology-preempt) and stock Volcano's with preempt.
+// actions include topology-preempt and topology-reclaim) and stock
+// Volcano's with preempt and reclaim.
 func LoadConfs() (map[string]*sim.Conf, error) {
 	confs, err := Confs()
 	if err != nil {
@@ -82,6 +83,9 @@ func WriteLoadTable(w io.Writer, rep *LoadReport) error {
 		{"futile evictions", func(r *LoadResult) string { return fmt.Sprint(r.FutileEvictions) }},
 		{"undecided evictions", func(r *LoadResult) string { return fmt.Sprint(r.UndecidedEvictions) }},
 		{"partial victim gangs", func(r *LoadResult) string { return fmt.Sprint(r.PartialVictimGangs) }},
+		{"wrong-queue evictions", func(r *LoadResult) string { return fmt.Sprint(r.WrongQueueEvictions) }},
+		{"non-preemptable evictions", func(r *LoadResult) string { return fmt.Sprint(r.NonPreemptableEvictions) }},
+		{"pods running unannotated after cycle 1", func(r *LoadResult) string { return fmt.Sprint(r.UnannotatedPods) }},
 		{"pods a single-NUMA kubelet refuses", func(r *LoadResult) string { return fmt.Sprint(r.RefusedPods) }},
 		{"gangs killed for a refused pod", func(r *LoadResult) string { return fmt.Sprint(r.RefusedGangs) }},
 		{"hard tier violations", func(r *LoadResult) string { return fmt.Sprint(r.HardTierViolations) }},

@@ -16,10 +16,10 @@ import (
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
 
-// BaselinePreemptConfText is BaselineConfText with Volcano's preempt
-// action, as a stock scheduler that preempts runs it.
+// BaselinePreemptConfText is BaselineConfText with Volcano's preempt and
+// reclaim actions, as a stock scheduler that preempts runs it.
 var BaselinePreemptConfText = strings.Replace(BaselineConfText,
-	`actions: "enqueue, allocate, backfill"`, `actions: "enqueue, allocate, preempt, backfill"`, 1)
+	`actions: "enqueue, allocate, backfill"`, `actions: "enqueue, allocate, preempt, reclaim, backfill"`, 1)
 
 // DefaultEvictionGrace is the default of --eviction-grace: evicted pods
 // terminate for 5 cycles (5 s at vc-scheduler's 1 s period; a pod's
@@ -78,6 +78,15 @@ type LoadResult struct {
 	// beyond their highest-tier (more than one node, S0 or S1): what a
 	// topology-blind scheduler does with a contract it cannot read.
 	HardTierViolations int `json:"hardTierViolations"`
+	// WrongQueueEvictions counts evicted pods of a queue that may not be
+	// reclaimed from, evicted for gangs of other queues only (checkEviction).
+	WrongQueueEvictions int `json:"wrongQueueEvictions"`
+	// NonPreemptableEvictions counts evicted pods that carry
+	// volcano.sh/preemptable: "false".
+	NonPreemptableEvictions int `json:"nonPreemptableEvictions"`
+	// UnannotatedPods counts the pods running after the first cycle that
+	// were turned into pods rdmatopo did not place (reinstall).
+	UnannotatedPods int `json:"unannotatedPods"`
 	// PartialVictimGangs counts gangs the scheduler left running with fewer
 	// pods than minMember after evicting some of them.
 	PartialVictimGangs int `json:"partialVictimGangs"`
@@ -287,6 +296,11 @@ func ReplayLoad(conf *sim.Conf, cluster *workload.Cluster, trace *LoadTrace, opt
 		if cycle == trace.Cycles {
 			r.res.WaitingAtTraceEnd = r.hardWaiting()
 		}
+		if cycle == 1 {
+			if r.res.UnannotatedPods, err = r.reinstall(); err != nil {
+				return nil, err
+			}
+		}
 	}
 	r.finish(occSum)
 	r.res.Seconds = session.Seconds()
@@ -321,6 +335,7 @@ func (r *loadReplay) submit(spec LoadGang, idx, cycle int) error {
 	gs.Name = g.name
 	set := GangSet(gs, workload.Epoch.Add(time.Duration(cycle)*time.Minute))
 	set.PriorityClasses = PriorityClasses()
+	placeInQueue(set, spec)
 	set.PodGroups[0].Spec.PriorityClassName = spec.PriorityClass()
 	prio := spec.Priority()
 	for _, p := range set.Pods {
@@ -454,6 +469,7 @@ func (r *loadReplay) recordEvictions(rep *sim.CycleReport, cycle int) error {
 				pre = append(pre, p)
 			}
 		}
+		r.checkEviction(g, pre)
 		rec := evictionRec{cycle: cycle, preemptors: pre}
 		if r.grace > 0 {
 			r.dying[key] = terminating{uid: g.uids[i], gpu: g.spec.Kind.Shape().GPU, evic: len(r.evicts)}

@@ -63,6 +63,14 @@ type LoadGang struct {
 	Class int
 	// Big marks the large hard gangs whose waits the benchmark reports.
 	Big bool
+	// Queue names the gang's Queue (loadQueues; "" is the default queue).
+	Queue string
+	// NonPreemptable marks a gang whose pods carry
+	// volcano.sh/preemptable: "false".
+	NonPreemptable bool
+	// Unannotated marks a gang whose pods, running after the first cycle,
+	// are made pods rdmatopo did not place (loadReplay.reinstall).
+	Unannotated bool
 }
 
 // PriorityClass is the gang's PriorityClass name.
@@ -188,6 +196,7 @@ func NewHighLoadTrace(nodes int, seed uint64) *LoadTrace {
 				Mode:     placement.ModeSoft, HighestTier: placement.TierS1}})
 		}
 	}
+	assignQueues(t)
 	return t
 }
 

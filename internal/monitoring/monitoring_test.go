@@ -14,6 +14,7 @@ import (
 	// The scheduler's metrics: the plugin's and the actions'.
 	_ "github.com/rdmatopo/rdmatopo/actions/topologyallocate"
 	_ "github.com/rdmatopo/rdmatopo/actions/topologypreempt"
+	_ "github.com/rdmatopo/rdmatopo/actions/topologyreclaim"
 	_ "github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 
 	"github.com/rdmatopo/rdmatopo/config"

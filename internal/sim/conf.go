@@ -16,6 +16,7 @@ import (
 
 	_ "github.com/rdmatopo/rdmatopo/actions/topologyallocate"
 	_ "github.com/rdmatopo/rdmatopo/actions/topologypreempt"
+	_ "github.com/rdmatopo/rdmatopo/actions/topologyreclaim"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )

@@ -58,7 +58,7 @@ func TestParseConf(t *testing.T) {
 	}{
 		"built-in conf": {
 			text:        config.SchedulerConf,
-			wantActions: []string{"enqueue", "topology-allocate", "topology-preempt", "backfill"},
+			wantActions: []string{"enqueue", "topology-allocate", "topology-preempt", "topology-reclaim", "backfill"},
 			wantPlugin:  true,
 			wantS1Label: "rdmatopo.io/minipod",
 		},

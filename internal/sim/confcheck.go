@@ -9,7 +9,7 @@ import (
 
 // topologyActions are the actions that place RDMA pods through the
 // rdma-topology plugin's session state and cannot work without it.
-var topologyActions = []string{"topology-allocate", "topology-preempt"}
+var topologyActions = []string{"topology-allocate", "topology-preempt", "topology-reclaim"}
 
 // checkTopologyPlugin reports a conf whose actions need the rdma-topology
 // plugin while no tier enables it (the scheduler would refuse every RDMA

@@ -485,3 +485,42 @@ func TestRestartRebuildsFromObjects(t *testing.T) {
 
 // confirmErr drops ConfirmPod's reservation.
 func confirmErr(_ ledger.Reservation, err error) error { return err }
+
+// TestReinstallKnowsPodsFromKCNRs: after a gang was bound (and its KCNRs
+// list it, the default node agent confirming every bind), Reinstall strips
+// its pods' annotations and restarts: the next session restores each pod's
+// reservation from what its KCNR lists, on the same NICs, and the next
+// gang is placed around them.
+func TestReinstallKnowsPodsFromKCNRs(t *testing.T) {
+	s := newSim(t, minipodConf, fourNodes(), Options{NodeAgent: DefaultNodeAgent}, gang("g1", 3, 0))
+	_, err := s.Run(5)
+	require.NoError(t, err)
+	before := s.Ledger().All()
+	require.Len(t, before, 3)
+	var keys []string
+	for _, r := range before {
+		keys = append(keys, r.Namespace+"/"+r.Name)
+	}
+	require.NoError(t, s.Reinstall(keys))
+	for _, ps := range s.Pods() {
+		for k := range ps.Pod.Annotations {
+			require.NotContains(t, k, "rdmatopo.io/", "pod %s keeps annotation %s", ps.Pod.Name, k)
+		}
+	}
+	require.Zero(t, s.Ledger().Len(), "the ledger starts empty")
+	require.NoError(t, s.Submit(gang("g2", 5, 1)))
+	_, err = s.Run(5)
+	require.NoError(t, err)
+	require.Len(t, boundNodes(s), 8)
+	require.NoError(t, s.Ledger().CheckInvariants())
+	after := map[string]ledger.Reservation{}
+	for _, r := range s.Ledger().All() {
+		after[r.UID] = r
+	}
+	for _, r := range before {
+		got, ok := after[r.UID]
+		require.True(t, ok, "reservation of %s restored from its KCNR", r.Name)
+		require.Equal(t, r.NICs(), got.NICs(), "pod %s keeps its NICs", r.Name)
+	}
+	require.Error(t, s.Reinstall([]string{"default/nobody"}))
+}

@@ -53,6 +53,12 @@ const (
 	// KindHigherPriorityEvicted: the scheduler evicted a pod whose priority
 	// is not strictly below its preemptor's, or named no preemptor.
 	KindHigherPriorityEvicted Kind = "HigherPriorityEvicted"
+	// KindWrongQueueEvicted: the scheduler evicted a pod for a gang of
+	// another queue while the pod's queue may not be reclaimed from.
+	KindWrongQueueEvicted Kind = "WrongQueueEvicted"
+	// KindNonPreemptableEvicted: the scheduler evicted a pod that carries
+	// volcano.sh/preemptable: "false".
+	KindNonPreemptableEvicted Kind = "NonPreemptableEvicted"
 	// KindPartialVictim: after a cycle's evictions a victim gang keeps some
 	// but fewer than minMember pods bound: it was not evicted whole.
 	KindPartialVictim Kind = "PartialVictimGang"
@@ -110,6 +116,11 @@ type Observation struct {
 	// Priorities maps every gang ("namespace/name") the soak submitted, live
 	// or gone, to its priority (its PriorityClass's value).
 	Priorities map[string]int32
+	// Queues maps every gang the soak submitted to its Queue (absent: the
+	// default queue); NonPreemptable marks gangs whose pods carry
+	// volcano.sh/preemptable: "false".
+	Queues         map[string]string
+	NonPreemptable map[string]bool
 	// Relaxed holds the hard gangs that have been pending at least their
 	// max-wait since they were submitted: the scheduler may place them wider
 	// than their highest tier.
@@ -927,9 +938,11 @@ func (c *Checker) checkKCNRTruth(o *Observation, listed map[string]map[int][]top
 	}
 }
 
-// checkEvictions checks the cycle's evictions: each victim's priority (the
-// higher of its own and its gang's) is strictly below the priority of the
-// gang the eviction names as preemptor, and no victim gang is left with
+// checkEvictions checks the cycle's evictions: no victim is marked
+// non-preemptable; a victim of a gang of another queue is in a reclaimable
+// queue (reclaim, which ranks no priorities); a victim of a gang of its
+// own queue has a priority (the higher of its own and its gang's) strictly
+// below the gang's (preempt); and no victim gang is left with
 // 0 < bound < minMember pods.
 func (c *Checker) checkEvictions(o *Observation, add addFunc) {
 	if len(o.Evictions) == 0 {
@@ -945,6 +958,15 @@ func (c *Checker) checkEvictions(o *Observation, add addFunc) {
 		pre, ok := o.Priorities[e.Preemptor]
 		if !ok {
 			add(KindHigherPriorityEvicted, e.Pod, "evicted for %s, which the soak never submitted", e.Preemptor)
+			continue
+		}
+		if o.NonPreemptable[e.Gang] {
+			add(KindNonPreemptableEvicted, e.Pod, "evicted for %s though its pods carry volcano.sh/preemptable: \"false\"", e.Preemptor)
+		}
+		if q, qp := o.Queues[e.Gang], o.Queues[e.Preemptor]; q != qp {
+			if !reclaimableQueue(q) {
+				add(KindWrongQueueEvicted, e.Pod, "evicted from queue %q, which is not reclaimable, for %s of queue %q", q, e.Preemptor, qp)
+			}
 			continue
 		}
 		prio := max(e.Priority, o.Priorities[e.Gang])

@@ -471,8 +471,28 @@ func TestCheckerEvictions(t *testing.T) {
 		pgs       []*schedulingv1beta1.PodGroup
 		evictions []Eviction
 		relaxed   map[string]bool
-		want      []violationKey
+		// queues and marked are the gangs' Queues and non-preemptable marks.
+		queues map[string]string
+		marked map[string]bool
+		want   []violationKey
 	}{
+		"a higher-priority gang of a reclaimable queue reclaimed for another queue": {
+			pgs:       []*schedulingv1beta1.PodGroup{podGroup("peer", 1, nil)},
+			evictions: []Eviction{evict("peer-0", "peer", Namespace+"/low", 0)},
+			queues:    map[string]string{Namespace + "/peer": soakQueues[1].name, Namespace + "/low": soakQueues[0].name},
+		},
+		"a pod of a queue that is not reclaimable evicted for another queue": {
+			pgs:       []*schedulingv1beta1.PodGroup{podGroup("low", 1, nil)},
+			evictions: []Eviction{evict("low-0", "low", Namespace+"/high", 0)},
+			queues:    map[string]string{Namespace + "/low": soakQueues[0].name, Namespace + "/high": soakQueues[1].name},
+			want:      []violationKey{{KindWrongQueueEvicted, Namespace + "/low-0"}},
+		},
+		"a non-preemptable pod evicted": {
+			pgs:       []*schedulingv1beta1.PodGroup{podGroup("low", 1, nil)},
+			evictions: []Eviction{evict("low-0", "low", Namespace+"/high", 0)},
+			marked:    map[string]bool{Namespace + "/low": true},
+			want:      []violationKey{{KindNonPreemptableEvicted, Namespace + "/low-0"}},
+		},
 		"a lower-priority gang evicted whole": {
 			pgs:       []*schedulingv1beta1.PodGroup{podGroup("low", 2, nil)},
 			evictions: []Eviction{evict("low-0", "low", Namespace+"/high", 0), evict("low-1", "low", Namespace+"/high", 0)},
@@ -529,7 +549,7 @@ func TestCheckerEvictions(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := NewChecker(topology.Config{}, 2)
 			o := &Observation{Cycle: 1, Pods: tc.pods, PodGroups: tc.pgs, Fabric: fabric, Evictions: tc.evictions,
-				Priorities: prios, Relaxed: tc.relaxed, JustBound: map[string]bool{}}
+				Priorities: prios, Relaxed: tc.relaxed, JustBound: map[string]bool{}, Queues: tc.queues, NonPreemptable: tc.marked}
 			for _, p := range tc.pods {
 				o.JustBound[string(p.UID)] = true
 			}

@@ -38,8 +38,14 @@
 //     idle cluster (every generated gang fits the empty cluster), and the
 //     soak ends within MaxCycles.
 //   - HigherPriorityEvicted (with Priorities): every evicted pod names a
-//     preemptor the soak submitted, and its priority (the higher of its own
-//     and its gang's) is strictly below the preemptor's.
+//     preemptor the soak submitted, and, when the preemptor is of the
+//     pod's queue, its priority (the higher of its own and its gang's) is
+//     strictly below the preemptor's.
+//   - WrongQueueEvicted (with Priorities): a pod evicted for a gang of
+//     another queue is in a reclaimable queue (the soak's gangs run in a
+//     prod queue that is not reclaimable and a batch queue that is).
+//   - NonPreemptableEvicted (with Priorities): no pod carrying
+//     volcano.sh/preemptable: "false" is evicted.
 //   - PartialVictimGang (with Priorities): after a cycle's evictions no
 //     victim gang keeps 0 < bound < minMember pods.
 //
@@ -128,6 +134,14 @@ type Config struct {
 	// beyond MaxLiveJobs every BurstEvery cycles: the scheduler preempts.
 	// Victim gangs are resubmitted (not counted in Jobs).
 	Priorities bool
+	// Queues, with Priorities, runs the gangs in two queues (queues.go): a
+	// prod queue that may not be reclaimed from and a reclaimable batch
+	// queue, so the scheduler reclaims across them. Volcano's proportion
+	// plugin then keeps a queue at its deserved share from allocating,
+	// the rest of a gang whose bind failed included: such a gang may stay
+	// partial past PartialGrace (PartialGang) while its queue is at its
+	// share, which is Volcano's rule, not a fault of the scheduler.
+	Queues bool
 	// BurstEvery is the cycles between bursts with Priorities (default 30).
 	BurstEvery int
 }
@@ -226,6 +240,10 @@ type Result struct {
 	// violations (Priorities).
 	HigherPriorityEvictions int `json:"higherPriorityEvictions"`
 	PartialVictimGangs      int `json:"partialVictimGangs"`
+	// WrongQueueEvictions and NonPreemptableEvictions count those
+	// violations (Priorities).
+	WrongQueueEvictions     int `json:"wrongQueueEvictions"`
+	NonPreemptableEvictions int `json:"nonPreemptableEvictions"`
 	// EvictedPods counts pods the scheduler evicted, Resubmitted the victim
 	// gangs submitted again, Relaxed the max-wait gangs whose wait passed.
 	EvictedPods int `json:"evictedPods"`
@@ -282,6 +300,8 @@ type runner struct {
 	// priority; resubmits counts resubmissions, for names.
 	priorities map[string]int32
 	resubmits  int
+	// marks are the gangs' queues and preemptable marks (Priorities).
+	marks queueMarks
 	// evictedConsumers are the KCNR consumers of every evicted pod.
 	evictedConsumers map[string]bool
 }
@@ -315,6 +335,7 @@ func Run(cfg Config) (*Result, error) {
 
 		priorities:       map[string]int32{},
 		evictedConsumers: map[string]bool{},
+		marks:            queueMarks{queue: map[string]string{}, nonPreemptable: map[string]bool{}},
 	}
 	r.checker.NodeFollowsPlan = cfg.NodeAgent == sim.AgentExact
 	for _, n := range nodes {
@@ -326,8 +347,11 @@ func Run(cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.sim.Submit(&workload.Set{Queues: []*schedulingv1beta1.Queue{workload.NewDefaultQueue()},
-		PriorityClasses: priorityClasses()}); err != nil {
+	queues := []*schedulingv1beta1.Queue{workload.NewDefaultQueue()}
+	if cfg.Priorities && cfg.Queues {
+		queues = append(queues, queueObjects()...)
+	}
+	if err := r.sim.Submit(&workload.Set{Queues: queues, PriorityClasses: priorityClasses()}); err != nil {
 		return nil, err
 	}
 	err = r.loop()
@@ -463,6 +487,10 @@ func (r *runner) record(vs []Violation) {
 			r.res.HigherPriorityEvictions++
 		case KindPartialVictim:
 			r.res.PartialVictimGangs++
+		case KindWrongQueueEvicted:
+			r.res.WrongQueueEvictions++
+		case KindNonPreemptableEvicted:
+			r.res.NonPreemptableEvictions++
 		}
 	}
 }
@@ -629,6 +657,7 @@ func (r *runner) observe(rep *sim.CycleReport) (*Observation, error) {
 	}
 	r.res.EvictedPods += len(rep.Evicted)
 	o.Priorities = r.priorities
+	o.Queues, o.NonPreemptable = r.marks.queue, r.marks.nonPreemptable
 	o.EvictedConsumers = r.evictedConsumers
 	o.Relaxed = map[string]bool{}
 	for name, j := range r.live {

@@ -166,6 +166,14 @@ func (r *runner) submitSpec(g gangSpec, name string) error {
 		pg.Spec.PriorityClassName = soakClasses[g.class].name
 		r.priorities[Namespace+"/"+name] = v
 	}
+	nonPreemptable := false
+	if r.cfg.Priorities {
+		var queue string
+		queue, nonPreemptable = r.marks.assign(Namespace+"/"+name, g.class, len(r.marks.queue), r.cfg.Queues)
+		if queue != "" {
+			pg.Spec.Queue = queue
+		}
+	}
 	j := &job{name: name, minMember: g.pods, duration: 2 + r.rng.Intn(10), spec: g, submitted: r.sim.Cycle() + 1, maxWait: g.maxWait}
 	for i := 0; i < g.pods; i++ {
 		podName := name + "-" + strconv.Itoa(i)
@@ -185,6 +193,9 @@ func (r *runner) submitSpec(g gangSpec, name string) error {
 		if prio != nil {
 			p.Spec.PriorityClassName = pg.Spec.PriorityClassName
 			p.Spec.Priority = prio
+		}
+		if nonPreemptable {
+			p.Annotations[schedulingv1beta1.PodPreemptable] = "false"
 		}
 		j.pods = append(j.pods, p)
 	}

@@ -391,15 +391,20 @@ func (b *setBuilder) finish() *InputError {
 
 // NewDefaultQueue returns the "default" Queue Volcano creates at start-up.
 func NewDefaultQueue() *schedulingv1beta1.Queue {
-	reclaimable := true
+	return NewQueue(DefaultQueue, 1, true)
+}
+
+// NewQueue returns an open Queue of the given weight, created before the
+// workload's epoch, whose pods other queues may reclaim when reclaimable.
+func NewQueue(name string, weight int32, reclaimable bool) *schedulingv1beta1.Queue {
 	return &schedulingv1beta1.Queue{
 		TypeMeta: metav1.TypeMeta{APIVersion: APIVersionScheduling, Kind: KindQueue},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:              DefaultQueue,
-			UID:               StableUID(KindQueue, "", DefaultQueue),
+			Name:              name,
+			UID:               StableUID(KindQueue, "", name),
 			CreationTimestamp: metav1.NewTime(Epoch.Add(-48 * time.Hour)),
 		},
-		Spec:   schedulingv1beta1.QueueSpec{Weight: 1, Reclaimable: &reclaimable},
+		Spec:   schedulingv1beta1.QueueSpec{Weight: weight, Reclaimable: &reclaimable},
 		Status: schedulingv1beta1.QueueStatus{State: schedulingv1beta1.QueueStateOpen},
 	}
 }

@@ -81,8 +81,11 @@ func openSession(ssn *framework.Session, args *Args) *Session {
 // reservations of pods that are gone, finished, back to pending (a failed
 // bind) or on another node are released; bound pods that carry the
 // scheduler's annotations but have no reservation (after a restart) get one
-// back; reservations the KCNRs list are confirmed, and where a KCNR lists a
-// pod on other NICs than reserved, its NICs are adopted (truth.go).
+// back from them; bound RDMA pods without those annotations get the one
+// their node's KCNR lists (so every running pod the KCNRs list is in the
+// ledger, however it was placed); reservations the KCNRs list are
+// confirmed, and where a KCNR lists a pod on other NICs than reserved, its
+// NICs are adopted (truth.go).
 func (s *Session) reconcile() {
 	// Pods of the session's jobs, plus every pod on a node (pods of other
 	// schedulers or without a group are only there).
@@ -123,7 +126,7 @@ func (s *Session) reconcile() {
 		l.Release(r.UID)
 		klog.V(3).InfoS("Released NIC reservation", "pod", r.Namespace+"/"+r.Name, "node", r.Node, "nics", r.NICs(), "reason", why)
 	})
-	var missing []*v1.Pod
+	var missing, unannotated []*api.TaskInfo
 	for uid, t := range tasks {
 		if kept[uid] || t.Pod == nil || nodeOf(t) == "" {
 			continue
@@ -138,32 +141,72 @@ func (s *Session) reconcile() {
 			continue
 		}
 		if _, ok := t.Pod.Annotations[ledger.AnnotationNICs]; ok {
-			missing = append(missing, t.Pod)
+			missing = append(missing, t)
+		} else {
+			unannotated = append(unannotated, t)
 		}
 	}
-	if len(missing) > 0 {
-		sort.Slice(missing, func(i, j int) bool { return missing[i].UID < missing[j].UID })
-		rebuilt, errs := ledger.Rebuild(s.args.TopologyConfig(), missing, s.Fabric)
-		reportRebuildErrors(s.rt.recorder, errs)
-		for _, r := range rebuilt.All() {
-			if job, ok := tasks[r.UID]; ok {
-				r.Job = string(job.Job)
-			}
-			// A NIC another pod already holds stays with it; the pod keeps
-			// every other NIC it names, so none is handed out twice.
-			contested, err := l.ReserveUncontested(r)
-			switch {
-			case err != nil:
-				klog.ErrorS(err, "Cannot restore NIC reservation of a bound pod", "pod", r.Namespace+"/"+r.Name)
-			case len(contested) > 0:
-				klog.ErrorS(nil, "Restored NIC reservation without NICs another pod holds", "pod", r.Namespace+"/"+r.Name, "node", r.Node, "contested", contested)
-			default:
-				klog.V(3).InfoS("Restored NIC reservation from pod annotations", "pod", r.Namespace+"/"+r.Name, "node", r.Node, "nics", r.NICs())
-			}
-		}
-	}
+	s.restore(tasks, missing)
+	s.restoreListed(unannotated)
 	s.adopt(tasks)
 	s.rt.truthOf().forget(tasks, s.ssn.Jobs)
+}
+
+// restore gives bound pods that carry the scheduler's annotations but have
+// no reservation (after a restart) their reservation back from the
+// annotations (ledger.Rebuild). tasks are the session's pods by UID.
+func (s *Session) restore(tasks map[string]*api.TaskInfo, bound []*api.TaskInfo) {
+	if len(bound) == 0 {
+		return
+	}
+	missing := make([]*v1.Pod, 0, len(bound))
+	for _, t := range bound {
+		missing = append(missing, t.Pod)
+	}
+	sort.Slice(missing, func(i, j int) bool { return missing[i].UID < missing[j].UID })
+	rebuilt, errs := ledger.Rebuild(s.args.TopologyConfig(), missing, s.Fabric)
+	reportRebuildErrors(s.rt.recorder, errs)
+	for _, r := range rebuilt.All() {
+		if job, ok := tasks[r.UID]; ok {
+			r.Job = string(job.Job)
+		}
+		s.reserveRestored(r, "pod annotations")
+	}
+}
+
+// restoreListed enters bound RDMA pods that carry no rdmatopo.io
+// annotations (placed before rdmatopo ran, by another scheduler, or
+// stripped) into the ledger as their nodes' KCNRs list them
+// (ledger.Listed), so they are victims, room blockers and held capacity
+// like the pods rdmatopo placed. A pod no KCNR lists yet holds nothing the
+// ledger could name: the KCNR's free figures and the session's idle
+// resources still count it.
+func (s *Session) restoreListed(bound []*api.TaskInfo) {
+	sort.Slice(bound, func(i, j int) bool { return bound[i].UID < bound[j].UID })
+	for _, t := range bound {
+		r, ok := ledger.Listed(s.args.TopologyConfig(), t.Pod, s.Fabric)
+		if !ok || r.Node != nodeOf(t) {
+			continue
+		}
+		r.Job = string(t.Job)
+		s.reserveRestored(r, "the node's CustomNodeResource")
+	}
+}
+
+// reserveRestored reserves a bound pod's restored reservation. A NIC
+// another pod already holds stays with it; the pod keeps every other NIC,
+// so none is handed out twice.
+func (s *Session) reserveRestored(r ledger.Reservation, from string) {
+	contested, err := s.rt.Ledger.ReserveUncontested(r)
+	switch {
+	case err != nil:
+		klog.ErrorS(err, "Cannot restore NIC reservation of a bound pod", "pod", r.Namespace+"/"+r.Name, "from", from)
+	case len(contested) > 0:
+		klog.ErrorS(nil, "Restored NIC reservation without NICs another pod holds", "pod", r.Namespace+"/"+r.Name, "node", r.Node,
+			"contested", contested, "from", from)
+	default:
+		klog.V(3).InfoS("Restored NIC reservation", "pod", r.Namespace+"/"+r.Name, "node", r.Node, "nics", r.NICs(), "from", from)
+	}
 }
 
 // nodeOf is the node a task is on or being bound to. While a bind is in

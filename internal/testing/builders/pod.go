@@ -108,6 +108,12 @@ func (w *PodWrapper) Created(t time.Time) *PodWrapper {
 	return w
 }
 
+// SchedulerName sets spec.schedulerName.
+func (w *PodWrapper) SchedulerName(name string) *PodWrapper {
+	w.pod.Spec.SchedulerName = name
+	return w
+}
+
 // Terminating sets metadata.deletionTimestamp.
 func (w *PodWrapper) Terminating(t time.Time) *PodWrapper {
 	ts := metav1.NewTime(t)
