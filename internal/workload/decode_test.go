@@ -76,6 +76,14 @@ func TestLoadWorkloadErrors(t *testing.T) {
 			in:   "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: pt, annotations: {rdmatopo.io/mode: hard, rdmatopo.io/max-wait: soon}}\n",
 			want: wantErr{Doc: 1, Kind: "PyTorchJob", Name: "default/pt", Field: `metadata.annotations["rdmatopo.io/max-wait"]`, Msg: `"soon" is not a duration`},
 		},
+		"rank: not a number on a Pod": {
+			in:   pgDoc + "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations: {scheduling.k8s.io/group-name: pg, rdmatopo.io/rank: first}\nspec: {containers: [{name: c}]}\n",
+			want: wantErr{Doc: 2, Kind: "Pod", Name: "default/p", Field: `metadata.annotations["rdmatopo.io/rank"]`, Msg: `"first" is not a rank (want a non-negative integer)`},
+		},
+		"rank: negative in a Volcano Job's template": {
+			in:   "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j}\nspec:\n  minAvailable: 1\n  tasks:\n  - name: w\n    replicas: 1\n    template:\n      metadata: {annotations: {rdmatopo.io/rank: \"-1\"}}\n      spec: {containers: [{name: c, image: x}]}\n",
+			want: wantErr{Doc: 1, Kind: "Job", Name: "default/j", Field: `spec.tasks[].template.metadata.annotations["rdmatopo.io/rank"]`, Msg: `"-1" is not a rank`},
+		},
 		"unknown kind": {
 			in:   "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n",
 			want: wantErr{Doc: 1, Kind: "Deployment", Name: "d", Field: "kind", Msg: `unknown kind "Deployment"`},
