@@ -161,8 +161,10 @@ func (p *planner) tryAnywhere(pods []Pod) *candidate {
 	return &candidate{assign: assign, leaves: p.leavesOf(assign), key: "anywhere"}
 }
 
-// finish turns a candidate into a plan, with the tier of the whole gang.
+// finish turns a candidate into a plan, with the tier of the whole gang
+// and its pods in rank order over the candidate's slots (rankorder.go).
 func (p *planner) finish(c *candidate) *Plan {
+	c.assign = p.inRankOrder(c.assign)
 	nodes := map[string]bool{}
 	s0s := map[topology.S0ID]bool{}
 	s1s := map[topology.S1ID]bool{}
