@@ -410,7 +410,7 @@ func refusedBy(err error) string {
 // annotation (an error wrapping placement.ErrInvalidContract).
 func buildGang(topo *rdmatopology.Session, fit *gangfit.Nodes, job *api.JobInfo, c placement.Contract, rdma []*api.TaskInfo, others int) (placement.Gang, error) {
 	g := placement.Gang{Job: string(job.UID), Mode: c.Mode, HighestTier: c.HighestTier, Held: topo.Held(job.UID),
-		Exclude: map[string]bool{}}
+		Exclude: map[string]bool{}, Segment: c.Segment}
 	for _, t := range rdma {
 		g.Pods = append(g.Pods, placement.Pod{UID: string(t.UID), Name: t.Namespace + "/" + t.Name,
 			Shape: topo.Shape(t), Group: fit.Group(t)})
@@ -547,7 +547,8 @@ func (r *run) allocateRDMATask(queue *api.QueueInfo, job *api.JobInfo, stmt *fra
 		setFitError(job, task, err.Error())
 		return
 	}
-	g.Need = 1
+	// A pod beyond minMember is planned alone, outside any segment.
+	g.Need, g.Segment = 1, placement.Segment{}
 	byUID := map[string]*api.TaskInfo{string(task.UID): task}
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		plan, fail := topo.State.Plan(g)

@@ -255,3 +255,93 @@ func TestInvalidRankKeepsGangPending(t *testing.T) {
 		t.Errorf("condition message = %q, want %q", got, want)
 	}
 }
+
+func TestSegmentScenarios(t *testing.T) {
+	seg := func(size, tier string) map[string]string {
+		return map[string]string{placement.AnnotationSegmentSize: size, placement.AnnotationSegmentTier: tier}
+	}
+	// aSplit: leaf A has 6 free zones, C and D 2 each (c1, c2), E 4.
+	aSplit := func(c *cluster) {
+		for i := 1; i <= 6; i++ {
+			c.addBusyNode(fmt.Sprintf("a%d", i), "A", "B", zonesBusy(1)...)
+		}
+		c.addBusyNode("c1", "C", "D")
+		c.addBusyNode("c2", "C", "D")
+		for i := 1; i <= 4; i++ {
+			c.addBusyNode(fmt.Sprintf("e%d", i), "E", "F", zonesBusy(1)...)
+		}
+	}
+	// threeEach: every leaf has 3 free zones, one per node.
+	threeEach := func(c *cluster) {
+		for i := 1; i <= 6; i++ {
+			busyZone := 1
+			if i > 3 {
+				busyZone = 0
+			}
+			c.addBusyNode(fmt.Sprintf("n%d", i), "A", "B", zonesBusy(busyZone)...)
+		}
+	}
+	names := func(prefix string, n int) []string {
+		var out []string
+		for i := 0; i < n; i++ {
+			out = append(out, fmt.Sprintf("%s-%d", prefix, i))
+		}
+		return out
+	}
+	cases := map[string]struct {
+		build      func(c *cluster)
+		ranks      []string
+		size       int
+		wantReason string
+	}{
+		// Without segments 8 pods take A (6) and C (2), the best fit: ranks
+		// 4-7 would straddle A and C.
+		"segments of 4 under one S0": {
+			build: func(c *cluster) { aSplit(c); c.addJob("seg", 8, 4, 2, seg("4", "s0")) },
+			ranks: names("seg", 8), size: 4,
+		},
+		"segments of 4 fit no S0: the gang waits whole": {
+			build:      func(c *cluster) { threeEach(c); c.addJob("seg", 8, 4, 2, seg("4", "s0")) },
+			wantReason: "no S0 holds segment 1 of 2 (ranks 0-3, 4 pods of 4 GPU + 2 RDMA) next to the segments before it: no S0 can hold 4 pods of 4 GPU + 2 RDMA; the largest holds 3",
+		},
+		// Without segments 4 pods take A's 3 zones and 1 of B: ranks 2-3
+		// would straddle A and B.
+		"PyTorchJob with segments of 2 under one S0": {
+			build: func(c *cluster) {
+				threeEach(c)
+				pods := []gangPod{{name: "pt-master-0", gpu: 4, nics: 2,
+					labels: map[string]string{placement.LabelReplicaType: "master", placement.LabelReplicaIndex: "0"}}}
+				for i := 0; i < 3; i++ {
+					pods = append(pods, gangPod{name: fmt.Sprintf("pt-worker-%d", i), gpu: 4, nics: 2,
+						labels: map[string]string{placement.LabelReplicaType: "worker", placement.LabelReplicaIndex: fmt.Sprint(i)}})
+				}
+				c.addGang("pt", pods)
+				c.pgs[len(c.pgs)-1].Annotations = seg("2", "s0")
+			},
+			ranks: []string{"pt-master-0", "pt-worker-0", "pt-worker-1", "pt-worker-2"}, size: 2,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := &cluster{}
+			tc.build(c)
+			o := runSession(t, c, newRuntime())
+			checkBinds(t, o)
+			if tc.wantReason != "" {
+				if len(o.binds) != 0 {
+					t.Errorf("%d pods bound, want none", len(o.binds))
+				}
+				if got := condition(o.pgs["ns/seg"]); got != tc.wantReason {
+					t.Errorf("condition message = %q, want %q", got, tc.wantReason)
+				}
+				return
+			}
+			ring := boundRing(t, o, tc.ranks)
+			for start := 0; start < len(ring); start += tc.size {
+				if _, leaves := leafCrossings(ring[start : start+tc.size]); leaves != 1 {
+					t.Errorf("segment %d (ranks %d-%d) spans %d leaves: %v", start/tc.size, start, start+tc.size-1, leaves, ring)
+				}
+			}
+		})
+	}
+}

@@ -206,7 +206,7 @@ func (r *run) pendingTasks(job *api.JobInfo) (rdma, others []*api.TaskInfo) {
 // pods in rank order; it fails on an invalid rank annotation.
 func (r *run) buildGang(job *api.JobInfo, c placement.Contract, rdma, others []*api.TaskInfo) (placement.Gang, error) {
 	g := placement.Gang{Job: string(job.UID), Mode: c.Mode, HighestTier: c.HighestTier, Held: r.topo.Held(job.UID),
-		Exclude: map[string]bool{}}
+		Exclude: map[string]bool{}, Segment: c.Segment}
 	for _, t := range rdma {
 		g.Pods = append(g.Pods, placement.Pod{UID: string(t.UID), Name: t.Namespace + "/" + t.Name,
 			Shape: r.topo.Shape(t), Group: r.fit.Group(t)})

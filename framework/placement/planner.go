@@ -31,6 +31,9 @@ const maxVerify = 8
 // tries exactly Need pods. The state is not changed: the caller applies the
 // plan through the session (which calls Apply per pod).
 func (s *State) Plan(g Gang) (*Plan, *Failure) {
+	if g.Segment.Set() && len(g.Pods) > 0 {
+		return s.planSegments(g)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(g.Pods) == 0 {

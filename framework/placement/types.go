@@ -165,6 +165,9 @@ type Gang struct {
 	// ExcludeS0s lists leaves whose NICs the gang may not use (another
 	// gang's claim on them); nil excludes none.
 	ExcludeS0s map[topology.S0ID]bool
+	// Segment keeps blocks of consecutive ranks within one domain
+	// (segments.go); the zero value asks nothing.
+	Segment Segment
 }
 
 // Assignment is where one pod goes.

@@ -362,14 +362,24 @@ func (b *setBuilder) finish() *InputError {
 		}
 	}
 	running := map[string]int32{}
+	members := map[string]int{}
 	for i, p := range b.set.Pods {
 		group := p.Annotations[schedulingv1beta1.KubeGroupNameAnnotationKey]
 		if _, ok := b.pgs[p.Namespace+"/"+group]; !ok {
 			src := b.pods[i]
 			return src.origin.errorf(src.kind, src.namespace, src.name, groupAnnotationField, "PodGroup %s/%s is not defined in the workload", p.Namespace, group)
 		}
+		members[p.Namespace+"/"+group]++
 		if p.Spec.NodeName != "" {
 			running[p.Namespace+"/"+group]++
+		}
+	}
+	for _, pg := range b.set.PodGroups {
+		// The contract was checked when read; here the size meets the pods.
+		c, _ := placement.ParseContract(pg.Annotations)
+		if msg := placement.SegmentProblem(c.Segment.Size, members[pg.Namespace+"/"+pg.Name]); msg != "" {
+			src := b.pgs[pg.Namespace+"/"+pg.Name]
+			return src.origin.errorf(src.kind, src.namespace, src.name, fmt.Sprintf("metadata.annotations[%q]", placement.AnnotationSegmentSize), "%s", msg)
 		}
 	}
 	// A PodGroup whose running pods meet its minMember runs, as Volcano
