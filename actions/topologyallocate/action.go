@@ -252,7 +252,12 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 	if relaxed {
 		klog.V(3).InfoS("Gang waited max-wait for its highest tier; planning it as soft", "job", job.UID, "maxWait", c.MaxWait)
 	}
-	g := buildGang(topo, r.fit, job, c, rdma, others)
+	g, err := buildGang(topo, r.fit, job, c, rdma, others)
+	if err != nil {
+		klog.InfoS("Gang not placed: invalid rank", "job", job.UID, "err", err)
+		topo.RecordFailure(job, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
+		return
+	}
 	// An older waiting gang of the job's priority keeps the room it claimed.
 	claimedBy, claimed := topo.KeepOffClaims(job, &g)
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
@@ -405,19 +410,23 @@ func refusedBy(err error) string {
 }
 
 // buildGang turns the job's pending RDMA tasks into a planner request under
-// contract c.
-func buildGang(topo *rdmatopology.Session, fit *gangfit.Nodes, job *api.JobInfo, c placement.Contract, rdma []*api.TaskInfo, others int) placement.Gang {
+// contract c, the pods in rank order. It fails on an invalid rank
+// annotation (an error wrapping placement.ErrInvalidContract).
+func buildGang(topo *rdmatopology.Session, fit *gangfit.Nodes, job *api.JobInfo, c placement.Contract, rdma []*api.TaskInfo, others int) (placement.Gang, error) {
 	g := placement.Gang{Job: string(job.UID), Mode: c.Mode, HighestTier: c.HighestTier, Held: topo.Held(job.UID),
-		Exclude: map[string]bool{}}
+		Exclude: map[string]bool{}, Segment: c.Segment}
 	for _, t := range rdma {
 		g.Pods = append(g.Pods, placement.Pod{UID: string(t.UID), Name: t.Namespace + "/" + t.Name,
 			Shape: topo.Shape(t), Group: fit.Group(t)})
+	}
+	if err := topo.RankPods(rdma, g.Pods); err != nil {
+		return g, err
 	}
 	g.Allowed = fit.Filter(g.Pods, nil)
 	g.Admit = fit.Admit(rdma, nil)
 	need := int(job.MinAvailable) - int(job.ReadyTaskNum()) - others
 	g.Need = max(0, min(need, len(rdma)))
-	return g
+	return g, nil
 }
 
 // allocateTasks is allocate's per-task turn of a job: tasks are taken in
@@ -552,8 +561,15 @@ func (r *run) allocateRDMATask(queue *api.QueueInfo, job *api.JobInfo, stmt *fra
 		setFitError(job, task, err.Error())
 		return
 	}
-	g := buildGang(topo, r.fit, job, c, []*api.TaskInfo{task}, 0)
-	g.Need = 1
+	g, err := buildGang(topo, r.fit, job, c, []*api.TaskInfo{task}, 0)
+	if err != nil {
+		klog.V(3).InfoS("Pod not placed: invalid rank", "pod", klog.KRef(task.Namespace, task.Name), "err", err)
+		topo.RecordFailure(job, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
+		setFitError(job, task, err.Error())
+		return
+	}
+	// A pod beyond minMember is planned alone, outside any segment.
+	g.Need, g.Segment = 1, placement.Segment{}
 	byUID := map[string]*api.TaskInfo{string(task.UID): task}
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		plan, fail := topo.State.Plan(g)

@@ -559,7 +559,7 @@ func TestContractScenarios(t *testing.T) {
 		"misspelt key: pending": {
 			ann:         map[string]string{"rdmatopo.io/Mode": "hard"},
 			wantReason:  "InvalidAnnotation",
-			wantMessage: "PodGroup ns/big: invalid job contract: annotation rdmatopo.io/Mode: unknown key (the job contract has rdmatopo.io/mode, rdmatopo.io/highest-tier and rdmatopo.io/max-wait)",
+			wantMessage: "PodGroup ns/big: invalid job contract: annotation rdmatopo.io/Mode: unknown key (the job contract has rdmatopo.io/mode, rdmatopo.io/highest-tier, rdmatopo.io/max-wait, rdmatopo.io/segment-size and rdmatopo.io/segment-tier)",
 		},
 		"hard without max-wait waits for its tier": {
 			ann:         waitHard(map[string]string{ledger.AnnotationWaitingSince: since(time.Hour)}),

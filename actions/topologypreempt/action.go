@@ -221,18 +221,22 @@ func (r *run) pendingTasks(job *api.JobInfo) (rdma, others []*api.TaskInfo) {
 	return rdma, others
 }
 
-// buildGang turns the job's pending RDMA tasks into a planner request.
-func (r *run) buildGang(job *api.JobInfo, c placement.Contract, rdma, others []*api.TaskInfo) placement.Gang {
+// buildGang turns the job's pending RDMA tasks into a planner request, the
+// pods in rank order; it fails on an invalid rank annotation.
+func (r *run) buildGang(job *api.JobInfo, c placement.Contract, rdma, others []*api.TaskInfo) (placement.Gang, error) {
 	g := placement.Gang{Job: string(job.UID), Mode: c.Mode, HighestTier: c.HighestTier, Held: r.topo.Held(job.UID),
-		Exclude: map[string]bool{}}
+		Exclude: map[string]bool{}, Segment: c.Segment}
 	for _, t := range rdma {
 		g.Pods = append(g.Pods, placement.Pod{UID: string(t.UID), Name: t.Namespace + "/" + t.Name,
 			Shape: r.topo.Shape(t), Group: r.fit.Group(t)})
 	}
+	if err := r.topo.RankPods(rdma, g.Pods); err != nil {
+		return g, err
+	}
 	g.Admit = r.fit.Admit(rdma, nil)
 	need := int(job.MinAvailable) - int(job.ReadyTaskNum()) - len(others)
 	g.Need = max(0, min(need, len(rdma)))
-	return g
+	return g, nil
 }
 
 // preempt finds and applies the cheapest evictions for one gang.
@@ -245,7 +249,10 @@ func (r *run) preempt(job *api.JobInfo) {
 	if len(rdma) == 0 {
 		return
 	}
-	g := r.buildGang(job, c, rdma, others)
+	g, err := r.buildGang(job, c, rdma, others)
+	if err != nil {
+		return // topology-allocate reports the invalid rank
+	}
 	g.Allowed = r.fit.Filter(g.Pods, nil)
 	claimedBy, _ := r.topo.KeepOffClaims(job, &g)
 	if plan, fail := r.topo.State.Plan(g); fail == nil && plan != nil {

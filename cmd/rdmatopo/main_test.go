@@ -188,6 +188,12 @@ func TestUnusableInputExits2(t *testing.T) {
 			args:   []string{"simulate", "--workload", "FILE"},
 			wantIn: []string{"w.yaml", "Job default/j", `metadata.annotations["rdmatopo.io/mode"]`, `"HARD" is not a mode`},
 		},
+		"segment size that does not divide the gang": {
+			file: "w.yaml", content: "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j, annotations: {rdmatopo.io/segment-size: \"4\", rdmatopo.io/segment-tier: s0}}\n" +
+				"spec:\n  minAvailable: 6\n  tasks:\n  - {name: w, replicas: 6, template: {spec: {containers: [{name: c, image: x}]}}}\n",
+			args:   []string{"simulate", "--workload", "FILE"},
+			wantIn: []string{"w.yaml", "Job default/j", `metadata.annotations["rdmatopo.io/segment-size"]`, "4 does not divide the gang's 6 pods"},
+		},
 		"contract key misspelt": {
 			file: "w.yaml", content: "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {name: pg, annotations: {rdmatopo.io/Mode: hard}}\n",
 			args:   []string{"simulate", "--workload", "FILE"},

@@ -22,6 +22,9 @@ type Contract struct {
 	// MaxWait bounds how long a hard gang waits for HighestTier before it
 	// is placed as soft; 0 waits forever.
 	MaxWait time.Duration
+	// Segment keeps blocks of consecutive ranks within one domain
+	// (segments_contract.go).
+	Segment Segment
 }
 
 // DefaultContract is the contract of a gang without annotations.
@@ -46,6 +49,8 @@ var contractKeys = map[string]bool{
 	ledger.AnnotationMaxWait:      true,
 	ledger.AnnotationPlacement:    true,
 	ledger.AnnotationWaitingSince: true,
+	AnnotationSegmentSize:         true,
+	AnnotationSegmentTier:         true,
 }
 
 // ContractProblem is one bad annotation of a job contract.
@@ -95,7 +100,8 @@ func parseContract(ann map[string]string) (Contract, []ContractProblem) {
 	}
 	for k := range ann {
 		if strings.HasPrefix(k, ledger.KeyPrefix) && !contractKeys[k] {
-			bad(k, "unknown key (the job contract has %s, %s and %s)", ledger.AnnotationMode, ledger.AnnotationHighestTier, ledger.AnnotationMaxWait)
+			bad(k, "unknown key (the job contract has %s, %s, %s, %s and %s)", ledger.AnnotationMode, ledger.AnnotationHighestTier,
+				ledger.AnnotationMaxWait, AnnotationSegmentSize, AnnotationSegmentTier)
 		}
 	}
 	if v, ok := ann[ledger.AnnotationMode]; ok {
@@ -128,6 +134,7 @@ func parseContract(ann map[string]string) (Contract, []ContractProblem) {
 			c.MaxWait = d
 		}
 	}
+	parseSegment(ann, &c, bad)
 	sortProblems(problems)
 	return c, problems
 }

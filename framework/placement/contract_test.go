@@ -45,7 +45,7 @@ func TestParseContract(t *testing.T) {
 		"misspelt key": {
 			ann:     map[string]string{"rdmatopo.io/Mode": "hard"},
 			want:    DefaultContract(),
-			wantErr: "annotation rdmatopo.io/Mode: unknown key (the job contract has rdmatopo.io/mode, rdmatopo.io/highest-tier and rdmatopo.io/max-wait)",
+			wantErr: "annotation rdmatopo.io/Mode: unknown key (the job contract has rdmatopo.io/mode, rdmatopo.io/highest-tier, rdmatopo.io/max-wait, rdmatopo.io/segment-size and rdmatopo.io/segment-tier)",
 		},
 		"bad duration": {
 			ann:     map[string]string{"rdmatopo.io/mode": "hard", "rdmatopo.io/max-wait": "ten minutes"},
@@ -61,6 +61,30 @@ func TestParseContract(t *testing.T) {
 			ann:     map[string]string{"rdmatopo.io/max-wait": "1m"},
 			want:    DefaultContract(),
 			wantErr: "annotation rdmatopo.io/max-wait: needs rdmatopo.io/mode: hard (a soft gang never waits for its tier)",
+		},
+		"segments of 4 under one S0": {
+			ann:  map[string]string{"rdmatopo.io/segment-size": "4", "rdmatopo.io/segment-tier": "s0"},
+			want: Contract{Mode: ModeSoft, HighestTier: TierS1, Segment: Segment{Size: 4, Tier: TierS0}},
+		},
+		"segment size without a tier": {
+			ann:     map[string]string{"rdmatopo.io/segment-size": "4"},
+			want:    DefaultContract(),
+			wantErr: "annotation rdmatopo.io/segment-size: needs rdmatopo.io/segment-tier (node, s0 or s1)",
+		},
+		"segment tier without a size": {
+			ann:     map[string]string{"rdmatopo.io/segment-tier": "node"},
+			want:    DefaultContract(),
+			wantErr: "annotation rdmatopo.io/segment-tier: needs rdmatopo.io/segment-size",
+		},
+		"segment size zero": {
+			ann:     map[string]string{"rdmatopo.io/segment-size": "0", "rdmatopo.io/segment-tier": "s0"},
+			want:    DefaultContract(),
+			wantErr: `annotation rdmatopo.io/segment-size: "0" is not a segment size (want a positive integer)`,
+		},
+		"segment tier cluster": {
+			ann:     map[string]string{"rdmatopo.io/segment-size": "2", "rdmatopo.io/segment-tier": "cluster"},
+			want:    DefaultContract(),
+			wantErr: `annotation rdmatopo.io/segment-tier: "cluster" is not a segment tier (want node, s0 or s1)`,
 		},
 		"two problems, sorted by key": {
 			ann:     map[string]string{"rdmatopo.io/mode": "strict", "rdmatopo.io/highest-tier": "spine"},

@@ -31,7 +31,11 @@
 //     capacity holds the gang but the leaf-bounded searches did not find it.
 //
 // The fill (fill.go) assigns pods NUMA-aligned as each node's policy
-// demands, finishing one node before opening the next. A failure is data
+// demands, finishing one node before opening the next. The slots a search
+// chose are then handed to the pods in rank order (ranks.go reads each
+// pod's rank from its controller's labels; rankorder.go lays the ranks out
+// leaf by leaf, node by node), so the ring over the gang's ranks crosses as
+// few leaf boundaries as its leaves allow. A failure is data
 // (Failure: a ReasonCode and a message with counts), never an error; the
 // job contract is parsed strictly by ParseContract (contract.go).
 package placement

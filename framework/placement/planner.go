@@ -31,6 +31,9 @@ const maxVerify = 8
 // tries exactly Need pods. The state is not changed: the caller applies the
 // plan through the session (which calls Apply per pod).
 func (s *State) Plan(g Gang) (*Plan, *Failure) {
+	if g.Segment.Set() && len(g.Pods) > 0 {
+		return s.planSegments(g)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(g.Pods) == 0 {
@@ -161,8 +164,10 @@ func (p *planner) tryAnywhere(pods []Pod) *candidate {
 	return &candidate{assign: assign, leaves: p.leavesOf(assign), key: "anywhere"}
 }
 
-// finish turns a candidate into a plan, with the tier of the whole gang.
+// finish turns a candidate into a plan, with the tier of the whole gang
+// and its pods in rank order over the candidate's slots (rankorder.go).
 func (p *planner) finish(c *candidate) *Plan {
+	c.assign = p.inRankOrder(c.assign)
 	nodes := map[string]bool{}
 	s0s := map[topology.S0ID]bool{}
 	s1s := map[topology.S1ID]bool{}

@@ -116,6 +116,9 @@ type Pod struct {
 	Shape Shape
 	// Group indexes the pod's node filter (pods of one task share one).
 	Group int
+	// Rank is the pod's rank in its gang (Ranks); the planner lays the
+	// gang's pods out in rank order (rankorder.go).
+	Rank int
 }
 
 // Held is what a gang already holds (bound or allocated pods).
@@ -134,7 +137,7 @@ func (h *Held) Empty() bool { return h == nil || len(h.Nodes) == 0 }
 type Gang struct {
 	// Job is "namespace/podgroup", for messages and ledger entries.
 	Job string
-	// Pods are the pending pods that request RDMA, in the job's task order.
+	// Pods are the pending pods that request RDMA, in rank order.
 	Pods []Pod
 	// Need is how many of Pods must be placed for the gang to run (minMember
 	// minus pods already placed); the planner places all Pods if it can,
@@ -162,6 +165,9 @@ type Gang struct {
 	// ExcludeS0s lists leaves whose NICs the gang may not use (another
 	// gang's claim on them); nil excludes none.
 	ExcludeS0s map[topology.S0ID]bool
+	// Segment keeps blocks of consecutive ranks within one domain
+	// (segments.go); the zero value asks nothing.
+	Segment Segment
 }
 
 // Assignment is where one pod goes.

@@ -367,6 +367,8 @@ func WriteTable(w io.Writer, rep *Report) error {
 		{"at optimum", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.AtOptimumFrac) }},
 		{"oracle unknown (left out)", func(r *RunResult) string { return fmt.Sprint(r.OracleUnknown) }},
 		{"oracle infeasible", func(r *RunResult) string { return fmt.Sprint(r.OracleInfeasible) }},
+		{"ring leaf crossings per gang", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.MeanRingCrossings) }},
+		{"ring at minimum", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.RingAtMinimumFrac) }},
 		{"realized mean S0 (node agent)", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.RealizedMeanS0) }},
 		{"realized at optimum", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.RealizedAtOptimumFrac) }},
 		{"NIC mismatches", func(r *RunResult) string { return fmt.Sprint(r.NICMismatches) }},

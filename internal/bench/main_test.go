@@ -71,7 +71,7 @@ func TestReportJSONKeys(t *testing.T) {
 	}
 	runs := got["runs"].(map[string]any)
 	want := []string{"placed", "pods", "meanS0", "atOptimumFrac", "fragmentation", "seconds", "secondsPerPod", "peakHeapBytes",
-		"realizedMeanS0", "realizedAtOptimumFrac", "nicMismatches"}
+		"realizedMeanS0", "realizedAtOptimumFrac", "nicMismatches", "meanRingCrossings", "ringAtMinimumFrac"}
 	for _, name := range []string{ConfRDMATopo, ConfBaseline} {
 		run, ok := runs[name].(map[string]any)
 		if !ok {
@@ -175,7 +175,8 @@ func TestRunSmall(t *testing.T) {
 		if r.Placed < 1 || r.Placed > rep.Gangs {
 			t.Errorf("%s placed %d gangs, want 1..%d", name, r.Placed, rep.Gangs)
 		}
-		if r.AtOptimumFrac < 0 || r.AtOptimumFrac > 1 || r.Fragmentation < 0 || r.Fragmentation > 1 {
+		if r.AtOptimumFrac < 0 || r.AtOptimumFrac > 1 || r.Fragmentation < 0 || r.Fragmentation > 1 ||
+			r.RingAtMinimumFrac < 0 || r.RingAtMinimumFrac > 1 || r.MeanRingCrossings < 0 {
 			t.Errorf("%s: fractions out of [0,1]: %+v", name, r)
 		}
 		if r.RDMAGangs > 0 && r.MeanS0 < 1 {
@@ -187,6 +188,11 @@ func TestRunSmall(t *testing.T) {
 	}
 	if got := rep.Runs[ConfRDMATopo].Misaligned; got != 0 {
 		t.Errorf("rdmatopo bound %d NUMA-misaligned pods, want 0", got)
+	}
+	// Trace gangs have one shape each: rdmatopo lays every one out with
+	// the fewest ring crossings its leaves allow.
+	if r := rep.Runs[ConfRDMATopo]; r.RDMAGangs > 0 && r.RingAtMinimumFrac != 1 {
+		t.Errorf("rdmatopo ring at minimum %v over %d gangs, want 1", r.RingAtMinimumFrac, r.RDMAGangs)
 	}
 	for name, d := range rep.Details {
 		r := rep.Runs[name]

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"sort"
 	"time"
 
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
@@ -52,6 +53,15 @@ type RunResult struct {
 	// than their rdmatopo.io/nics annotation named (pods without the
 	// annotation are not counted).
 	NICMismatches int `json:"nicMismatches"`
+	// MeanRingCrossings is the mean, over the gangs MeanS0 averages, of
+	// the leaf changes along the ring over the gang's ranks (pod i of a
+	// trace gang is rank i): each is a ring all-reduce hop through S1.
+	MeanRingCrossings float64 `json:"meanRingCrossings"`
+	// RingAtMinimumFrac is the share of those gangs whose ring crosses no
+	// more leaf boundaries than a ring over the same pods' leaves must (0
+	// on one leaf, else one per leaf): the rank order given the leaves,
+	// whatever the number of leaves.
+	RingAtMinimumFrac float64 `json:"ringAtMinimumFrac"`
 
 	// Details not in the runs' JSON contract (shown in the table and in the
 	// report's "details").
@@ -114,6 +124,8 @@ type gangState struct {
 	uids   []string
 	bound  int
 	assign []placement.Assignment
+	// ranks[i] is the rank (trace pod index) of the pod of assign[i].
+	ranks []int
 	// optimum is the oracle's answer at the gang's first bind; computed is
 	// false until then (and for gangs without NICs).
 	optimum  OracleResult
@@ -235,9 +247,9 @@ func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Op
 		res.PeakHeapBytes = max(res.PeakHeapBytes, ms.HeapAlloc)
 	}
 
-	var s0Sum, floorSum, realSum float64
+	var s0Sum, floorSum, realSum, ringSum float64
 	floors := map[string]int{}
-	atOpt, realAt := 0, 0
+	atOpt, realAt, ringAt := 0, 0, 0
 	for _, g := range gangs {
 		if g.placed == 0 {
 			continue
@@ -249,6 +261,11 @@ func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Op
 		n := tr.S0Count(g.assign)
 		res.RDMAGangs++
 		s0Sum += float64(n)
+		crossings, minimum := ringLeaves(tr.Fabric(), inRankOrder(g))
+		ringSum += float64(crossings)
+		if crossings <= minimum {
+			ringAt++
+		}
 		key := floorKey(g.spec)
 		floor, ok := floors[key]
 		if !ok {
@@ -313,6 +330,8 @@ func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Op
 		res.MeanS0 = s0Sum / float64(res.RDMAGangs)
 		res.FloorS0 = floorSum / float64(res.RDMAGangs)
 		res.RealizedMeanS0 = realSum / float64(res.RDMAGangs)
+		res.MeanRingCrossings = ringSum / float64(res.RDMAGangs)
+		res.RingAtMinimumFrac = float64(ringAt) / float64(res.RDMAGangs)
 	}
 	res.Fragmentation = fragSum / float64(max(trace.Cycles, 1))
 	res.Seconds = session.Seconds()
@@ -387,6 +406,7 @@ func record(s *sim.Simulator, tr *Tracker, rz *realized, byName map[string]*gang
 				return err
 			}
 			g.assign = append(g.assign, a)
+			g.ranks = append(g.ranks, rankOf(g, string(b.Pod.UID)))
 
 			var r placement.Assignment
 			if ok {
@@ -478,6 +498,30 @@ func missOf(g *gangState, s0 int) GangMiss {
 	}
 	return GangMiss{Gang: g.spec.Name, Pods: g.spec.Pods, Kind: g.spec.Kind, Arrive: g.spec.Arrive,
 		Placed: g.placed, S0: s0, Nodes: len(nodes), Optimum: g.optimum}
+}
+
+// rankOf is the rank of a gang's pod: its index in the trace gang.
+func rankOf(g *gangState, uid string) int {
+	for i, u := range g.uids {
+		if u == uid {
+			return i
+		}
+	}
+	return len(g.uids)
+}
+
+// inRankOrder returns the gang's assignments sorted by rank.
+func inRankOrder(g *gangState) []placement.Assignment {
+	idx := make([]int, len(g.assign))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return g.ranks[idx[a]] < g.ranks[idx[b]] })
+	out := make([]placement.Assignment, len(idx))
+	for i, j := range idx {
+		out[i] = g.assign[j]
+	}
+	return out
 }
 
 // oneNode reports whether every assignment is on one node.

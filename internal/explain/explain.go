@@ -134,6 +134,7 @@ func Explain(cfg topology.Config, snap *live.Snapshot, pg *schedulingv1beta1.Pod
 	gpu, rdma := corev1.ResourceName(cfg.GPUResource), corev1.ResourceName(cfg.RDMAResource)
 	var pods []placement.Pod
 	var reps []*corev1.Pod
+	var ranks []placement.RankSource
 	for _, p := range pending {
 		sh := rdmatopology.ShapeOf(api.NewTaskInfo(p).InitResreq, gpu, rdma)
 		if sh.NICs <= 0 {
@@ -141,6 +142,18 @@ func Explain(cfg topology.Config, snap *live.Snapshot, pg *schedulingv1beta1.Pod
 		}
 		pods = append(pods, placement.Pod{UID: string(p.UID), Name: p.Namespace + "/" + p.Name, Shape: sh, Group: len(reps)})
 		reps = append(reps, p)
+		ranks = append(ranks, placement.RankSource{Name: p.Namespace + "/" + p.Name, Labels: p.Labels, Annotations: p.Annotations})
+	}
+	// Ranks as the scheduler reads them (a Volcano Job's tasks by name: the
+	// snapshot holds no Jobs); the gang's pods in rank order.
+	rank, rerr := placement.Ranks(ranks, nil)
+	if rerr == nil {
+		for i := range pods {
+			pods[i].Rank = rank[i]
+		}
+		sort.SliceStable(pods, func(i, j int) bool { return pods[i].Rank < pods[j].Rank })
+	} else if cerr == nil {
+		cerr = rerr
 	}
 	if len(pending) == 0 {
 		return e

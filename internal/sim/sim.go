@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -280,6 +281,10 @@ func (s *Simulator) Submit(set *workload.Set) error {
 	}
 	for _, pc := range set.PriorityClasses {
 		s.AddPriorityClass(pc)
+	}
+	for key, tasks := range set.VolcanoJobTasks {
+		ns, name, _ := strings.Cut(key, "/")
+		s.runtime.SetVolcanoJobTasks(ns, name, tasks)
 	}
 	for _, pg := range set.PodGroups {
 		if err := s.AddPodGroup(pg); err != nil {

@@ -93,6 +93,22 @@ func TestLoadWorkloadErrors(t *testing.T) {
 			want: wantErr{Doc: 1, Kind: "Job", Name: "default/j", Field: `spec.tasks[].template.metadata.annotations["rdmatopo.io/highest-tier"]`,
 				Msg: `the gang's pods disagree: "s0" on j-a-0; unset on j-b-0`},
 		},
+		"segment size that does not divide a Volcano Job's pods": {
+			in:   "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j, annotations: {rdmatopo.io/segment-size: \"4\", rdmatopo.io/segment-tier: s0}}\nspec:\n  minAvailable: 6\n  tasks:\n  - name: w\n    replicas: 6\n    template:\n      spec: {containers: [{name: c, image: x}]}\n",
+			want: wantErr{Doc: 1, Kind: "Job", Name: "default/j", Field: `metadata.annotations["rdmatopo.io/segment-size"]`, Msg: "4 does not divide the gang's 6 pods"},
+		},
+		"segment tier without a size on a PodGroup": {
+			in:   "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {name: pg, annotations: {rdmatopo.io/segment-tier: s0}}\n",
+			want: wantErr{Doc: 1, Kind: "PodGroup", Name: "default/pg", Field: `metadata.annotations["rdmatopo.io/segment-tier"]`, Msg: "needs rdmatopo.io/segment-size"},
+		},
+		"rank: not a number on a Pod": {
+			in:   pgDoc + "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations: {scheduling.k8s.io/group-name: pg, rdmatopo.io/rank: first}\nspec: {containers: [{name: c}]}\n",
+			want: wantErr{Doc: 2, Kind: "Pod", Name: "default/p", Field: `metadata.annotations["rdmatopo.io/rank"]`, Msg: `"first" is not a rank (want a non-negative integer)`},
+		},
+		"rank: negative in a Volcano Job's template": {
+			in:   "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j}\nspec:\n  minAvailable: 1\n  tasks:\n  - name: w\n    replicas: 1\n    template:\n      metadata: {annotations: {rdmatopo.io/rank: \"-1\"}}\n      spec: {containers: [{name: c, image: x}]}\n",
+			want: wantErr{Doc: 1, Kind: "Job", Name: "default/j", Field: `spec.tasks[].template.metadata.annotations["rdmatopo.io/rank"]`, Msg: `"-1" is not a rank`},
+		},
 		"unknown kind": {
 			in:   "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n",
 			want: wantErr{Doc: 1, Kind: "Deployment", Name: "d", Field: "kind", Msg: `unknown kind "Deployment"`},

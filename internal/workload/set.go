@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/rdmatopo/rdmatopo/framework/placement"
 )
 
 // Set is a workload: the objects submitted for scheduling, with Volcano
@@ -22,6 +24,10 @@ type Set struct {
 	// Pods are pending (spec.nodeName empty) or running: bound to a node of
 	// the cluster, phase Running (see CheckRunning).
 	Pods []*corev1.Pod
+	// VolcanoJobTasks maps each Volcano Job ("namespace/name") to its task
+	// names in spec.tasks order, which its pods' ranks follow and which no
+	// pod or PodGroup carries.
+	VolcanoJobTasks map[string][]string
 
 	// running records where each running pod ("namespace/name") came from.
 	running map[string]origin
@@ -144,6 +150,13 @@ func (b *setBuilder) add(r *rawObject) *InputError {
 		pg, pods, ierr := expandVolcanoJob(r, job, b.classes, &b.clk, b.podRoom())
 		if ierr != nil {
 			return ierr
+		}
+		if b.set.VolcanoJobTasks == nil {
+			b.set.VolcanoJobTasks = map[string][]string{}
+		}
+		for _, t := range job.Spec.Tasks {
+			key := job.Namespace + "/" + job.Name
+			b.set.VolcanoJobTasks[key] = append(b.set.VolcanoJobTasks[key], t.Name)
 		}
 		return b.addExpanded(r, pg, pods, "spec.queue", "spec.tasks[].template.")
 	case KindPyTorchJob:
@@ -333,6 +346,12 @@ func (b *setBuilder) putPod(src podSource, p *corev1.Pod) *InputError {
 	if field, msg := checkQuantities(&p.Spec); field != "" {
 		return src.origin.errorf(src.kind, src.namespace, src.name, src.prefix+field, "%s", msg)
 	}
+	if v, ok := p.Annotations[placement.AnnotationRank]; ok {
+		if _, ok := placement.ParseRank(v); !ok {
+			return src.origin.errorf(src.kind, src.namespace, src.name,
+				fmt.Sprintf("%smetadata.annotations[%q]", src.prefix, placement.AnnotationRank), "%s", placement.RankProblem(v))
+		}
+	}
 	if src.prefix != "" && p.Spec.NodeName != "" {
 		return src.origin.errorf(src.kind, src.namespace, src.name, src.prefix+"spec.nodeName",
 			"must be empty: a job's pods are created pending (running pods are plain Pods of the workload)")
@@ -365,17 +384,22 @@ func (b *setBuilder) finish() *InputError {
 		}
 	}
 	running := map[string]int32{}
+	members := map[string]int{}
 	for i, p := range b.set.Pods {
 		group := p.Annotations[schedulingv1beta1.KubeGroupNameAnnotationKey]
 		if _, ok := b.pgs[p.Namespace+"/"+group]; !ok {
 			src := b.pods[i]
 			return src.origin.errorf(src.kind, src.namespace, src.name, groupAnnotationField, "PodGroup %s/%s is not defined in the workload", p.Namespace, group)
 		}
+		members[p.Namespace+"/"+group]++
 		if p.Spec.NodeName != "" {
 			running[p.Namespace+"/"+group]++
 		}
 	}
 	if ierr := b.checkPodContracts(); ierr != nil {
+		return ierr
+	}
+	if ierr := b.checkSegments(members); ierr != nil {
 		return ierr
 	}
 	// A PodGroup whose running pods meet its minMember runs, as Volcano

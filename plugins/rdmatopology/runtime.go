@@ -57,6 +57,8 @@ type Runtime struct {
 	holds jobBook[*Hold]
 	// claims are the rooms kept for waiting hard gangs (claims.go).
 	claims jobBook[*Claim]
+	// tasks is the spec.tasks order of Volcano Jobs, for ranks (ranks.go).
+	tasks taskOrders
 	// topology reports the fabric's KCNR problems (Events, the gauge
 	// rdmatopo_topology_unknown_nics) each time the fabric is synced
 	// (topology_events.go).
@@ -198,6 +200,10 @@ func (rt *Runtime) startInformer(cfg *rest.Config) error {
 		return err
 	}
 	factory.Start(rt.stop)
+	if err := rt.startJobInformer(cfg); err != nil {
+		// Ranks of Volcano Job pods then order tasks by name.
+		klog.ErrorS(err, "Cannot watch Volcano Jobs; their tasks are ranked by name")
+	}
 	observeSynced(informerCNR, inf.HasSynced, rt.stop)
 	ctx, cancel := context.WithTimeout(context.Background(), informerSyncTimeout)
 	defer cancel()

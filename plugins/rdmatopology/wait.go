@@ -66,7 +66,8 @@ func (s *Session) EffectiveContract(job *api.JobInfo) (c placement.Contract, rel
 	if !ok || s.rt.Now().Sub(since) < c.MaxWait {
 		return c, false, nil
 	}
-	c.Mode = placement.ModeSoft
+	// max-wait ends the tier and the segment requirement together.
+	c.Mode, c.Segment = placement.ModeSoft, placement.Segment{}
 	return c, true, nil
 }
 

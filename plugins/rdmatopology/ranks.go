@@ -1,0 +1,152 @@
+package rdmatopology
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
+	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
+	"volcano.sh/volcano/pkg/scheduler/api"
+
+	"github.com/rdmatopo/rdmatopo/framework/placement"
+)
+
+// taskOrders remembers the order of each Volcano Job's spec.tasks, which a
+// pod's rank depends on (placement.Ranks) and which no pod or PodGroup
+// carries. The production runtime fills it from a Job informer; simulators
+// and tests call SetVolcanoJobTasks.
+type taskOrders struct {
+	mu sync.Mutex
+	// byJob maps "namespace/name" to the task names in spec order.
+	byJob map[string][]string
+}
+
+// SetVolcanoJobTasks records the task names of Volcano Job namespace/name
+// in spec.tasks order (nil forgets the job).
+func (rt *Runtime) SetVolcanoJobTasks(namespace, name string, tasks []string) {
+	o := &rt.tasks
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	key := namespace + "/" + name
+	if tasks == nil {
+		delete(o.byJob, key)
+		return
+	}
+	if o.byJob == nil {
+		o.byJob = map[string][]string{}
+	}
+	o.byJob[key] = append([]string(nil), tasks...)
+}
+
+// order returns the spec order of Volcano Job namespace/name (nil: not seen).
+func (o *taskOrders) order(namespace, name string) func(task string) (int, bool) {
+	o.mu.Lock()
+	tasks := o.byJob[namespace+"/"+name]
+	o.mu.Unlock()
+	if tasks == nil {
+		return nil
+	}
+	return func(task string) (int, bool) {
+		for i, t := range tasks {
+			if t == task {
+				return i, true
+			}
+		}
+		return 0, false
+	}
+}
+
+// startJobInformer watches Volcano Jobs for their task order, keeping only
+// the names of their tasks (not the pod templates) in the informer's store.
+func (rt *Runtime) startJobInformer(cfg *rest.Config) error {
+	client, err := vcclient.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("volcano clientset: %w", err)
+	}
+	factory := vcinformers.NewSharedInformerFactory(client, 0)
+	inf := factory.Batch().V1alpha1().Jobs().Informer()
+	if err := inf.SetTransform(stripJob); err != nil {
+		return fmt.Errorf("job informer transform: %w", err)
+	}
+	set := func(obj interface{}) {
+		if job, ok := obj.(*batchv1alpha1.Job); ok {
+			rt.SetVolcanoJobTasks(job.Namespace, job.Name, taskNames(job))
+		}
+	}
+	_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    set,
+		UpdateFunc: func(_, obj interface{}) { set(obj) },
+		DeleteFunc: func(obj interface{}) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if job, ok := obj.(*batchv1alpha1.Job); ok {
+				rt.SetVolcanoJobTasks(job.Namespace, job.Name, nil)
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("job informer handler: %w", err)
+	}
+	factory.Start(rt.stop)
+	klog.InfoS("Watching Volcano Jobs for the task order of ranks")
+	return nil
+}
+
+// stripJob keeps a Job's identity and task names only.
+func stripJob(obj interface{}) (interface{}, error) {
+	job, ok := obj.(*batchv1alpha1.Job)
+	if !ok {
+		return obj, nil
+	}
+	out := &batchv1alpha1.Job{}
+	out.Namespace, out.Name, out.UID, out.ResourceVersion = job.Namespace, job.Name, job.UID, job.ResourceVersion
+	for _, t := range job.Spec.Tasks {
+		out.Spec.Tasks = append(out.Spec.Tasks, batchv1alpha1.TaskSpec{Name: t.Name})
+	}
+	return out, nil
+}
+
+// taskNames lists a Job's task names in spec order (never nil).
+func taskNames(job *batchv1alpha1.Job) []string {
+	names := make([]string, 0, len(job.Spec.Tasks))
+	for _, t := range job.Spec.Tasks {
+		names = append(names, t.Name)
+	}
+	return names
+}
+
+// RankPods sets each pod's Rank from its task (placement.Ranks: the
+// controller's labels, the Volcano Job's task order, rdmatopo.io/rank) and
+// sorts pods by rank. tasks[i] is the task of pods[i]. An invalid
+// rdmatopo.io/rank is an error wrapping placement.ErrInvalidContract.
+func (s *Session) RankPods(tasks []*api.TaskInfo, pods []placement.Pod) error {
+	src := make([]placement.RankSource, len(tasks))
+	var order func(string) (int, bool)
+	for i, t := range tasks {
+		src[i] = placement.RankSource{Name: t.Namespace + "/" + t.Name}
+		if t.Pod == nil {
+			continue
+		}
+		src[i].Labels, src[i].Annotations = t.Pod.Labels, t.Pod.Annotations
+		if order == nil {
+			if job := t.Pod.Annotations[batchv1alpha1.JobNameKey]; job != "" {
+				order = s.rt.tasks.order(t.Namespace, job)
+			}
+		}
+	}
+	ranks, err := placement.Ranks(src, order)
+	if err != nil {
+		return err
+	}
+	for i := range pods {
+		pods[i].Rank = ranks[i]
+	}
+	sort.SliceStable(pods, func(i, j int) bool { return pods[i].Rank < pods[j].Rank })
+	return nil
+}
