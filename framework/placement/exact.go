@@ -18,8 +18,10 @@ const (
 	// estimates miss placements; for gangs this small an exhaustive search
 	// is cheap.
 	exactMaxPods = 8
-	// exactSteps bounds the zone placements one backtracking fill tries.
+	// exactSteps bounds the zone placements one backtracking fill tries,
+	// and planSteps those of all the backtracking fills of one Plan call.
 	exactSteps = 20000
+	planSteps  = 200000
 	// refineLeaves bounds the leaves a refinement draws sets from, and
 	// refineFills the fills it runs.
 	refineLeaves = 12
@@ -34,7 +36,8 @@ const (
 // same checks as the greedy fill (Gang.Allowed, Gang.Admit, node caps).
 // Pods of one shape and one node group are interchangeable and take zones
 // in non-decreasing order, so each set of zones is tried once. It reports
-// false when no assignment exists or the step bound is reached.
+// false when no assignment exists or a step bound (of this fill, or of the
+// whole Plan call) is reached.
 func (p *planner) exactFill(pods []Pod, nodes []string, allowed map[topology.S0ID]bool) ([]Assignment, bool) {
 	ok := p.leafOK(allowed)
 	var works []*work
@@ -66,9 +69,10 @@ func (p *planner) exactFill(pods []Pod, nodes []string, allowed map[topology.S0I
 			if zone > len(w.zones) || zone == len(w.zones) && (w.node.Policy != topology.PolicySpanning || len(w.zones) < 2) {
 				continue
 			}
-			if steps++; steps > exactSteps {
+			if steps++; steps > exactSteps || p.steps >= planSteps {
 				return false
 			}
+			p.steps++
 			if !p.takes(w, pod) {
 				continue
 			}

@@ -58,6 +58,9 @@ type planner struct {
 	groups []int
 	// stats are the per-leaf statistics for the main shape, sorted by id.
 	stats []*leafStat
+	// steps counts the zone placements of the exact search in this call
+	// (bounded by planSteps).
+	steps int
 }
 
 // candidate is a verified placement of one tier.
