@@ -28,7 +28,7 @@ const (
 	refineFills  = 300
 	// refineLargeFills bounds the fills of a refinement of a gang larger
 	// than exactMaxPods, which only tries one leaf fewer.
-	refineLargeFills = 60
+	refineLargeFills = 16
 )
 
 // exactFill places the pods on the nodes with NICs of the leaves ok admits,
