@@ -62,11 +62,14 @@ func (p *planner) exactFill(pods []Pod, nodes []string, allowed map[topology.S0I
 				start = from
 			}
 		}
-		// An option is a node and a zone of it; zone len(zones) is the
-		// spanning placement of a spanning-policy node.
+		// An option is a node and a zone of it; the option after its
+		// last enumerated zone is the spanning placement of a
+		// spanning-policy node.
 		for opt := start; opt < len(works)*(maxZones+1); opt++ {
 			w, zone := works[opt/(maxZones+1)], opt%(maxZones+1)
-			if zone > len(w.zones) || zone == len(w.zones) && (w.node.Policy != topology.PolicySpanning || len(w.zones) < 2) {
+			spanAt := min(len(w.zones), maxZones)
+			span := zone == spanAt
+			if zone > spanAt || span && (w.node.Policy != topology.PolicySpanning || len(w.zones) < 2) {
 				continue
 			}
 			if steps++; steps > exactSteps || p.steps >= planSteps {
@@ -77,7 +80,7 @@ func (p *planner) exactFill(pods []Pod, nodes []string, allowed map[topology.S0I
 				continue
 			}
 			saved := w.save()
-			zones, fit := w.placeZone(zone, pod.Shape, ok)
+			zones, fit := w.placeZone(zone, span, pod.Shape, ok)
 			if !fit {
 				w.restore(saved)
 				continue
@@ -97,9 +100,9 @@ func (p *planner) exactFill(pods []Pod, nodes []string, allowed map[topology.S0I
 	return assign, true
 }
 
-// maxZones is the most NUMA zones the exact search enumerates per node
-// (options are node*(maxZones+1)+zone); larger nodes have their further
-// zones reached through the spanning placement only.
+// maxZones is the most NUMA zones the exact search enumerates one by one
+// per node (options are node*(maxZones+1)+zone); a larger node's further
+// zones are reached through its spanning placement only.
 const maxZones = 8
 
 // workState is what a backtracking step restores on a work.
@@ -135,16 +138,16 @@ func (w *work) restore(st workState) {
 }
 
 // placeZone puts a pod of shape sh in zone i of the node, or across its
-// zones when i is len(zones) (spanning policies).
-func (w *work) placeZone(i int, sh Shape, ok func(topology.S0ID) bool) ([]ledger.ZoneUse, bool) {
+// zones when span is set (spanning policies).
+func (w *work) placeZone(i int, span bool, sh Shape, ok func(topology.S0ID) bool) ([]ledger.ZoneUse, bool) {
 	if !w.capFits(sh) {
 		return nil, false
 	}
-	if i == len(w.zones) {
+	if span {
 		return w.span(sh, ok)
 	}
 	z := &w.zones[i]
-	if i >= maxZones || z.gpu < sh.GPU || z.cpuMilli < sh.CPUMilli {
+	if z.gpu < sh.GPU || z.cpuMilli < sh.CPUMilli {
 		return nil, false
 	}
 	nics := w.freeNICs(i, ok)
