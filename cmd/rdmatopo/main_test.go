@@ -104,8 +104,8 @@ func TestSimulateJSONContract(t *testing.T) {
 	require.Equal(t, []string{"evictions", "jobs", "pods"}, keysOf(top))
 	require.Equal(t, []any{}, top["evictions"], "evictions is a list, never null")
 
-	podKeys := []string{"annotations", "evicted", "job", "name", "namespace", "nics", "node", "numa", "s0", "s1"}
-	jobKeys := []string{"boundPods", "minMember", "name", "namespace", "placed", "reason", "s0", "s1", "tier", "waitedSeconds"}
+	podKeys := []string{"annotations", "evicted", "job", "name", "namespace", "nics", "node", "numa", "rank", "s0", "s1"}
+	jobKeys := []string{"boundPods", "minMember", "name", "namespace", "placed", "reason", "ringCrossings", "s0", "s1", "tier", "waitedSeconds"}
 	pods, ok := top["pods"].([]any)
 	require.True(t, ok)
 	require.NotEmpty(t, pods)
@@ -446,6 +446,52 @@ func TestSimulateTrainJobOfTheSample(t *testing.T) {
 		nodes[p.Node] = true
 	}
 	require.Len(t, nodes, 4, "one NUMA zone per node")
+}
+
+// TestSimulateRanksAndSegments: every pod's rank, each job's ring leaf
+// crossings and, with rdmatopo.io/segment-size, its blocks of ranks and
+// their leaves.
+func TestSimulateRanksAndSegments(t *testing.T) {
+	var w strings.Builder
+	w.WriteString("apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {name: seg, annotations: {rdmatopo.io/segment-size: \"2\", rdmatopo.io/segment-tier: s0}}\nspec: {minMember: 4}\n")
+	for _, i := range []int{3, 0, 2, 1} { // listed out of rank order
+		fmt.Fprintf(&w, "---\napiVersion: v1\nkind: Pod\nmetadata: {name: seg-%d, annotations: {scheduling.k8s.io/group-name: seg}}\n"+
+			"spec: {schedulerName: volcano, containers: [{name: c, resources: {requests: {nvidia.com/gpu: \"4\", vke.volcengine.com/rdma: \"2\", cpu: \"4\"}, "+
+			"limits: {nvidia.com/gpu: \"4\", vke.volcengine.com/rdma: \"2\"}}}]}\n", i)
+	}
+	file := writeFile(t, t.TempDir(), "w.yaml", w.String())
+	code, stdout, stderr := runCLI(t, "simulate", "-o", "json", "--workload", file)
+	require.Equal(t, exitOK, code, stderr)
+	var out struct {
+		Pods []jsonPod `json:"pods"`
+		Jobs []jsonJob `json:"jobs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &out))
+	require.Len(t, out.Jobs, 1)
+	job := out.Jobs[0]
+	require.True(t, job.Placed, job.Reason)
+	leafOf := map[int]string{}
+	for _, p := range out.Pods {
+		require.Equal(t, "seg-"+fmt.Sprint(p.Rank), p.Name, "rank from the name's ordinal")
+		require.Len(t, p.S0, 1)
+		leafOf[p.Rank] = p.S0[0]
+	}
+	var ring []string
+	for r := 0; r < 4; r++ {
+		ring = append(ring, leafOf[r])
+	}
+	crossings := 0
+	for r := range ring {
+		if ring[r] != ring[(r+1)%len(ring)] {
+			crossings++
+		}
+	}
+	require.Equal(t, crossings, job.RingCrossings)
+	require.Len(t, job.Segments, 2)
+	for b, seg := range job.Segments {
+		require.Equal(t, []int{2 * b, 2*b + 1}, seg.Ranks)
+		require.Equal(t, []string{leafOf[2*b]}, seg.S0, "a segment under one S0")
+	}
 }
 
 // TestSimulateTrainJobInputErrors: a TrainJob whose runtime is missing or

@@ -27,6 +27,8 @@ type jsonPod struct {
 	// Evicted is true for a pod evicted during the run (its node is then
 	// empty).
 	Evicted bool `json:"evicted"`
+	// Rank is the pod's rank in its gang (-1: an invalid rdmatopo.io/rank).
+	Rank int `json:"rank"`
 }
 
 // jsonJob is one element of "jobs".
@@ -44,6 +46,18 @@ type jsonJob struct {
 	// attempt to its placement (0 when placed at once), or until the last
 	// cycle for a job still waiting.
 	WaitedSeconds float64 `json:"waitedSeconds"`
+	// RingCrossings counts the leaf changes along the rank ring of its
+	// bound pods.
+	RingCrossings int `json:"ringCrossings"`
+	// Segments, with rdmatopo.io/segment-size, are its blocks of ranks
+	// and their leaves.
+	Segments []jsonSegment `json:"segments,omitempty"`
+}
+
+// jsonSegment is one block of a gang with segments.
+type jsonSegment struct {
+	Ranks []int    `json:"ranks"`
+	S0    []string `json:"s0"`
 }
 
 // jsonEviction is one element of "evictions".
@@ -87,18 +101,27 @@ func toJSON(rep *sim.Report) jsonReport {
 		out.Pods = append(out.Pods, jsonPod{
 			Namespace: p.Namespace, Name: p.Name, Job: p.Job, Node: p.Node, NUMA: p.NUMA,
 			NICs: nonNil(p.NICs), S0: nonNil(p.S0), S1: nonNil(p.S1), Annotations: nonNilMap(p.Annotations),
-			Evicted: p.Evicted != "",
+			Evicted: p.Evicted != "", Rank: p.Rank,
 		})
 	}
 	for _, j := range rep.Jobs {
 		out.Jobs = append(out.Jobs, jsonJob{
 			Namespace: j.Namespace, Name: j.Name, MinMember: j.MinMember, Placed: j.Placed,
 			BoundPods: j.BoundPods, Tier: j.Tier, S0: nonNil(j.S0), S1: nonNil(j.S1), Reason: j.Reason,
-			WaitedSeconds: j.WaitedSeconds,
+			WaitedSeconds: j.WaitedSeconds, RingCrossings: j.RingCrossings, Segments: segmentsOf(j.Segments),
 		})
 	}
 	for _, e := range rep.Evictions {
 		out.Evictions = append(out.Evictions, jsonEviction{Namespace: e.Namespace, Name: e.Name, Job: e.Job, Preemptor: e.Preemptor})
+	}
+	return out
+}
+
+// segmentsOf converts a job's segments (nil when it has none).
+func segmentsOf(segs []sim.SegmentPlacement) []jsonSegment {
+	var out []jsonSegment
+	for _, sg := range segs {
+		out = append(out, jsonSegment{Ranks: sg.Ranks, S0: nonNil(sg.S0)})
 	}
 	return out
 }

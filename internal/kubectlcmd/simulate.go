@@ -43,6 +43,8 @@ type SimPod struct {
 	NICs      []string `json:"nics"`
 	S0        []string `json:"s0"`
 	S1        []string `json:"s1"`
+	// Rank is the pod's rank in its gang (-1: an invalid rdmatopo.io/rank).
+	Rank int `json:"rank"`
 }
 
 // SimJob is the outcome of one simulated gang.
@@ -56,6 +58,9 @@ type SimJob struct {
 	S0        []string `json:"s0"`
 	S1        []string `json:"s1"`
 	Reason    string   `json:"reason"`
+	// RingCrossings counts the leaf changes along the rank ring of its
+	// bound pods.
+	RingCrossings int `json:"ringCrossings"`
 }
 
 // nonNil returns s, or an empty list for nil.
@@ -213,11 +218,11 @@ func simulate(conf *sim.Conf, snap *live.Snapshot, extra *workload.Set, withWait
 	res.Pods, res.Jobs = []SimPod{}, []SimJob{}
 	for _, p := range rep.Pods {
 		res.Pods = append(res.Pods, SimPod{Namespace: p.Namespace, Name: p.Name, Job: p.Job, Node: p.Node, NUMA: p.NUMA,
-			NICs: nonNil(p.NICs), S0: nonNil(p.S0), S1: nonNil(p.S1)})
+			NICs: nonNil(p.NICs), S0: nonNil(p.S0), S1: nonNil(p.S1), Rank: p.Rank})
 	}
 	for _, j := range rep.Jobs {
 		res.Jobs = append(res.Jobs, SimJob{Namespace: j.Namespace, Name: j.Name, MinMember: j.MinMember, Placed: j.Placed,
-			BoundPods: j.BoundPods, Tier: j.Tier, S0: nonNil(j.S0), S1: nonNil(j.S1), Reason: j.Reason})
+			BoundPods: j.BoundPods, Tier: j.Tier, S0: nonNil(j.S0), S1: nonNil(j.S1), Reason: j.Reason, RingCrossings: j.RingCrossings})
 	}
 	return res, s, nil
 }

@@ -21,6 +21,9 @@ type PodPlacement struct {
 	Name      string
 	// Job is the pod's PodGroup as "namespace/name".
 	Job string
+	// Rank is the pod's rank in its gang (placement.Ranks), -1 when an
+	// rdmatopo.io/rank of the gang is invalid.
+	Rank int
 	// Node is empty for an unplaced pod.
 	Node string
 	// NUMA is the NUMA id of the pod's NICs; -1 when they span zones, or
@@ -69,6 +72,13 @@ type JobPlacement struct {
 	// (Simulator.Waited): from its first failed attempt to its placement,
 	// 0 when placed at once; for an unplaced job, until the last cycle.
 	WaitedSeconds float64
+	// RingCrossings counts the leaf changes along the ring of its bound
+	// pods with NICs in rank order (a pod's leaf: its S0 list): its number
+	// of leaves when the ranks are contiguous, 0 on one leaf.
+	RingCrossings int
+	// Segments, for a gang with rdmatopo.io/segment-size, are its blocks of
+	// consecutive ranks with the leaves their pods use.
+	Segments []SegmentPlacement
 }
 
 // Eviction is one pod the scheduler evicted during the simulation.
@@ -159,6 +169,9 @@ func BuildReport(s *Simulator) *Report {
 		return a
 	}
 
+	// byJob and objs index each job's report entries and their pods.
+	byJob := map[string][]int{}
+	objs := map[string][]*corev1.Pod{}
 	for _, ps := range s.Pods() {
 		if ps.Evicted != "" {
 			rep.Evictions = append(rep.Evictions, evictionOf(ps))
@@ -191,6 +204,8 @@ func BuildReport(s *Simulator) *Report {
 			a.pendingMsg = scheduledMessage(p)
 		}
 		rep.Pods = append(rep.Pods, pp)
+		byJob[job] = append(byJob[job], len(rep.Pods)-1)
+		objs[job] = append(objs[job], p)
 	}
 
 	events := s.Events()
@@ -209,6 +224,11 @@ func BuildReport(s *Simulator) *Report {
 			jp.Reason = unplacedReason(pg, events, a.pods, a.pendingMsg)
 		}
 		jp.WaitedSeconds = s.Waited(pg.Namespace, pg.Name).Seconds()
+		entries := make([]*PodPlacement, len(byJob[key]))
+		for i, at := range byJob[key] {
+			entries[i] = &rep.Pods[at]
+		}
+		jp.RingCrossings, jp.Segments = s.rankJob(pg.Annotations, entries, objs[key])
 		rep.Jobs = append(rep.Jobs, jp)
 	}
 	return rep

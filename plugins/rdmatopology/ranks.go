@@ -150,3 +150,9 @@ func (s *Session) RankPods(tasks []*api.TaskInfo, pods []placement.Pod) error {
 	sort.SliceStable(pods, func(i, j int) bool { return pods[i].Rank < pods[j].Rank })
 	return nil
 }
+
+// TaskOrder returns the spec.tasks order of Volcano Job namespace/name as
+// the runtime saw it (nil: not seen), for placement.Ranks.
+func (r *Runtime) TaskOrder(namespace, name string) func(task string) (int, bool) {
+	return r.tasks.order(namespace, name)
+}

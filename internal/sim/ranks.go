@@ -1,0 +1,77 @@
+package sim
+
+import (
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+
+	"github.com/rdmatopo/rdmatopo/framework/placement"
+)
+
+// SegmentPlacement is one block of a gang with segments: its ranks and the
+// leaves its pods' NICs use.
+type SegmentPlacement struct {
+	Ranks []int
+	S0    []string
+}
+
+// rankJob sets the rank of each of a job's pods (placement.Ranks, the
+// Volcano Job's task order as the runtime saw it; -1 for every pod when a
+// rdmatopo.io/rank is invalid) and returns the ring's leaf crossings over
+// its bound pods with NICs, in rank order, and, when the job's contract
+// has segments, each block's ranks and leaves. pods are the job's entries
+// of the report, objs the pods they describe.
+func (s *Simulator) rankJob(group map[string]string, pods []*PodPlacement, objs []*corev1.Pod) (int, []SegmentPlacement) {
+	src := make([]placement.RankSource, len(objs))
+	var order func(string) (int, bool)
+	members := make([]placement.MemberAnnotations, len(objs))
+	for i, p := range objs {
+		src[i] = placement.RankSource{Name: p.Name, Labels: p.Labels, Annotations: p.Annotations}
+		members[i] = placement.MemberAnnotations{Name: p.Name, Annotations: p.Annotations}
+		if job := p.Annotations[batchv1alpha1.JobNameKey]; order == nil && job != "" {
+			order = s.runtime.TaskOrder(p.Namespace, job)
+		}
+	}
+	ranks, err := placement.Ranks(src, order)
+	if err != nil {
+		for _, pp := range pods {
+			pp.Rank = -1
+		}
+		return 0, nil
+	}
+	byRank := make([]*PodPlacement, len(pods))
+	for i, pp := range pods {
+		pp.Rank = ranks[i]
+		byRank[ranks[i]] = pp
+	}
+	var ring []string
+	for _, pp := range byRank {
+		if pp.Node != "" && len(pp.S0) > 0 {
+			ring = append(ring, strings.Join(pp.S0, ","))
+		}
+	}
+	crossings := placement.RingCrossings(ring)
+	c, err := placement.ParseGangContract(group, members)
+	if err != nil || c.Segment.Size <= 0 {
+		return crossings, nil
+	}
+	var segs []SegmentPlacement
+	for start := 0; start < len(byRank); start += c.Segment.Size {
+		seg := SegmentPlacement{S0: []string{}}
+		seen := map[string]bool{}
+		for r := start; r < min(start+c.Segment.Size, len(byRank)); r++ {
+			seg.Ranks = append(seg.Ranks, r)
+			for _, l := range byRank[r].S0 {
+				if !seen[l] {
+					seen[l] = true
+					seg.S0 = append(seg.S0, l)
+				}
+			}
+		}
+		sort.Strings(seg.S0)
+		segs = append(segs, seg)
+	}
+	return crossings, segs
+}
