@@ -310,6 +310,17 @@ func TestKubernetesAdmission(t *testing.T) {
 			job: "vj", wantBound: 4, wantLeaves: []string{"A", "B"}, s1s: true,
 			wantOn: map[string]string{"vj-0": "n1"},
 		},
+		"Volcano's network-topology annotations hold a gang under one S0": {
+			// Five whole-zone pods: one leaf holds four. Read as Volcano
+			// >= 1.13 users write it, the limit keeps the gang waiting
+			// (the defaults would place it soft over both leaves).
+			build: func(c *cluster) {
+				fourNodesAB(c)
+				c.addJob("vt", 5, 4, 2, map[string]string{"volcano.sh/network-topology-mode": "hard",
+					"volcano.sh/network-topology-highest-tier": "1"})
+			},
+			job: "vt", wantBound: 0, wantReason: "no S0 can hold 5 pods",
+		},
 		"two pods: one leaf over two nodes before one node over two leaves": {
 			build: func(c *cluster) {
 				fourNodesAB(c)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,7 +26,20 @@ type Contract struct {
 	// Segment keeps blocks of consecutive ranks within one domain
 	// (segments_contract.go).
 	Segment Segment
+	// Overridden names Volcano network-topology annotations whose value
+	// the rdmatopo.io one of the same meaning overrode (they disagreed),
+	// for a warning; empty when none.
+	Overridden []string
 }
+
+// Volcano's own network-topology annotations, read as aliases of
+// rdmatopo.io/mode and rdmatopo.io/highest-tier (Volcano >= 1.13 users
+// write them): mode hard|soft; highest tier 1 (s0), 2 (s1), higher
+// (cluster).
+const (
+	AnnotationVolcanoMode        = VolcanoTopologyPrefix + "mode"
+	AnnotationVolcanoHighestTier = VolcanoTopologyPrefix + "highest-tier"
+)
 
 // DefaultContract is the contract of a gang without annotations.
 func DefaultContract() Contract {
@@ -104,6 +118,7 @@ func parseContract(ann map[string]string) (Contract, []ContractProblem) {
 				ledger.AnnotationMaxWait, AnnotationSegmentSize, AnnotationSegmentTier)
 		}
 	}
+	parseVolcanoAliases(ann, &c, bad)
 	if v, ok := ann[ledger.AnnotationMode]; ok {
 		switch v {
 		case "hard":
@@ -121,6 +136,7 @@ func parseContract(ann map[string]string) (Contract, []ContractProblem) {
 			c.HighestTier = t
 		}
 	}
+	noteOverridden(ann, &c)
 	if v, ok := ann[ledger.AnnotationMaxWait]; ok {
 		d, err := time.ParseDuration(v)
 		switch {
@@ -128,7 +144,7 @@ func parseContract(ann map[string]string) (Contract, []ContractProblem) {
 			bad(ledger.AnnotationMaxWait, "%q is not a duration (e.g. 30s, 10m, 1h30m)", v)
 		case d <= 0:
 			bad(ledger.AnnotationMaxWait, "%q must be positive", v)
-		case ann[ledger.AnnotationMode] != "hard":
+		case c.Mode != ModeHard:
 			bad(ledger.AnnotationMaxWait, "needs %s: hard (a soft gang never waits for its tier)", ledger.AnnotationMode)
 		default:
 			c.MaxWait = d
@@ -147,4 +163,57 @@ func sortProblems(problems []ContractProblem) {
 		}
 		return problems[i].Msg < problems[j].Msg
 	})
+}
+
+// parseVolcanoAliases reads Volcano's network-topology annotations into c;
+// the rdmatopo.io annotations, read after, override them.
+func parseVolcanoAliases(ann map[string]string, c *Contract, bad func(key, format string, args ...any)) {
+	if v, ok := ann[AnnotationVolcanoMode]; ok {
+		switch v {
+		case "hard":
+			c.Mode = ModeHard
+		case "soft":
+			c.Mode = ModeSoft
+		default:
+			bad(AnnotationVolcanoMode, "%q is not a mode (want hard or soft)", v)
+		}
+	}
+	if v, ok := ann[AnnotationVolcanoHighestTier]; ok {
+		if t, ok := volcanoTier(v); ok {
+			c.HighestTier = t
+		} else {
+			bad(AnnotationVolcanoHighestTier, "%q is not a tier (want a positive integer: 1 is s0, 2 is s1, higher is cluster)", v)
+		}
+	}
+}
+
+// volcanoTier reads a Volcano HyperNode tier number as a tier.
+func volcanoTier(v string) (Tier, bool) {
+	n, err := strconv.Atoi(v)
+	switch {
+	case err != nil || n < 1:
+		return TierNone, false
+	case n == 1:
+		return TierS0, true
+	case n == 2:
+		return TierS1, true
+	}
+	return TierCluster, true
+}
+
+// noteOverridden records the Volcano aliases an rdmatopo.io annotation of
+// the same meaning overrode with another value.
+func noteOverridden(ann map[string]string, c *Contract) {
+	if v, ok := ann[AnnotationVolcanoMode]; ok {
+		if ours, set := ann[ledger.AnnotationMode]; set && ours != v {
+			c.Overridden = append(c.Overridden, fmt.Sprintf("%s=%q (%s=%q wins)", AnnotationVolcanoMode, v, ledger.AnnotationMode, ours))
+		}
+	}
+	if v, ok := ann[AnnotationVolcanoHighestTier]; ok {
+		if ours, set := ann[ledger.AnnotationHighestTier]; set {
+			if t, ok := volcanoTier(v); ok && t.String() != ours {
+				c.Overridden = append(c.Overridden, fmt.Sprintf("%s=%q (%s=%q wins)", AnnotationVolcanoHighestTier, v, ledger.AnnotationHighestTier, ours))
+			}
+		}
+	}
 }

@@ -15,6 +15,39 @@ func TestParseContract(t *testing.T) {
 		wantErr string
 	}{
 		"none: defaults": {want: DefaultContract()},
+		"Volcano's annotations: hard, tier 1 is s0": {
+			ann:  map[string]string{"volcano.sh/network-topology-mode": "hard", "volcano.sh/network-topology-highest-tier": "1"},
+			want: Contract{Mode: ModeHard, HighestTier: TierS0},
+		},
+		"Volcano's annotations: tier 2 is s1, higher is cluster": {
+			ann:  map[string]string{"volcano.sh/network-topology-mode": "soft", "volcano.sh/network-topology-highest-tier": "3"},
+			want: Contract{Mode: ModeSoft, HighestTier: TierCluster},
+		},
+		"Volcano's hard mode admits max-wait": {
+			ann:  map[string]string{"volcano.sh/network-topology-mode": "hard", "volcano.sh/network-topology-highest-tier": "2", "rdmatopo.io/max-wait": "5m"},
+			want: Contract{Mode: ModeHard, HighestTier: TierS1, MaxWait: 5 * time.Minute},
+		},
+		"ours win over Volcano's and the override is noted": {
+			ann: map[string]string{"volcano.sh/network-topology-mode": "soft", "rdmatopo.io/mode": "hard",
+				"volcano.sh/network-topology-highest-tier": "2", "rdmatopo.io/highest-tier": "s0"},
+			want: Contract{Mode: ModeHard, HighestTier: TierS0, Overridden: []string{
+				`volcano.sh/network-topology-mode="soft" (rdmatopo.io/mode="hard" wins)`,
+				`volcano.sh/network-topology-highest-tier="2" (rdmatopo.io/highest-tier="s0" wins)`}},
+		},
+		"agreeing aliases are no override": {
+			ann:  map[string]string{"volcano.sh/network-topology-mode": "hard", "rdmatopo.io/mode": "hard", "volcano.sh/network-topology-highest-tier": "1", "rdmatopo.io/highest-tier": "s0"},
+			want: Contract{Mode: ModeHard, HighestTier: TierS0},
+		},
+		"Volcano's tier not a number": {
+			ann:     map[string]string{"volcano.sh/network-topology-highest-tier": "s0"},
+			want:    DefaultContract(),
+			wantErr: `annotation volcano.sh/network-topology-highest-tier: "s0" is not a tier (want a positive integer: 1 is s0, 2 is s1, higher is cluster)`,
+		},
+		"Volcano's mode misspelt": {
+			ann:     map[string]string{"volcano.sh/network-topology-mode": "strict"},
+			want:    DefaultContract(),
+			wantErr: `annotation volcano.sh/network-topology-mode: "strict" is not a mode (want hard or soft)`,
+		},
 		"hard s0": {
 			ann:  map[string]string{"rdmatopo.io/mode": "hard", "rdmatopo.io/highest-tier": "s0"},
 			want: Contract{Mode: ModeHard, HighestTier: TierS0},

@@ -2,7 +2,12 @@ package rdmatopology
 
 import (
 	"fmt"
+	"strings"
+	"sync"
 
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 	"volcano.sh/volcano/pkg/scheduler/api"
 
 	"github.com/rdmatopo/rdmatopo/framework/placement"
@@ -27,6 +32,9 @@ func (s *Session) Contract(job *api.JobInfo) (placement.Contract, error) {
 		return r.c, r.err
 	}
 	r.c, r.err = JobContract(job)
+	if len(r.c.Overridden) > 0 {
+		s.rt.aliases.warn(s.rt.recorder, job, r.c.Overridden)
+	}
 	s.mu.Lock()
 	if s.contracts == nil {
 		s.contracts = map[api.JobID]contractOf{}
@@ -53,4 +61,38 @@ func JobContract(job *api.JobInfo) (placement.Contract, error) {
 		return c, fmt.Errorf("PodGroup %s/%s: %w", job.Namespace, job.Name, err)
 	}
 	return c, nil
+}
+
+// ReasonOverriddenAnnotation is the Warning Event reason on a PodGroup whose
+// Volcano network-topology annotation disagrees with the rdmatopo.io one of
+// the same meaning, which wins.
+const ReasonOverriddenAnnotation = "OverriddenAnnotation"
+
+// aliasWarnings remembers the PodGroups warned about overridden Volcano
+// annotations, so each is reported once per runtime.
+type aliasWarnings struct {
+	mu     sync.Mutex
+	warned map[api.JobID]string
+}
+
+// warn logs and records (recorder may be nil) the overridden annotations
+// of the job's PodGroup, once per distinct message.
+func (w *aliasWarnings) warn(recorder record.EventRecorder, job *api.JobInfo, overridden []string) {
+	msg := "ignored, as the rdmatopo.io annotation of the same meaning says otherwise: " + strings.Join(overridden, "; ")
+	w.mu.Lock()
+	if w.warned == nil || len(w.warned) >= maxWarnedPods {
+		w.warned = map[api.JobID]string{}
+	}
+	done := w.warned[job.UID] == msg
+	w.warned[job.UID] = msg
+	w.mu.Unlock()
+	if done {
+		return
+	}
+	klog.InfoS("Volcano network-topology annotation overridden", "podGroup", klog.KRef(job.Namespace, job.Name), "annotations", overridden)
+	if recorder != nil && job.PodGroup != nil {
+		ref := &v1.ObjectReference{Kind: "PodGroup", APIVersion: "scheduling.volcano.sh/v1beta1",
+			Namespace: job.Namespace, Name: job.PodGroup.Name, UID: job.PodGroup.UID}
+		recorder.Event(ref, v1.EventTypeWarning, ReasonOverriddenAnnotation, msg)
+	}
 }

@@ -59,6 +59,10 @@ type Runtime struct {
 	claims jobBook[*Claim]
 	// tasks is the spec.tasks order of Volcano Jobs, for ranks (ranks.go).
 	tasks taskOrders
+	// aliases remembers the PodGroups warned about for Volcano
+	// network-topology annotations their rdmatopo.io ones overrode
+	// (contract.go).
+	aliases aliasWarnings
 	// topology reports the fabric's KCNR problems (Events, the gauge
 	// rdmatopo_topology_unknown_nics) each time the fabric is synced
 	// (topology_events.go).
