@@ -44,19 +44,6 @@ func CheckConstraints(v string) error {
 	return nil
 }
 
-// nodeConstraints are the generated cluster's: a third of the nodes
-// tainted, every eighth in pool=head, every fifth memory-tight.
-var nodeConstraints = builders.NodeConstraints{TaintEvery: 3, HeadEvery: 8, TightEvery: 5, TightMemory: "96Gi"}
-
-// Pools and the taint, as the optimum reads them.
-const (
-	PoolLabel = builders.PoolLabel
-	poolHead  = builders.PoolHead
-	poolGPU   = builders.PoolGPU
-)
-
-var gpuTaint = builders.GPUTaint
-
 // Shares of the trace's gangs given each constraint.
 const (
 	tolerateShare = 0.85
@@ -72,7 +59,7 @@ const (
 )
 
 // ConstrainCluster taints, labels and sizes the cluster's nodes as above.
-func ConstrainCluster(c *workload.Cluster) { nodeConstraints.Apply(c.Nodes) }
+func ConstrainCluster(c *workload.Cluster) { builders.GeneratedNodeConstraints.Apply(c.Nodes) }
 
 // ConstrainTrace draws the gangs' constraints from seed with a generator of
 // their own, so the trace's gangs (sizes, kinds, arrivals) stay those of
@@ -121,9 +108,9 @@ type nodeConstraint struct {
 func constraintsOf(nodes []*corev1.Node) map[string]nodeConstraint {
 	out := make(map[string]nodeConstraint, len(nodes))
 	for _, n := range nodes {
-		nc := nodeConstraint{pool: n.Labels[PoolLabel]}
+		nc := nodeConstraint{pool: n.Labels[builders.PoolLabel]}
 		for _, t := range n.Spec.Taints {
-			if t.Key == gpuTaint.Key && t.Effect == corev1.TaintEffectNoSchedule {
+			if t.Key == builders.GPUTaint.Key && t.Effect == corev1.TaintEffectNoSchedule {
 				nc.tainted = true
 			}
 		}
@@ -163,9 +150,9 @@ func oracleGangOf(g GangSpec, nodes map[string]nodeConstraint, memUsed func(stri
 			return true
 		}
 		if group == groupMaster {
-			return nc.pool == poolHead
+			return nc.pool == builders.PoolHead
 		}
-		return nc.pool == poolGPU
+		return nc.pool == builders.PoolGPU
 	}
 	og.MaxPods = func(node string) int {
 		limit := -1

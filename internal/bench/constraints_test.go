@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
 
 // TestConstrainCluster: a third of the nodes tainted, every eighth a head
@@ -23,7 +24,7 @@ func TestConstrainCluster(t *testing.T) {
 		if nc.tainted {
 			tainted++
 		}
-		if nc.pool == poolHead {
+		if nc.pool == builders.PoolHead {
 			head++
 		}
 		if nc.memory < 100<<30 {
@@ -94,14 +95,14 @@ func TestGangSetConstraints(t *testing.T) {
 		if q := req[corev1.ResourceMemory]; q.Value() != 64<<30 {
 			t.Errorf("pod %d: memory %s, want 64Gi", i, q.String())
 		}
-		want := poolGPU
+		want := builders.PoolGPU
 		if i == 0 {
-			want = poolHead
+			want = builders.PoolHead
 		}
-		if got := p.Spec.NodeSelector[PoolLabel]; got != want {
+		if got := p.Spec.NodeSelector[builders.PoolLabel]; got != want {
 			t.Errorf("pod %d: pool %q, want %q", i, got, want)
 		}
-		if len(p.Spec.Tolerations) != 1 || p.Spec.Tolerations[0].Key != gpuTaint.Key {
+		if len(p.Spec.Tolerations) != 1 || p.Spec.Tolerations[0].Key != builders.GPUTaint.Key {
 			t.Errorf("pod %d: tolerations %v", i, p.Spec.Tolerations)
 		}
 		if ports := p.Spec.Containers[0].Ports; len(ports) != 1 || ports[0].HostPort != 20007 {
@@ -114,10 +115,10 @@ func TestGangSetConstraints(t *testing.T) {
 // gang's pods a node admits, as the optimum reads them.
 func TestOracleGangOf(t *testing.T) {
 	nodes := map[string]nodeConstraint{
-		"plain":   {pool: poolGPU, memory: 2 << 40},
-		"tainted": {tainted: true, pool: poolGPU, memory: 2 << 40},
-		"head":    {pool: poolHead, memory: 2 << 40},
-		"tight":   {pool: poolGPU, memory: 96 << 30},
+		"plain":   {pool: builders.PoolGPU, memory: 2 << 40},
+		"tainted": {tainted: true, pool: builders.PoolGPU, memory: 2 << 40},
+		"head":    {pool: builders.PoolHead, memory: 2 << 40},
+		"tight":   {pool: builders.PoolGPU, memory: 96 << 30},
 	}
 	used := func(node string) int64 {
 		if node == "plain" {

@@ -363,9 +363,9 @@ func GangSet(g GangSpec, created time.Time) *workload.Set {
 func constrainPod(p *corev1.Pod, g GangSpec, i int) {
 	c := builders.PodConstraints{Tolerates: g.Tolerates, HostPort: g.HostPort}
 	if g.Pools {
-		c.Pool = poolGPU
+		c.Pool = builders.PoolGPU
 		if i == 0 {
-			c.Pool = poolHead
+			c.Pool = builders.PoolHead
 		}
 	}
 	c.Apply(p)

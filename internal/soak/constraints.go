@@ -16,9 +16,6 @@ import (
 // else, so each still fits the idle cluster (a gang that does not is
 // reported stuck).
 
-// nodeConstraints are the soak cluster's.
-var nodeConstraints = builders.NodeConstraints{TaintEvery: 3, HeadEvery: 8, TightEvery: 5, TightMemory: "96Gi"}
-
 const (
 	tolerateShare = 0.85
 	mixedShare    = 0.20
@@ -44,7 +41,7 @@ type gangConstraints struct {
 }
 
 // constrainNodes taints, labels and sizes the cluster's nodes.
-func constrainNodes(nodes []*corev1.Node) { nodeConstraints.Apply(nodes) }
+func constrainNodes(nodes []*corev1.Node) { builders.GeneratedNodeConstraints.Apply(nodes) }
 
 // constrain draws gang g's constraints (see the top of this file).
 func (r *runner) constrain(g gangSpec) gangSpec {

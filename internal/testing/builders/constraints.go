@@ -27,6 +27,11 @@ type NodeConstraints struct {
 	TightMemory                       string
 }
 
+// GeneratedNodeConstraints are those of the benchmark's and the soak's
+// generated clusters: a third of the nodes tainted, every eighth in
+// PoolHead, every fifth with 96Gi of memory.
+var GeneratedNodeConstraints = NodeConstraints{TaintEvery: 3, HeadEvery: 8, TightEvery: 5, TightMemory: "96Gi"}
+
 // Apply writes the constraints on the nodes.
 func (c NodeConstraints) Apply(nodes []*corev1.Node) {
 	for i, n := range nodes {
