@@ -290,7 +290,7 @@ func (s *Session) HeldOn(job api.JobID, node string) (*api.Resource, string) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	var kept *api.Resource
-	var holders []string
+	first := ""
 	for _, h := range st.applied {
 		if h.Job == job {
 			continue
@@ -303,14 +303,12 @@ func (s *Session) HeldOn(job api.JobID, node string) (*api.Resource, string) {
 				kept = api.EmptyResource()
 			}
 			kept.Add(t.Resreq)
-			holders = append(holders, h.Name)
+			if first == "" || h.Name < first {
+				first = h.Name
+			}
 		}
 	}
-	if kept == nil {
-		return nil, ""
-	}
-	sort.Strings(holders)
-	return kept, holders[0]
+	return kept, first
 }
 
 // predicateWithHolds is the plugin's predicate: holds first, then NIC fit.
