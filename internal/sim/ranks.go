@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 )
@@ -24,17 +23,11 @@ type SegmentPlacement struct {
 // has segments, each block's ranks and leaves. pods are the job's entries
 // of the report, objs the pods they describe.
 func (s *Simulator) rankJob(group map[string]string, pods []*PodPlacement, objs []*corev1.Pod) (int, []SegmentPlacement) {
-	src := make([]placement.RankSource, len(objs))
-	var order func(string) (int, bool)
 	members := make([]placement.MemberAnnotations, len(objs))
 	for i, p := range objs {
-		src[i] = placement.RankSource{Name: p.Name, Labels: p.Labels, Annotations: p.Annotations}
 		members[i] = placement.MemberAnnotations{Name: p.Name, Annotations: p.Annotations}
-		if job := p.Annotations[batchv1alpha1.JobNameKey]; order == nil && job != "" {
-			order = s.runtime.TaskOrder(p.Namespace, job)
-		}
 	}
-	ranks, err := placement.Ranks(src, order)
+	ranks, err := s.runtime.PodRanks(objs)
 	if err != nil {
 		for _, pp := range pods {
 			pp.Rank = -1

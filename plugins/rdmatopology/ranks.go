@@ -5,6 +5,8 @@ import (
 	"sort"
 	"sync"
 
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -126,21 +128,14 @@ func taskNames(job *batchv1alpha1.Job) []string {
 // sorts pods by rank. tasks[i] is the task of pods[i]. An invalid
 // rdmatopo.io/rank is an error wrapping placement.ErrInvalidContract.
 func (s *Session) RankPods(tasks []*api.TaskInfo, pods []placement.Pod) error {
-	src := make([]placement.RankSource, len(tasks))
-	var order func(string) (int, bool)
+	objs := make([]*v1.Pod, len(tasks))
 	for i, t := range tasks {
-		src[i] = placement.RankSource{Name: t.Namespace + "/" + t.Name}
-		if t.Pod == nil {
-			continue
-		}
-		src[i].Labels, src[i].Annotations = t.Pod.Labels, t.Pod.Annotations
-		if order == nil {
-			if job := t.Pod.Annotations[batchv1alpha1.JobNameKey]; job != "" {
-				order = s.rt.tasks.order(t.Namespace, job)
-			}
+		objs[i] = t.Pod
+		if objs[i] == nil {
+			objs[i] = &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: t.Name}}
 		}
 	}
-	ranks, err := placement.Ranks(src, order)
+	ranks, err := s.rt.PodRanks(objs)
 	if err != nil {
 		return err
 	}
@@ -151,8 +146,18 @@ func (s *Session) RankPods(tasks []*api.TaskInfo, pods []placement.Pod) error {
 	return nil
 }
 
-// TaskOrder returns the spec.tasks order of Volcano Job namespace/name as
-// the runtime saw it (nil: not seen), for placement.Ranks.
-func (r *Runtime) TaskOrder(namespace, name string) func(task string) (int, bool) {
-	return r.tasks.order(namespace, name)
+// PodRanks returns the rank of each pod of one gang (placement.Ranks over
+// their labels and annotations, a Volcano Job's tasks in the spec order
+// the runtime saw). An invalid rdmatopo.io/rank is an error wrapping
+// placement.ErrInvalidContract.
+func (r *Runtime) PodRanks(pods []*v1.Pod) ([]int, error) {
+	src := make([]placement.RankSource, len(pods))
+	var order func(string) (int, bool)
+	for i, p := range pods {
+		src[i] = placement.RankSource{Name: p.Namespace + "/" + p.Name, Labels: p.Labels, Annotations: p.Annotations}
+		if job := p.Annotations[batchv1alpha1.JobNameKey]; order == nil && job != "" {
+			order = r.tasks.order(p.Namespace, job)
+		}
+	}
+	return placement.Ranks(src, order)
 }
