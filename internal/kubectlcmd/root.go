@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/rdmatopo/rdmatopo/config"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/live"
 	"github.com/rdmatopo/rdmatopo/internal/quiet"
 	"github.com/rdmatopo/rdmatopo/internal/sim"
@@ -136,7 +137,8 @@ type confSource struct {
 func (s confSource) String() string { return s.Kind + " " + s.Name }
 
 // conf returns the scheduler conf: --scheduler-conf, else the cluster's
-// ConfigMap when it exists, else the built-in one.
+// ConfigMap when it exists, else the built-in one. It sets
+// c.ReadHyperNodes from the conf's s1Source.
 func (o *options) conf(ctx context.Context, c *live.Clients) (*sim.Conf, confSource, error) {
 	src := confSource{Kind: "built-in", Name: "config/" + config.SchedulerConfFile}
 	text := config.SchedulerConf
@@ -164,6 +166,8 @@ func (o *options) conf(ctx context.Context, c *live.Clients) (*sim.Conf, confSou
 	if err != nil {
 		return nil, src, fmt.Errorf("scheduler conf (%s): %w", src, err)
 	}
+	// HyperNodes are read only when they give the S1s.
+	c.ReadHyperNodes = parsed.Topology.WithDefaults().S1Source == topology.S1FromHyperNode
 	return parsed, src, nil
 }
 

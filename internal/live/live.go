@@ -7,6 +7,7 @@ package live
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -48,6 +49,12 @@ type Clients struct {
 	Dynamic  dynamic.Interface
 	// PageSize bounds every list request (0: DefaultPageSize).
 	PageSize int64
+	// ReadHyperNodes lists Volcano's HyperNodes (through Dynamic). Set it
+	// when the scheduler conf takes S1 from them (s1Source: hypernode);
+	// under s1Source: label they change nothing and are not read, so
+	// neither a cluster without the HyperNode API nor a user who may not
+	// list HyperNodes matters. See fetch for what is an error.
+	ReadHyperNodes bool
 }
 
 // NewClients builds the clients of a REST config.
@@ -193,24 +200,12 @@ func fetch(ctx context.Context, c *Clients, podOpts metav1.ListOptions) (*worklo
 			return nil, nil, fmt.Errorf("listing customnoderesources: %w", err)
 		}
 	}
-	if c.Dynamic != nil {
-		hns := c.Dynamic.Resource(topology.HyperNodeResource)
-		if err := each(ctx, c.pageSize(), metav1.ListOptions{}, true,
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return hns.List(ctx, o) },
-			func(o runtime.Object) error {
-				u, ok := o.(*unstructured.Unstructured)
-				if !ok {
-					return fmt.Errorf("a HyperNode list item is a %T", o)
-				}
-				hn, err := topology.HyperNodeFromUnstructured(u)
-				if err != nil {
-					return err
-				}
-				cluster.HyperNodes = append(cluster.HyperNodes, hn)
-				return nil
-			}); err != nil {
-			return nil, nil, fmt.Errorf("listing hypernodes: %w", err)
+	if c.ReadHyperNodes {
+		hns, err := listHyperNodes(ctx, c)
+		if err != nil {
+			return nil, nil, err
 		}
+		cluster.HyperNodes = hns
 	}
 	var pending []*corev1.Pod
 	pods := c.Kube.CoreV1().Pods(metav1.NamespaceAll)
@@ -243,6 +238,42 @@ func fetch(ctx context.Context, c *Clients, podOpts metav1.ListOptions) (*worklo
 	byName(cluster.Pods)
 	byName(pending)
 	return cluster, pending, nil
+}
+
+// listHyperNodes lists the HyperNodes for S1. A cluster that does not
+// serve the HyperNode API (Volcano before 1.12, or its CRD not installed)
+// has none: the scheduler then sees none either, and every node shares the
+// default S1. A user who may not list them gets an error that says so,
+// since the fabric drawn without them would not be the scheduler's.
+func listHyperNodes(ctx context.Context, c *Clients) ([]*topology.HyperNode, error) {
+	if c.Dynamic == nil {
+		return nil, errors.New("s1Source is hypernode, but there is no client to read HyperNodes with")
+	}
+	var out []*topology.HyperNode
+	hns := c.Dynamic.Resource(topology.HyperNodeResource)
+	err := each(ctx, c.pageSize(), metav1.ListOptions{}, true,
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return hns.List(ctx, o) },
+		func(o runtime.Object) error {
+			u, ok := o.(*unstructured.Unstructured)
+			if !ok {
+				return fmt.Errorf("a HyperNode list item is a %T", o)
+			}
+			hn, err := topology.HyperNodeFromUnstructured(u)
+			if err != nil {
+				return err
+			}
+			out = append(out, hn)
+			return nil
+		})
+	switch {
+	case apierrors.IsForbidden(err):
+		return nil, fmt.Errorf("s1Source is hypernode, so S1s come from HyperNodes, but this user may not list %s.%s: "+
+			"grant it list on them: %w",
+			topology.HyperNodeResource.Resource, topology.HyperNodeResource.Group, err)
+	case err != nil:
+		return nil, fmt.Errorf("listing hypernodes: %w", err)
+	}
+	return out, nil
 }
 
 // SchedulerConf reads the scheduler conf from a ConfigMap; found is false
