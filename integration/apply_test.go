@@ -36,7 +36,8 @@ const (
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // installCRDs installs, from the modules that define them, Volcano's CRDs,
-// katalyst's CustomNodeResource and the training operator's PyTorchJob, and
+// katalyst's CustomNodeResource, the training operator's PyTorchJob,
+// Trainer's TrainJob and (Cluster)TrainingRuntime and JobSet's JobSet, and
 // waits until every one is established.
 func (e *Env) installCRDs(ctx context.Context) error {
 	volcano, err := moduleDir(ctx, e.RepoRoot, volcanoModule)
@@ -69,6 +70,11 @@ func (e *Env) installCRDs(ctx context.Context) error {
 		filepath.Join(katalyst, "config", "crd", "bases", "node.katalyst.kubewharf.io_customnoderesources.yaml"),
 		filepath.Join(operator, "manifests", "base", "crds", "kubeflow.org_pytorchjobs.yaml"),
 	)
+	trainer, err := e.trainerCRDFiles(ctx)
+	if err != nil {
+		return err
+	}
+	files = append(files, trainer...)
 	var names []string
 	for _, f := range files {
 		objs, err := readManifests(f)

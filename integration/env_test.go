@@ -49,8 +49,9 @@ const (
 	schedulerUser = "system:serviceaccount:volcano-system:volcano-scheduler"
 )
 
-// Env is a running control plane with Volcano, the training operator and
-// rdmatopo's scheduler, plus clients for the tests.
+// Env is a running control plane with Volcano, the training operator,
+// Kubeflow Trainer with JobSet and kube-controller-manager's Job controller,
+// and rdmatopo's scheduler, plus clients for the tests.
 type Env struct {
 	// Dir holds everything the run writes: data, certificates, kubeconfigs
 	// and the components' logs.
@@ -82,6 +83,11 @@ type Env struct {
 	controllers *process
 	scheduler   *process
 	operator    *process
+	kcm         *process
+	jobset      *process
+	trainer     *process
+	// webhookCerts is what the JobSet and Trainer webhook servers serve.
+	webhookCerts webhookCerts
 	// all lists every process started, in start order, for logs and stop.
 	all []*process
 	// removeWebhookCertDir is set when this run created the training
@@ -127,7 +133,7 @@ func (e *Env) LogTails(lines int) string {
 // Alive returns an error for every component that has exited unexpectedly.
 func (e *Env) Alive() error {
 	var errs []error
-	for _, p := range []*process{e.etcd, e.apiserver, e.controllers, e.scheduler, e.operator} {
+	for _, p := range []*process{e.etcd, e.apiserver, e.controllers, e.scheduler, e.operator, e.kcm, e.jobset, e.trainer} {
 		if p != nil {
 			errs = append(errs, p.alive())
 		}
@@ -149,6 +155,9 @@ func StartEnv(ctx context.Context, binDir, repoRoot string) (*Env, error) {
 			return e, err
 		}
 	}
+	if e.webhookCerts, err = writeWebhookCerts(filepath.Join(dir, "certs", "webhook")); err != nil {
+		return e, err
+	}
 	steps := []struct {
 		name string
 		run  func(context.Context) error
@@ -161,6 +170,9 @@ func StartEnv(ctx context.Context, binDir, repoRoot string) (*Env, error) {
 		{"vc-controller-manager", e.startControllers},
 		{"vc-scheduler", e.StartScheduler},
 		{"training-operator", e.startOperator},
+		{"kube-controller-manager", e.startKubeControllerManager},
+		{"jobset-controller", e.startJobSet},
+		{"trainer-controller-manager", e.startTrainer},
 	}
 	for _, s := range steps {
 		start := time.Now()
@@ -330,6 +342,11 @@ func (e *Env) SchedulerConf() string {
 // StartScheduler starts rdmatopo's vc-scheduler (again, after
 // StopScheduler) and waits for its health endpoint.
 func (e *Env) StartScheduler(ctx context.Context) error {
+	return e.StartSchedulerConf(ctx, e.SchedulerConf())
+}
+
+// StartSchedulerConf is StartScheduler with another scheduler conf.
+func (e *Env) StartSchedulerConf(ctx context.Context, conf string) error {
 	if e.scheduler != nil {
 		if gone, _ := e.scheduler.exited(); !gone {
 			return errors.New("vc-scheduler is already running")
@@ -348,7 +365,7 @@ func (e *Env) StartScheduler(ctx context.Context) error {
 		Path: e.binary("vc-scheduler"),
 		Args: []string{
 			"--kubeconfig=" + e.schedulerKubeconfig,
-			"--scheduler-conf=" + e.SchedulerConf(),
+			"--scheduler-conf=" + conf,
 			"--scheduler-name=volcano",
 			"--leader-elect=false",
 			"--enable-healthz=true",

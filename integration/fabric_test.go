@@ -88,6 +88,8 @@ type nodeSpec struct {
 	Index int
 	// Leaves[z] is the leaf index of zone z's NICs; -1: the zone has none.
 	Leaves [2]int
+	// Labels are added to the Node's labels.
+	Labels map[string]string
 }
 
 // AddNode creates a Ready Node with GPUs, CPUs, memory and the RDMA NICs of
@@ -114,6 +116,12 @@ func (f *fabric) AddNode(ctx context.Context, spec nodeSpec) string {
 		GPU(2*gpusPerZone).RDMA(rdma).CPU(fmt.Sprint(2*cpuMilliPerZone/1000)).
 		Resource(corev1.ResourceMemory, "512Gi").Resource(corev1.ResourcePods, "110").
 		Obj()
+	for k, v := range spec.Labels {
+		if node.Labels == nil {
+			node.Labels = map[string]string{}
+		}
+		node.Labels[k] = v
+	}
 	node.Status.Conditions = []corev1.NodeCondition{{
 		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
 		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),

@@ -4,8 +4,11 @@
 #
 #   etcd                  go.etcd.io/etcd/server/v3 v3.5.10   (tools/etcd)
 #   kube-apiserver        k8s.io/kubernetes v1.30.2           (tools/kube-apiserver)
+#   kube-controller-manager k8s.io/kubernetes v1.30.2         (tools/kube-apiserver, the Job controller)
 #   vc-controller-manager volcano.sh/volcano v1.10.0          (tools/volcano)
 #   training-operator     github.com/kubeflow/training-operator v1.8.1 (tools/training-operator)
+#   trainer-controller-manager github.com/kubeflow/trainer/v2 v2.1.0 (tools/trainer)
+#   jobset-controller     sigs.k8s.io/jobset v0.10.1          (tools/trainer)
 #   helm                  helm.sh/helm/v4 v4.3.2              (tools/helm, renders Volcano's chart)
 #   vc-scheduler          this repository's cmd/vc-scheduler
 #
@@ -19,7 +22,7 @@
 # flags. vc-scheduler is handed to `go build` every time; Go itself leaves an
 # up-to-date binary alone, so an unchanged tree costs about a second.
 #
-# Usage: hack/build-tools.sh [name...]   (default: the first six, in the order above)
+# Usage: hack/build-tools.sh [name...]   (default: the first nine, in the order above)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -30,6 +33,7 @@ export GOWORK=off
 
 # Version information kube-apiserver reports on /version (a source build
 # otherwise says v0.0.0-master); clients use it for feature checks.
+# kube-controller-manager gets the same.
 kas_ldflags="-X k8s.io/component-base/version.gitVersion=v1.30.2 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=30"
 
 # stamp prints the cache key of a tool: its module files, the Go version,
@@ -77,6 +81,9 @@ build() {
 	case "$1" in
 	etcd) build_tool etcd tools/etcd . "" ;;
 	kube-apiserver) build_tool kube-apiserver tools/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$kas_ldflags" ;;
+	kube-controller-manager) build_tool kube-controller-manager tools/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager "$kas_ldflags" ;;
+	trainer-controller-manager) build_tool trainer-controller-manager tools/trainer github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager "" ;;
+	jobset-controller) build_tool jobset-controller tools/trainer sigs.k8s.io/jobset "" ;;
 	vc-controller-manager) build_tool vc-controller-manager tools/volcano volcano.sh/volcano/cmd/controller-manager "" ;;
 	training-operator) build_tool training-operator tools/training-operator github.com/kubeflow/training-operator/cmd/training-operator.v1 "" ;;
 	helm) build_tool helm tools/helm helm.sh/helm/v4/cmd/helm "" ;;
@@ -92,7 +99,7 @@ build() {
 
 tools=("$@")
 if [[ ${#tools[@]} -eq 0 ]]; then
-	tools=(etcd kube-apiserver vc-controller-manager training-operator helm vc-scheduler)
+	tools=(etcd kube-apiserver kube-controller-manager vc-controller-manager training-operator trainer-controller-manager jobset-controller helm vc-scheduler)
 fi
 for t in "${tools[@]}"; do
 	build "$t"

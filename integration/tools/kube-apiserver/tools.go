@@ -1,11 +1,12 @@
 //go:build tools
 
-// Package tools pins the kube-apiserver command so that `go mod tidy` keeps
-// every module it needs in this module's go.mod and go.sum. The binary is
-// built with `go build k8s.io/kubernetes/cmd/kube-apiserver` from this
-// directory; see integration/Makefile.
+// Package tools pins the kube-apiserver and kube-controller-manager commands
+// so that `go mod tidy` keeps every module they need in this module's go.mod
+// and go.sum. Both are built from this directory (one module, so they share
+// compiled Kubernetes packages); see integration/hack/build-tools.sh.
 package tools
 
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 )
