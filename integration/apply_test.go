@@ -37,8 +37,9 @@ var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 
 // installCRDs installs, from the modules that define them, Volcano's CRDs,
 // katalyst's CustomNodeResource, the training operator's PyTorchJob,
-// Trainer's TrainJob and (Cluster)TrainingRuntime and JobSet's JobSet, and
-// waits until every one is established.
+// Trainer's TrainJob and (Cluster)TrainingRuntime and JobSet's JobSet, plus
+// Volcano's HyperNode (see hyperNodeCRD), and waits until every one is
+// established.
 func (e *Env) installCRDs(ctx context.Context) error {
 	volcano, err := moduleDir(ctx, e.RepoRoot, volcanoModule)
 	if err != nil {
@@ -76,6 +77,11 @@ func (e *Env) installCRDs(ctx context.Context) error {
 	}
 	files = append(files, trainer...)
 	var names []string
+	hn := hyperNodeCRD()
+	if _, err := e.Dynamic.Resource(crdGVR).Create(ctx, hn, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create CRD %s: %w", hn.GetName(), err)
+	}
+	names = append(names, hn.GetName())
 	for _, f := range files {
 		objs, err := readManifests(f)
 		if err != nil {
