@@ -57,7 +57,7 @@ func TestTrainJobPlacedUnderOneS0(t *testing.T) {
 		f.AddNode(ctx, nodeSpec{Index: i, Leaves: [2]int{1, 2}})
 	}
 
-	job := createTrainJobExample(t, e, ns)
+	job := createTrainJobExample(t, e, ns, hardS0)
 	sel := metav1.ListOptions{LabelSelector: trainJobNameLabel + "=" + job.name}
 	pods := waitBound(t, e, ns, sel, job.numNodes, trainJobPlaceTimeout)
 
@@ -88,11 +88,50 @@ func TestTrainJobPlacedUnderOneS0(t *testing.T) {
 	checkRanksContiguous(t, f, pods)
 }
 
+// TestTrainJobRanksFollowLeaves: the README's TrainJob with hard mode s1
+// instead of s0, on two nodes that cable NUMA zone 0 to leaf 0 and zone 1 to
+// leaf 1 (provider cabling). The four pods need both nodes and both leaves;
+// in the order the search fills nodes (zone by zone), ranks would change
+// leaf at every step of the ring (4 crossings). Placed by rank, the ring
+// crosses each leaf boundary once (2 crossings): two consecutive ranks
+// under leaf 0, the other two under leaf 1.
+func TestTrainJobRanksFollowLeaves(t *testing.T) {
+	e := requireEnv(t)
+	ctx := context.Background()
+	f := newFabric(t, e)
+	ns := newNamespace(t, e)
+	f.AddNode(ctx, nodeSpec{Index: 1, Leaves: [2]int{0, 1}})
+	f.AddNode(ctx, nodeSpec{Index: 2, Leaves: [2]int{0, 1}})
+
+	hardS1 := contract{Mode: "hard", HighestTier: "s1"}
+	job := createTrainJobExample(t, e, ns, hardS1)
+	sel := metav1.ListOptions{LabelSelector: trainJobNameLabel + "=" + job.name}
+	pods := waitBound(t, e, ns, sel, job.numNodes, trainJobPlaceTimeout)
+	var placed []podNICs
+	leaves := map[string]bool{}
+	for _, p := range pods {
+		pn, err := checkPodNICs(f, p, trainer)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		placed = append(placed, pn)
+		leaves[pn.S0] = true
+	}
+	checkNoNICTwice(t, placed)
+	if len(leaves) != 2 {
+		t.Errorf("gang spans %d leaves, want both: %s", len(leaves), describePlacement(placed))
+	}
+	checkRanksContiguous(t, f, pods)
+}
+
 // checkRanksContiguous orders the pods by job-completion index and checks
 // that along the ring of ranks (r to r+1, the last back to the first) the
-// placement changes node exactly as many times as it uses nodes, and leaf
-// as many times as it uses leaves (none on one leaf): every node and every
-// leaf holds one contiguous run of ranks.
+// placement changes leaf exactly as many times as it uses leaves (none on
+// one leaf), so every leaf holds one contiguous run of ranks, and that
+// within each leaf's run the ranks change node only as often as the run
+// has nodes less one (on a single leaf the ring closes within it: as often
+// as it has nodes, or never on one node).
 func checkRanksContiguous(t *testing.T, f *fabric, pods []corev1.Pod) {
 	t.Helper()
 	type ranked struct {
@@ -110,31 +149,47 @@ func checkRanksContiguous(t *testing.T, f *fabric, pods []corev1.Pod) {
 	}
 	sort.Slice(rs, func(i, j int) bool { return rs[i].rank < rs[j].rank })
 	var order []string
-	nodes, leaves := map[string]bool{}, map[string]bool{}
-	nodeCross, leafCross := 0, 0
+	leafNodes := map[string]map[string]bool{}
+	nodeCross := map[string]int{}
+	leafCross := 0
 	for i, r := range rs {
 		if r.rank != i {
 			t.Fatalf("completion indexes are not 0..%d: %v", len(rs)-1, rs)
 		}
-		next := rs[(i+1)%len(rs)]
-		nodes[r.node], leaves[r.leaf] = true, true
-		if next.node != r.node {
-			nodeCross++
+		if leafNodes[r.leaf] == nil {
+			leafNodes[r.leaf] = map[string]bool{}
 		}
-		if next.leaf != r.leaf {
-			leafCross++
-		}
+		leafNodes[r.leaf][r.node] = true
 		order = append(order, fmt.Sprintf("%d:%s/%.8s", r.rank, r.node, r.leaf))
 	}
-	want := func(n int) int {
+	for i, r := range rs {
+		next := rs[(i+1)%len(rs)]
+		switch {
+		case next.leaf != r.leaf:
+			leafCross++
+		case next.node != r.node && (i+1 < len(rs) || len(leafNodes) == 1):
+			nodeCross[r.leaf]++
+		}
+	}
+	ring := func(n int) int {
 		if n == 1 {
 			return 0
 		}
 		return n
 	}
-	if nodeCross != want(len(nodes)) || leafCross != want(len(leaves)) {
-		t.Errorf("ranks not contiguous: the ring changes node %d times over %d nodes and leaf %d times over %d leaves (want %d and %d): %s",
-			nodeCross, len(nodes), leafCross, len(leaves), want(len(nodes)), want(len(leaves)), strings.Join(order, " "))
+	if leafCross != ring(len(leafNodes)) {
+		t.Errorf("ranks not contiguous along leaves: the ring changes leaf %d times over %d leaves, want %d: %s",
+			leafCross, len(leafNodes), ring(len(leafNodes)), strings.Join(order, " "))
+	}
+	for leaf, nodes := range leafNodes {
+		want := len(nodes) - 1
+		if len(leafNodes) == 1 {
+			want = ring(len(nodes))
+		}
+		if nodeCross[leaf] != want {
+			t.Errorf("ranks under leaf %.8s change node %d times over %d nodes, want %d: %s",
+				leaf, nodeCross[leaf], len(nodes), want, strings.Join(order, " "))
+		}
 	}
 	t.Logf("rank order: %s", strings.Join(order, " "))
 }
@@ -146,9 +201,10 @@ type trainJobRef struct {
 }
 
 // createTrainJobExample creates the README's ClusterTrainingRuntime and its
-// TrainJob (in ns); both are deleted when the test ends, with the JobSet,
-// Jobs and pods they made.
-func createTrainJobExample(t *testing.T, e *Env, ns string) trainJobRef {
+// TrainJob (in ns) with the contract c in its podTemplateOverrides (the
+// example's is hard s0); both are deleted when the test ends, with the
+// JobSet, Jobs and pods they made.
+func createTrainJobExample(t *testing.T, e *Env, ns string, c contract) trainJobRef {
 	t.Helper()
 	ctx := context.Background()
 	objs, err := readManifests(filepath.Join(e.RepoRoot, trainJobExample))
@@ -177,6 +233,7 @@ func createTrainJobExample(t *testing.T, e *Env, ns string) trainJobRef {
 		}
 	})
 	job.SetNamespace(ns)
+	setOverrideContract(t, job, c)
 	created, err := e.Dynamic.Resource(trainJobGVR).Namespace(ns).Create(ctx, job, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create TrainJob %s/%s: %v", ns, job.GetName(), err)
@@ -186,6 +243,28 @@ func createTrainJobExample(t *testing.T, e *Env, ns string) trainJobRef {
 		t.Fatalf("%s: TrainJob %s: spec.trainer.numNodes %d (%v), want a positive number", trainJobExample, job.GetName(), n, err)
 	}
 	return trainJobRef{name: job.GetName(), numNodes: int(n)}
+}
+
+// setOverrideContract sets c as the annotations of the TrainJob's one
+// podTemplateOverride, failing the test if the example has another shape.
+func setOverrideContract(t *testing.T, job *unstructured.Unstructured, c contract) {
+	t.Helper()
+	overrides, _, err := unstructured.NestedSlice(job.Object, "spec", "podTemplateOverrides")
+	if err != nil || len(overrides) != 1 {
+		t.Fatalf("%s: TrainJob %s: want one spec.podTemplateOverrides entry, have %d (%v)", trainJobExample, job.GetName(), len(overrides), err)
+	}
+	o, _ := overrides[0].(map[string]interface{})
+	ann := map[string]interface{}{}
+	for k, v := range c.annotations() {
+		ann[k] = v
+	}
+	if err := unstructured.SetNestedMap(o, ann, "metadata", "annotations"); err != nil {
+		t.Fatal(err)
+	}
+	overrides[0] = o
+	if err := unstructured.SetNestedSlice(job.Object, overrides, "spec", "podTemplateOverrides"); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // deleteTrainJobs deletes the namespace's TrainJobs, JobSets, Jobs and pods
