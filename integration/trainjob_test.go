@@ -24,6 +24,10 @@ import (
 // pods, and the scheduler binds them.
 const trainJobPlaceTimeout = 2 * time.Minute
 
+// runtimeCacheTimeout bounds the wait for Trainer's webhook to see a new
+// runtime.
+const runtimeCacheTimeout = 30 * time.Second
+
 // Labels Trainer and JobSet put on a TrainJob's pods.
 const (
 	trainJobNameLabel = "jobset.sigs.k8s.io/jobset-name"
@@ -234,10 +238,18 @@ func createTrainJobExample(t *testing.T, e *Env, ns string, c contract) trainJob
 	})
 	job.SetNamespace(ns)
 	setOverrideContract(t, job, c)
-	created, err := e.Dynamic.Resource(trainJobGVR).Namespace(ns).Create(ctx, job, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create TrainJob %s/%s: %v", ns, job.GetName(), err)
-	}
+	// Trainer's webhook checks the runtime reference against its informer
+	// cache, which sees the new runtime a moment later: until then it
+	// denies the TrainJob with "... not found".
+	var created *unstructured.Unstructured
+	eventually(t, runtimeCacheTimeout, func() (bool, string) {
+		var err error
+		created, err = e.Dynamic.Resource(trainJobGVR).Namespace(ns).Create(ctx, job, metav1.CreateOptions{})
+		if err != nil && !strings.Contains(err.Error(), fmt.Sprintf("%q not found", runtime.GetName())) {
+			t.Fatalf("create TrainJob %s/%s: %v", ns, job.GetName(), err)
+		}
+		return err == nil, fmt.Sprintf("create TrainJob %s/%s: %v", ns, job.GetName(), err)
+	})
 	n, ok, err := unstructured.NestedInt64(created.Object, "spec", "trainer", "numNodes")
 	if err != nil || !ok || n < 1 {
 		t.Fatalf("%s: TrainJob %s: spec.trainer.numNodes %d (%v), want a positive number", trainJobExample, job.GetName(), n, err)
