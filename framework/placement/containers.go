@@ -103,8 +103,9 @@ func cmpDesc(a, b int64) int {
 	return 1
 }
 
-// parts decodes Containers; nil for a shape that is not split.
-func (s Shape) parts() []Part {
+// Parts decodes Containers: the parts of a split shape, largest first; nil
+// for a shape that is not split.
+func (s Shape) Parts() []Part {
 	if s.Containers == "" {
 		return nil
 	}
@@ -147,7 +148,7 @@ func pools(n *topology.Node, sh Shape) bool {
 // taking what it uses from the scratch view. The pod's zones are merged
 // per zone; Containers says where each part went.
 func (w *work) placeParts(sh Shape, ok func(topology.S0ID) bool) (Assignment, bool) {
-	parts := sh.parts()
+	parts := sh.Parts()
 	if len(parts) == 0 || !w.capFits(sh) {
 		return Assignment{}, false
 	}

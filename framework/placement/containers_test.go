@@ -65,7 +65,7 @@ func TestSplitShape(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got := SplitShape(tc.total, tc.parts)
-			if diff := cmp.Diff(tc.want, got.parts(), cmpopts.EquateEmpty()); diff != "" {
+			if diff := cmp.Diff(tc.want, got.Parts(), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("parts (-want +got):\n%s", diff)
 			}
 			if got.GPU != tc.total.GPU || got.NICs != tc.total.NICs || got.CPUMilli != tc.total.CPUMilli {
@@ -78,7 +78,7 @@ func TestSplitShape(t *testing.T) {
 		for i := 0; i < maxParts+2; i++ {
 			parts = append(parts, Part{Names: []string{fmt.Sprintf("c%d", i)}, CPUMilli: int64(1000 * (maxParts + 2 - i))})
 		}
-		got := SplitShape(Shape{CPUMilli: 1000 * int64((maxParts+2)*(maxParts+3)/2)}, parts).parts()
+		got := SplitShape(Shape{CPUMilli: 1000 * int64((maxParts+2)*(maxParts+3)/2)}, parts).Parts()
 		if len(got) != maxParts {
 			t.Fatalf("%d parts, want %d", len(got), maxParts)
 		}

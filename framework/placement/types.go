@@ -115,7 +115,7 @@ func (s Shape) String() string {
 		parts = append(parts, fmt.Sprintf("%dm CPU", s.CPUMilli))
 	}
 	out := strings.Join(parts, " + ")
-	if n := len(s.parts()); n > 1 {
+	if n := len(s.Parts()); n > 1 {
 		out += fmt.Sprintf(" in %d containers", n)
 	}
 	return out

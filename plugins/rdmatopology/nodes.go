@@ -53,9 +53,10 @@ func NodeCap(ni *api.NodeInfo, gpu, rdma v1.ResourceName) placement.Cap {
 // into its containers' needs (placement.SplitShape) for nodes that bind
 // each container to one NUMA zone. The parts are the regular and sidecar
 // (restartable init) containers, which run side by side. The pod is not
-// split when an init container fits in no part: it runs alone but needs
-// one zone with room for all it asks, which only planning the pod in one
-// zone guarantees. pod may be nil (no split).
+// split when an init container exceeds every regular container (in GPUs,
+// NICs or CPU): it runs before them, beside the sidecars, and needs one
+// zone with room for all it asks, which only planning the pod in one zone
+// guarantees. pod may be nil (no split).
 func ShapeOf(pod *v1.Pod, r *api.Resource, gpu, rdma v1.ResourceName) placement.Shape {
 	if r == nil {
 		return placement.Shape{}
@@ -72,22 +73,26 @@ func ShapeOf(pod *v1.Pod, r *api.Resource, gpu, rdma v1.ResourceName) placement.
 		q := c.Resources.Requests
 		return placement.Part{Names: []string{c.Name}, GPU: units(q[gpu]), NICs: units(q[rdma]), CPUMilli: max(q.Cpu().MilliValue(), 0)}
 	}
-	var parts []placement.Part
+	var parts, regular []placement.Part
 	for i := range pod.Spec.InitContainers {
 		if c := &pod.Spec.InitContainers[i]; isSidecar(c) {
 			parts = append(parts, need(c))
 		}
 	}
 	for i := range pod.Spec.Containers {
-		parts = append(parts, need(&pod.Spec.Containers[i]))
+		regular = append(regular, need(&pod.Spec.Containers[i]))
 	}
+	parts = append(parts, regular...)
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		if isSidecar(c) {
 			continue
 		}
+		// It runs before the regular containers start, beside the
+		// sidecars: it fits in the zone of a regular container it does
+		// not exceed.
 		in := need(c)
-		if !slices.ContainsFunc(parts, func(p placement.Part) bool {
+		if !slices.ContainsFunc(regular, func(p placement.Part) bool {
 			return in.GPU <= p.GPU && in.NICs <= p.NICs && in.CPUMilli <= p.CPUMilli
 		}) {
 			return sh
