@@ -179,7 +179,7 @@ func (p *planner) refine(pods []Pod, c *candidate, limit Tier) *candidate {
 		return c
 	}
 	pool := p.refinePool(c)
-	need, want := gangNICs(pods), countShape(pods, p.main)
+	need, counts := gangNICs(pods), p.classCounts(pods)
 	first, budget := 1, refineFills
 	if len(pods) > exactMaxPods {
 		first, budget = len(c.leaves)-1, refineLargeFills
@@ -189,12 +189,12 @@ func (p *planner) refine(pods []Pod, c *candidate, limit Tier) *candidate {
 		var best *candidate
 		forSubsets(len(pool), size, func(pick []int) bool {
 			// What bounds a set: its free NICs, and for one leaf the
-			// pods of the main shape its own NICs hold.
+			// pods of each class its own NICs hold.
 			var nics int64
 			for _, i := range pick {
 				nics += pool[i].nics
 			}
-			if nics < need || size == 1 && pool[pick[0]].own < want {
+			if nics < need || size == 1 && !p.leafHolds(pool[pick[0]], counts) {
 				return true
 			}
 			set := make(map[topology.S0ID]bool, size)
