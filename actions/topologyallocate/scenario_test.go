@@ -355,8 +355,18 @@ func checkBinds(t *testing.T, o *outcome) {
 		if diff := cmp.Diff(r.NICs(), nics); diff != "" {
 			t.Errorf("%s annotation vs ledger (-ledger,+annotation):\n%s", name, diff)
 		}
-		if len(r.Zones) != 1 || ann[ledger.AnnotationNUMA] != fmt.Sprint(r.Zones[0].NUMA) {
+		switch {
+		case r.Containers != nil:
+			// Split by container: one zone per container group, every
+			// zone in the pod's annotations.
+			if ann[ledger.AnnotationNUMA] != ledger.FormatNUMA(r.NUMAs()) || ann[ledger.AnnotationContainers] != ledger.FormatContainers(r.Containers) {
+				t.Errorf("%s: NUMA annotation %q, containers %q; ledger zones %+v, containers %+v", name,
+					ann[ledger.AnnotationNUMA], ann[ledger.AnnotationContainers], r.Zones, r.Containers)
+			}
+		case len(r.Zones) != 1 || ann[ledger.AnnotationNUMA] != fmt.Sprint(r.Zones[0].NUMA):
 			t.Errorf("%s: NUMA annotation %q, zones %+v: want one zone", name, ann[ledger.AnnotationNUMA], r.Zones)
+		case ann[ledger.AnnotationContainers] != "":
+			t.Errorf("%s: in one zone, but annotated with containers %q", name, ann[ledger.AnnotationContainers])
 		}
 		for _, nic := range nics {
 			key := task.NodeName + "/" + string(nic)

@@ -146,6 +146,9 @@ func (l *Ledger) Adopt(f *topology.Fabric, gone func(consumer string) bool) ([]M
 		}
 		realized := *r
 		realized.Zones = zonesOf(d.listed, d.expected, r)
+		// The KCNR lists the pod's zones, not its containers': the
+		// planned split no longer says where each container is.
+		realized.Containers = nil
 		l.replace(r, realized)
 		m.Realized = l.byUID[r.UID].clone()
 		out = append(out, m)
@@ -194,8 +197,11 @@ func (l *Ledger) substitute(f *topology.Fabric, lost map[string][]int, before ma
 // zone left without any), the pod's GPUs and CPUs follow its NICs: the
 // zones become those holding NICs, with the GPUs and CPUs split evenly
 // over them (SplitEvenly, as Rebuild derives them from the annotations).
+// The container split, if any, is dropped.
 func withNICs(r Reservation, add []listedNIC) Reservation {
 	r = r.clone()
+	// The substitutes belong to no planned container.
+	r.Containers = nil
 	var gpu, cpu int64
 	before := map[int]bool{}
 	for _, z := range r.Zones {
@@ -408,6 +414,7 @@ func (l *Ledger) dropNIC(r *Reservation, nic topology.NICID) (int, bool) {
 		for j, n := range z.NICs {
 			if n == nic {
 				z.NICs = append(z.NICs[:j:j], z.NICs[j+1:]...)
+				r.dropContainerNIC(nic)
 				delete(l.holder, nicKey{r.Node, nic})
 				return z.NUMA, true
 			}
@@ -431,6 +438,7 @@ func (l *Ledger) ReserveUncontested(r Reservation) ([]topology.NICID, error) {
 		for _, n := range z.NICs {
 			if holder, ok := l.holder[nicKey{r.Node, n}]; ok && holder != r.UID {
 				contested = append(contested, n)
+				r.dropContainerNIC(n)
 				continue
 			}
 			kept = append(kept, n)

@@ -1,6 +1,7 @@
 package ledger_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -62,6 +63,21 @@ func TestAdopt(t *testing.T) {
 			listed: map[string][]string{consumer("a"): {nicA1, nicB0}},
 			want: map[string]ledger.Reservation{
 				"u-a": confirmed(res("a", "n1", zone(0, 2, nicA1), zone(1, 2, nicB0))),
+			},
+			mismatched: map[string][]topology.NICID{"u-a": nil},
+		},
+		"split by container, listed as reserved: confirmed, split kept": {
+			held:   []ledger.Reservation{byContainer(res("a", "n1", zone(0, 4, nicA0), zone(1, 4, nicB0)))},
+			listed: map[string][]string{consumer("a"): {nicA0, nicB0}},
+			want: map[string]ledger.Reservation{
+				"u-a": confirmed(byContainer(res("a", "n1", zone(0, 4, nicA0), zone(1, 4, nicB0)))),
+			},
+		},
+		"split by container, listed on other NICs: adopted, split dropped": {
+			held:   []ledger.Reservation{byContainer(res("a", "n1", zone(0, 4, nicA0), zone(1, 4, nicB0)))},
+			listed: map[string][]string{consumer("a"): {nicA1, nicB1}},
+			want: map[string]ledger.Reservation{
+				"u-a": confirmed(res("a", "n1", zone(0, 4, nicA1), zone(1, 4, nicB1))),
 			},
 			mismatched: map[string][]topology.NICID{"u-a": nil},
 		},
@@ -224,6 +240,16 @@ func heldByUID(rs []ledger.Reservation) map[string]ledger.Reservation {
 		out[r.UID] = r
 	}
 	return out
+}
+
+// byContainer splits r by container: container "c<i>" in zone i of r, with
+// its NICs.
+func byContainer(r ledger.Reservation) ledger.Reservation {
+	for i, z := range r.Zones {
+		r.Containers = append(r.Containers, ledger.ContainerUse{Names: []string{fmt.Sprintf("c%d", i)}, NUMA: z.NUMA,
+			NICs: append([]topology.NICID(nil), z.NICs...)})
+	}
+	return r
 }
 
 func confirmed(r ledger.Reservation) ledger.Reservation {

@@ -1,8 +1,10 @@
 package ledger
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -21,6 +23,13 @@ const (
 	AnnotationNUMA = "rdmatopo.io/numa"
 	// AnnotationS0 (Pod): comma-separated S0 ids of those NICs.
 	AnnotationS0 = "rdmatopo.io/s0"
+	// AnnotationContainers (Pod): where each container is, for a pod whose
+	// containers a container-level NUMA policy put in different zones: a
+	// JSON list of {"containers": [names], "numa": id, "nics": [names]}
+	// (FormatContainers). Absent, or empty, when the pod takes its zones
+	// as a whole; AnnotationNICs, AnnotationNUMA and AnnotationS0 always
+	// cover the whole pod.
+	AnnotationContainers = "rdmatopo.io/containers"
 	// AnnotationPlacement (PodGroup): JSON summary of the gang's placement.
 	AnnotationPlacement = "rdmatopo.io/placement"
 	// AnnotationMode (PodGroup): "hard" or "soft".
@@ -171,6 +180,76 @@ func ParseS0(s string) ([]topology.S0ID, error) {
 	out := make([]topology.S0ID, len(items))
 	for i, item := range items {
 		out[i] = topology.S0ID(item)
+	}
+	return out, nil
+}
+
+// FormatContainers encodes a container split as AnnotationContainers holds
+// it (JSON, in the given order); "" for none.
+func FormatContainers(cs []ContainerUse) string {
+	if len(cs) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(cs)
+	if err != nil {
+		// ContainerUse holds only strings and ints.
+		panic(fmt.Sprintf("encoding a container split: %v", err))
+	}
+	return string(b)
+}
+
+// ParseContainers reads AnnotationContainers: a JSON list of container
+// groups, each naming at least one container and a NUMA id, with NIC names
+// read as ParseNICs reads them (sorted on return). No container may be
+// named twice, no NIC listed twice. "" is no split.
+func ParseContainers(s string) ([]ContainerUse, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var raw []struct {
+		Containers []string `json:"containers"`
+		NUMA       *int     `json:"numa"`
+		NICs       []string `json:"nics"`
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadAnnotation, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: text after the JSON list", ErrBadAnnotation)
+	}
+	out := make([]ContainerUse, 0, len(raw))
+	names := map[string]bool{}
+	nics := map[topology.NICID]bool{}
+	for i, g := range raw {
+		if len(g.Containers) == 0 {
+			return nil, fmt.Errorf("%w: group %d names no container", ErrBadAnnotation, i)
+		}
+		if g.NUMA == nil || *g.NUMA < 0 || *g.NUMA > maxNUMAID {
+			return nil, fmt.Errorf("%w: group %d has no NUMA id in 0..%d", ErrBadAnnotation, i, maxNUMAID)
+		}
+		c := ContainerUse{NUMA: *g.NUMA}
+		for _, name := range g.Containers {
+			if name == "" || names[name] {
+				return nil, fmt.Errorf("%w: container %q is empty or named twice", ErrBadAnnotation, name)
+			}
+			names[name] = true
+			c.Names = append(c.Names, name)
+		}
+		for _, raw := range g.NICs {
+			ids, err := ParseNICs(raw)
+			if err != nil || len(ids) != 1 {
+				return nil, fmt.Errorf("%w: NIC %q of group %d is not one NIC name", ErrBadAnnotation, raw, i)
+			}
+			if nics[ids[0]] {
+				return nil, fmt.Errorf("%w: NIC %s is listed twice", ErrBadAnnotation, ids[0])
+			}
+			nics[ids[0]] = true
+			c.NICs = append(c.NICs, ids[0])
+		}
+		slices.Sort(c.NICs)
+		out = append(out, c)
 	}
 	return out, nil
 }

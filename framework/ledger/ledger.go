@@ -51,8 +51,26 @@ type Reservation struct {
 	Node string
 	// Zones lists one entry per NUMA zone used, sorted by NUMA.
 	Zones []ZoneUse
+	// Containers says which zone and NICs each of the pod's containers
+	// takes, when a container-level NUMA policy puts the containers in
+	// different zones (AnnotationContainers); nil when the pod takes its
+	// zones as a whole. Its NICs and zones are those of Zones, split by
+	// container.
+	Containers []ContainerUse
 	// Confirmed is true once the node's KCNR lists Consumer().
 	Confirmed bool
+}
+
+// ContainerUse is the zone and NICs one group of a pod's containers takes
+// under a container-level NUMA policy. A group holds one container, or
+// several that are planned together in one zone.
+type ContainerUse struct {
+	// Names are the containers' names, in the pod's order.
+	Names []string `json:"containers"`
+	// NUMA is the zone id.
+	NUMA int `json:"numa"`
+	// NICs are the group's NICs, sorted (none for a group without RDMA).
+	NICs []topology.NICID `json:"nics,omitempty"`
 }
 
 // Consumer is the pod's KCNR consumer id, "namespace/name/uid".
@@ -95,6 +113,15 @@ func (r Reservation) clone() Reservation {
 		}
 		r.Zones = zones
 	}
+	if r.Containers != nil {
+		cs := make([]ContainerUse, len(r.Containers))
+		for i, c := range r.Containers {
+			c.Names = append([]string(nil), c.Names...)
+			c.NICs = append([]topology.NICID(nil), c.NICs...)
+			cs[i] = c
+		}
+		r.Containers = cs
+	}
 	return r
 }
 
@@ -128,7 +155,64 @@ func (r Reservation) validate() error {
 			seen[n] = true
 		}
 	}
+	return r.validateContainers(seen)
+}
+
+// validateContainers checks that the container split, if any, names each
+// container once, only zones of the reservation, and each NIC of the
+// reservation once, in the zone that holds it (zoneNICs: every NIC of
+// Zones).
+func (r Reservation) validateContainers(zoneNICs map[topology.NICID]bool) error {
+	if r.Containers == nil {
+		return nil
+	}
+	zoneOf := map[topology.NICID]int{}
+	hasZone := map[int]bool{}
+	for _, z := range r.Zones {
+		hasZone[z.NUMA] = true
+		for _, n := range z.NICs {
+			zoneOf[n] = z.NUMA
+		}
+	}
+	names := map[string]bool{}
+	nics := map[topology.NICID]bool{}
+	for _, c := range r.Containers {
+		if len(c.Names) == 0 {
+			return fmt.Errorf("%w: pod %s: a container group names no container", ErrInvalidReservation, r)
+		}
+		for _, name := range c.Names {
+			if name == "" || names[name] {
+				return fmt.Errorf("%w: pod %s: container %q is empty or listed twice", ErrInvalidReservation, r, name)
+			}
+			names[name] = true
+		}
+		if !hasZone[c.NUMA] {
+			return fmt.Errorf("%w: pod %s: containers %v are in NUMA %d, which the pod does not use", ErrInvalidReservation, r, c.Names, c.NUMA)
+		}
+		for _, n := range c.NICs {
+			if z, ok := zoneOf[n]; !ok || z != c.NUMA || nics[n] {
+				return fmt.Errorf("%w: pod %s: NIC %s of containers %v is not a NIC of NUMA %d of the pod, or is listed twice", ErrInvalidReservation, r, n, c.Names, c.NUMA)
+			}
+			nics[n] = true
+		}
+	}
+	if len(nics) != len(zoneNICs) {
+		return fmt.Errorf("%w: pod %s: the containers hold %d of its %d NICs", ErrInvalidReservation, r, len(nics), len(zoneNICs))
+	}
 	return nil
+}
+
+// dropContainerNIC removes a NIC from the container split, if any.
+func (r *Reservation) dropContainerNIC(nic topology.NICID) {
+	for i := range r.Containers {
+		c := &r.Containers[i]
+		for j, n := range c.NICs {
+			if n == nic {
+				c.NICs = append(c.NICs[:j:j], c.NICs[j+1:]...)
+				return
+			}
+		}
+	}
 }
 
 // nicKey identifies a NIC cluster-wide.

@@ -289,11 +289,68 @@ func (p *podPlan) reserve(cfg topology.Config, f *topology.Fabric, l *Ledger) []
 	for i := range r.Zones {
 		r.Zones[i].GPU, r.Zones[i].CPUMilli = gpus[i], cpus[i]
 	}
+	var errs []error
+	if split, err := p.containerSplit(cfg, r); err != nil {
+		errs = append(errs, p.errorf(AnnotationContainers, "%w; the pod's GPUs and CPUs are split evenly over its zones", err))
+	} else if split != nil {
+		r = *split
+	}
 	if node, ok := f.Node(p.node); ok {
 		r.Confirmed = node.Consumers[r.Consumer()]
 	}
 	if err := l.Reserve(r); err != nil {
-		return []error{p.errorf(AnnotationNICs, "%w", err)}
+		return append(errs, p.errorf(AnnotationNICs, "%w", err))
+	}
+	return errs
+}
+
+// containerSplit reads the pod's AnnotationContainers against r (its
+// zones and NICs as reserve built them): r with the split and each zone's
+// GPUs and CPUs the sum of its containers' requests; nil without the
+// annotation or when r holds one zone (all the containers are there); an
+// error when the annotation cannot be read or does not match the pod (a
+// container it does not have, a zone or NIC it does not hold).
+func (p *podPlan) containerSplit(cfg topology.Config, r Reservation) (*Reservation, error) {
+	raw := p.pod.Annotations[AnnotationContainers]
+	cs, err := ParseContainers(raw)
+	if err != nil || cs == nil || len(r.Zones) < 2 {
+		return nil, err
+	}
+	gpu, cpu := map[int]int64{}, map[int]int64{}
+	for _, c := range cs {
+		for _, name := range c.Names {
+			ctr := containerNamed(p.pod, name)
+			if ctr == nil {
+				return nil, fmt.Errorf("%w: the pod has no container %q", ErrBadAnnotation, name)
+			}
+			gpu[c.NUMA] += quantity(ctr.Resources.Requests[corev1.ResourceName(cfg.GPUResource)], false)
+			cpu[c.NUMA] += quantity(ctr.Resources.Requests[corev1.ResourceCPU], true)
+		}
+	}
+	out := r.clone()
+	out.Containers = cs
+	for i := range out.Zones {
+		out.Zones[i].GPU, out.Zones[i].CPUMilli = gpu[out.Zones[i].NUMA], cpu[out.Zones[i].NUMA]
+	}
+	if err := out.validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadAnnotation, err)
+	}
+	return &out, nil
+}
+
+// containerNamed returns the pod's regular or sidecar (restartable init)
+// container of that name; nil if there is none.
+func containerNamed(p *corev1.Pod, name string) *corev1.Container {
+	for i := range p.Spec.Containers {
+		if p.Spec.Containers[i].Name == name {
+			return &p.Spec.Containers[i]
+		}
+	}
+	for i := range p.Spec.InitContainers {
+		c := &p.Spec.InitContainers[i]
+		if c.Name == name && c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			return c
+		}
 	}
 	return nil
 }
@@ -334,23 +391,25 @@ func syntheticNICs(node *topology.Node) bool {
 // sum over its containers and the largest init container request. Negative
 // values count as 0.
 func podRequest(p *corev1.Pod, name corev1.ResourceName, milli bool) int64 {
-	value := func(q resource.Quantity) int64 {
-		if q.Sign() <= 0 {
-			return 0
-		}
-		if milli {
-			return q.MilliValue()
-		}
-		return q.Value()
-	}
 	var sum int64
 	for _, c := range p.Spec.Containers {
-		sum += value(c.Resources.Requests[name])
+		sum += quantity(c.Resources.Requests[name], milli)
 	}
 	for _, c := range p.Spec.InitContainers {
-		sum = max(sum, value(c.Resources.Requests[name]))
+		sum = max(sum, quantity(c.Resources.Requests[name], milli))
 	}
 	return sum
+}
+
+// quantity is q in units (milli: thousandths); negative values count as 0.
+func quantity(q resource.Quantity, milli bool) int64 {
+	if q.Sign() <= 0 {
+		return 0
+	}
+	if milli {
+		return q.MilliValue()
+	}
+	return q.Value()
 }
 
 // SplitEvenly divides total into parts shares that differ by at most one, the
@@ -373,9 +432,10 @@ func SplitEvenly(total int64, parts int) []int64 {
 }
 
 // Annotations returns the pod annotations that record r: AnnotationNICs (all
-// NICs, sorted), AnnotationNUMA (the zones' NUMA ids) and AnnotationS0 (the
+// NICs, sorted), AnnotationNUMA (the zones' NUMA ids), AnnotationS0 (the
 // distinct leaves of those NICs, in the order the NICs first reach them,
-// from f; a NIC f does not know gets its synthetic unknown leaf). f may be
+// from f; a NIC f does not know gets its synthetic unknown leaf) and, for a
+// pod split by container, AnnotationContainers. f may be
 // nil. It is the one encoder of these keys: the plugin writes them at bind
 // and after adopting what a KCNR lists, the example generator for its
 // running pods.
@@ -394,9 +454,13 @@ func (r Reservation) Annotations(f *topology.Fabric) map[string]string {
 			s0 = append(s0, id)
 		}
 	}
-	return map[string]string{
+	out := map[string]string{
 		AnnotationNICs: FormatNICs(nics),
 		AnnotationNUMA: FormatNUMA(r.NUMAs()),
 		AnnotationS0:   FormatS0(s0),
 	}
+	if len(r.Containers) > 0 {
+		out[AnnotationContainers] = FormatContainers(r.Containers)
+	}
+	return out
 }

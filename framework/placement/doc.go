@@ -18,7 +18,9 @@
 //   - node (tiers.go tryNode): nodes that hold the gang by count, taken from
 //     the most fragmented leaves first, best fit verified by a fill;
 //   - s0 (tryS0): leaves whose statistics (leafstats.go: pods of the main
-//     shape fitting with that leaf's NICs alone) hold the gang, best fit;
+//     shape fitting with that leaf's NICs alone, and classes.go: each
+//     class of the gang's pods on the nodes it may use) hold the gang,
+//     best fit;
 //   - s1 and cluster (tryGroups): the fewest leaves per S1 or overall, the
 //     largest first and the last swapped for the smallest that completes the
 //     gang, verified by a fill that adds the leaf sharing the most nodes when

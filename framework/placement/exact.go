@@ -64,12 +64,13 @@ func (p *planner) exactFill(pods []Pod, nodes []string, allowed map[topology.S0I
 		}
 		// An option is a node and a zone of it; the option after its
 		// last enumerated zone is the spanning placement of a
-		// spanning-policy node.
+		// spanning-policy node, or the placement container by container
+		// of a split shape on a container-level node.
 		for opt := start; opt < len(works)*(maxZones+1); opt++ {
 			w, zone := works[opt/(maxZones+1)], opt%(maxZones+1)
 			spanAt := min(len(w.zones), maxZones)
 			span := zone == spanAt
-			if zone > spanAt || span && (w.node.Policy != topology.PolicySpanning || len(w.zones) < 2) {
+			if zone > spanAt || span && !(pod.Shape.splitsOn(w.node) || w.node.Policy == topology.PolicySpanning && len(w.zones) >= 2) {
 				continue
 			}
 			if steps++; steps > exactSteps || p.steps >= planSteps {
@@ -80,13 +81,14 @@ func (p *planner) exactFill(pods []Pod, nodes []string, allowed map[topology.S0I
 				continue
 			}
 			saved := w.save()
-			zones, fit := w.placeZone(zone, span, pod.Shape, ok)
+			a, fit := w.placeZone(zone, span, pod.Shape, ok)
 			if !fit {
 				w.restore(saved)
 				continue
 			}
 			w.placed = append(w.placed, pod)
-			assign[idx] = Assignment{PodUID: pod.UID, Node: w.name, Zones: zones}
+			a.PodUID = pod.UID
+			assign[idx] = a
 			if place(k+1, opt) {
 				return true
 			}
@@ -137,26 +139,31 @@ func (w *work) restore(st workState) {
 	w.placed = w.placed[:st.placed]
 }
 
-// placeZone puts a pod of shape sh in zone i of the node, or across its
-// zones when span is set (spanning policies).
-func (w *work) placeZone(i int, span bool, sh Shape, ok func(topology.S0ID) bool) ([]ledger.ZoneUse, bool) {
+// placeZone puts a pod of shape sh in zone i of the node, or, when span is
+// set, across its zones (spanning policies) or container by container (a
+// split shape on a container-level node).
+func (w *work) placeZone(i int, span bool, sh Shape, ok func(topology.S0ID) bool) (Assignment, bool) {
 	if !w.capFits(sh) {
-		return nil, false
+		return Assignment{}, false
 	}
 	if span {
-		return w.span(sh, ok)
+		if sh.splitsOn(w.node) {
+			return w.placeParts(sh, ok)
+		}
+		zones, fit := w.span(sh, ok)
+		return Assignment{Node: w.name, Zones: zones}, fit
 	}
 	z := &w.zones[i]
 	if z.gpu < sh.GPU || z.cpuMilli < sh.CPUMilli {
-		return nil, false
+		return Assignment{}, false
 	}
 	nics := w.freeNICs(i, ok)
 	if int64(len(nics)) < sh.NICs {
-		return nil, false
+		return Assignment{}, false
 	}
 	use := ledger.ZoneUse{NUMA: z.id, GPU: sh.GPU, CPUMilli: sh.CPUMilli, NICs: append([]topology.NICID(nil), nics[:sh.NICs]...)}
 	w.take(i, use)
-	return []ledger.ZoneUse{use}, true
+	return Assignment{Node: w.name, Zones: []ledger.ZoneUse{use}}, true
 }
 
 // refine looks, for a gang the tier search placed on two or more leaves,
@@ -172,7 +179,7 @@ func (p *planner) refine(pods []Pod, c *candidate, limit Tier) *candidate {
 		return c
 	}
 	pool := p.refinePool(c)
-	need, want := gangNICs(pods), countShape(pods, p.main)
+	need, counts := gangNICs(pods), p.classCounts(pods)
 	first, budget := 1, refineFills
 	if len(pods) > exactMaxPods {
 		first, budget = len(c.leaves)-1, refineLargeFills
@@ -182,12 +189,12 @@ func (p *planner) refine(pods []Pod, c *candidate, limit Tier) *candidate {
 		var best *candidate
 		forSubsets(len(pool), size, func(pick []int) bool {
 			// What bounds a set: its free NICs, and for one leaf the
-			// pods of the main shape its own NICs hold.
+			// pods of each class its own NICs hold.
 			var nics int64
 			for _, i := range pick {
 				nics += pool[i].nics
 			}
-			if nics < need || size == 1 && pool[pick[0]].own < want {
+			if nics < need || size == 1 && !p.leafHolds(pool[pick[0]], counts) {
 				return true
 			}
 			set := make(map[topology.S0ID]bool, size)

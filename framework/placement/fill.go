@@ -57,8 +57,9 @@ func (p *planner) greedyFill(pods []Pod, nodes []string, allowed map[topology.S0
 			if !p.takes(c.w, pod) {
 				continue
 			}
-			if zones, fit := c.w.place(pod.Shape, ok); fit {
-				assign[idx] = Assignment{PodUID: pod.UID, Node: c.w.name, Zones: zones}
+			if a, fit := c.w.place(pod.Shape, ok); fit {
+				a.PodUID = pod.UID
+				assign[idx] = a
 				c.w.placed = append(c.w.placed, pod)
 				placed = true
 				break
@@ -82,14 +83,14 @@ func (p *planner) greedyFill(pods []Pod, nodes []string, allowed map[topology.S0
 		if pick == nil {
 			return nil, false
 		}
-		zones, fit := pick.w.place(pod.Shape, ok)
+		a, fit := pick.w.place(pod.Shape, ok)
 		if !fit {
 			// The capacity estimate was for the main shape; try the others.
 			for _, c := range cands {
 				if used[c] || c == pick || !p.takes(c.w, pod) {
 					continue
 				}
-				if zones, fit = c.w.place(pod.Shape, ok); fit {
+				if a, fit = c.w.place(pod.Shape, ok); fit {
 					pick = c
 					break
 				}
@@ -101,7 +102,8 @@ func (p *planner) greedyFill(pods []Pod, nodes []string, allowed map[topology.S0
 		used[pick] = true
 		pick.w.placed = append(pick.w.placed, pod)
 		open = append(open, pick)
-		assign[idx] = Assignment{PodUID: pod.UID, Node: pick.w.name, Zones: zones}
+		a.PodUID = pod.UID
+		assign[idx] = a
 	}
 	return assign, true
 }

@@ -166,8 +166,9 @@ func (p *planner) footprints(nodes []string, in map[topology.S0ID]*leafStat) []f
 				inZone = true
 			}
 		}
-		// A pod no zone holds may span the zones of a spanning node.
-		if !inZone && v.node.Policy == topology.PolicySpanning && perZone(gpu, cpu, k, p.main) >= 1 {
+		// A pod no zone holds may span the zones of a spanning node, or
+		// put its containers in several zones of a container-level one.
+		if !inZone && pools(v.node, p.main) && perZone(gpu, cpu, k, p.main) >= 1 {
 			sortCounts(all)
 			natural(all, k, add)
 		}

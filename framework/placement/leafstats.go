@@ -95,8 +95,9 @@ func (p *planner) computeLeaf(id topology.S0ID) *leafStat {
 		st.nics += n
 		c := quickCap(v, p.main, under)
 		st.own += c
-		if c == 0 && v.node.Policy == topology.PolicySpanning {
-			// A pod that spans zones may need NICs under several leaves;
+		if c == 0 && pools(v.node, p.main) {
+			// A pod that spans zones (or puts its containers in
+			// different zones) may need NICs under several leaves;
 			// count it under each (an over-estimate the fill corrects by
 			// adding leaves).
 			if c = quickCap(v, p.main, nil); c > 0 {
@@ -143,8 +144,8 @@ func countFree(v *nodeFree, leaf topology.S0ID) int64 {
 
 // quickCap estimates how many pods of sh fit on a node using NICs of the
 // leaves ok admits (any when nil): per zone the minimum over NICs, GPUs and
-// CPUs, summed, bounded by the node cap; on spanning nodes the zones
-// pool.
+// CPUs, summed, bounded by the node cap; on spanning nodes, and for split
+// shapes on container-level nodes, the zones pool.
 func quickCap(v *nodeFree, sh Shape, ok func(topology.S0ID) bool) int {
 	var sum, totGPU, totCPU, totNIC int64
 	for i := range v.zones {
@@ -160,7 +161,7 @@ func quickCap(v *nodeFree, sh Shape, ok func(topology.S0ID) bool) int {
 		totNIC += nics
 		sum += perZone(z.gpu, z.cpuMilli, nics, sh)
 	}
-	if v.node.Policy == topology.PolicySpanning {
+	if pools(v.node, sh) {
 		// A pod may take from several zones: the pooled count is never
 		// below the per-zone sum, and a fill reaches it by spanning.
 		sum = max(sum, perZone(totGPU, totCPU, totNIC, sh))

@@ -39,7 +39,7 @@ func (s *State) Plan(g Gang) (*Plan, *Failure) {
 	if len(g.Pods) == 0 {
 		return &Plan{Tier: TierNone}, nil
 	}
-	p := &planner{s: s, g: &g, main: mainShape(g.Pods), groups: groupsOf(g.Pods)}
+	p := &planner{s: s, g: &g, main: mainShape(g.Pods), groups: groupsOf(g.Pods), classes: classesOf(g.Pods)}
 	plan, fail := p.run(g.Pods)
 	if plan == nil && g.Need > 0 && g.Need < len(g.Pods) {
 		if smaller, _ := p.run(g.Pods[:g.Need]); smaller != nil {
@@ -58,6 +58,10 @@ type planner struct {
 	groups []int
 	// stats are the per-leaf statistics for the main shape, sorted by id.
 	stats []*leafStat
+	// classes are the gang's pod classes (shape and node set); caps
+	// memoizes what each leaf holds of each (classes.go).
+	classes []podClass
+	caps    map[*leafStat][]classCap
 	// steps counts the zone placements of the exact search in this call
 	// (bounded by planSteps).
 	steps int

@@ -232,8 +232,13 @@ func checkPlan(t *testing.T, s *State, g Gang, p *Plan) {
 			t.Fatalf("assignment on unknown node %s", a.Node)
 		}
 		sh := shapes[a.PodUID]
-		if n.Policy == topology.PolicySingleNUMA && len(a.Zones) != 1 {
+		switch {
+		case n.Policy == topology.PolicySingleNUMA && len(a.Zones) != 1:
 			t.Errorf("pod %s spans %d zones on single-NUMA node %s", a.PodUID, len(a.Zones), a.Node)
+		case n.Policy == topology.PolicySingleNUMAContainer && len(a.Zones) != 1 && (len(sh.Parts()) < 2 || len(a.Containers) < 2):
+			t.Errorf("pod %s of shape %s spans %d zones on container-level node %s (containers %v)", a.PodUID, sh, len(a.Zones), a.Node, a.Containers)
+		case n.Policy != topology.PolicySingleNUMAContainer && a.Containers != nil:
+			t.Errorf("pod %s is split by container on node %s, whose policy is %s", a.PodUID, a.Node, n.Policy)
 		}
 		var gpus, nics int64
 		for _, z := range a.Zones {

@@ -346,12 +346,7 @@ func (s *State) Fit(node string, sh Shape, allowed map[topology.S0ID]bool) (Assi
 	if v == nil {
 		return Assignment{}, false
 	}
-	w := newWork(v)
-	zones, ok := w.place(sh, leafFilter(allowed))
-	if !ok {
-		return Assignment{}, false
-	}
-	return Assignment{Node: node, Zones: zones}, true
+	return newWork(v).place(sh, leafFilter(allowed))
 }
 
 // leafFilter turns a leaf set into a predicate; nil allows every leaf.
@@ -409,12 +404,14 @@ func (w *work) capFits(sh Shape) bool {
 }
 
 // place puts one pod of shape sh on the node, taking what it uses from the
-// scratch view. Single-NUMA nodes only take one zone; spanning nodes take one
-// zone when one suffices, else several. The zone chosen is the best fit: the
-// one left with the fewest free NICs, then the lowest id.
-func (w *work) place(sh Shape, ok func(topology.S0ID) bool) ([]ledger.ZoneUse, bool) {
+// scratch view. Every node takes the pod in one zone when one suffices: the
+// best fit, the zone left with the fewest free NICs, then the lowest id.
+// Otherwise spanning nodes take several zones, container-level nodes put
+// the parts of a split shape in zones of their own (placeParts), and
+// pod-level single-NUMA nodes refuse the pod.
+func (w *work) place(sh Shape, ok func(topology.S0ID) bool) (Assignment, bool) {
 	if !w.capFits(sh) {
-		return nil, false
+		return Assignment{}, false
 	}
 	best, bestLeft := -1, 0
 	var bestNICs []topology.NICID
@@ -435,12 +432,16 @@ func (w *work) place(sh Shape, ok func(topology.S0ID) bool) ([]ledger.ZoneUse, b
 	if best >= 0 {
 		use := ledger.ZoneUse{NUMA: w.zones[best].id, GPU: sh.GPU, CPUMilli: sh.CPUMilli, NICs: append([]topology.NICID(nil), bestNICs[:sh.NICs]...)}
 		w.take(best, use)
-		return []ledger.ZoneUse{use}, true
+		return Assignment{Node: w.name, Zones: []ledger.ZoneUse{use}}, true
+	}
+	if sh.splitsOn(w.node) {
+		return w.placeParts(sh, ok)
 	}
 	if w.node.Policy != topology.PolicySpanning || len(w.zones) < 2 {
-		return nil, false
+		return Assignment{}, false
 	}
-	return w.span(sh, ok)
+	zones, fit := w.span(sh, ok)
+	return Assignment{Node: w.name, Zones: zones}, fit
 }
 
 // span places a pod across zones in zone order (spanning policies only).

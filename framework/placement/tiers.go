@@ -40,7 +40,7 @@ func (p *planner) tryNode(pods []Pod) *candidate {
 		left int64
 	}
 	var opts []opt
-	need := gangNICs(pods)
+	need, counts := gangNICs(pods), p.classCounts(pods)
 	for _, n := range names {
 		if !p.anyAllowed(n) {
 			continue
@@ -55,7 +55,7 @@ func (p *planner) tryNode(pods []Pod) *candidate {
 			}
 			under := func(l topology.S0ID) bool { return l == leaf }
 			free := countFree(v, leaf)
-			if free < need || quickCap(v, p.main, under) < countShape(pods, p.main) {
+			if free < need || !p.nodeHolds(n, v, under, counts) {
 				continue
 			}
 			opts = append(opts, opt{n, leaf, free - need})
@@ -113,7 +113,7 @@ func (p *planner) nodeCandidates(pods []Pod) []string {
 		}
 		return leaves[i].id < leaves[j].id
 	})
-	need, want := gangNICs(pods), countShape(pods, p.main)
+	need, counts := gangNICs(pods), p.classCounts(pods)
 	seen := map[string]bool{}
 	var names []string
 	for _, st := range leaves {
@@ -126,7 +126,7 @@ func (p *planner) nodeCandidates(pods []Pod) []string {
 			}
 			seen[n] = true
 			v := p.s.view(n)
-			if v == nil || countFree(v, "") < need || quickCap(v, p.main, nil) < want {
+			if v == nil || countFree(v, "") < need || !p.nodeHolds(n, v, nil, counts) {
 				continue
 			}
 			names = append(names, n)
@@ -139,13 +139,13 @@ func (p *planner) nodeCandidates(pods []Pod) []string {
 func (p *planner) tryS0(pods []Pod) *candidate {
 	stats := p.leafStats()
 	h := p.g.Held
-	need := gangNICs(pods)
+	need, counts := gangNICs(pods), p.classCounts(pods)
 	var opts []*leafStat
 	for _, st := range stats {
 		if !h.Empty() && (len(h.S0s) != 1 || !h.S0s[st.id]) {
 			continue
 		}
-		if st.nics < need || st.own < countShape(pods, p.main) {
+		if st.nics < need || !p.leafHolds(st, counts) {
 			continue
 		}
 		opts = append(opts, st)
@@ -245,10 +245,9 @@ type groupChoice struct {
 // by S1), the last one swapped for the smallest leaf that still completes
 // the gang (best fit).
 func (p *planner) chooseLeaves(pods []Pod, group []*leafStat, key string) *groupChoice {
-	want := countShape(pods, p.main)
+	counts := p.classCounts(pods)
 	needNICs := gangNICs(pods)
 	var forced, rest []*leafStat
-	total := 0
 	var nics int64
 	for _, st := range group {
 		if !p.g.Held.Empty() && p.g.Held.S0s[st.id] {
@@ -258,10 +257,9 @@ func (p *planner) chooseLeaves(pods []Pod, group []*leafStat, key string) *group
 		} else {
 			continue
 		}
-		total += st.pods
 		nics += st.nics
 	}
-	if total < want || nics < needNICs {
+	if nics < needNICs || !p.groupHolds(append(append([]*leafStat(nil), forced...), rest...), counts) {
 		return nil
 	}
 	// Largest first; among leaves of one size, those of the S1 that holds
@@ -285,30 +283,26 @@ func (p *planner) chooseLeaves(pods []Pod, group []*leafStat, key string) *group
 		return a.id < b.id
 	})
 	c := &groupChoice{key: key, chosen: append([]*leafStat(nil), forced...)}
-	got := 0
-	for _, st := range forced {
-		got += st.pods
-	}
 	next := 0
-	for got < want && next < len(rest) {
+	for !p.groupHolds(c.chosen, counts) && next < len(rest) {
 		c.chosen = append(c.chosen, rest[next])
-		got += rest[next].pods
 		next++
 	}
 	if len(c.chosen) > len(forced) {
 		last := len(c.chosen) - 1
-		short := want - (got - c.chosen[last].pods)
-		// rest[next:] ascends from its end: the first fitting leaf found
-		// from the end is the smallest that completes the gang.
+		// rest[next:] ascends from its end: the first leaf found from the
+		// end that completes the gang in place of the last chosen is the
+		// smallest that does.
 		for i := len(rest) - 1; i >= next; i-- {
-			if rest[i].pods >= short {
-				if rest[i].pods < c.chosen[last].pods {
+			c.chosen[last] = rest[i]
+			if p.groupHolds(c.chosen, counts) {
+				if rest[i].pods < rest[next-1].pods {
 					rest[next-1], rest[i] = rest[i], rest[next-1]
-					c.chosen[last] = rest[next-1]
 				}
 				break
 			}
 		}
+		c.chosen[last] = rest[next-1]
 	}
 	c.rest = rest[next:]
 	for _, st := range c.chosen {

@@ -85,11 +85,21 @@ const (
 	DefaultHighestTier = TierS1
 )
 
-// Shape is what one pod needs on one node.
+// Shape is what one pod needs on one node: GPU, NICs and CPUMilli are the
+// whole pod's (its effective request, init containers counted as
+// Kubernetes counts them).
 type Shape struct {
 	GPU      int64
 	NICs     int64
 	CPUMilli int64
+	// Containers, when not empty, splits the need among the pod's
+	// containers (containers.go, built by SplitShape), for nodes whose
+	// policy binds each container to one zone
+	// (topology.PolicySingleNUMAContainer): there each part takes one
+	// zone, and different parts may take different zones. Empty for a pod
+	// whose need sits in one container; the shape is then one part. It is
+	// an encoding, so that shapes stay comparable.
+	Containers string
 }
 
 // String renders a shape for reasons, e.g. "4 GPU + 2 RDMA".
@@ -104,7 +114,11 @@ func (s Shape) String() string {
 	if len(parts) == 0 {
 		parts = append(parts, fmt.Sprintf("%dm CPU", s.CPUMilli))
 	}
-	return strings.Join(parts, " + ")
+	out := strings.Join(parts, " + ")
+	if n := len(s.Parts()); n > 1 {
+		out += fmt.Sprintf(" in %d containers", n)
+	}
+	return out
 }
 
 // Pod is one pending pod of a gang.
@@ -176,6 +190,10 @@ type Assignment struct {
 	Node   string
 	// Zones are the NUMA zones used (one unless the pod spans zones).
 	Zones []ledger.ZoneUse
+	// Containers says where each container is when the pod's containers
+	// were put in different zones (a split Shape on a container-level
+	// node); nil otherwise.
+	Containers []ledger.ContainerUse
 }
 
 // NICs lists the assignment's NICs in zone order.

@@ -31,9 +31,10 @@ func (c Config) WithDefaults() Config {
 }
 
 // PolicyOf reduces a katalyst topology policy to a placement Policy (see
-// ParsePolicy): SingleNUMANode* and any unrecognised value are
-// PolicySingleNUMA; None, BestEffort*, Restricted*, Numeric* and the unset
-// policy are PolicySpanning.
+// ParsePolicy): SingleNUMANodeContainerLevel is PolicySingleNUMAContainer;
+// SingleNUMANodePodLevel and any unrecognised value are PolicySingleNUMA;
+// None, BestEffort*, Restricted*, Numeric* and the unset policy are
+// PolicySpanning.
 func PolicyOf(p v1alpha1.TopologyPolicy) Policy {
 	pol, _ := ParsePolicy(p)
 	return pol
@@ -41,14 +42,18 @@ func PolicyOf(p v1alpha1.TopologyPolicy) Policy {
 
 // ParsePolicy reduces a katalyst topology policy to a placement Policy and
 // reports whether katalyst defines the value:
-//   - SingleNUMANodeContainerLevel, SingleNUMANodePodLevel: PolicySingleNUMA;
+//   - SingleNUMANodeContainerLevel: PolicySingleNUMAContainer (one zone
+//     per container);
+//   - SingleNUMANodePodLevel: PolicySingleNUMA (one zone per pod);
 //   - None, BestEffort*, Restricted*, Numeric*: PolicySpanning;
 //   - "" (unset): PolicySpanning, known; katalyst's default policy is None;
-//   - anything else (a misspelling): PolicySingleNUMA, the conservative
-//     reading (SingleNUMANodeContainerLevel), and known is false.
+//   - anything else (a misspelling): PolicySingleNUMA, the strictest
+//     reading (SingleNUMANodePodLevel), and known is false.
 func ParsePolicy(p v1alpha1.TopologyPolicy) (pol Policy, known bool) {
 	switch p {
-	case v1alpha1.TopologyPolicySingleNUMANodeContainerLevel, v1alpha1.TopologyPolicySingleNUMANodePodLevel:
+	case v1alpha1.TopologyPolicySingleNUMANodeContainerLevel:
+		return PolicySingleNUMAContainer, true
+	case v1alpha1.TopologyPolicySingleNUMANodePodLevel:
 		return PolicySingleNUMA, true
 	case "", v1alpha1.TopologyPolicyNone,
 		v1alpha1.TopologyPolicyBestEffortContainerLevel, v1alpha1.TopologyPolicyBestEffortPodLevel,
@@ -124,6 +129,8 @@ func (p Policy) String() string {
 	switch p {
 	case PolicySingleNUMA:
 		return "SingleNUMA"
+	case PolicySingleNUMAContainer:
+		return "SingleNUMAContainer"
 	case PolicySpanning:
 		return "Spanning"
 	default:

@@ -74,7 +74,7 @@ func (b *nodeBuilder) build(cfg Config, node *corev1.Node, cnr *v1alpha1.CustomN
 		pol, known := ParsePolicy(cnr.Status.TopologyPolicy)
 		if !known {
 			b.add(ReasonUnknownPolicy, "", "status.topologyPolicy=%q is not a katalyst topology policy; read as %s",
-				cnr.Status.TopologyPolicy, v1alpha1.TopologyPolicySingleNUMANodeContainerLevel)
+				cnr.Status.TopologyPolicy, v1alpha1.TopologyPolicySingleNUMANodePodLevel)
 		}
 		out.Policy = pol
 		b.collectConsumers(cnr.Status.TopologyZone)

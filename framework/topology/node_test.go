@@ -47,7 +47,7 @@ func TestBuildNodeProviderExample(t *testing.T) {
 	want := &topology.Node{
 		Name:   "10.27.0.4",
 		S1:     "pod-a",
-		Policy: topology.PolicySingleNUMA,
+		Policy: topology.PolicySingleNUMAContainer,
 		Known:  true,
 		Zones: []topology.Zone{
 			{ID: 0, FreeGPU: 4, FreeCPUMilli: 61000, NICs: []topology.NIC{
@@ -261,7 +261,7 @@ func TestBuildNodeReasons(t *testing.T) {
 			cnr:       provider("n1").Policy("SingleNUMANodeContainerLvl").Obj(),
 			wantCodes: []string{"UnknownPolicy@"},
 			wantNICs:  allKnown, wantKnown: true, wantZones: []int{0, 1},
-			wantIn: []string{`node n1: UnknownPolicy: status.topologyPolicy="SingleNUMANodeContainerLvl" is not a katalyst topology policy; read as SingleNUMANodeContainerLevel`},
+			wantIn: []string{`node n1: UnknownPolicy: status.topologyPolicy="SingleNUMANodeContainerLvl" is not a katalyst topology policy; read as SingleNUMANodePodLevel`},
 		},
 		"NIC name with a comma is not handed out": {
 			node:      sharedNode("n1").Obj(),
@@ -447,7 +447,7 @@ func TestParsePolicy(t *testing.T) {
 		Known  bool
 	}
 	cases := map[v1alpha1.TopologyPolicy]result{
-		v1alpha1.TopologyPolicySingleNUMANodeContainerLevel: {topology.PolicySingleNUMA, true},
+		v1alpha1.TopologyPolicySingleNUMANodeContainerLevel: {topology.PolicySingleNUMAContainer, true},
 		v1alpha1.TopologyPolicySingleNUMANodePodLevel:       {topology.PolicySingleNUMA, true},
 		v1alpha1.TopologyPolicyNone:                         {topology.PolicySpanning, true},
 		v1alpha1.TopologyPolicyBestEffortContainerLevel:     {topology.PolicySpanning, true},
@@ -458,7 +458,7 @@ func TestParsePolicy(t *testing.T) {
 		v1alpha1.TopologyPolicyNumericPodLevel:              {topology.PolicySpanning, true},
 		// Unset: katalyst's default, None.
 		"": {topology.PolicySpanning, true},
-		// Misspellings and unknown values: the conservative reading.
+		// Misspellings and unknown values: the strictest reading (one zone per pod).
 		"SingleNUMANodeContainerLvl":   {topology.PolicySingleNUMA, false},
 		"singlenumanodecontainerlevel": {topology.PolicySingleNUMA, false},
 		"BestEffort":                   {topology.PolicySingleNUMA, false},
@@ -485,6 +485,7 @@ func TestBuildNodePolicy(t *testing.T) {
 		wantCodes []string
 	}{
 		"single NUMA":     {policy: v1alpha1.TopologyPolicySingleNUMANodePodLevel, want: topology.PolicySingleNUMA},
+		"per container":   {policy: v1alpha1.TopologyPolicySingleNUMANodeContainerLevel, want: topology.PolicySingleNUMAContainer},
 		"best effort":     {policy: v1alpha1.TopologyPolicyBestEffortPodLevel, want: topology.PolicySpanning},
 		"unset is None":   {policy: "", want: topology.PolicySpanning},
 		"misspelt policy": {policy: "SingleNUMANodeContainerLvl", want: topology.PolicySingleNUMA, wantCodes: []string{"UnknownPolicy@"}},

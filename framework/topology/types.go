@@ -100,8 +100,8 @@ const (
 	ReasonS1Mismatch ReasonCode = "S1Mismatch"
 	// ReasonUnknownPolicy: status.topologyPolicy is set to a value katalyst
 	// does not define (a misspelling such as "SingleNUMANodeContainerLvl");
-	// the node is read as SingleNUMANodeContainerLevel (PolicySingleNUMA),
-	// the conservative reading.
+	// the node is read as SingleNUMANodePodLevel (PolicySingleNUMA), the
+	// strictest reading.
 	ReasonUnknownPolicy ReasonCode = "UnknownPolicy"
 	// ReasonBadNICName: a NIC zone's name holds a comma, whitespace or
 	// invalid UTF-8, so it cannot round-trip through the rdmatopo.io/nics
@@ -135,15 +135,25 @@ func (r Reason) String() string {
 type Policy int
 
 const (
-	// PolicySingleNUMA: each pod's GPUs, NICs and CPUs come from one NUMA zone
-	// (SingleNUMANodeContainerLevel / SingleNUMANodePodLevel, and any value
-	// katalyst does not define, reported as ReasonUnknownPolicy).
+	// PolicySingleNUMA: each pod's GPUs, NICs and CPUs come from one NUMA
+	// zone (SingleNUMANodePodLevel, and any value katalyst does not define,
+	// reported as ReasonUnknownPolicy: the strictest reading).
 	PolicySingleNUMA Policy = iota
 	// PolicySpanning: a pod may span NUMA zones (None, BestEffort*,
 	// Restricted*, Numeric*, or an unset policy, which katalyst reads as its
 	// default None).
 	PolicySpanning
+	// PolicySingleNUMAContainer: each container's GPUs, NICs and CPUs come
+	// from one NUMA zone; the containers of one pod may use different zones
+	// (SingleNUMANodeContainerLevel: kubelet's topology manager with policy
+	// single-numa-node and scope container). A pod of one container is
+	// placed as under PolicySingleNUMA.
+	PolicySingleNUMAContainer
 )
+
+// Aligned reports whether the policy binds each pod (PolicySingleNUMA) or
+// each container (PolicySingleNUMAContainer) to one NUMA zone.
+func (p Policy) Aligned() bool { return p != PolicySpanning }
 
 // NIC is one RDMA NIC, counted in units of the RDMA resource.
 //

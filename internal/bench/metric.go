@@ -239,7 +239,7 @@ func (t *Tracker) NodeAssign(node string, sh placement.Shape) (placement.Assignm
 	if gpu < sh.GPU || nics < sh.NICs {
 		return placement.Assignment{}, fmt.Errorf("node %s: %s does not fit (free %d GPU, %d NICs)", node, sh, gpu, nics)
 	}
-	if n.Policy == topology.PolicySingleNUMA {
+	if n.Policy.Aligned() {
 		t.Misaligned++
 	}
 	a := placement.Assignment{Node: node}

@@ -136,7 +136,7 @@ func Explain(cfg topology.Config, snap *live.Snapshot, pg *schedulingv1beta1.Pod
 	var reps []*corev1.Pod
 	var ranks []placement.RankSource
 	for _, p := range pending {
-		sh := rdmatopology.ShapeOf(api.NewTaskInfo(p).InitResreq, gpu, rdma)
+		sh := rdmatopology.ShapeOf(p, api.NewTaskInfo(p).InitResreq, gpu, rdma)
 		if sh.NICs <= 0 {
 			continue
 		}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
@@ -27,11 +28,13 @@ const (
 	// zone(s) when they have room, and inside them the free NICs in the
 	// agent's own order (by name), whatever NICs the scheduler annotated.
 	// Without a usable hint, or without room in the hinted zones, it acts
-	// as AgentBlind.
+	// as AgentBlind. On a container-level node a pod of several containers
+	// is placed container by container (perContainer).
 	AgentNUMA NodeAgent = "numa"
 	// AgentBlind ignores the hint and takes the first NUMA zone (lowest id)
 	// with room for the pod's GPUs, CPU and NICs, as a kubelet topology
-	// manager without hints would.
+	// manager without hints would; on a container-level node, the first
+	// zone with room for each container in turn.
 	AgentBlind NodeAgent = "blind"
 )
 
@@ -111,7 +114,14 @@ func Allot(a NodeAgent, cfg topology.Config, cnr *v1alpha1.CustomNodeResource, h
 	zones := freeZones(node, held, r.UID)
 
 	var uses []ledger.ZoneUse
-	if a == AgentNUMA {
+	if asks := containerAsks(cfg, p); a != AgentExact && node.Policy == topology.PolicySingleNUMAContainer && len(asks) > 1 {
+		hint := ""
+		if a == AgentNUMA {
+			hint = p.Annotations[consts.PodAnnotationNUMABindResultKey]
+		}
+		uses = perContainer(zones, asks, hint)
+	}
+	if uses == nil && a == AgentNUMA {
 		uses = hinted(zones, p.Annotations[consts.PodAnnotationNUMABindResultKey], ask)
 	}
 	if uses == nil && a != AgentExact {
@@ -125,6 +135,80 @@ func Allot(a NodeAgent, cfg topology.Config, cnr *v1alpha1.CustomNodeResource, h
 	}
 	r.Zones = uses
 	return r, len(uses) > 0
+}
+
+// containerAsks lists what each of the pod's containers that run side by
+// side (sidecar init containers, then regular ones) asks, leaving out those
+// that ask for no GPU, NIC or CPU.
+func containerAsks(cfg topology.Config, p *corev1.Pod) []podAsk {
+	var out []podAsk
+	add := func(c *corev1.Container) {
+		q := c.Resources.Requests
+		ask := podAsk{cpu: q.Cpu().MilliValue()}
+		if v, ok := q[corev1.ResourceName(cfg.RDMAResource)]; ok {
+			ask.nics = int(v.Value())
+		}
+		if v, ok := q[corev1.ResourceName(cfg.GPUResource)]; ok {
+			ask.gpu = v.Value()
+		}
+		if ask.nics > 0 || ask.gpu > 0 || ask.cpu > 0 {
+			out = append(out, ask)
+		}
+	}
+	for i := range p.Spec.InitContainers {
+		if c := &p.Spec.InitContainers[i]; c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			add(c)
+		}
+	}
+	for i := range p.Spec.Containers {
+		add(&p.Spec.Containers[i])
+	}
+	return out
+}
+
+// perContainer is kubelet's topology manager with scope container: each
+// container, in order, gets one zone, the hinted one when the hint names
+// exactly one zone with room for it (katalyst's numa_bind_result is one
+// value per pod, matched against each container's single-zone hints, so a
+// hint naming several zones prefers none), else the lowest zone with room.
+// The uses are merged per zone, by NUMA id; nil when a container finds no
+// zone.
+func perContainer(zones []agentZone, asks []podAsk, hint string) []ledger.ZoneUse {
+	zones = slices.Clone(zones)
+	pref := -1
+	if ids, err := ledger.ParseNUMA(hint); err == nil && len(ids) == 1 {
+		pref = ids[0]
+	}
+	byZone := map[int]*ledger.ZoneUse{}
+	for _, ask := range asks {
+		pick := -1
+		for i, z := range zones {
+			if z.room(ask) && (pick < 0 || z.id == pref) {
+				pick = i
+			}
+		}
+		if pick < 0 {
+			return nil
+		}
+		u := zones[pick].take(ask)
+		zones[pick].gpu -= ask.gpu
+		zones[pick].cpu -= ask.cpu
+		zones[pick].nics = zones[pick].nics[ask.nics:]
+		if m, ok := byZone[u.NUMA]; ok {
+			m.GPU += u.GPU
+			m.CPUMilli += u.CPUMilli
+			m.NICs = append(m.NICs, u.NICs...)
+		} else {
+			byZone[u.NUMA] = &u
+		}
+	}
+	out := make([]ledger.ZoneUse, 0, len(byZone))
+	for _, u := range byZone {
+		slices.Sort(u.NICs)
+		out = append(out, *u)
+	}
+	slices.SortFunc(out, func(a, b ledger.ZoneUse) int { return a.NUMA - b.NUMA })
+	return out
 }
 
 // listsNICs reports whether a KCNR's zone tree holds a NIC zone.

@@ -166,6 +166,68 @@ func TestAllot(t *testing.T) {
 	}
 }
 
+// TestAllotPerContainer: on a SingleNUMANodeContainerLevel node the agents
+// place a pod of several containers container by container.
+func TestAllotPerContainer(t *testing.T) {
+	nic := builders.NUMANICs
+	containerLevel := func(zone0GPUsTaken int64) *v1alpha1.CustomNodeResource {
+		cnr := agentCNR(zone0GPUsTaken)
+		cnr.Status.TopologyPolicy = v1alpha1.TopologyPolicySingleNUMANodeContainerLevel
+		return cnr
+	}
+	// twoContainers asks 4 GPUs, 2 NICs and 4 cores per container.
+	twoContainers := func(hint string) *corev1.Pod {
+		p := agentPod("4", "2", hint, nic[0][0], nic[0][1], nic[1][0], nic[1][1])
+		p.Spec.Containers = append(p.Spec.Containers, *p.Spec.Containers[0].DeepCopy())
+		p.Spec.Containers[1].Name = "aux"
+		return p
+	}
+	cases := []struct {
+		name  string
+		agent NodeAgent
+		cnr   *v1alpha1.CustomNodeResource
+		pod   *corev1.Pod
+		want  []ledger.ZoneUse
+	}{
+		{
+			name: "blind: each container in the first zone with room", agent: AgentBlind, cnr: containerLevel(0),
+			pod:  twoContainers(""),
+			want: []ledger.ZoneUse{use(0, 4, 4000, nic[0][0], nic[0][1]), use(1, 4, 4000, nic[1][0], nic[1][1])},
+		},
+		{
+			name: "numa: a hint naming two zones prefers none", agent: AgentNUMA, cnr: containerLevel(0),
+			pod:  twoContainers("0,1"),
+			want: []ledger.ZoneUse{use(0, 4, 4000, nic[0][0], nic[0][1]), use(1, 4, 4000, nic[1][0], nic[1][1])},
+		},
+		{
+			name: "numa: containers that fit the hinted zone together stay in it", agent: AgentNUMA, cnr: containerLevel(0),
+			pod: func() *corev1.Pod {
+				p := agentPod("2", "1", "1", nic[1][0], nic[1][1])
+				p.Spec.Containers = append(p.Spec.Containers, *p.Spec.Containers[0].DeepCopy())
+				p.Spec.Containers[1].Name = "aux"
+				return p
+			}(),
+			want: []ledger.ZoneUse{use(1, 4, 8000, nic[1][0], nic[1][1])},
+		},
+		{
+			name: "spanning node: the whole pod, spread when no zone holds it", agent: AgentBlind, cnr: agentCNR(0),
+			pod:  twoContainers(""),
+			want: []ledger.ZoneUse{use(0, 4, 8000, nic[0][0], nic[0][1]), use(1, 4, 0, nic[1][0], nic[1][1])},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := Allot(tc.agent, topology.Config{}, tc.cnr, nil, tc.pod)
+			if !ok {
+				t.Fatal("nothing allotted")
+			}
+			if diff := cmp.Diff(tc.want, got.Zones); diff != "" {
+				t.Errorf("zones (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestParseNodeAgent(t *testing.T) {
 	cases := []struct {
 		in      string

@@ -285,12 +285,13 @@ func fillNICs(f *topology.Fabric, p *corev1.Pod, nics []topology.NICID, pp *PodP
 }
 
 // SchedulerAnnotations returns the annotations of a pod that the scheduler
-// writes: rdmatopo.io/nics, numa and s0, and katalyst's numa_bind_result
-// (not the job contract a pod template may carry).
+// writes: rdmatopo.io/nics, numa and s0, rdmatopo.io/containers for a pod
+// split by container, and katalyst's numa_bind_result (not the job
+// contract a pod template may carry).
 func SchedulerAnnotations(p *corev1.Pod) map[string]string {
 	out := map[string]string{}
-	for _, k := range []string{ledger.AnnotationNICs, ledger.AnnotationNUMA, ledger.AnnotationS0, rdmatopology.AnnotationNUMABindResult} {
-		if v, ok := p.Annotations[k]; ok {
+	for _, k := range []string{ledger.AnnotationNICs, ledger.AnnotationNUMA, ledger.AnnotationS0, ledger.AnnotationContainers, rdmatopology.AnnotationNUMABindResult} {
+		if v, ok := p.Annotations[k]; ok && (v != "" || k != ledger.AnnotationContainers) {
 			out[k] = v
 		}
 	}

@@ -42,7 +42,7 @@ func (s *Session) allocate(task *api.TaskInfo) {
 	}
 	a.PodUID = string(task.UID)
 	r := ledger.Reservation{UID: string(task.UID), Namespace: task.Namespace, Name: task.Name,
-		Job: string(task.Job), Node: task.NodeName, Zones: a.Zones}
+		Job: string(task.Job), Node: task.NodeName, Zones: a.Zones, Containers: a.Containers}
 	if err := s.reserve(r); err != nil {
 		s.markBroken(task, err.Error())
 		return
@@ -76,18 +76,22 @@ func (s *Session) markBroken(task *api.TaskInfo, why string) {
 const AnnotationNUMABindResult = consts.PodAnnotationNUMABindResultKey
 
 // schedulerKeys are the pod annotations only the scheduler writes.
-var schedulerKeys = []string{ledger.AnnotationNICs, ledger.AnnotationNUMA, ledger.AnnotationS0, AnnotationNUMABindResult}
+var schedulerKeys = []string{ledger.AnnotationNICs, ledger.AnnotationNUMA, ledger.AnnotationS0, ledger.AnnotationContainers, AnnotationNUMABindResult}
 
 // annotate replaces the task's pod with a copy carrying the scheduler's
 // annotations for assignment a; the binder sends them with the Binding.
 // katalyst's numa_bind_result gets the same NUMA ids as rdmatopo.io/numa,
-// replacing whatever the pod carried.
+// replacing whatever the pod carried: katalyst reads one value per pod, for
+// every container, so a pod whose containers are in different zones gets
+// all of them (docs/node-contract.md). rdmatopo.io/containers is written
+// only for such a pod; a value the pod carried is dropped.
 func (s *Session) annotate(task *api.TaskInfo, a placement.Assignment) {
 	pod := task.Pod.DeepCopy()
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	ann := ledger.Reservation{Node: a.Node, Zones: a.Zones}.Annotations(s.Fabric)
+	delete(pod.Annotations, ledger.AnnotationContainers)
+	ann := ledger.Reservation{Node: a.Node, Zones: a.Zones, Containers: a.Containers}.Annotations(s.Fabric)
 	for k, v := range ann {
 		pod.Annotations[k] = v
 	}

@@ -1,7 +1,10 @@
 package rdmatopology
 
 import (
+	"slices"
+
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"volcano.sh/volcano/pkg/scheduler/api"
 
 	"github.com/rdmatopo/rdmatopo/framework/placement"
@@ -44,15 +47,67 @@ func NodeCap(ni *api.NodeInfo, gpu, rdma v1.ResourceName) placement.Cap {
 	}
 }
 
-// ShapeOf is a pod's per-pod need from its Volcano resource request
-// (TaskInfo.InitResreq).
-func ShapeOf(r *api.Resource, gpu, rdma v1.ResourceName) placement.Shape {
+// ShapeOf is a pod's need: the whole pod's from its Volcano resource
+// request (TaskInfo.InitResreq: the larger of the containers' sum and each
+// init container, plus the pod overhead, as Kubernetes counts it), split
+// into its containers' needs (placement.SplitShape) for nodes that bind
+// each container to one NUMA zone. The parts are the regular and sidecar
+// (restartable init) containers, which run side by side. The pod is not
+// split when an init container exceeds every regular container (in GPUs,
+// NICs or CPU): it runs before them, beside the sidecars, and needs one
+// zone with room for all it asks, which only planning the pod in one zone
+// guarantees. pod may be nil (no split).
+func ShapeOf(pod *v1.Pod, r *api.Resource, gpu, rdma v1.ResourceName) placement.Shape {
 	if r == nil {
 		return placement.Shape{}
 	}
-	return placement.Shape{
+	sh := placement.Shape{
 		GPU:      int64(r.ScalarResources[gpu] / 1000),
 		NICs:     int64(r.ScalarResources[rdma] / 1000),
 		CPUMilli: int64(r.MilliCPU),
 	}
+	if pod == nil || len(pod.Spec.Containers)+len(pod.Spec.InitContainers) < 2 {
+		return sh
+	}
+	need := func(c *v1.Container) placement.Part {
+		q := c.Resources.Requests
+		return placement.Part{Names: []string{c.Name}, GPU: units(q[gpu]), NICs: units(q[rdma]), CPUMilli: max(q.Cpu().MilliValue(), 0)}
+	}
+	var parts, regular []placement.Part
+	for i := range pod.Spec.InitContainers {
+		if c := &pod.Spec.InitContainers[i]; isSidecar(c) {
+			parts = append(parts, need(c))
+		}
+	}
+	for i := range pod.Spec.Containers {
+		regular = append(regular, need(&pod.Spec.Containers[i]))
+	}
+	parts = append(parts, regular...)
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		if isSidecar(c) {
+			continue
+		}
+		// It runs before the regular containers start, beside the
+		// sidecars: it fits in the zone of a regular container it does
+		// not exceed.
+		in := need(c)
+		if !slices.ContainsFunc(regular, func(p placement.Part) bool {
+			return in.GPU <= p.GPU && in.NICs <= p.NICs && in.CPUMilli <= p.CPUMilli
+		}) {
+			return sh
+		}
+	}
+	return placement.SplitShape(sh, parts)
+}
+
+// isSidecar reports whether an init container keeps running beside the
+// pod's containers (restartPolicy Always).
+func isSidecar(c *v1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+}
+
+// units is a count resource's request (GPUs, RDMA units); negative is 0.
+func units(q resource.Quantity) int64 {
+	return max(q.Value(), 0)
 }

@@ -243,7 +243,7 @@ func (s *Session) IsRDMAJob(job *api.JobInfo) bool {
 
 // Shape is the task's per-pod need.
 func (s *Session) Shape(task *api.TaskInfo) placement.Shape {
-	return ShapeOf(task.InitResreq, v1.ResourceName(s.args.GPUResource), v1.ResourceName(s.args.RDMAResource))
+	return ShapeOf(task.Pod, task.InitResreq, v1.ResourceName(s.args.GPUResource), v1.ResourceName(s.args.RDMAResource))
 }
 
 // Held returns the placement the job's further pods are planned next to:

@@ -94,7 +94,7 @@ func TestTopologyEvents(t *testing.T) {
 		},
 		"a problem that went away and came back is reported again": {
 			{cnrs: []*v1alpha1.CustomNodeResource{misspelt.Obj(), eventKCNR("n2").Obj()}, want: []objectEvent{
-				kcnrWarning("n1", "UnknownPolicy", "SingleNUMANodeContainerLvl", "read as SingleNUMANodeContainerLevel"),
+				kcnrWarning("n1", "UnknownPolicy", "SingleNUMANodeContainerLvl", "read as SingleNUMANodePodLevel"),
 			}},
 			{cnrs: []*v1alpha1.CustomNodeResource{eventKCNR("n1").Obj(), eventKCNR("n2").Obj()}},
 			{cnrs: []*v1alpha1.CustomNodeResource{misspelt.Obj(), eventKCNR("n2").Obj()}, want: []objectEvent{

@@ -138,7 +138,7 @@ func (s *Session) adopt(tasks map[string]*api.TaskInfo) {
 		klog.V(3).InfoS("A listed pod took a NIC reserved for a pod its node has not reported yet; the reservation takes another free NIC",
 			"pod", klog.KRef(d.Planned.Namespace, d.Planned.Name), "node", d.Planned.Node,
 			"planned", d.Planned.NICs(), "now", d.Realized.NICs())
-		s.patchPod(t, d.Realized)
+		s.patchPod(t, d.Planned, d.Realized)
 		byJob[api.JobID(d.Planned.Job)] = append(byJob[api.JobID(d.Planned.Job)], d)
 	}
 	for _, m := range mismatches {
@@ -147,7 +147,7 @@ func (s *Session) adopt(tasks map[string]*api.TaskInfo) {
 		klog.InfoS("Node agent placed a pod on other NICs than reserved; adopting the CustomNodeResource's",
 			"pod", klog.KRef(m.Planned.Namespace, m.Planned.Name), "node", m.Planned.Node,
 			"planned", m.Planned.NICs(), "realized", m.Realized.NICs(), "contested", m.Contested)
-		s.patchPod(t, m.Realized)
+		s.patchPod(t, m.Planned, m.Realized)
 		s.mismatchEvent(t, m, tasks[m.Planned.UID])
 	}
 	// The planned placement of each gang: its reservations as they were
@@ -196,8 +196,10 @@ func (s *Session) adopt(tasks map[string]*api.TaskInfo) {
 	}
 }
 
-// patchPod writes the realized reservation's annotations on its pod.
-func (s *Session) patchPod(t *truth, r ledger.Reservation) {
+// patchPod writes the realized reservation's annotations on its pod. A
+// container split the plan had and r lost is overwritten with "" (a merge
+// patch of string values cannot remove a key; "" reads as no split).
+func (s *Session) patchPod(t *truth, planned, r ledger.Reservation) {
 	t.mu.Lock()
 	patch := t.patch
 	t.mu.Unlock()
@@ -209,6 +211,9 @@ func (s *Session) patchPod(t *truth, r ledger.Reservation) {
 		patch = KubePodPatcher(kc)
 	}
 	ann := r.Annotations(s.Fabric)
+	if _, ok := ann[ledger.AnnotationContainers]; !ok && len(planned.Containers) > 0 {
+		ann[ledger.AnnotationContainers] = ""
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), patchTimeout)
 	defer cancel()
 	if err := patch(ctx, r.Namespace, r.Name, ann); err != nil {

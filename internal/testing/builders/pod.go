@@ -79,6 +79,24 @@ func (w *PodWrapper) Container(name string, req corev1.ResourceList) *PodWrapper
 	return w
 }
 
+// InitContainer adds an init container with the given requests.
+func (w *PodWrapper) InitContainer(name string, req corev1.ResourceList) *PodWrapper {
+	w.pod.Spec.InitContainers = append(w.pod.Spec.InitContainers, corev1.Container{
+		Name:      name,
+		Resources: corev1.ResourceRequirements{Requests: req.DeepCopy()},
+	})
+	return w
+}
+
+// Sidecar adds a sidecar: an init container with restartPolicy Always,
+// which runs beside the pod's containers.
+func (w *PodWrapper) Sidecar(name string, req corev1.ResourceList) *PodWrapper {
+	always := corev1.ContainerRestartPolicyAlways
+	w.InitContainer(name, req)
+	w.pod.Spec.InitContainers[len(w.pod.Spec.InitContainers)-1].RestartPolicy = &always
+	return w
+}
+
 // Annotation sets an annotation.
 func (w *PodWrapper) Annotation(key, value string) *PodWrapper {
 	if w.pod.Annotations == nil {

@@ -1,0 +1,94 @@
+package rdmatopology
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"volcano.sh/volcano/pkg/scheduler/api"
+
+	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
+)
+
+// req is a container's requests of GPUs, RDMA units and CPU.
+func req(gpu, rdma, cpu string) corev1.ResourceList {
+	out := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+	if gpu != "" {
+		out[builders.GPUResource] = resource.MustParse(gpu)
+	}
+	if rdma != "" {
+		out[builders.RDMAResource] = resource.MustParse(rdma)
+	}
+	return out
+}
+
+// TestShapeOf: the pod's whole need is Volcano's (init containers counted
+// as Kubernetes counts them) and its parts are the containers that run
+// side by side, unless an init container needs more than any of them.
+func TestShapeOf(t *testing.T) {
+	main := func() *builders.PodWrapper {
+		return builders.MakePod("ns", "p").Req(builders.GPUResource, "4").Req(builders.RDMAResource, "2").Req(corev1.ResourceCPU, "8")
+	}
+	cases := map[string]struct {
+		pod       *corev1.Pod
+		wantTotal placement.Shape
+		wantParts []placement.Part
+	}{
+		"one container": {
+			pod:       main().Obj(),
+			wantTotal: placement.Shape{GPU: 4, NICs: 2, CPUMilli: 8000},
+		},
+		"two containers": {
+			pod:       main().Container("aux", req("4", "2", "8")).Obj(),
+			wantTotal: placement.Shape{GPU: 8, NICs: 4, CPUMilli: 16000},
+			wantParts: []placement.Part{
+				{Names: []string{"aux"}, GPU: 4, NICs: 2, CPUMilli: 8000},
+				{Names: []string{"main"}, GPU: 4, NICs: 2, CPUMilli: 8000},
+			},
+		},
+		"a container asking nothing the zones count is no part": {
+			pod:       main().Container("log", corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}).Obj(),
+			wantTotal: placement.Shape{GPU: 4, NICs: 2, CPUMilli: 8000},
+		},
+		"an init container within a container's need": {
+			pod:       main().Container("aux", req("4", "2", "8")).InitContainer("setup", req("1", "", "1")).Obj(),
+			wantTotal: placement.Shape{GPU: 8, NICs: 4, CPUMilli: 16000},
+			wantParts: []placement.Part{
+				{Names: []string{"aux"}, GPU: 4, NICs: 2, CPUMilli: 8000},
+				{Names: []string{"main"}, GPU: 4, NICs: 2, CPUMilli: 8000},
+			},
+		},
+		"an init container larger than every container keeps the pod whole": {
+			pod:       main().Container("aux", req("4", "2", "8")).InitContainer("warmup", req("6", "", "1")).Obj(),
+			wantTotal: placement.Shape{GPU: 8, NICs: 4, CPUMilli: 16000},
+		},
+		"an init container larger than the containers' sum sets the pod's need": {
+			pod:       main().InitContainer("warmup", req("8", "4", "1")).Obj(),
+			wantTotal: placement.Shape{GPU: 8, NICs: 4, CPUMilli: 8000},
+		},
+		"a sidecar is a part of its own": {
+			pod:       main().Sidecar("proxy", req("", "1", "2")).Obj(),
+			wantTotal: placement.Shape{GPU: 4, NICs: 3, CPUMilli: 10000},
+			wantParts: []placement.Part{
+				{Names: []string{"main"}, GPU: 4, NICs: 2, CPUMilli: 8000},
+				{Names: []string{"proxy"}, NICs: 1, CPUMilli: 2000},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := ShapeOf(tc.pod, api.NewTaskInfo(tc.pod).InitResreq, builders.GPUResource, builders.RDMAResource)
+			total := got
+			total.Containers = ""
+			if diff := cmp.Diff(tc.wantTotal, total); diff != "" {
+				t.Errorf("whole pod (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantParts, got.Parts(), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("parts (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
