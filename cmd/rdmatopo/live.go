@@ -5,10 +5,12 @@ import (
 	"time"
 
 	katalystclient "github.com/kubewharf/katalyst-api/pkg/client/clientset/versioned"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/live"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
@@ -20,6 +22,8 @@ const liveTimeout = 60 * time.Second
 type liveClients struct {
 	kube     kubernetes.Interface
 	katalyst katalystclient.Interface
+	// dynamic reads HyperNodes (under s1Source: hypernode).
+	dynamic dynamic.Interface
 }
 
 // connect builds clients from a kubeconfig file. A kubeconfig that cannot
@@ -44,27 +48,35 @@ func newLiveClients(cfg *rest.Config, name string) (*liveClients, error) {
 	if err != nil {
 		return nil, badInputf("%s: %v", name, err)
 	}
-	return &liveClients{kube: kube, katalyst: kat}, nil
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, badInputf("%s: %v", name, err)
+	}
+	return &liveClients{kube: kube, katalyst: kat, dynamic: dyn}, nil
 }
 
 // dial connects to the cluster of a kubeconfig; tests replace it with fake
 // clientsets.
 var dial = connect
 
-// loadLiveCluster reads the cluster of a kubeconfig (never writing).
-func loadLiveCluster(kubeconfig string) (*workload.Cluster, error) {
+// loadLiveCluster reads the cluster of a kubeconfig (never writing), with
+// its HyperNodes when cfg takes S1 from them.
+func loadLiveCluster(kubeconfig string, cfg topology.Config) (*workload.Cluster, error) {
 	lc, err := dial(kubeconfig)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), liveTimeout)
 	defer cancel()
-	return fetchCluster(ctx, lc)
+	return fetchCluster(ctx, lc, cfg)
 }
 
-// fetchCluster lists Nodes, CustomNodeResources and the pods bound to the
-// nodes that have not finished, sorted by name, in pages (see
-// internal/live).
-func fetchCluster(ctx context.Context, lc *liveClients) (*workload.Cluster, error) {
-	return live.FetchCluster(ctx, &live.Clients{Kube: lc.kube, Katalyst: lc.katalyst})
+// fetchCluster lists Nodes, CustomNodeResources, the pods bound to the
+// nodes that have not finished and, when cfg takes S1 from them, HyperNodes,
+// sorted by name, in pages (see internal/live).
+func fetchCluster(ctx context.Context, lc *liveClients, cfg topology.Config) (*workload.Cluster, error) {
+	return live.FetchCluster(ctx, &live.Clients{
+		Kube: lc.kube, Katalyst: lc.katalyst, Dynamic: lc.dynamic,
+		ReadHyperNodes: cfg.WithDefaults().S1Source == topology.S1FromHyperNode,
+	})
 }

@@ -23,6 +23,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/rdmatopo/rdmatopo/examples"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
@@ -657,7 +658,7 @@ func TestSimulateLiveClusterReadOnly(t *testing.T) {
 
 func TestTopologyWithFakeClients(t *testing.T) {
 	kube, kat := fakeCluster(t)
-	live, err := fetchCluster(context.Background(), &liveClients{kube: kube, katalyst: kat})
+	live, err := fetchCluster(context.Background(), &liveClients{kube: kube, katalyst: kat}, topology.Config{})
 	require.NoError(t, err)
 	require.Len(t, live.Nodes, 16)
 	require.Len(t, live.CNRs, 16)

@@ -75,7 +75,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	clusterName := nameOr(o.cluster, examples.ClusterFile)
 	if o.kubeconfig != "" {
 		clusterName = o.kubeconfig
-		if cluster, err = loadLiveCluster(o.kubeconfig); err != nil {
+		if cluster, err = loadLiveCluster(o.kubeconfig, c.Topology); err != nil {
 			return err
 		}
 	} else if cluster, err = loadCluster(o.cluster); err != nil {

@@ -32,7 +32,7 @@ func runTopology(args []string, stdout io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), liveTimeout)
 	defer cancel()
-	cluster, err := fetchCluster(ctx, lc)
+	cluster, err := fetchCluster(ctx, lc, c.Topology)
 	if err != nil {
 		return err
 	}

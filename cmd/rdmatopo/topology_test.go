@@ -2,6 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"regexp"
 	"testing"
@@ -9,6 +13,13 @@ import (
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/rdmatopo/rdmatopo/examples"
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
@@ -100,4 +111,63 @@ func TestTopologyShowsHyperNodeS1s(t *testing.T) {
 	require.NoError(t, printTopology(&byHyper, topology.Config{S1Source: topology.S1FromHyperNode}, c))
 	require.Equal(t, byLabel.String(), byHyper.String())
 	require.Contains(t, byHyper.String(), "minipod-b")
+}
+
+// TestTopologyLiveHyperNodes: `rdmatopo topology --kubeconfig` reads the
+// cluster's HyperNodes under s1Source: hypernode and shows the S1s they
+// give (the label's view); under s1Source: label it does not read them, so
+// a user who may not list them is refused only when they matter.
+func TestTopologyLiveHyperNodes(t *testing.T) {
+	hyper, err := os.ReadFile("../../examples/hypernodes.yaml")
+	require.NoError(t, err)
+	var hns []runtime.Object
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(hyper), 4096)
+	for {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
+			break
+		} else {
+			require.NoError(t, err)
+		}
+		obj, err := runtime.Decode(unstructured.UnstructuredJSONScheme, raw)
+		require.NoError(t, err)
+		hns = append(hns, obj)
+	}
+	require.Len(t, hns, 4)
+	byHyper := topology.Config{S1Source: topology.S1FromHyperNode}
+	byLabel := topology.Config{S1NodeLabel: builders.S1Label}
+	for _, tc := range []struct {
+		name      string
+		cfg       topology.Config
+		forbidden bool
+		wantErr   string
+	}{
+		{name: "hypernode source", cfg: byHyper},
+		{name: "hypernode source, forbidden", cfg: byHyper, forbidden: true, wantErr: "may not list hypernodes.topology.volcano.sh"},
+		{name: "label source, forbidden", cfg: byLabel, forbidden: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kube, kat := fakeCluster(t)
+			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+				map[schema.GroupVersionResource]string{topology.HyperNodeResource: "HyperNodeList"}, hns...)
+			if tc.forbidden {
+				dyn.PrependReactor("list", "hypernodes", func(clienttesting.Action) (bool, runtime.Object, error) {
+					return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "topology.volcano.sh", Resource: "hypernodes"}, "", nil)
+				})
+			}
+			cluster, err := fetchCluster(context.Background(), &liveClients{kube: kube, katalyst: kat, dynamic: dyn}, tc.cfg)
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			var out, want bytes.Buffer
+			require.NoError(t, printTopology(&out, tc.cfg, cluster))
+			sample, err := workload.LoadCluster("cluster.yaml", examples.Cluster)
+			require.NoError(t, err)
+			require.NoError(t, printTopology(&want, byLabel, sample))
+			require.Equal(t, want.String(), out.String())
+			require.Contains(t, out.String(), "minipod-b")
+		})
+	}
 }
