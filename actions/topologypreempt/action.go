@@ -304,7 +304,7 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 	for _, v := range victims {
 		// A discarded statement re-allocates the victim: give it back the
 		// NICs it holds rather than a new fit.
-		topo.SetPlanned(v.task.UID, placement.Assignment{PodUID: string(v.task.UID), Node: v.res.Node, Zones: v.res.Zones})
+		topo.SetPlanned(v.task.UID, placement.Assignment{PodUID: string(v.task.UID), Node: v.res.Node, Zones: v.res.Zones, Containers: v.res.Containers})
 		if err := stmt.Evict(v.task, reason); err != nil {
 			klog.ErrorS(err, "Cannot evict victim; preemption abandoned", "victim", klog.KRef(v.task.Namespace, v.task.Name), "job", jobName)
 			stmt.Discard()

@@ -97,6 +97,17 @@ func (p *planner) leafHolds(st *leafStat, counts []int) bool {
 	return true
 }
 
+// holdsAny reports whether the leaf holds a pod of some class (for a
+// gang of one class: of the main shape).
+func (p *planner) holdsAny(st *leafStat) bool {
+	for _, c := range p.classCaps(st) {
+		if c.pods > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // groupHolds reports whether a group of leaves holds every class of the
 // counted pods (pods counted under each leaf they may use, see leafStat).
 func (p *planner) groupHolds(group []*leafStat, counts []int) bool {

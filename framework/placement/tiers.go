@@ -252,7 +252,7 @@ func (p *planner) chooseLeaves(pods []Pod, group []*leafStat, key string) *group
 	for _, st := range group {
 		if !p.g.Held.Empty() && p.g.Held.S0s[st.id] {
 			forced = append(forced, st)
-		} else if st.pods > 0 {
+		} else if st.pods > 0 || p.holdsAny(st) {
 			rest = append(rest, st)
 		} else {
 			continue

@@ -8,6 +8,7 @@ import (
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 	"github.com/kubewharf/katalyst-api/pkg/consts"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
@@ -131,7 +132,7 @@ func Allot(a NodeAgent, cfg topology.Config, cnr *v1alpha1.CustomNodeResource, h
 		}
 	}
 	if uses == nil {
-		uses = annotated(node, p, ask)
+		uses = annotated(cfg, node, p, ask)
 	}
 	r.Zones = uses
 	return r, len(uses) > 0
@@ -334,9 +335,10 @@ func spread(zones []agentZone, ask podAsk) []ledger.ZoneUse {
 }
 
 // annotated gives the pod the NICs of its rdmatopo.io/nics annotation that
-// the node has, in their zones (first seen first), with the pod's GPUs and
-// CPU split evenly over those zones.
-func annotated(node *topology.Node, p *corev1.Pod, ask podAsk) []ledger.ZoneUse {
+// the node has, in their zones (first seen first), with the GPUs and CPU of
+// the containers rdmatopo.io/containers puts in each zone, or, without it,
+// the pod's GPUs and CPU split evenly over those zones.
+func annotated(cfg topology.Config, node *topology.Node, p *corev1.Pod, ask podAsk) []ledger.ZoneUse {
 	zoneOf := map[topology.NICID]int{}
 	for _, z := range node.Zones {
 		for _, n := range z.NICs {
@@ -360,11 +362,52 @@ func annotated(node *topology.Node, p *corev1.Pod, ask podAsk) []ledger.ZoneUse 
 			out[i].NICs = append(out[i].NICs, nic)
 		}
 	}
+	if byContainer(cfg, p, out) {
+		return out
+	}
 	for i := range out {
 		out[i].GPU = ask.gpu / int64(len(out))
 		out[i].CPUMilli = ask.cpu / int64(len(out))
 	}
 	return out
+}
+
+// byContainer gives each zone of uses the GPUs and CPU of the containers
+// the pod's rdmatopo.io/containers annotation puts there, and reports
+// whether it could: the annotation reads, names only the pod's containers
+// (regular or sidecar) and only zones of uses.
+func byContainer(cfg topology.Config, p *corev1.Pod, uses []ledger.ZoneUse) bool {
+	cs, err := ledger.ParseContainers(p.Annotations[ledger.AnnotationContainers])
+	if err != nil || len(cs) == 0 {
+		return false
+	}
+	req := map[string]corev1.ResourceList{}
+	for _, c := range p.Spec.Containers {
+		req[c.Name] = c.Resources.Requests
+	}
+	for _, c := range p.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			req[c.Name] = c.Resources.Requests
+		}
+	}
+	gpu, cpu := map[int]int64{}, map[int]int64{}
+	for _, g := range cs {
+		if !slices.ContainsFunc(uses, func(u ledger.ZoneUse) bool { return u.NUMA == g.NUMA }) {
+			return false
+		}
+		for _, name := range g.Names {
+			r, ok := req[name]
+			if !ok {
+				return false
+			}
+			gpu[g.NUMA] += r.Name(corev1.ResourceName(cfg.GPUResource), resource.DecimalSI).Value()
+			cpu[g.NUMA] += r.Cpu().MilliValue()
+		}
+	}
+	for i := range uses {
+		uses[i].GPU, uses[i].CPUMilli = gpu[uses[i].NUMA], cpu[uses[i].NUMA]
+	}
+	return true
 }
 
 func containsNIC(list []topology.NICID, id topology.NICID) bool {

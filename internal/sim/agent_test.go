@@ -210,6 +210,18 @@ func TestAllotPerContainer(t *testing.T) {
 			want: []ledger.ZoneUse{use(1, 4, 8000, nic[1][0], nic[1][1])},
 		},
 		{
+			name: "exact: the annotated NICs, each zone with its containers' GPUs and CPU", agent: AgentExact, cnr: containerLevel(0),
+			pod: func() *corev1.Pod {
+				p := agentPod("3", "1", "0,1", nic[0][0], nic[1][0])
+				p.Spec.Containers = append(p.Spec.Containers, *p.Spec.Containers[0].DeepCopy())
+				p.Spec.Containers[1].Name = "aux"
+				p.Spec.Containers[1].Resources.Requests[builders.GPUResource] = resource.MustParse("1")
+				p.Annotations[ledger.AnnotationContainers] = `[{"containers":["main"],"numa":0,"nics":["` + nic[0][0] + `"]},{"containers":["aux"],"numa":1,"nics":["` + nic[1][0] + `"]}]`
+				return p
+			}(),
+			want: []ledger.ZoneUse{use(0, 3, 4000, nic[0][0]), use(1, 1, 4000, nic[1][0])},
+		},
+		{
 			name: "spanning node: the whole pod, spread when no zone holds it", agent: AgentBlind, cnr: agentCNR(0),
 			pod:  twoContainers(""),
 			want: []ledger.ZoneUse{use(0, 4, 8000, nic[0][0], nic[0][1]), use(1, 4, 0, nic[1][0], nic[1][1])},
