@@ -91,6 +91,10 @@ type RunResult struct {
 	// minimum (possible only when a gang bound over several cycles and the
 	// state changed in between); they count as at the optimum.
 	BelowOptimum int `json:"-"`
+	// CPUSeconds is the process CPU time (user + system, every goroutine
+	// and the garbage collector) over the same sessions as Seconds: what
+	// the sessions cost when other processes share the CPUs.
+	CPUSeconds float64 `json:"-"`
 	// Cycles run.
 	Cycles int `json:"-"`
 	// NodeAgent is the simulated node agent of the run.
@@ -214,7 +218,7 @@ func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Op
 	// ends maps a cycle to the gangs deleted before it runs.
 	ends := map[int][]*gangState{}
 	res := &RunResult{Cycles: trace.Cycles, NodeAgent: opts.NodeAgent}
-	var session time.Duration
+	var session, sessionCPU time.Duration
 	var fragSum float64
 	var ms runtime.MemStats
 	next := 0
@@ -239,6 +243,7 @@ func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Op
 			return nil, err
 		}
 		session += rep.Duration
+		sessionCPU += rep.CPU
 		if err := record(s, tr, rz, byName, rep, cycle, ends, res); err != nil {
 			return nil, err
 		}
@@ -335,6 +340,7 @@ func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Op
 	}
 	res.Fragmentation = fragSum / float64(max(trace.Cycles, 1))
 	res.Seconds = session.Seconds()
+	res.CPUSeconds = sessionCPU.Seconds()
 	if res.Pods > 0 {
 		res.SecondsPerPod = res.Seconds / float64(res.Pods)
 	}
@@ -351,14 +357,17 @@ func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Op
 // handled in the order Volcano bound them.
 func record(s *sim.Simulator, tr *Tracker, rz *realized, byName map[string]*gangState, rep *sim.CycleReport, cycle int,
 	ends map[int][]*gangState, res *RunResult) error {
-	var listed map[string]*v1alpha1.CustomNodeResource
+	// The KCNRs of the nodes the cycle bound annotated pods to, as the node
+	// agent left them.
+	listed := map[string]*v1alpha1.CustomNodeResource{}
 	for _, b := range rep.Binds {
-		if b.Pod.Annotations[ledger.AnnotationNICs] != "" {
-			listed = map[string]*v1alpha1.CustomNodeResource{}
-			for _, c := range s.CNRs() {
-				listed[c.Name] = c
+		if b.Pod.Annotations[ledger.AnnotationNICs] == "" {
+			continue
+		}
+		if _, ok := listed[b.Node]; !ok {
+			if c, ok := s.CNR(b.Node); ok {
+				listed[b.Node] = c
 			}
-			break
 		}
 	}
 	var order []*gangState
