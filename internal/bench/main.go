@@ -77,6 +77,10 @@ type RunDetails struct {
 	// SessionCPUSeconds is the process CPU time (user + system, the
 	// garbage collector's included) over the sessions "seconds" times.
 	SessionCPUSeconds float64 `json:"sessionCPUSeconds"`
+	// PeakLiveHeapBytes is the largest live heap (what the last collection
+	// found reachable) sampled after a cycle; peakHeapBytes counts garbage
+	// not yet collected too.
+	PeakLiveHeapBytes uint64 `json:"peakLiveHeapBytes"`
 }
 
 // Options select a benchmark run.
@@ -203,8 +207,8 @@ func Run(o Options) (*Report, error) {
 			OneNodeGangs: res.OneNode, NodeAgent: string(agent),
 			RealizedOracleUnknown: res.RealizedOracleUnknown, RealizedOracleInfeasible: res.RealizedOracleInfeasible,
 			RealizedBelowOptimum: res.RealizedBelowOptimum, RealizedOneNodeGangs: res.RealizedOneNode,
-			SessionCPUSeconds: res.CPUSeconds,
-			PlanRefused:       int(rdmatopology.PlanRefused() - refusedBefore)}
+			SessionCPUSeconds: res.CPUSeconds, PeakLiveHeapBytes: res.PeakLiveHeapBytes,
+			PlanRefused: int(rdmatopology.PlanRefused() - refusedBefore)}
 	}
 	return rep, nil
 }
@@ -402,6 +406,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 		{"session CPU seconds", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.CPUSeconds) }},
 		{"seconds per pod", func(r *RunResult) string { return fmt.Sprintf("%.6f", r.SecondsPerPod) }},
 		{"peak heap MiB", func(r *RunResult) string { return fmt.Sprintf("%.1f", float64(r.PeakHeapBytes)/(1<<20)) }},
+		{"peak live heap MiB", func(r *RunResult) string { return fmt.Sprintf("%.1f", float64(r.PeakLiveHeapBytes)/(1<<20)) }},
 	}
 	return writeColumns(w, names, rep.Runs, rows)
 }

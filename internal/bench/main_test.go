@@ -184,7 +184,7 @@ func TestRunSmall(t *testing.T) {
 		if r.RDMAGangs > 0 && r.MeanS0 < 1 {
 			t.Errorf("%s: meanS0 %v < 1 over %d gangs", name, r.MeanS0, r.RDMAGangs)
 		}
-		if r.Seconds <= 0 || r.PeakHeapBytes == 0 {
+		if r.Seconds <= 0 || r.PeakHeapBytes == 0 || r.PeakLiveHeapBytes == 0 || r.PeakLiveHeapBytes > r.PeakHeapBytes {
 			t.Errorf("%s: no time or heap measured: %+v", name, r)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"runtime/metrics"
 	"sort"
 	"time"
 
@@ -39,7 +40,10 @@ type RunResult struct {
 	Seconds float64 `json:"seconds"`
 	// SecondsPerPod is Seconds / Pods.
 	SecondsPerPod float64 `json:"secondsPerPod"`
-	// PeakHeapBytes is the largest live heap sampled after a cycle.
+	// PeakHeapBytes is the largest heap sampled after a cycle: the Go
+	// runtime's HeapAlloc, live objects and garbage not yet collected
+	// (with the default GOGC a heap grows to about twice what is live
+	// before it is collected).
 	PeakHeapBytes uint64 `json:"peakHeapBytes"`
 	// RealizedMeanS0 is MeanS0 over the same gangs with the NICs the node
 	// agent gave their pods (what the KCNRs list) instead of the planned
@@ -91,6 +95,10 @@ type RunResult struct {
 	// minimum (possible only when a gang bound over several cycles and the
 	// state changed in between); they count as at the optimum.
 	BelowOptimum int `json:"-"`
+	// PeakLiveHeapBytes is the largest live heap sampled after a cycle:
+	// what the last completed collection found reachable
+	// (/gc/heap/live:bytes), the scheduler's and the harness's together.
+	PeakLiveHeapBytes uint64 `json:"-"`
 	// CPUSeconds is the process CPU time (user + system, every goroutine
 	// and the garbage collector) over the same sessions as Seconds: what
 	// the sessions cost when other processes share the CPUs.
@@ -221,6 +229,7 @@ func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Op
 	var session, sessionCPU time.Duration
 	var fragSum float64
 	var ms runtime.MemStats
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	next := 0
 	for cycle := 1; cycle <= trace.Cycles; cycle++ {
 		for _, g := range ends[cycle] {
@@ -250,6 +259,9 @@ func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Op
 		fragSum += tr.Fragmentation()
 		runtime.ReadMemStats(&ms)
 		res.PeakHeapBytes = max(res.PeakHeapBytes, ms.HeapAlloc)
+		if metrics.Read(live); live[0].Value.Kind() == metrics.KindUint64 {
+			res.PeakLiveHeapBytes = max(res.PeakLiveHeapBytes, live[0].Value.Uint64())
+		}
 	}
 
 	var s0Sum, floorSum, realSum, ringSum float64
