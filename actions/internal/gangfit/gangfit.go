@@ -238,9 +238,11 @@ func (n *Nodes) Refused(g int) string {
 	return errs.Error()
 }
 
-// Changed drops the node sets after tasks were placed whose presence
-// changes what other pods may use (host ports, required anti-affinity);
-// pod counts and resources are read live by Admit.
+// Changed marks the node sets stale after tasks were placed whose
+// presence changes what other pods may use (host ports, required
+// anti-affinity): the next use walks the predicates again where pods
+// changed since (compute). Pod counts and resources are read live by
+// Admit.
 func (n *Nodes) Changed(tasks []*api.TaskInfo) {
 	if n == nil {
 		return
