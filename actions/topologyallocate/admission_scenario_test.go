@@ -441,3 +441,51 @@ func setShape(c *cluster, job string, i, gpu, nics int) {
 		r.Limits[builders.RDMAResource] = r.Requests[builders.RDMAResource]
 	}
 }
+
+// TestHostPortGangsInOneSession: gangs whose pods declare one host port,
+// placed one after another in a session, each see the nodes the previous
+// ones took refused (the node sets are walked again over the nodes that
+// changed), so no two share a node and the gang that finds no free port
+// is not placed; a gang without the port still uses those nodes.
+func TestHostPortGangsInOneSession(t *testing.T) {
+	c := &cluster{}
+	fourNodesAB(c)
+	port := []corev1.ContainerPort{{ContainerPort: 29500, HostPort: 29500, Protocol: corev1.ProtocolTCP}}
+	for _, job := range []string{"p1", "p2", "p3"} {
+		c.addJob(job, 2, 4, 2, nil)
+		for _, p := range c.jobPods(job) {
+			p.Spec.Containers[0].Ports = port
+		}
+	}
+	c.addJob("free", 4, 2, 1, nil)
+	refused := rdmatopology.PlanRefused()
+	o := runSession(t, c, newRuntime())
+	checkBinds(t, o)
+	if n := rdmatopology.PlanRefused() - refused; n != 0 {
+		t.Errorf("%v planned nodes refused when the plan was applied, want 0", n)
+	}
+	used := map[string]string{}
+	placed := 0
+	for _, job := range []string{"p1", "p2", "p3"} {
+		switch got := bound(o, job); got {
+		case 0:
+			continue
+		case 2:
+			placed++
+		default:
+			t.Fatalf("%s: %d pods bound, want 0 or 2", job, got)
+		}
+		for _, n := range nodesOf(o, job) {
+			if other, ok := used[n]; ok {
+				t.Errorf("%s and %s both hold host port 29500 on %s", other, job, n)
+			}
+			used[n] = job
+		}
+	}
+	if placed != 2 {
+		t.Errorf("%d host-port gangs placed, want 2 (one pod per node on 4 nodes)", placed)
+	}
+	if got := bound(o, "free"); got != 4 {
+		t.Errorf("free: %d pods bound, want 4 (ports do not limit it)", got)
+	}
+}

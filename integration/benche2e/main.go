@@ -98,9 +98,11 @@ func main() {
 
 // report is the driver's output.
 type report struct {
-	Nodes int                   `json:"nodes"`
-	Jobs  int                   `json:"jobs"`
-	Pods  int                   `json:"pods"`
+	Nodes int `json:"nodes"`
+	Jobs  int `json:"jobs"`
+	Pods  int `json:"pods"`
+	// Burst is set when every job was submitted at once (--burst).
+	Burst bool                  `json:"burst"`
 	Runs  map[string]*runResult `json:"runs"`
 }
 
@@ -132,7 +134,7 @@ func run(ctx context.Context, o options) (*report, error) {
 	}
 	cluster := bench.NewCluster(o.nodes, o.seed)
 	trace := bench.NewTrace(o.gangs, o.seed)
-	rep := &report{Nodes: o.nodes, Jobs: len(trace.Gangs), Runs: map[string]*runResult{}}
+	rep := &report{Nodes: o.nodes, Jobs: len(trace.Gangs), Burst: o.burst, Runs: map[string]*runResult{}}
 	for _, g := range trace.Gangs {
 		rep.Pods += g.Pods
 	}
@@ -213,10 +215,13 @@ func runOne(ctx context.Context, o options, name string, spec schedulerSpec, clu
 		return nil, err
 	}
 	r.APIRequests, r.Rejected429 = a.requests, a.rejected429
+	r.CPUSecondsPerPod = perPod(r.CPUSeconds, r.Details.PodsBound)
+	r.APIRequestsPerPod = perPod(float64(r.APIRequests), r.Details.PodsBound)
 	r.Details.APIRequestsByKind, r.Details.SchedulerUserAgents = a.byKind, a.userAgents
 	r.Details.SchedulerPeakInFlight = a.peakInFlight
-	logf("%s: %d/%d gangs, %d pods bound in %.1fs; %.1f pods/s; scheduler %.1f CPU s, %d API requests (%d answered 429)",
-		name, r.Details.GangsPlaced, len(trace.Gangs), r.Details.PodsBound, r.Details.WallSeconds, r.PodsPerSecond, r.CPUSeconds, r.APIRequests, r.Rejected429)
+	logf("%s: %d/%d gangs, %d pods bound in %.1fs; %.1f pods/s; gang p50/p99 %.1f/%.1fs; scheduler %.1f CPU s (%.4f per pod), peak RSS %d MiB, %d API requests (%.2f per pod, %d answered 429)",
+		name, r.Details.GangsPlaced, len(trace.Gangs), r.Details.PodsBound, r.Details.WallSeconds, r.PodsPerSecond, r.GangP50Seconds, r.GangP99Seconds,
+		r.CPUSeconds, r.CPUSecondsPerPod, r.PeakRSSBytes>>20, r.APIRequests, r.APIRequestsPerPod, r.Rejected429)
 	return &r, nil
 }
 

@@ -343,6 +343,10 @@ type runResult struct {
 	Rejected429    int     `json:"rejected429"`
 	CPUSeconds     float64 `json:"schedulerCPUSeconds"`
 	PeakRSSBytes   int64   `json:"schedulerPeakRSSBytes"`
+	// CPUSecondsPerPod and APIRequestsPerPod divide schedulerCPUSeconds and
+	// apiRequests by the trace pods bound.
+	CPUSecondsPerPod  float64 `json:"schedulerCPUSecondsPerPod"`
+	APIRequestsPerPod float64 `json:"apiRequestsPerPod"`
 
 	Details runDetails `json:"details"`
 }
@@ -444,6 +448,14 @@ func summarize(t *tracker, start time.Time) runResult {
 	r.Details.GangCreatedP99Seconds = quantile(created, 0.99)
 	r.Details.StrayPods = t.stray
 	return r
+}
+
+// perPod is v per bound pod (0 when none was bound).
+func perPod(v float64, pods int) float64 {
+	if pods == 0 {
+		return 0
+	}
+	return v / float64(pods)
 }
 
 // quantile is the nearest-rank quantile of sorted values.

@@ -114,7 +114,8 @@ type LoadResult struct {
 	Resubmitted int `json:"resubmitted"`
 	// Seconds is the time spent in scheduling sessions.
 	Seconds float64 `json:"seconds"`
-	// PeakHeapBytes is the largest live heap sampled after a cycle.
+	// PeakHeapBytes is the largest heap (HeapAlloc: live objects and
+	// garbage not yet collected) sampled after a cycle.
 	PeakHeapBytes uint64 `json:"peakHeapBytes"`
 }
 

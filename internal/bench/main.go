@@ -74,6 +74,13 @@ type RunDetails struct {
 	RealizedOracleInfeasible int `json:"realizedOracleInfeasible"`
 	RealizedBelowOptimum     int `json:"realizedBelowOptimum"`
 	RealizedOneNodeGangs     int `json:"realizedOneNodeGangs"`
+	// SessionCPUSeconds is the process CPU time (user + system, the
+	// garbage collector's included) over the sessions "seconds" times.
+	SessionCPUSeconds float64 `json:"sessionCPUSeconds"`
+	// PeakLiveHeapBytes is the largest live heap (what the last collection
+	// found reachable) sampled after a cycle; peakHeapBytes counts garbage
+	// not yet collected too.
+	PeakLiveHeapBytes uint64 `json:"peakLiveHeapBytes"`
 }
 
 // Options select a benchmark run.
@@ -200,6 +207,7 @@ func Run(o Options) (*Report, error) {
 			OneNodeGangs: res.OneNode, NodeAgent: string(agent),
 			RealizedOracleUnknown: res.RealizedOracleUnknown, RealizedOracleInfeasible: res.RealizedOracleInfeasible,
 			RealizedBelowOptimum: res.RealizedBelowOptimum, RealizedOneNodeGangs: res.RealizedOneNode,
+			SessionCPUSeconds: res.CPUSeconds, PeakLiveHeapBytes: res.PeakLiveHeapBytes,
 			PlanRefused: int(rdmatopology.PlanRefused() - refusedBefore)}
 	}
 	return rep, nil
@@ -223,6 +231,7 @@ type cliArgs struct {
 	opts       Options
 	output     string
 	cpuProfile string
+	memProfile string
 }
 
 // parseArgs parses the flags of `rdmatopo-dev bench` (args without the command
@@ -240,11 +249,12 @@ func parseArgs(args []string, stderr io.Writer) (c cliArgs, code int, done bool)
 	fabric := fs.String("fabric", FabricProvider, "generated fabric: provider (every NIC of a NUMA zone under one S0), rail (NIC i of every node of a 32-node unit on rail S0 i) or mixed (thirds of provider, rail and topology-unknown nodes)")
 	agent := fs.String("node-agent", string(sim.DefaultNodeAgent), "simulated node agent of both confs: numa (honours katalyst's numa_bind_result, picks NICs in the zone itself), exact (gives the annotated NICs) or blind (ignores the hint, takes the first NUMA zone with room)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	memProfile := fs.String("memprofile", "", "write a heap profile to this file when the run ends: the allocations of the whole run (alloc_space, alloc_objects) and what is still live (inuse_space)")
 	grace := fs.Int("eviction-grace", DefaultEvictionGrace, "with --load high: cycles an evicted pod terminates on its node (its resources releasing) before it is gone")
 	constraints := fs.String("constraints", ConstraintsOn, "with --load normal: on gives the cluster and trace GPU taints (most gangs tolerate them), node pools the masters and workers of some gangs select, memory-tight nodes, host ports and a fifth of mixed-shape gangs; off places GPUs and NICs alone")
 	load := fs.String("load", LoadNormal, "trace: normal (placement quality on a partly used cluster) or high (over 90% of GPUs busy, three priority classes, large hard gangs; both confs preempt)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rdmatopo-dev bench [--nodes N] [--gangs G] [--seed S] [--nodes-to-find-percent P] [--conf rdmatopo|baseline|both] [--fabric provider|rail|mixed] [--node-agent numa|exact|blind] [--constraints on|off] [--load normal|high] [--eviction-grace CYCLES] [--cpuprofile FILE] [-o table|json]")
+		fmt.Fprintln(stderr, "usage: rdmatopo-dev bench [--nodes N] [--gangs G] [--seed S] [--nodes-to-find-percent P] [--conf rdmatopo|baseline|both] [--fabric provider|rail|mixed] [--node-agent numa|exact|blind] [--constraints on|off] [--load normal|high] [--eviction-grace CYCLES] [--cpuprofile FILE] [--memprofile FILE] [-o table|json]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -287,7 +297,7 @@ func parseArgs(args []string, stderr io.Writer) (c cliArgs, code int, done bool)
 		fmt.Fprintln(stderr, "rdmatopo-dev bench:", err)
 		return c, exitUsage, true
 	}
-	return cliArgs{opts: o, output: *out, cpuProfile: *cpuProfile}, exitOK, false
+	return cliArgs{opts: o, output: *out, cpuProfile: *cpuProfile, memProfile: *memProfile}, exitOK, false
 }
 
 // Main is `rdmatopo-dev bench`: it parses args (without the command name), runs
@@ -311,6 +321,17 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	var memProfile *os.File
+	if c.memProfile != "" {
+		// Created before the run, so a bad path fails at once.
+		f, err := os.Create(c.memProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "rdmatopo-dev bench: --memprofile:", err)
+			return exitError
+		}
+		defer f.Close()
+		memProfile = f
+	}
 	var rep any
 	var table func(io.Writer) error
 	var err error
@@ -322,6 +343,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		var r *Report
 		r, err = Run(c.opts)
 		rep, table = r, func(w io.Writer) error { return WriteTable(w, r) }
+	}
+	if err == nil && memProfile != nil {
+		// A collection first, so inuse_space holds only what is live.
+		runtime.GC()
+		if err = pprof.Lookup("heap").WriteTo(memProfile, 0); err != nil {
+			err = fmt.Errorf("--memprofile: %w", err)
+		}
 	}
 	if err == nil {
 		if c.output == outputJSON {
@@ -375,8 +403,10 @@ func WriteTable(w io.Writer, rep *Report) error {
 		{"fragmentation", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.Fragmentation) }},
 		{"NUMA-misaligned pods", func(r *RunResult) string { return fmt.Sprint(r.Misaligned) }},
 		{"session seconds", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.Seconds) }},
+		{"session CPU seconds", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.CPUSeconds) }},
 		{"seconds per pod", func(r *RunResult) string { return fmt.Sprintf("%.6f", r.SecondsPerPod) }},
 		{"peak heap MiB", func(r *RunResult) string { return fmt.Sprintf("%.1f", float64(r.PeakHeapBytes)/(1<<20)) }},
+		{"peak live heap MiB", func(r *RunResult) string { return fmt.Sprintf("%.1f", float64(r.PeakLiveHeapBytes)/(1<<20)) }},
 	}
 	return writeColumns(w, names, rep.Runs, rows)
 }

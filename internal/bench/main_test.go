@@ -6,6 +6,8 @@ import (
 	"encoding/xml"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -182,7 +184,7 @@ func TestRunSmall(t *testing.T) {
 		if r.RDMAGangs > 0 && r.MeanS0 < 1 {
 			t.Errorf("%s: meanS0 %v < 1 over %d gangs", name, r.MeanS0, r.RDMAGangs)
 		}
-		if r.Seconds <= 0 || r.PeakHeapBytes == 0 {
+		if r.Seconds <= 0 || r.PeakHeapBytes == 0 || r.PeakLiveHeapBytes == 0 || r.PeakLiveHeapBytes > r.PeakHeapBytes {
 			t.Errorf("%s: no time or heap measured: %+v", name, r)
 		}
 	}
@@ -247,6 +249,43 @@ func TestRunOneConf(t *testing.T) {
 	out := stdout.String()
 	if !strings.Contains(out, "baseline") || strings.Contains(out, "rdmatopo") {
 		t.Errorf("table should have a baseline column only:\n%s", out)
+	}
+}
+
+// TestProfiles writes both profiles of a small run; an unwritable profile
+// path fails the run before it starts.
+func TestProfiles(t *testing.T) {
+	dir := t.TempDir()
+	cpu, mem := filepath.Join(dir, "cpu.pprof"), filepath.Join(dir, "mem.pprof")
+	var stdout, stderr bytes.Buffer
+	args := []string{"--nodes", "32", "--gangs", "6", "--conf", "rdmatopo", "--cpuprofile", cpu, "--memprofile", mem}
+	if code := Main(args, &stdout, &stderr); code != exitOK {
+		t.Fatalf("Main(%q) = %d, stderr %s", args, code, stderr.String())
+	}
+	for _, path := range []string{cpu, mem} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// pprof profiles are gzip-compressed protocol buffers.
+		if len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
+			t.Errorf("%s is not a gzip-compressed profile (%d bytes)", path, len(data))
+		}
+	}
+	if !strings.Contains(stdout.String(), "session CPU seconds") {
+		t.Errorf("table has no session CPU seconds row:\n%s", stdout.String())
+	}
+
+	for _, flagName := range []string{"--cpuprofile", "--memprofile"} {
+		stdout.Reset()
+		stderr.Reset()
+		args := []string{"--nodes", "32", "--gangs", "6", flagName, filepath.Join(dir, "missing", "p.pprof")}
+		if code := Main(args, &stdout, &stderr); code != exitError {
+			t.Errorf("Main(%q) = %d, want %d", args, code, exitError)
+		}
+		if !strings.Contains(stderr.String(), flagName+":") || stdout.Len() != 0 {
+			t.Errorf("Main(%q): stderr %q, stdout %q; want the flag named and no report", args, stderr.String(), stdout.String())
+		}
 	}
 }
 

@@ -38,6 +38,9 @@ type Tracker struct {
 	// memUsed sums them per node.
 	memory  map[string]podMemory
 	memUsed map[string]int64
+	// oracle caches each node's OracleState entry; Reserve and Release
+	// drop the entry of the node they change.
+	oracle map[string]OracleNode
 }
 
 // podMemory is a pod's memory request on its node.
@@ -59,6 +62,7 @@ func NewTracker(nodes []*corev1.Node, cnrs []*v1alpha1.CustomNodeResource) *Trac
 		nodes:    constraintsOf(nodes),
 		memory:   map[string]podMemory{},
 		memUsed:  map[string]int64{},
+		oracle:   map[string]OracleNode{},
 	}
 	for _, nc := range t.nodes {
 		t.tainted = t.tainted || nc.tainted
@@ -81,6 +85,7 @@ func (t *Tracker) Reserve(uid string, a placement.Assignment) error {
 		return fmt.Errorf("pod %s already holds resources on node %s", uid, t.held[uid].Node)
 	}
 	t.held[uid] = a
+	delete(t.oracle, a.Node)
 	if t.onNode[a.Node] == nil {
 		t.onNode[a.Node] = map[string]bool{}
 	}
@@ -113,6 +118,7 @@ func (t *Tracker) Release(uid string) {
 		return
 	}
 	delete(t.held, uid)
+	delete(t.oracle, a.Node)
 	delete(t.onNode[a.Node], uid)
 	for _, nic := range a.NICs() {
 		if leaf, ok := t.fabric.NICLeaf(a.Node, nic); ok {
@@ -271,27 +277,41 @@ func (t *Tracker) S0Count(assign []placement.Assignment) int {
 // OracleState returns every node's free GPUs, CPU and NICs as the tracker
 // holds them, with each free NIC's leaf, for MinLeaves. CPU is what the
 // KCNRs show: the tracker does not follow CPU, which never limits placement
-// in the trace.
+// in the trace. Entries of nodes unchanged since the last call are reused
+// (the oracles only read them).
 func (t *Tracker) OracleState() []OracleNode {
 	names := t.fabric.NodeNames()
 	out := make([]OracleNode, 0, len(names))
 	for _, name := range names {
-		zones, n, ok := t.freeZones(name)
+		on, ok := t.oracle[name]
 		if !ok {
-			continue
-		}
-		on := OracleNode{Name: name, Spanning: n.Policy == topology.PolicySpanning, Zones: make([]OracleZone, len(zones))}
-		for i, z := range zones {
-			oz := OracleZone{FreeGPU: z.gpu, FreeCPUMilli: n.Zones[i].FreeCPUMilli}
-			for _, nic := range z.nics {
-				leaf, _ := t.fabric.NICLeaf(name, nic)
-				oz.FreeNICLeaves = append(oz.FreeNICLeaves, string(leaf))
+			if on, ok = t.oracleNode(name); !ok {
+				continue
 			}
-			on.Zones[i] = oz
+			t.oracle[name] = on
 		}
 		out = append(out, on)
 	}
 	return out
+}
+
+// oracleNode is a node's OracleState entry; false if the fabric does not
+// know the node.
+func (t *Tracker) oracleNode(name string) (OracleNode, bool) {
+	zones, n, ok := t.freeZones(name)
+	if !ok {
+		return OracleNode{}, false
+	}
+	on := OracleNode{Name: name, Spanning: n.Policy == topology.PolicySpanning, Zones: make([]OracleZone, len(zones))}
+	for i, z := range zones {
+		oz := OracleZone{FreeGPU: z.gpu, FreeCPUMilli: n.Zones[i].FreeCPUMilli}
+		for _, nic := range z.nics {
+			leaf, _ := t.fabric.NICLeaf(name, nic)
+			oz.FreeNICLeaves = append(oz.FreeNICLeaves, string(leaf))
+		}
+		on.Zones[i] = oz
+	}
+	return on, true
 }
 
 // Optimum asks the oracle for the fewest S0s pods pods of shape sh could

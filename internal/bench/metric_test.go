@@ -310,3 +310,45 @@ func TestOneNode(t *testing.T) {
 		})
 	}
 }
+
+// TestOracleStateFollowsChanges checks that the oracle state a tracker
+// reuses between calls is the state a fresh tracker with the same
+// reservations computes, after reserves and releases on nodes already
+// asked about.
+func TestOracleStateFollowsChanges(t *testing.T) {
+	tr := smallTracker(t)
+	steps := []struct {
+		name    string
+		reserve map[string]placement.Assignment
+		release []string
+	}{
+		{name: "empty"},
+		{name: "two zones of node 0 and one of node 17", reserve: map[string]placement.Assignment{
+			"a": zoneUse(0, 0), "b": zoneUse(0, 1), "c": zoneUse(17, 1)}},
+		{name: "node 0's NUMA 0 released", release: []string{"a"}},
+		{name: "node 0's NUMA 0 held again, node 17 released", reserve: map[string]placement.Assignment{"d": zoneUse(0, 0)}, release: []string{"c"}},
+		{name: "everything released", release: []string{"b", "d"}},
+	}
+	held := map[string]placement.Assignment{}
+	for _, st := range steps {
+		for _, uid := range st.release {
+			tr.Release(uid)
+			delete(held, uid)
+		}
+		for uid, a := range st.reserve {
+			if err := tr.Reserve(uid, a); err != nil {
+				t.Fatal(err)
+			}
+			held[uid] = a
+		}
+		fresh := smallTracker(t)
+		for uid, a := range held {
+			if err := fresh.Reserve(uid, a); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if diff := cmp.Diff(fresh.OracleState(), tr.OracleState()); diff != "" {
+			t.Errorf("%s: reused oracle state differs from a fresh tracker's (-fresh +reused):\n%s", st.name, diff)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"runtime/metrics"
 	"sort"
 	"time"
 
@@ -39,7 +40,10 @@ type RunResult struct {
 	Seconds float64 `json:"seconds"`
 	// SecondsPerPod is Seconds / Pods.
 	SecondsPerPod float64 `json:"secondsPerPod"`
-	// PeakHeapBytes is the largest live heap sampled after a cycle.
+	// PeakHeapBytes is the largest heap sampled after a cycle: the Go
+	// runtime's HeapAlloc, live objects and garbage not yet collected
+	// (with the default GOGC a heap grows to about twice what is live
+	// before it is collected).
 	PeakHeapBytes uint64 `json:"peakHeapBytes"`
 	// RealizedMeanS0 is MeanS0 over the same gangs with the NICs the node
 	// agent gave their pods (what the KCNRs list) instead of the planned
@@ -91,6 +95,14 @@ type RunResult struct {
 	// minimum (possible only when a gang bound over several cycles and the
 	// state changed in between); they count as at the optimum.
 	BelowOptimum int `json:"-"`
+	// PeakLiveHeapBytes is the largest live heap sampled after a cycle:
+	// what the last completed collection found reachable
+	// (/gc/heap/live:bytes), the scheduler's and the harness's together.
+	PeakLiveHeapBytes uint64 `json:"-"`
+	// CPUSeconds is the process CPU time (user + system, every goroutine
+	// and the garbage collector) over the same sessions as Seconds: what
+	// the sessions cost when other processes share the CPUs.
+	CPUSeconds float64 `json:"-"`
 	// Cycles run.
 	Cycles int `json:"-"`
 	// NodeAgent is the simulated node agent of the run.
@@ -214,9 +226,10 @@ func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Op
 	// ends maps a cycle to the gangs deleted before it runs.
 	ends := map[int][]*gangState{}
 	res := &RunResult{Cycles: trace.Cycles, NodeAgent: opts.NodeAgent}
-	var session time.Duration
+	var session, sessionCPU time.Duration
 	var fragSum float64
 	var ms runtime.MemStats
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	next := 0
 	for cycle := 1; cycle <= trace.Cycles; cycle++ {
 		for _, g := range ends[cycle] {
@@ -239,12 +252,16 @@ func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Op
 			return nil, err
 		}
 		session += rep.Duration
+		sessionCPU += rep.CPU
 		if err := record(s, tr, rz, byName, rep, cycle, ends, res); err != nil {
 			return nil, err
 		}
 		fragSum += tr.Fragmentation()
 		runtime.ReadMemStats(&ms)
 		res.PeakHeapBytes = max(res.PeakHeapBytes, ms.HeapAlloc)
+		if metrics.Read(live); live[0].Value.Kind() == metrics.KindUint64 {
+			res.PeakLiveHeapBytes = max(res.PeakLiveHeapBytes, live[0].Value.Uint64())
+		}
 	}
 
 	var s0Sum, floorSum, realSum, ringSum float64
@@ -335,6 +352,7 @@ func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Op
 	}
 	res.Fragmentation = fragSum / float64(max(trace.Cycles, 1))
 	res.Seconds = session.Seconds()
+	res.CPUSeconds = sessionCPU.Seconds()
 	if res.Pods > 0 {
 		res.SecondsPerPod = res.Seconds / float64(res.Pods)
 	}
@@ -351,14 +369,17 @@ func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Op
 // handled in the order Volcano bound them.
 func record(s *sim.Simulator, tr *Tracker, rz *realized, byName map[string]*gangState, rep *sim.CycleReport, cycle int,
 	ends map[int][]*gangState, res *RunResult) error {
-	var listed map[string]*v1alpha1.CustomNodeResource
+	// The KCNRs of the nodes the cycle bound annotated pods to, as the node
+	// agent left them.
+	listed := map[string]*v1alpha1.CustomNodeResource{}
 	for _, b := range rep.Binds {
-		if b.Pod.Annotations[ledger.AnnotationNICs] != "" {
-			listed = map[string]*v1alpha1.CustomNodeResource{}
-			for _, c := range s.CNRs() {
-				listed[c.Name] = c
+		if b.Pod.Annotations[ledger.AnnotationNICs] == "" {
+			continue
+		}
+		if _, ok := listed[b.Node]; !ok {
+			if c, ok := s.CNR(b.Node); ok {
+				listed[b.Node] = c
 			}
-			break
 		}
 	}
 	var order []*gangState

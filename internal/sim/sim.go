@@ -82,6 +82,10 @@ type CycleReport struct {
 	// Duration covers the session only: OpenSession, every action's
 	// Execute and CloseSession (not the simulator's write-back).
 	Duration time.Duration
+	// CPU is the process's user and system CPU time over the same span:
+	// every goroutine's, the garbage collector's included. Unlike
+	// Duration it does not grow while other processes hold the CPUs.
+	CPU time.Duration
 	// Binds lists the successful binds, in the order Volcano issued them.
 	Binds []BindRecord
 	// FailedBinds lists the binds the hook failed; their pods are pending
@@ -503,13 +507,14 @@ func (s *Simulator) RunCycle() (rep *CycleReport, err error) {
 			err = fmt.Errorf("scheduling cycle %d panicked: %v", s.cycle, r)
 		}
 	}()
-	start := time.Now()
+	start, startCPU := time.Now(), processCPU()
 	ssn := framework.OpenSession(s.cache, s.tiers, s.conf.Configurations)
 	for _, a := range s.conf.Actions {
 		a.Execute(ssn)
 	}
 	framework.CloseSession(ssn)
 	rep.Duration = time.Since(start)
+	rep.CPU = processCPU() - startCPU
 
 	s.applyBinds(rep)
 	// Evictions first: a pod update (a patch, the node agent's report)
@@ -763,6 +768,15 @@ func (s *Simulator) CNRs() []*v1alpha1.CustomNodeResource {
 		out = append(out, s.cnrs[name].DeepCopy())
 	}
 	return out
+}
+
+// CNR returns a copy of the KCNR of one node, as CNRs lists it.
+func (s *Simulator) CNR(name string) (*v1alpha1.CustomNodeResource, bool) {
+	c, ok := s.cnrs[name]
+	if !ok {
+		return nil, false
+	}
+	return c.DeepCopy(), true
 }
 
 // Events returns every event emitted so far, in order.

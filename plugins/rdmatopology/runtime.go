@@ -22,6 +22,7 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
 
@@ -70,6 +71,11 @@ type Runtime struct {
 	// cfg is the topology configuration the runtime was built with; a conf
 	// reload with other plugin arguments rebuilds the production runtime.
 	cfg topology.Config
+	// lastState is the planner state of the last session opened, as that
+	// session left it: the next session takes over what is unchanged
+	// (placement.State.Inherit). Only session open reads and writes it,
+	// and Volcano opens one session at a time.
+	lastState *placement.State
 	// sessions maps an open scheduling session's UID to the plugin's state
 	// in it (ForSession); guarded by sessionsMu.
 	sessionsMu sync.Mutex

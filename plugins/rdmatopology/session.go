@@ -74,6 +74,11 @@ func openSession(ssn *framework.Session, args *Args) *Session {
 	rt.Ledger.Each(s.indexLocked)
 	s.State = placement.NewState(f, rt.Ledger)
 	LimitNodes(s.State, ssn.Nodes, v1.ResourceName(args.GPUResource), v1.ResourceName(args.RDMAResource))
+	// What the last session computed about nodes nothing changed on since
+	// (their views, their leaves' statistics) holds in this one.
+	views, leaves := s.State.Inherit(rt.lastState)
+	klog.V(5).InfoS("Planner state carried over from the last session", "nodeViews", views, "leafStatistics", leaves)
+	rt.lastState = s.State
 	return s
 }
 

@@ -63,22 +63,49 @@ type Nodes struct {
 	// heldOn says what other gangs' preemption holds keep on a node
 	// (rdmatopology.Session.HeldOn); nil: nothing.
 	heldOn func(job api.JobID, node string) (*api.Resource, string)
+	// touched logs, in order, the node of every task allocated, pipelined,
+	// evicted or taken back in the session since New (the session's event
+	// handlers), and anyNode where such a task has required pod
+	// anti-affinity, whose terms reach other nodes. A stale group
+	// re-walks only the nodes logged since it was computed.
+	touched []string
 }
+
+// anyNode in Nodes.touched stands for a change that may reach every node.
+const anyNode = "\x00any"
 
 // group is one set of pods the predicates treat alike.
 type group struct {
 	rep *api.TaskInfo
 	// allowed is nil until computed.
 	allowed map[string]bool
-	// refused aggregates why nodes were refused, for reasons.
-	refused *api.FitErrors
+	// refused holds each refused node's predicate error, for reasons.
+	refused map[string]error
 	// all is set when every usable fabric node admits the group.
 	all bool
+	// stale is set when pods placed since the group was computed may
+	// change what its pods may use (Changed); at is the length of
+	// Nodes.touched when it was computed, preRefused whether the
+	// pre-predicates refused every node then.
+	stale      bool
+	at         int
+	preRefused bool
 }
 
 // New returns the node sets of one session, read with mode.
 func New(ssn *framework.Session, topo *rdmatopology.Session, mode Mode) *Nodes {
 	n := &Nodes{ssn: ssn, topo: topo, mode: mode, groups: map[[32]byte]int{}, heldOn: topo.HeldOn}
+	touch := func(e *framework.Event) {
+		if e.Task == nil {
+			return
+		}
+		if hasRequiredAntiAffinity(e.Task.Pod) {
+			n.touched = append(n.touched, anyNode)
+			return
+		}
+		n.touched = append(n.touched, e.Task.NodeName)
+	}
+	ssn.AddEventHandler(&framework.EventHandler{AllocateFunc: touch, DeallocateFunc: touch})
 	for _, name := range topo.Fabric.NodeNames() {
 		ni, ok := ssn.Nodes[name]
 		if !ok {
@@ -199,15 +226,23 @@ func (n *Nodes) Refused(g int) string {
 		return ""
 	}
 	s := n.compute(n.sets[g])
-	if len(s.allowed) > 0 || s.refused == nil {
+	if len(s.allowed) > 0 || len(s.refused) == 0 {
 		return ""
 	}
-	return s.refused.Error()
+	errs := api.NewFitErrors()
+	for _, name := range n.fabric {
+		if err, ok := s.refused[name]; ok {
+			errs.SetNodeError(name, err)
+		}
+	}
+	return errs.Error()
 }
 
-// Changed drops the node sets after tasks were placed whose presence
-// changes what other pods may use (host ports, required anti-affinity);
-// pod counts and resources are read live by Admit.
+// Changed marks the node sets stale after tasks were placed whose
+// presence changes what other pods may use (host ports, required
+// anti-affinity): the next use walks the predicates again where pods
+// changed since (compute). Pod counts and resources are read live by
+// Admit.
 func (n *Nodes) Changed(tasks []*api.TaskInfo) {
 	if n == nil {
 		return
@@ -215,7 +250,7 @@ func (n *Nodes) Changed(tasks []*api.TaskInfo) {
 	for _, t := range tasks {
 		if t.Pod != nil && (hasHostPort(t.Pod) || hasRequiredAntiAffinity(t.Pod)) {
 			for _, s := range n.sets {
-				s.allowed, s.refused, s.all = nil, nil, false
+				s.stale = true
 			}
 			if hasRequiredAntiAffinity(t.Pod) && !n.labelsMatter {
 				// Labels now decide: groups formed without them are
@@ -230,24 +265,34 @@ func (n *Nodes) Changed(tasks []*api.TaskInfo) {
 }
 
 // compute walks the predicate chain for the group's pod over the fabric's
-// nodes, once.
+// nodes, once; and again for a stale group, over the nodes whose pods
+// changed since (every node when a changed pod has required anti-affinity,
+// when the group's own pods depend on other pods' placement, or when the
+// pre-predicates refused the group last time).
 func (n *Nodes) compute(s *group) *group {
-	if s.allowed != nil {
+	if s.allowed != nil && !s.stale {
 		return s
 	}
-	s.allowed = map[string]bool{}
-	s.refused = api.NewFitErrors()
+	var nodes []string
+	if s.allowed != nil && !s.preRefused && (s.rep.Pod == nil || !dependsOnPods(s.rep.Pod)) {
+		nodes = n.touchedSince(s.at)
+	}
+	if nodes == nil {
+		s.allowed, s.refused, nodes = map[string]bool{}, map[string]error{}, n.fabric
+	}
+	s.stale, s.at, s.preRefused = false, len(n.touched), false
 	task := s.rep
 	n.topo.WithoutNICCheck(task, func() {
 		// The pre-predicates fill the cycle state the predicates read
 		// (ports, pod affinity, spread) for this pod.
 		if err := n.ssn.PrePredicateFn(task); err != nil {
+			s.allowed, s.refused, s.preRefused = map[string]bool{}, map[string]error{}, true
 			for _, name := range n.fabric {
-				s.refused.SetNodeError(name, err)
+				s.refused[name] = err
 			}
 			return
 		}
-		for _, name := range n.fabric {
+		for _, name := range nodes {
 			ni := n.ssn.Nodes[name]
 			var err error
 			if n.mode == ForPreempt {
@@ -256,14 +301,35 @@ func (n *Nodes) compute(s *group) *group {
 				err = n.ssn.PredicateForAllocateAction(task, ni)
 			}
 			if err != nil {
-				s.refused.SetNodeError(name, err)
+				s.refused[name] = err
+				delete(s.allowed, name)
 				continue
 			}
 			s.allowed[name] = true
+			delete(s.refused, name)
 		}
 	})
 	s.all = len(s.allowed) >= n.usable
 	return s
+}
+
+// touchedSince lists the fabric nodes logged in touched from index at on,
+// in fabric order; nil when a logged change may reach every node.
+func (n *Nodes) touchedSince(at int) []string {
+	seen := map[string]bool{}
+	for _, name := range n.touched[at:] {
+		if name == anyNode {
+			return nil
+		}
+		seen[name] = true
+	}
+	out := []string{}
+	for _, name := range n.fabric {
+		if seen[name] {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // Admit returns the planner's per-node admission for the given tasks of
