@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/klog/v2"
+
 	"github.com/rdmatopo/rdmatopo/actions/topologypreempt"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/internal/sim"
@@ -174,9 +176,10 @@ type evictionRec struct {
 	// cycle is the cycle that evicted it, freed the cycle before which it
 	// was gone from its node (0 while it terminates).
 	cycle, freed int
-	// node is the victim's node, victim its submission.
-	node   string
-	victim *loadGang
+	// pod is the victim pod ("namespace/name"), node its node, victim its
+	// submission.
+	pod, node string
+	victim    *loadGang
 	// waiting are the submissions waiting (not placed, not gone) when it
 	// was evicted; claimed the gangs the eviction reason names and those
 	// nominated to its node (what the scheduler says it evicted for).
@@ -493,7 +496,7 @@ func (r *loadReplay) recordEvictions(rep *sim.CycleReport, cycle int) error {
 		if g.spec.NonPreemptable {
 			r.res.NonPreemptableEvictions++
 		}
-		rec := evictionRec{cycle: cycle, node: node, victim: g, waiting: waiting, claimed: pre}
+		rec := evictionRec{cycle: cycle, pod: key, node: node, victim: g, waiting: waiting, claimed: pre}
 		if r.grace > 0 {
 			r.dying[key] = terminating{uid: g.uids[i], gpu: g.spec.Kind.Shape().GPU, evic: len(r.evicts)}
 		} else {
@@ -615,6 +618,7 @@ func (r *loadReplay) finish(occSum float64) {
 		users := e.users()
 		if len(users) == 0 {
 			res.FutileEvictions++
+			klog.V(2).InfoS("Futile eviction", "pod", e.pod, "node", e.node, "cycle", e.cycle, "gone", e.freed, "claimedFor", gangNames(e.claimed))
 		}
 		r.checkEviction(e, users)
 	}
@@ -656,6 +660,15 @@ func (r *loadReplay) beyondTier(g *loadGang) bool {
 		return len(s1s) > 1
 	}
 	return false
+}
+
+// gangNames are the submissions' PodGroup names.
+func gangNames(gs []*loadGang) []string {
+	names := make([]string, 0, len(gs))
+	for _, g := range gs {
+		names = append(names, g.name)
+	}
+	return names
 }
 
 // percentile is the nearest-rank percentile q (0..1] of xs (0 when empty).
