@@ -163,6 +163,27 @@ func TestFutileEvictions(t *testing.T) {
 			}
 		})
 	}
+	// Pods of one victim gang evicted in one cycle count as one eviction.
+	other := &loadGang{}
+	onN1 := on("n1", 6, 6)
+	units := []struct {
+		name              string
+		evicts            []evictionRec
+		futile, undecided int
+	}{
+		{"one of a gang's two pods' nodes used", []evictionRec{rec(5, 5, onN1), {cycle: 5, freed: 5, node: "n9", victim: victim, waiting: []*loadGang{onN1}}}, 0, 0},
+		{"two gangs, one used", []evictionRec{rec(5, 5, onN1), {cycle: 5, freed: 5, node: "n9", victim: other, waiting: []*loadGang{onN1}}}, 1, 0},
+		{"one gang, evicted in two cycles", []evictionRec{rec(5, 5, onN1), {cycle: 7, freed: 7, node: "n9", victim: victim, waiting: []*loadGang{onN1}}}, 1, 0},
+	}
+	for _, tc := range units {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &loadReplay{trace: &LoadTrace{Cycles: 100}, last: 100, res: &LoadResult{}, evicts: tc.evicts}
+			r.finish(0)
+			if r.res.FutileEvictions != tc.futile || r.res.UndecidedEvictions != tc.undecided {
+				t.Errorf("futile, undecided = %d, %d; want %d, %d", r.res.FutileEvictions, r.res.UndecidedEvictions, tc.futile, tc.undecided)
+			}
+		})
+	}
 }
 
 // TestWrongQueueEvictions judges an eviction from the queue that may not be

@@ -61,12 +61,14 @@ type LoadResult struct {
 	// EvictedPods counts the pods the scheduler evicted.
 	EvictedPods int `json:"evictedPods"`
 	// FutileEvictions counts evicted pods whose node no waiting gang used:
-	// useful is an eviction after which a gang that was waiting (submitted,
-	// not yet placed) when the pod was evicted bound a pod to the victim's
-	// node and completed, from the evicting cycle to futileWindow cycles
-	// after the pod was gone from its node (the evicting cycle, or the end
-	// of its grace). It is read from binds alone, not from what the
-	// scheduler says it evicted for (eviction reasons, nominations).
+	// a pod's node is used when a gang that was waiting (submitted, not yet
+	// placed) when the pod was evicted bound a pod to it and completed, from
+	// the evicting cycle to futileWindow cycles after the pod was gone from
+	// its node (the evicting cycle, or the end of its grace). The pods of
+	// one victim gang evicted in one cycle are one eviction (a gang does not
+	// survive a lost pod): useful when any of their nodes was used. It is
+	// read from binds alone, not from what the scheduler says it evicted
+	// for (eviction reasons, nominations).
 	FutileEvictions int `json:"futileEvictions"`
 	// UndecidedEvictions counts evictions left out of FutileEvictions: the
 	// pod was still terminating at the end, or its window outlasts the run.
@@ -609,18 +611,33 @@ func (r *loadReplay) finish(occSum float64) {
 	if multi > 0 {
 		res.MeanS0 = s0Sum / float64(multi)
 	}
-	for _, e := range r.evicts {
+	// A victim gang's pods evicted in one cycle are one eviction: a gang
+	// does not survive a lost pod, so evicting the rest of it is part of
+	// evicting any of it, and the eviction is useful when a node of any of
+	// them was used.
+	type unit struct {
+		victim *loadGang
+		cycle  int
+	}
+	used := map[unit]bool{}
+	users := make([][]*loadGang, len(r.evicts))
+	for i := range r.evicts {
+		e := &r.evicts[i]
+		if users[i] = e.users(); len(users[i]) > 0 {
+			used[unit{e.victim, e.cycle}] = true
+		}
+	}
+	for i, e := range r.evicts {
 		if e.freed == 0 || e.freed+futileWindow > r.last {
 			// Still terminating, or its window outlasts the run.
 			res.UndecidedEvictions++
 			continue
 		}
-		users := e.users()
-		if len(users) == 0 {
+		if !used[unit{e.victim, e.cycle}] {
 			res.FutileEvictions++
 			klog.V(2).InfoS("Futile eviction", "pod", e.pod, "node", e.node, "cycle", e.cycle, "gone", e.freed, "claimedFor", gangNames(e.claimed))
 		}
-		r.checkEviction(e, users)
+		r.checkEviction(e, users[i])
 	}
 }
 
