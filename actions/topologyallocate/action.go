@@ -205,7 +205,16 @@ func gangMet(job *api.JobInfo) bool {
 // allocateJob gives the job its turn. An RDMA gang whose minMember is not
 // met is planned whole; any other job, and a gang's pods beyond minMember,
 // get allocate's per-task turn.
+//
+// A gang that preempted and holds what its victims free is left to
+// topology-preempt, which allocates it there once they are gone: placed
+// elsewhere meanwhile, it would leave its victims evicted for nothing and
+// its held NICs to whoever comes next.
 func (r *run) allocateJob(queue *api.QueueInfo, job *api.JobInfo) {
+	if r.topo != nil && r.topo.HasHold(job.UID) {
+		klog.V(4).InfoS("Gang waits for the resources its victims free", "job", klog.KRef(job.Namespace, job.Name))
+		return
+	}
 	tasks := r.pendingTasks(job)
 	if tasks.Empty() {
 		return

@@ -650,42 +650,6 @@ func checkEventsOf(t *testing.T, o *outcome, preemptor, acting, victim string) {
 	}
 }
 
-// TestHeldGangAllocatedElsewhere: a gang preempts and holds the NICs its
-// victims free; before the hold is realized, other capacity appears and
-// topology-allocate places the gang there. The hold must then be dropped,
-// not allocated a second time: a second allocation, discarded, would leave
-// the bound tasks without a node.
-func TestHeldGangAllocatedElsewhere(t *testing.T) {
-	c := &cluster{}
-	softGangFitsNowhere(c)
-	rt := newRuntime()
-	o := runSession(t, c, rt)
-	if diff := cmp.Diff(pods("young", 2), o.evicted); diff != "" {
-		t.Fatalf("evicted (-want,+got):\n%s", diff)
-	}
-	// The victims are gone, and so is "old", which finished: n1 and n2 are
-	// free besides n8.
-	o = runSession(t, c.without(sorted(o.evicted, pods("old", 4))), rt)
-	if got := bound(o, "soft"); got != 2 {
-		t.Fatalf("soft: %d pods bound, want 2", got)
-	}
-	nodes := map[string]bool{}
-	for name, task := range o.binds {
-		if task.NodeName == "" || task.Pod.Spec.NodeName != task.NodeName {
-			t.Errorf("%s bound to node %q (pod's nodeName %q), want one node", name, task.NodeName, task.Pod.Spec.NodeName)
-		}
-		nodes[task.NodeName] = true
-	}
-	if leaves := leavesOf(o, "soft"); len(leaves) != 1 {
-		t.Errorf("soft bound on leaves %v, want one leaf", leaves)
-	}
-	for _, r := range rt.Ledger.All() {
-		if strings.HasPrefix(r.Name, "soft-") && !nodes[r.Node] {
-			t.Errorf("ledger keeps %s on %s, off the nodes it bound to", r.Name, r.Node)
-		}
-	}
-}
-
 // createdAt sets a PodGroup's creation time (minutes after epoch).
 func (c *cluster) createdAt(name string, minutes int) {
 	for _, pg := range c.pgs {
@@ -899,5 +863,65 @@ func TestClaimedNodesFollowTheJob(t *testing.T) {
 	}
 	if n := first.NodeName; n == "n1" || n == "n2" || n == "n3" || n == "n4" {
 		t.Errorf("cpu-0 on %s, in the room old claims", n)
+	}
+}
+
+// terminating returns a copy of the cluster whose named pods are
+// terminating (deletionTimestamp set), as evicted pods are during their
+// grace period.
+func (c *cluster) terminating(names []string) *cluster {
+	dying := map[string]bool{}
+	for _, n := range names {
+		dying[n] = true
+	}
+	out := *c
+	out.pods = nil
+	for _, p := range c.pods {
+		if dying[p.Namespace+"/"+p.Name] {
+			p = p.DeepCopy()
+			now := metav1.NewTime(epoch.Add(time.Hour))
+			p.DeletionTimestamp = &now
+		}
+		out.pods = append(out.pods, p)
+	}
+	return &out
+}
+
+// TestHeldGangWaitsForItsVictims: a gang preempts; while its victims
+// terminate, other capacity appears (old finishes). The gang is not placed
+// there: it waits for the nodes it evicted for, so the evictions are not
+// futile (nobody else takes what they free), and binds there once its
+// victims are gone.
+func TestHeldGangWaitsForItsVictims(t *testing.T) {
+	c := &cluster{}
+	softGangFitsNowhere(c)
+	rt := newRuntime()
+	o := runSession(t, c, rt)
+	if diff := cmp.Diff(pods("young", 2), o.evicted); diff != "" {
+		t.Fatalf("evicted (-want,+got):\n%s", diff)
+	}
+	o = runSession(t, c.without(pods("old", 4)).terminating(pods("young", 2)), rt)
+	if got := bound(o, "soft"); got != 0 {
+		t.Errorf("soft: %d pods bound while its victims terminate, want 0 (nodes %v)", got, nodesOf(o, "soft"))
+	}
+	if len(o.evicted) != 0 {
+		t.Errorf("evicted %v while the victims terminate, want none", o.evicted)
+	}
+	o = runSession(t, c.without(sorted(pods("old", 4), pods("young", 2))), rt)
+	if got := bound(o, "soft"); got != 2 {
+		t.Fatalf("soft: %d pods bound once its victims are gone, want 2", got)
+	}
+	if diff := cmp.Diff([]string{"n8"}, nodesOf(o, "soft")); diff != "" {
+		t.Errorf("soft's nodes (-want,+got):\n%s", diff)
+	}
+	for name, task := range o.binds {
+		if task.NodeName == "" || task.Pod.Spec.NodeName != task.NodeName {
+			t.Errorf("%s bound to node %q (pod's nodeName %q), want one node", name, task.NodeName, task.Pod.Spec.NodeName)
+		}
+	}
+	for _, r := range rt.Ledger.All() {
+		if strings.HasPrefix(r.Name, "soft-") && r.Node != "n8" {
+			t.Errorf("ledger keeps %s on %s, off the node it bound to", r.Name, r.Node)
+		}
 	}
 }

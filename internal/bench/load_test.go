@@ -119,30 +119,40 @@ func TestPercentile(t *testing.T) {
 	}
 }
 
-// TestFutileEvictions grades evictions by their preemptors' placement,
-// counted from the cycle the victim was gone from its node.
+// TestFutileEvictions grades evictions by the binds that followed them: a
+// gang waiting at the eviction must bind a pod to the victim's node and
+// complete within the window counted from the cycle the victim was gone;
+// what the scheduler says it evicted for does not count.
 func TestFutileEvictions(t *testing.T) {
-	placedAt := func(c int) *loadGang { return &loadGang{placed: c} }
-	rec := func(cycle, freed int, pre ...*loadGang) evictionRec {
-		return evictionRec{cycle: cycle, freed: freed, preemptors: pre}
+	// on is a submission placed at cycle placed whose pod 0 bound to node
+	// at cycle bound (pod 1 elsewhere at placed).
+	on := func(node string, bound, placed int) *loadGang {
+		return &loadGang{placed: placed, nodes: []string{node, "other"}, boundAt: []int{bound, placed}}
 	}
+	victim := &loadGang{}
+	rec := func(cycle, freed int, waiting ...*loadGang) evictionRec {
+		return evictionRec{cycle: cycle, freed: freed, node: "n1", victim: victim, waiting: waiting}
+	}
+	claimedBy := func(e evictionRec, g ...*loadGang) evictionRec { e.claimed = g; return e }
 	tests := []struct {
 		name              string
 		rec               evictionRec
 		futile, undecided int
 	}{
-		{"preemptor placed the next cycle", rec(5, 5, placedAt(6)), 0, 0},
-		{"preemptor placed on the last cycle of the window", rec(5, 5, placedAt(5+futileWindow)), 0, 0},
-		{"preemptor placed after the window", rec(5, 5, placedAt(6+futileWindow)), 1, 0},
-		{"preemptor never placed", rec(5, 5, placedAt(0)), 1, 0},
-		{"preemptor placed before the eviction (an earlier run)", rec(5, 5, placedAt(3)), 1, 0},
-		{"no preemptor known", rec(5, 5), 1, 0},
-		{"one of two nominated gangs placed", rec(5, 5, placedAt(0), placedAt(7)), 0, 0},
-		{"the window starts when the victim is gone", rec(5, 11, placedAt(11+futileWindow)), 0, 0},
-		{"placed while the victim terminated", rec(5, 11, placedAt(8)), 0, 0},
-		{"late after a grace", rec(5, 11, placedAt(12+futileWindow)), 1, 0},
-		{"still terminating at the end", rec(95, 0, placedAt(0)), 0, 1},
-		{"window outlasts the run", rec(98, 99, placedAt(0)), 0, 1},
+		{"waiting gang placed on the node the next cycle", rec(5, 5, on("n1", 6, 6)), 0, 0},
+		{"placed on the last cycle of the window", rec(5, 5, on("n1", 5+futileWindow, 5+futileWindow)), 0, 0},
+		{"placed after the window", rec(5, 5, on("n1", 6+futileWindow, 6+futileWindow)), 1, 0},
+		{"never placed", rec(5, 5, on("n1", 0, 0)), 1, 0},
+		{"placed elsewhere", rec(5, 5, on("n2", 6, 6)), 1, 0},
+		{"its pod on the node bound before the eviction", rec(5, 5, on("n1", 3, 6)), 1, 0},
+		{"named by the scheduler, placed elsewhere", claimedBy(rec(5, 5), on("n2", 6, 6)), 1, 0},
+		{"no gang waiting", rec(5, 5), 1, 0},
+		{"one of two waiting gangs uses the node", rec(5, 5, on("n1", 0, 0), on("n1", 7, 7)), 0, 0},
+		{"the window starts when the victim is gone", rec(5, 11, on("n1", 11+futileWindow, 11+futileWindow)), 0, 0},
+		{"placed while the victim terminated", rec(5, 11, on("n1", 8, 8)), 0, 0},
+		{"late after a grace", rec(5, 11, on("n1", 12+futileWindow, 12+futileWindow)), 1, 0},
+		{"still terminating at the end", rec(95, 0), 0, 1},
+		{"window outlasts the run", rec(98, 99), 0, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -150,6 +160,61 @@ func TestFutileEvictions(t *testing.T) {
 			r.finish(0)
 			if r.res.FutileEvictions != tc.futile || r.res.UndecidedEvictions != tc.undecided {
 				t.Errorf("futile, undecided = %d, %d; want %d, %d", r.res.FutileEvictions, r.res.UndecidedEvictions, tc.futile, tc.undecided)
+			}
+		})
+	}
+	// Pods of one victim gang evicted in one cycle count as one eviction.
+	other := &loadGang{}
+	onN1 := on("n1", 6, 6)
+	units := []struct {
+		name              string
+		evicts            []evictionRec
+		futile, undecided int
+	}{
+		{"one of a gang's two pods' nodes used", []evictionRec{rec(5, 5, onN1), {cycle: 5, freed: 5, node: "n9", victim: victim, waiting: []*loadGang{onN1}}}, 0, 0},
+		{"two gangs, one used", []evictionRec{rec(5, 5, onN1), {cycle: 5, freed: 5, node: "n9", victim: other, waiting: []*loadGang{onN1}}}, 1, 0},
+		{"one gang, evicted in two cycles", []evictionRec{rec(5, 5, onN1), {cycle: 7, freed: 7, node: "n9", victim: victim, waiting: []*loadGang{onN1}}}, 1, 0},
+	}
+	for _, tc := range units {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &loadReplay{trace: &LoadTrace{Cycles: 100}, last: 100, res: &LoadResult{}, evicts: tc.evicts}
+			r.finish(0)
+			if r.res.FutileEvictions != tc.futile || r.res.UndecidedEvictions != tc.undecided {
+				t.Errorf("futile, undecided = %d, %d; want %d, %d", r.res.FutileEvictions, r.res.UndecidedEvictions, tc.futile, tc.undecided)
+			}
+		})
+	}
+}
+
+// TestWrongQueueEvictions judges an eviction from the queue that may not be
+// reclaimed from by the gangs that used the victim's node and those the
+// scheduler named.
+func TestWrongQueueEvictions(t *testing.T) {
+	prod, batch := loadQueues[queueProd].name, loadQueues[queueBatch].name
+	in := func(q string) *loadGang {
+		return &loadGang{spec: LoadGang{Queue: q}, placed: 6, nodes: []string{"n1"}, boundAt: []int{6}}
+	}
+	tests := []struct {
+		name           string
+		victim         string
+		waiting, named []*loadGang
+		want           int
+	}{
+		{"prod victim used by a prod gang", prod, []*loadGang{in(prod)}, nil, 0},
+		{"prod victim used by a batch gang", prod, []*loadGang{in(batch)}, nil, 1},
+		{"prod victim named for a batch gang, futile", prod, nil, []*loadGang{in(batch)}, 1},
+		{"prod victim, a prod gang among the users", prod, []*loadGang{in(batch), in(prod)}, nil, 0},
+		{"batch victim used by a prod gang", batch, []*loadGang{in(prod)}, nil, 0},
+		{"prod victim, nothing known", prod, nil, nil, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := evictionRec{cycle: 5, freed: 5, node: "n1", victim: &loadGang{spec: LoadGang{Queue: tc.victim}},
+				waiting: tc.waiting, claimed: tc.named}
+			r := &loadReplay{trace: &LoadTrace{Cycles: 100}, last: 100, res: &LoadResult{}, evicts: []evictionRec{e}}
+			r.finish(0)
+			if r.res.WrongQueueEvictions != tc.want {
+				t.Errorf("wrong-queue evictions = %d, want %d", r.res.WrongQueueEvictions, tc.want)
 			}
 		})
 	}

@@ -7,6 +7,8 @@ package bench
 // cycle and per eviction.
 
 import (
+	"slices"
+
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/rdmatopo/rdmatopo/internal/workload"
@@ -124,15 +126,14 @@ func (r *loadReplay) reinstall() (int, error) {
 	return len(keys), r.s.Reinstall(keys)
 }
 
-// checkEviction counts an evicted pod of submission g against the queue
-// and preemptable rules: wrong-queue when its queue may not be reclaimed
-// from and no gang it was evicted for is of its queue (nothing to judge
-// when no preemptor is known), non-preemptable when it carries
-// volcano.sh/preemptable: "false".
-func (r *loadReplay) checkEviction(g *loadGang, preemptors []*loadGang) {
-	if g.spec.NonPreemptable {
-		r.res.NonPreemptableEvictions++
-	}
+// checkEviction counts an eviction against the queue rule: wrong-queue
+// when the victim's queue may not be reclaimed from and, of the gangs that
+// used its node (users) and those the scheduler evicted it for, none is of
+// its queue (nothing to judge when none is known). Evictions of pods that
+// carry volcano.sh/preemptable: "false" are counted as they happen.
+func (r *loadReplay) checkEviction(e evictionRec, users []*loadGang) {
+	g := e.victim
+	preemptors := append(slices.Clip(users), e.claimed...)
 	if reclaimable(g.spec.Queue) || len(preemptors) == 0 {
 		return
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/klog/v2"
+
 	"github.com/rdmatopo/rdmatopo/actions/topologypreempt"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/internal/sim"
@@ -58,12 +60,15 @@ type LoadResult struct {
 	Cycles int `json:"cycles"`
 	// EvictedPods counts the pods the scheduler evicted.
 	EvictedPods int `json:"evictedPods"`
-	// FutileEvictions counts evicted pods none of whose preemptors was
-	// placed within futileWindow cycles of the pod being gone from its node
-	// (the cycle that evicted it, or the end of its grace). A preemptor is
-	// the gang the eviction reason names, and every gang with a pending pod
-	// nominated (status.nominatedNodeName) to the victim's node after the
-	// cycle; an eviction with no preemptor is futile.
+	// FutileEvictions counts evicted pods whose node no waiting gang used:
+	// a pod's node is used when a gang that was waiting (submitted, not yet
+	// placed) when the pod was evicted bound a pod to it and completed, from
+	// the evicting cycle to futileWindow cycles after the pod was gone from
+	// its node (the evicting cycle, or the end of its grace). The pods of
+	// one victim gang evicted in one cycle are one eviction (a gang does not
+	// survive a lost pod): useful when any of their nodes was used. It is
+	// read from binds alone, not from what the scheduler says it evicted
+	// for (eviction reasons, nominations).
 	FutileEvictions int `json:"futileEvictions"`
 	// UndecidedEvictions counts evictions left out of FutileEvictions: the
 	// pod was still terminating at the end, or its window outlasts the run.
@@ -79,7 +84,10 @@ type LoadResult struct {
 	// topology-blind scheduler does with a contract it cannot read.
 	HardTierViolations int `json:"hardTierViolations"`
 	// WrongQueueEvictions counts evicted pods of a queue that may not be
-	// reclaimed from, evicted for gangs of other queues only (checkEviction).
+	// reclaimed from, evicted for gangs of other queues only: the gangs
+	// that used the victim's node (as for FutileEvictions), the gang the
+	// eviction reason names and the gangs nominated to the node, when any
+	// is known (checkEviction).
 	WrongQueueEvictions int `json:"wrongQueueEvictions"`
 	// NonPreemptableEvictions counts evicted pods that carry
 	// volcano.sh/preemptable: "false".
@@ -148,7 +156,9 @@ type loadGang struct {
 	pods  []string
 	uids  []string
 	nodes []string
-	bound int
+	// boundAt[i] is the cycle pod i bound (0: not bound).
+	boundAt []int
+	bound   int
 	// placed is the cycle its last pod bound (0: not placed).
 	placed int
 	assign []placement.Assignment
@@ -169,7 +179,15 @@ type evictionRec struct {
 	// cycle is the cycle that evicted it, freed the cycle before which it
 	// was gone from its node (0 while it terminates).
 	cycle, freed int
-	preemptors   []*loadGang
+	// pod is the victim pod ("namespace/name"), node its node, victim its
+	// submission.
+	pod, node string
+	victim    *loadGang
+	// waiting are the submissions waiting (not placed, not gone) when it
+	// was evicted; claimed the gangs the eviction reason names and those
+	// nominated to its node (what the scheduler says it evicted for).
+	waiting []*loadGang
+	claimed []*loadGang
 }
 
 // terminating is an evicted pod still on its node: what it holds is freed
@@ -347,6 +365,7 @@ func (r *loadReplay) submit(spec LoadGang, idx, cycle int) error {
 		r.byPod[p.Name] = g
 	}
 	g.nodes = make([]string, len(g.pods))
+	g.boundAt = make([]int, len(g.pods))
 	if err := r.s.Submit(set); err != nil {
 		return err
 	}
@@ -370,6 +389,7 @@ func (r *loadReplay) recordBinds(rep *sim.CycleReport, cycle int) ([]*loadGang, 
 			return nil, fmt.Errorf("cycle %d bound pod %s/%s to no node (nodeName %q)", cycle, b.Pod.Namespace, b.Pod.Name, b.Pod.Spec.NodeName)
 		}
 		g.nodes[i] = b.Node
+		g.boundAt[i] = cycle
 		g.bound++
 		sh := g.spec.Kind.Shape()
 		r.usedGPU += sh.GPU
@@ -442,6 +462,12 @@ func (r *loadReplay) recordEvictions(rep *sim.CycleReport, cycle int) error {
 			}
 		}
 	}
+	var waiting []*loadGang
+	for _, g := range r.byPG {
+		if g.placed == 0 && !g.gone {
+			waiting = append(waiting, g)
+		}
+	}
 	var victims []*loadGang
 	for _, key := range rep.Evicted {
 		g := r.byPod[podNameOf(key)]
@@ -470,8 +496,10 @@ func (r *loadReplay) recordEvictions(rep *sim.CycleReport, cycle int) error {
 				pre = append(pre, p)
 			}
 		}
-		r.checkEviction(g, pre)
-		rec := evictionRec{cycle: cycle, preemptors: pre}
+		if g.spec.NonPreemptable {
+			r.res.NonPreemptableEvictions++
+		}
+		rec := evictionRec{cycle: cycle, pod: key, node: node, victim: g, waiting: waiting, claimed: pre}
 		if r.grace > 0 {
 			r.dying[key] = terminating{uid: g.uids[i], gpu: g.spec.Kind.Shape().GPU, evic: len(r.evicts)}
 		} else {
@@ -584,23 +612,53 @@ func (r *loadReplay) finish(occSum float64) {
 	if multi > 0 {
 		res.MeanS0 = s0Sum / float64(multi)
 	}
-	for _, e := range r.evicts {
+	// A victim gang's pods evicted in one cycle are one eviction: a gang
+	// does not survive a lost pod, so evicting the rest of it is part of
+	// evicting any of it, and the eviction is useful when a node of any of
+	// them was used.
+	type unit struct {
+		victim *loadGang
+		cycle  int
+	}
+	used := map[unit]bool{}
+	users := make([][]*loadGang, len(r.evicts))
+	for i := range r.evicts {
+		e := &r.evicts[i]
+		if users[i] = e.users(); len(users[i]) > 0 {
+			used[unit{e.victim, e.cycle}] = true
+		}
+	}
+	for i, e := range r.evicts {
 		if e.freed == 0 || e.freed+futileWindow > r.last {
 			// Still terminating, or its window outlasts the run.
 			res.UndecidedEvictions++
 			continue
 		}
-		useful := false
-		for _, p := range e.preemptors {
-			if p.placed != 0 && p.placed >= e.cycle && p.placed <= e.freed+futileWindow {
-				useful = true
+		if !used[unit{e.victim, e.cycle}] {
+			res.FutileEvictions++
+			klog.V(2).InfoS("Futile eviction", "pod", e.pod, "node", e.node, "cycle", e.cycle, "gone", e.freed, "claimedFor", gangNames(e.claimed))
+		}
+		r.checkEviction(e, users[i])
+	}
+}
+
+// users are the gangs waiting when the pod was evicted that bound a pod to
+// its node from the evicting cycle on and completed within futileWindow
+// cycles of the pod being gone.
+func (e *evictionRec) users() []*loadGang {
+	var out []*loadGang
+	for _, g := range e.waiting {
+		if g.placed == 0 || g.placed < e.cycle || g.placed > e.freed+futileWindow {
+			continue
+		}
+		for i, n := range g.nodes {
+			if n == e.node && g.boundAt[i] >= e.cycle {
+				out = append(out, g)
 				break
 			}
 		}
-		if !useful {
-			res.FutileEvictions++
-		}
 	}
+	return out
 }
 
 // beyondTier reports whether a placed gang's pods went beyond its highest
@@ -620,6 +678,15 @@ func (r *loadReplay) beyondTier(g *loadGang) bool {
 		return len(s1s) > 1
 	}
 	return false
+}
+
+// gangNames are the submissions' PodGroup names.
+func gangNames(gs []*loadGang) []string {
+	names := make([]string, 0, len(gs))
+	for _, g := range gs {
+		names = append(names, g.name)
+	}
+	return names
 }
 
 // percentile is the nearest-rank percentile q (0..1] of xs (0 when empty).

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/rdmatopo/rdmatopo/internal/quiet"
 	"github.com/rdmatopo/rdmatopo/internal/sim"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
@@ -252,9 +253,10 @@ func parseArgs(args []string, stderr io.Writer) (c cliArgs, code int, done bool)
 	memProfile := fs.String("memprofile", "", "write a heap profile to this file when the run ends: the allocations of the whole run (alloc_space, alloc_objects) and what is still live (inuse_space)")
 	grace := fs.Int("eviction-grace", DefaultEvictionGrace, "with --load high: cycles an evicted pod terminates on its node (its resources releasing) before it is gone")
 	constraints := fs.String("constraints", ConstraintsOn, "with --load normal: on gives the cluster and trace GPU taints (most gangs tolerate them), node pools the masters and workers of some gangs select, memory-tight nodes, host ports and a fifth of mixed-shape gangs; off places GPUs and NICs alone")
+	verbose := fs.Int("v", -1, "scheduler log verbosity on stderr (klog's -v; below 0 keeps the logs silent)")
 	load := fs.String("load", LoadNormal, "trace: normal (placement quality on a partly used cluster) or high (over 90% of GPUs busy, three priority classes, large hard gangs; both confs preempt)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rdmatopo-dev bench [--nodes N] [--gangs G] [--seed S] [--nodes-to-find-percent P] [--conf rdmatopo|baseline|both] [--fabric provider|rail|mixed] [--node-agent numa|exact|blind] [--constraints on|off] [--load normal|high] [--eviction-grace CYCLES] [--cpuprofile FILE] [--memprofile FILE] [-o table|json]")
+		fmt.Fprintln(stderr, "usage: rdmatopo-dev bench [--nodes N] [--gangs G] [--seed S] [--nodes-to-find-percent P] [--conf rdmatopo|baseline|both] [--fabric provider|rail|mixed] [--node-agent numa|exact|blind] [--constraints on|off] [--load normal|high] [--eviction-grace CYCLES] [--cpuprofile FILE] [--memprofile FILE] [-v LEVEL] [-o table|json]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -276,6 +278,7 @@ func parseArgs(args []string, stderr io.Writer) (c cliArgs, code int, done bool)
 		fmt.Fprintln(stderr, "rdmatopo-dev bench: --node-agent:", err)
 		return c, exitUsage, true
 	}
+	quiet.Verbose(*verbose)
 	// Clamped into int32 range; Validate reports anything outside 0..100.
 	o := Options{Nodes: *nodes, Gangs: *gangs, Seed: *seed, NodesToFindPercent: int32(min(max(*pct, -1), 101)), Fabric: *fabric, NodeAgent: a, Load: *load, EvictionGrace: *grace}
 	if *only != "both" {
