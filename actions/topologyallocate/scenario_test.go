@@ -520,7 +520,7 @@ func TestNodeAgentChoseOtherNICs(t *testing.T) {
 	if pg == nil {
 		t.Fatalf("PodGroup ns/old was not written back")
 	}
-	wantPlacement := `{"tier":"s0","s0":["B"],"s1":[],"planned":{"tier":"s0","s0":["A"],"s1":[]}}`
+	wantPlacement := `{"tier":"s0","s0":["B"],"s1":[],"ringCrossings":0,"planned":{"tier":"s0","s0":["A"],"s1":[]}}`
 	if got := pg.Annotations[ledger.AnnotationPlacement]; got != wantPlacement {
 		t.Errorf("old placement = %s, want %s", got, wantPlacement)
 	}
