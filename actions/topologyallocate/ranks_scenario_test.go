@@ -1,6 +1,7 @@
 package topologyallocate_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -230,6 +231,22 @@ func TestRankContiguousScenarios(t *testing.T) {
 			crossings, leaves := leafCrossings(ring)
 			if leaves != tc.leaves || crossings != tc.crossings {
 				t.Errorf("ring over %d leaves crosses %d leaf boundaries, want %d over %d: %v", leaves, crossings, tc.crossings, tc.leaves, ring)
+			}
+			// The PodGroup's placement annotation says the same.
+			gang, _, _ := strings.Cut(tc.ranks[0], "-")
+			key := "ns/" + gang
+			if pg := o.pgs[key]; pg == nil {
+				t.Errorf("PodGroup %s was not written back", key)
+			} else {
+				var pl struct {
+					RingCrossings *int `json:"ringCrossings"`
+				}
+				if err := json.Unmarshal([]byte(pg.Annotations[ledger.AnnotationPlacement]), &pl); err != nil {
+					t.Fatalf("%s placement annotation: %v", key, err)
+				}
+				if pl.RingCrossings == nil || *pl.RingCrossings != tc.crossings {
+					t.Errorf("%s placement annotation %s: ringCrossings want %d", key, pg.Annotations[ledger.AnnotationPlacement], tc.crossings)
+				}
 			}
 		})
 	}

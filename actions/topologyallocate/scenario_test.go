@@ -412,7 +412,8 @@ func TestForgedAnnotationsIgnored(t *testing.T) {
 	if err := json.Unmarshal([]byte(o.pgs["ns/forged"].Annotations[ledger.AnnotationPlacement]), &pl); err != nil {
 		t.Fatalf("placement annotation: %v", err)
 	}
-	if diff := cmp.Diff(rdmatopology.PlacementAnnotation{Tier: "node", S0: []string{"B"}, S1: []string{}}, pl); diff != "" {
+	zero := 0
+	if diff := cmp.Diff(rdmatopology.PlacementAnnotation{Tier: "node", S0: []string{"B"}, S1: []string{}, RingCrossings: &zero}, pl); diff != "" {
 		t.Errorf("placement (-want,+got):\n%s", diff)
 	}
 	checkBinds(t, o)
@@ -530,7 +531,7 @@ func TestNodeAgentChoseOtherNICs(t *testing.T) {
 	if pg == nil {
 		t.Fatalf("PodGroup ns/old was not written back")
 	}
-	wantPlacement := `{"tier":"s0","s0":["B"],"s1":[],"planned":{"tier":"s0","s0":["A"],"s1":[]}}`
+	wantPlacement := `{"tier":"s0","s0":["B"],"s1":[],"ringCrossings":0,"planned":{"tier":"s0","s0":["A"],"s1":[]}}`
 	if got := pg.Annotations[ledger.AnnotationPlacement]; got != wantPlacement {
 		t.Errorf("old placement = %s, want %s", got, wantPlacement)
 	}

@@ -62,6 +62,7 @@ func TestSimulateGolden(t *testing.T) {
 	}{
 		"default table":      {args: []string{"simulate"}, golden: "simulate-default.txt"},
 		"default json":       {args: []string{"simulate", "-o", "json"}, golden: "simulate-default.json"},
+		"default wide":       {args: []string{"simulate", "-o", "wide"}, golden: "simulate-default-wide.txt"},
 		"miniPod conf table": {args: []string{"simulate", "--scheduler-conf", "../../examples/volcano-scheduler-minipods.conf"}, golden: "simulate-minipods.txt"},
 		"miniPod conf json":  {args: []string{"simulate", "-o", "json", "--scheduler-conf", "../../examples/volcano-scheduler-minipods.conf"}, golden: "simulate-minipods.json"},
 	}
@@ -260,7 +261,7 @@ func TestUnusableInputExits2(t *testing.T) {
 			args: []string{"simulate", "--node-agent", "kubelet"}, wantIn: []string{"--node-agent", `"kubelet"`, "exact", "numa", "blind"},
 		},
 		"bad output format": {
-			args: []string{"simulate", "-o", "yaml"}, wantIn: []string{"-o", "table or json"},
+			args: []string{"simulate", "-o", "yaml"}, wantIn: []string{"-o", "table, wide or json"},
 		},
 		"unknown flag": {
 			args: []string{"simulate", "--clster", "x"}, wantIn: []string{"simulate", "clster"},

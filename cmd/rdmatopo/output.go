@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -168,10 +169,12 @@ const (
 )
 
 // writeTable prints one line per job and a summary. A placed job's tier is
-// "-" when it requests no RDMA and "?" when its pods got no NICs.
-func writeTable(w io.Writer, rep *sim.Report) error {
+// "-" when it requests no RDMA and "?" when its pods got no NICs. RING is
+// the leaf changes along the ring over its ranks ("-" when no pod holds
+// NICs). wide adds one line per pod: its rank, node, NUMA zone and leaves.
+func writeTable(w io.Writer, rep *sim.Report, wide bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "JOB\tFROM\tPLACED\tTIER\tS0\tS1\tPODS\tREASON")
+	fmt.Fprintln(tw, "JOB\tFROM\tPLACED\tTIER\tS0\tS1\tPODS\tRING\tREASON")
 	tiers := map[string]int{}
 	placed, bound, pods := 0, 0, 0
 	for _, j := range rep.Jobs {
@@ -202,11 +205,20 @@ func writeTable(w io.Writer, rep *sim.Report) error {
 		}
 		bound += j.BoundPods
 		pods += j.Pods
-		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", j.Namespace, j.Name, from, yes, tier,
-			listCell(j.S0, shortID), listCell(j.S1, func(s string) string { return s }), j.BoundPods, j.MinMember, reason)
+		ring := "-"
+		if len(j.S0) > 0 {
+			ring = fmt.Sprint(j.RingCrossings)
+		}
+		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", j.Namespace, j.Name, from, yes, tier,
+			listCell(j.S0, shortID), listCell(j.S1, func(s string) string { return s }), j.BoundPods, j.MinMember, ring, reason)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if wide {
+		if err := writePods(w, rep.Pods); err != nil {
+			return err
+		}
 	}
 	var byTier []string
 	for _, t := range []string{"node", "s0", "s1", "cluster", noRDMA, noNICs} {
@@ -224,6 +236,36 @@ func writeTable(w io.Writer, rep *sim.Report) error {
 		return err
 	}
 	return writeEvictions(w, rep.Evictions)
+}
+
+// writePods prints, after the jobs, one line per pod in job and rank
+// order: its rank ("?" when a rank annotation of its gang is invalid),
+// node, NUMA zone of its NICs and their leaves.
+func writePods(w io.Writer, pods []sim.PodPlacement) error {
+	sorted := append([]sim.PodPlacement(nil), pods...)
+	sort.SliceStable(sorted, func(a, b int) bool {
+		if sorted[a].Job != sorted[b].Job {
+			return sorted[a].Job < sorted[b].Job
+		}
+		return sorted[a].Rank < sorted[b].Rank
+	})
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "POD\tJOB\tRANK\tNODE\tNUMA\tS0")
+	for _, p := range sorted {
+		rank, node, numa := "?", "-", "-"
+		if p.Rank >= 0 {
+			rank = fmt.Sprint(p.Rank)
+		}
+		if p.Node != "" {
+			node = p.Node
+		}
+		if p.NUMA >= 0 && len(p.NICs) > 0 {
+			numa = fmt.Sprint(p.NUMA)
+		}
+		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\t%s\n", p.Namespace, p.Name, p.Job, rank, node, numa, listCell(p.S0, shortID))
+	}
+	return tw.Flush()
 }
 
 // writeEvictions adds, when the run evicted pods, one line naming them

@@ -16,6 +16,7 @@ import (
 const (
 	outputTable = "table"
 	outputJSON  = "json"
+	outputWide  = "wide"
 )
 
 // simulateOpts are simulate's flags.
@@ -40,7 +41,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.cluster, "cluster", "", "cluster file: Nodes, CustomNodeResources and bound Pods (default: the built-in sample cluster)")
 	fs.StringVar(&o.workload, "workload", "", "workload file: Queues, PodGroups, Pods, Volcano Jobs, PyTorchJobs (default: the built-in sample workload)")
 	fs.StringVar(&o.conf, "scheduler-conf", "", "volcano-scheduler.conf (default: the built-in conf of config/)")
-	fs.StringVarP(&o.output, "output", "o", outputTable, "output format: table or json")
+	fs.StringVarP(&o.output, "output", "o", outputTable, "output format: table, wide (the table and one line per pod with its rank) or json")
 	fs.StringVar(&o.mapFile, "map", "", "also write an SVG map of the fabric and the placements to this file")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "read the cluster (Nodes, CustomNodeResources, bound Pods) from a live cluster, read-only")
 	fs.IntVar(&o.maxCycles, "max-cycles", 1000, "stop with an error if the scheduler still binds after this many cycles (and stop waiting for max-wait deadlines)")
@@ -50,8 +51,8 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	if err := fs.parse(args, 0); err != nil {
 		return err
 	}
-	if o.output != outputTable && o.output != outputJSON {
-		return badInputf("simulate: -o %q: must be table or json", o.output)
+	if o.output != outputTable && o.output != outputWide && o.output != outputJSON {
+		return badInputf("simulate: -o %q: must be table, wide or json", o.output)
 	}
 	if o.cluster != "" && o.kubeconfig != "" {
 		return badInputf("simulate: --cluster and --kubeconfig are exclusive (the live cluster is the cluster)")
@@ -118,5 +119,5 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	if o.output == outputJSON {
 		return writeJSON(stdout, rep)
 	}
-	return writeTable(stdout, rep)
+	return writeTable(stdout, rep, o.output == outputWide)
 }

@@ -82,6 +82,12 @@ type RunDetails struct {
 	// found reachable) sampled after a cycle; peakHeapBytes counts garbage
 	// not yet collected too.
 	PeakLiveHeapBytes uint64 `json:"peakLiveHeapBytes"`
+	// AllReduceFaster counts gangs whose modelled all-reduce beat their
+	// floor (allreduceSlowdown below 1).
+	AllReduceFaster int `json:"allreduceFaster"`
+	// AllReduceModel is the model's link rates (Gb/s) and
+	// oversubscriptions per hop class, as the flags set them.
+	AllReduceModel map[string]float64 `json:"allreduceModel"`
 }
 
 // Options select a benchmark run.
@@ -111,6 +117,17 @@ type Options struct {
 	// pools, memory limits, host ports and mixed-shape gangs
 	// (constraints.go).
 	Constraints bool
+	// AllReduce is the all-reduce model grading the gangs (zero value:
+	// DefaultAllReduceModel).
+	AllReduce AllReduceModel
+}
+
+// allReduce is the options' model, the default when unset.
+func (o Options) allReduce() AllReduceModel {
+	if o.AllReduce == (AllReduceModel{}) {
+		return DefaultAllReduceModel()
+	}
+	return o.AllReduce
 }
 
 // Validate checks the options.
@@ -124,6 +141,9 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--eviction-grace must be >= 0, got %d", o.EvictionGrace)
 	case o.NodesToFindPercent < 0 || o.NodesToFindPercent > 100:
 		return fmt.Errorf("--nodes-to-find-percent must be 0 (adaptive) to 100, got %d", o.NodesToFindPercent)
+	}
+	if err := o.allReduce().Validate(); err != nil {
+		return err
 	}
 	if o.Fabric != "" {
 		if err := CheckFabric(o.Fabric); err != nil {
@@ -197,7 +217,7 @@ func Run(o Options) (*Report, error) {
 		opts := SimOptions(o.NodesToFindPercent)
 		opts.NodeAgent = agent
 		refusedBefore := rdmatopology.PlanRefused()
-		res, err := Replay(confs[name], cluster, trace, opts)
+		res, err := ReplayModel(confs[name], cluster, trace, opts, o.allReduce())
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -209,7 +229,8 @@ func Run(o Options) (*Report, error) {
 			RealizedOracleUnknown: res.RealizedOracleUnknown, RealizedOracleInfeasible: res.RealizedOracleInfeasible,
 			RealizedBelowOptimum: res.RealizedBelowOptimum, RealizedOneNodeGangs: res.RealizedOneNode,
 			SessionCPUSeconds: res.CPUSeconds, PeakLiveHeapBytes: res.PeakLiveHeapBytes,
-			PlanRefused: int(rdmatopology.PlanRefused() - refusedBefore)}
+			PlanRefused:     int(rdmatopology.PlanRefused() - refusedBefore),
+			AllReduceFaster: res.AllReduceFaster, AllReduceModel: o.allReduce().flagValues()}
 	}
 	return rep, nil
 }
@@ -255,8 +276,13 @@ func parseArgs(args []string, stderr io.Writer) (c cliArgs, code int, done bool)
 	constraints := fs.String("constraints", ConstraintsOn, "with --load normal: on gives the cluster and trace GPU taints (most gangs tolerate them), node pools the masters and workers of some gangs select, memory-tight nodes, host ports and a fifth of mixed-shape gangs; off places GPUs and NICs alone")
 	verbose := fs.Int("v", -1, "scheduler log verbosity on stderr (klog's -v; below 0 keeps the logs silent)")
 	load := fs.String("load", LoadNormal, "trace: normal (placement quality on a partly used cluster) or high (over 90% of GPUs busy, three priority classes, large hard gangs; both confs preempt)")
+	model := DefaultAllReduceModel()
+	for c := hopS0; c < numHopClasses; c++ {
+		fs.Float64Var(&model.Gbps[c], "gbps-"+c.String(), model.Gbps[c], "all-reduce model: line rate in Gb/s, per NIC, of the links of a hop "+hopClassText[c])
+		fs.Float64Var(&model.Oversub[c], "oversub-"+c.String(), model.Oversub[c], "all-reduce model: oversubscription (k for k:1) a hop "+hopClassText[c]+" sees")
+	}
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rdmatopo-dev bench [--nodes N] [--gangs G] [--seed S] [--nodes-to-find-percent P] [--conf rdmatopo|baseline|both] [--fabric provider|rail|mixed] [--node-agent numa|exact|blind] [--constraints on|off] [--load normal|high] [--eviction-grace CYCLES] [--cpuprofile FILE] [--memprofile FILE] [-v LEVEL] [-o table|json]")
+		fmt.Fprintln(stderr, "usage: rdmatopo-dev bench [--nodes N] [--gangs G] [--seed S] [--nodes-to-find-percent P] [--conf rdmatopo|baseline|both] [--fabric provider|rail|mixed] [--node-agent numa|exact|blind] [--constraints on|off] [--load normal|high] [--eviction-grace CYCLES] [--gbps-{s0,s1,spine} G] [--oversub-{s0,s1,spine} K] [--cpuprofile FILE] [--memprofile FILE] [-v LEVEL] [-o table|json]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -280,7 +306,8 @@ func parseArgs(args []string, stderr io.Writer) (c cliArgs, code int, done bool)
 	}
 	quiet.Verbose(*verbose)
 	// Clamped into int32 range; Validate reports anything outside 0..100.
-	o := Options{Nodes: *nodes, Gangs: *gangs, Seed: *seed, NodesToFindPercent: int32(min(max(*pct, -1), 101)), Fabric: *fabric, NodeAgent: a, Load: *load, EvictionGrace: *grace}
+	o := Options{Nodes: *nodes, Gangs: *gangs, Seed: *seed, NodesToFindPercent: int32(min(max(*pct, -1), 101)), Fabric: *fabric, NodeAgent: a, Load: *load, EvictionGrace: *grace,
+		AllReduce: model}
 	if *only != "both" {
 		o.Confs = []string{*only}
 	}
@@ -400,6 +427,8 @@ func WriteTable(w io.Writer, rep *Report) error {
 		{"oracle infeasible", func(r *RunResult) string { return fmt.Sprint(r.OracleInfeasible) }},
 		{"ring leaf crossings per gang", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.MeanRingCrossings) }},
 		{"ring at minimum", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.RingAtMinimumFrac) }},
+		{"all-reduce slowdown p50", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.AllReduceSlowdownP50) }},
+		{"all-reduce slowdown p95", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.AllReduceSlowdownP95) }},
 		{"realized mean S0 (node agent)", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.RealizedMeanS0) }},
 		{"realized at optimum", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.RealizedAtOptimumFrac) }},
 		{"NIC mismatches", func(r *RunResult) string { return fmt.Sprint(r.NICMismatches) }},

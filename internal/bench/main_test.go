@@ -32,6 +32,9 @@ func TestMainRejectsBadFlags(t *testing.T) {
 		{name: "unknown node agent", args: []string{"--node-agent", "kubelet"}, wantErr: `--node-agent: unknown node agent "kubelet": must be one of numa, exact, blind`},
 		{name: "empty node agent", args: []string{"--node-agent", ""}, wantErr: `--node-agent: unknown node agent ""`},
 		{name: "node agent in capitals", args: []string{"--node-agent", "NUMA"}, wantErr: `--node-agent: unknown node agent "NUMA"`},
+		{name: "zero link rate", args: []string{"--gbps-s1", "0"}, wantErr: "--gbps-s1 must be a positive number, got 0"},
+		{name: "oversubscription below 1", args: []string{"--oversub-spine", "0.5"}, wantErr: "--oversub-spine must be at least 1, got 0.5"},
+		{name: "oversubscription not a number", args: []string{"--oversub-s0", "2:1"}, wantErr: "invalid value"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,7 +76,8 @@ func TestReportJSONKeys(t *testing.T) {
 	}
 	runs := got["runs"].(map[string]any)
 	want := []string{"placed", "pods", "meanS0", "atOptimumFrac", "fragmentation", "seconds", "secondsPerPod", "peakHeapBytes",
-		"realizedMeanS0", "realizedAtOptimumFrac", "nicMismatches", "meanRingCrossings", "ringAtMinimumFrac"}
+		"realizedMeanS0", "realizedAtOptimumFrac", "nicMismatches", "meanRingCrossings", "ringAtMinimumFrac",
+		"allreduceSlowdownP50", "allreduceSlowdownP95"}
 	for _, name := range []string{ConfRDMATopo, ConfBaseline} {
 		run, ok := runs[name].(map[string]any)
 		if !ok {
@@ -180,6 +184,9 @@ func TestRunSmall(t *testing.T) {
 		if r.AtOptimumFrac < 0 || r.AtOptimumFrac > 1 || r.Fragmentation < 0 || r.Fragmentation > 1 ||
 			r.RingAtMinimumFrac < 0 || r.RingAtMinimumFrac > 1 || r.MeanRingCrossings < 0 {
 			t.Errorf("%s: fractions out of [0,1]: %+v", name, r)
+		}
+		if r.RDMAGangs > 0 && (r.AllReduceSlowdownP50 <= 0 || r.AllReduceSlowdownP95 < r.AllReduceSlowdownP50) {
+			t.Errorf("%s: all-reduce slowdown p50 %v, p95 %v over %d gangs", name, r.AllReduceSlowdownP50, r.AllReduceSlowdownP95, r.RDMAGangs)
 		}
 		if r.RDMAGangs > 0 && r.MeanS0 < 1 {
 			t.Errorf("%s: meanS0 %v < 1 over %d gangs", name, r.MeanS0, r.RDMAGangs)

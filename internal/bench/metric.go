@@ -10,6 +10,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
 
 // Tracker is the benchmark's own record of who holds which GPUs and NICs,
@@ -51,7 +52,10 @@ type podMemory struct {
 
 // NewTracker starts an empty tracker over the fabric of nodes and cnrs.
 func NewTracker(nodes []*corev1.Node, cnrs []*v1alpha1.CustomNodeResource) *Tracker {
-	f := topology.Build(topology.Config{}.WithDefaults(), nodes, cnrs)
+	// The generated clusters label each node's S1 (builders.S1Label); the
+	// all-reduce model reads it to tell hops within an S1 from hops through
+	// the spine.
+	f := topology.Build(topology.Config{S1NodeLabel: builders.S1Label}.WithDefaults(), nodes, cnrs)
 	t := &Tracker{
 		fabric:   f,
 		held:     map[string]placement.Assignment{},
@@ -329,11 +333,40 @@ func (t *Tracker) Optimum(pods int, sh placement.Shape) OracleResult {
 // without constraints, MinLeavesGang (shapes, node groups, pod limits)
 // otherwise.
 func (t *Tracker) OptimumOf(g GangSpec) OracleResult {
+	return t.optimumOn(t.OracleState(), g)
+}
+
+// optimumOn is OptimumOf on the nodes of state only.
+func (t *Tracker) optimumOn(state []OracleNode, g GangSpec) OracleResult {
 	if g.Master == nil && !g.Pools && g.MemoryGi == 0 && g.HostPort == 0 && (g.Tolerates || !t.tainted) {
-		return t.Optimum(g.Pods, g.Kind.Shape())
+		sh := g.Kind.Shape()
+		gang := make([]OracleShape, g.Pods)
+		for i := range gang {
+			gang[i] = OracleShape{GPU: sh.GPU, CPUMilli: sh.CPUMilli, NICs: sh.NICs}
+		}
+		return MinLeaves(state, gang, 0)
 	}
 	og := oracleGangOf(g, t.nodes, func(node string) int64 { return t.memUsed[node] })
-	return MinLeavesGang(t.OracleState(), og, 0)
+	return MinLeavesGang(state, og, 0)
+}
+
+// FitsOneS1 reports whether the oracle finds room for gang g within the
+// nodes of one S1 on the tracker's current state. An S1 the oracle cannot
+// decide counts as room (the answer feeds a floor, which must not be too
+// slow).
+func (t *Tracker) FitsOneS1(g GangSpec) bool {
+	byS1 := map[topology.S1ID][]OracleNode{}
+	for _, on := range t.OracleState() {
+		if n, ok := t.fabric.Node(on.Name); ok && n.S1 != "" {
+			byS1[n.S1] = append(byS1[n.S1], on)
+		}
+	}
+	for _, id := range t.fabric.S1IDs() {
+		if nodes := byS1[id]; len(nodes) > 0 && t.optimumOn(nodes, g).Status != OracleInfeasible {
+			return true
+		}
+	}
+	return false
 }
 
 // Fragmentation is the share of all S0s that are partly used: some of their

@@ -66,6 +66,12 @@ type RunResult struct {
 	// on one leaf, else one per leaf): the rank order given the leaves,
 	// whatever the number of leaves.
 	RingAtMinimumFrac float64 `json:"ringAtMinimumFrac"`
+	// AllReduceSlowdownP50 and AllReduceSlowdownP95 are the median and 95th
+	// percentile, over those gangs, of the modelled time of a ring
+	// all-reduce over the gang's ranks as placed, divided by its time on
+	// the gang's floor placement (AllReduceModel; 1 is the floor).
+	AllReduceSlowdownP50 float64 `json:"allreduceSlowdownP50"`
+	AllReduceSlowdownP95 float64 `json:"allreduceSlowdownP95"`
 
 	// Details not in the runs' JSON contract (shown in the table and in the
 	// report's "details").
@@ -75,6 +81,10 @@ type RunResult struct {
 	FloorS0 float64 `json:"-"`
 	// RDMAGangs is the number of gangs MeanS0 averages over.
 	RDMAGangs int `json:"-"`
+	// AllReduceFaster counts those gangs whose modelled all-reduce beat
+	// their floor (a slowdown below 1: the floor is the fewest leaves, and
+	// more leaves in a better cabling can be faster).
+	AllReduceFaster int `json:"-"`
 	// Misaligned counts bound pods no NUMA zone could hold alone.
 	Misaligned int `json:"-"`
 	// OracleUnknown counts the gangs MeanS0 averages over whose optimum the
@@ -186,6 +196,14 @@ type realized struct {
 // empty): it confirms every bind at once, and the KCNRs the simulator gets
 // list the cluster's pre-bound pods, so the agent sees their zones taken.
 func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Options) (*RunResult, error) {
+	return ReplayModel(conf, cluster, trace, opts, DefaultAllReduceModel())
+}
+
+// ReplayModel is Replay grading the gangs' all-reduce with model.
+func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Options, model AllReduceModel) (*RunResult, error) {
+	if err := model.Validate(); err != nil {
+		return nil, err
+	}
 	if opts.NodeAgent == "" {
 		opts.NodeAgent = sim.DefaultNodeAgent
 	}
@@ -265,7 +283,8 @@ func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Op
 	}
 
 	var s0Sum, floorSum, realSum, ringSum float64
-	floors := map[string]int{}
+	floors := map[string]gangFloor{}
+	var slowdowns []float64
 	atOpt, realAt, ringAt := 0, 0, 0
 	for _, g := range gangs {
 		if g.placed == 0 {
@@ -286,14 +305,20 @@ func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Op
 		key := floorKey(g.spec)
 		floor, ok := floors[key]
 		if !ok {
-			o := empty.OptimumOf(g.spec)
-			if o.Status != OracleExact {
-				return nil, fmt.Errorf("gang %s was placed but the oracle finds no floor on an empty fabric: %s %s", g.spec.Name, o.Status, o.Reason)
+			var err error
+			if floor, err = floorOf(empty, g.spec); err != nil {
+				return nil, err
 			}
-			floor = o.Leaves
 			floors[key] = floor
 		}
-		floorSum += float64(floor)
+		floorSum += float64(floor.leaves)
+		if ft := model.FloorSeconds(floor.ring); ft > 0 {
+			sd := model.PlacedSeconds(tr.Fabric(), inRankOrder(g)) / ft
+			slowdowns = append(slowdowns, sd)
+			if sd < 1 {
+				res.AllReduceFaster++
+			}
+		}
 		var opt *OracleResult
 		if g.computed {
 			opt = &g.optimum
@@ -350,6 +375,8 @@ func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Op
 		res.MeanRingCrossings = ringSum / float64(res.RDMAGangs)
 		res.RingAtMinimumFrac = float64(ringAt) / float64(res.RDMAGangs)
 	}
+	res.AllReduceSlowdownP50 = quantile(slowdowns, 0.50)
+	res.AllReduceSlowdownP95 = quantile(slowdowns, 0.95)
 	res.Fragmentation = fragSum / float64(max(trace.Cycles, 1))
 	res.Seconds = session.Seconds()
 	res.CPUSeconds = sessionCPU.Seconds()
@@ -457,6 +484,45 @@ func record(s *sim.Simulator, tr *Tracker, rz *realized, byName map[string]*gang
 		}
 	}
 	return nil
+}
+
+// gangFloor is what the benchmark knows of a gang's floor placement on an
+// empty fabric: the fewest leaves the oracle finds, and the ring the
+// all-reduce model times on it.
+type gangFloor struct {
+	leaves int
+	ring   floorRing
+}
+
+// floorOf asks the oracle, on the empty fabric of empty, for gang g's
+// fewest leaves; whether every RDMA pod of g can use the same leaves (the
+// fewest leaves of the gang are no more than the fewest one pod of its
+// widest shape needs: then each pod spans all of them); and whether the
+// gang fits within one S1.
+func floorOf(empty *Tracker, g GangSpec) (gangFloor, error) {
+	o := empty.OptimumOf(g)
+	if o.Status != OracleExact {
+		return gangFloor{}, fmt.Errorf("gang %s was placed but the oracle finds no floor on an empty fabric: %s %s", g.Name, o.Status, o.Reason)
+	}
+	fl := gangFloor{leaves: o.Leaves, ring: floorRing{cross: hopSpine}}
+	widest := 0
+	for i := 0; i < g.Pods; i++ {
+		sh := g.ShapeOf(i)
+		if sh.NICs == 0 {
+			continue
+		}
+		fl.ring.nics = append(fl.ring.nics, sh.NICs)
+		one := empty.Optimum(1, sh)
+		if one.Status != OracleExact {
+			return gangFloor{}, fmt.Errorf("gang %s: the oracle finds no leaves for one pod of %s on an empty fabric: %s %s", g.Name, sh, one.Status, one.Reason)
+		}
+		widest = max(widest, one.Leaves)
+	}
+	fl.ring.alike = o.Leaves <= widest
+	if !fl.ring.alike && empty.FitsOneS1(g) {
+		fl.ring.cross = hopS1
+	}
+	return fl, nil
 }
 
 // floorKey identifies the gangs that share an optimum on the empty fabric:

@@ -83,6 +83,12 @@ type Explanation struct {
 	Shape string `json:"shape"`
 	// Current is where the bound pods sit (nil when none is bound).
 	Current *Placement `json:"current"`
+	// Ranked lists the bound pods in rank order, with their node and
+	// leaves (empty when none is bound or a rank annotation is invalid).
+	Ranked []RankedPod `json:"ranked"`
+	// RingCrossings counts the leaf changes along the ring over the bound
+	// pods that hold NICs, in rank order (nil when Ranked is empty).
+	RingCrossings *int `json:"ringCrossings"`
 	// Plan is where the planner would place the pending pods now (nil
 	// when it cannot, or nothing is pending).
 	Plan *Placement `json:"plan"`
@@ -96,6 +102,14 @@ type Explanation struct {
 	Notes []string `json:"notes"`
 }
 
+// RankedPod is one bound pod of the gang: its rank, node and leaves.
+type RankedPod struct {
+	Pod  string   `json:"pod"`
+	Rank int      `json:"rank"`
+	Node string   `json:"node"`
+	S0   []string `json:"s0"`
+}
+
 // Explain computes the explanation of one PodGroup on a snapshot.
 func Explain(cfg topology.Config, snap *live.Snapshot, pg *schedulingv1beta1.PodGroup) *Explanation {
 	cfg = cfg.WithDefaults()
@@ -103,7 +117,7 @@ func Explain(cfg topology.Config, snap *live.Snapshot, pg *schedulingv1beta1.Pod
 	e := &Explanation{
 		Namespace: pg.Namespace, PodGroup: pg.Name, From: live.OwnerOf(pg), Phase: string(pg.Status.Phase),
 		MinMember: pg.Spec.MinMember, Pods: len(bound) + len(pending), Bound: len(bound),
-		Leaves: []LeafFit{}, Notes: []string{},
+		Leaves: []LeafFit{}, Notes: []string{}, Ranked: []RankedPod{},
 	}
 	e.State = StateWaiting
 	if len(bound) > 0 && int32(len(bound)) >= pg.Spec.MinMember {
@@ -129,6 +143,7 @@ func Explain(cfg topology.Config, snap *live.Snapshot, pg *schedulingv1beta1.Pod
 	reserved, _ := ledger.Rebuild(cfg, snap.Cluster.Pods, f)
 	if len(bound) > 0 {
 		e.Current = where(f, reserved, bound)
+		e.Ranked, e.RingCrossings = ranked(f, reserved, bound, pending)
 	}
 
 	gpu, rdma := corev1.ResourceName(cfg.GPUResource), corev1.ResourceName(cfg.RDMAResource)
@@ -246,6 +261,40 @@ func where(f *topology.Fabric, l *ledger.Ledger, bound []*corev1.Pod) *Placement
 		p.Tier = placement.TierOf(len(h.Nodes), len(s0), max(len(s1), 1)).String()
 	}
 	return p
+}
+
+// ranked returns the bound pods in rank order (ranks over the whole gang,
+// as placement.Ranks reads them) with their leaves, and the leaf changes
+// along the ring over those that hold NICs; nothing when a rank is
+// invalid.
+func ranked(f *topology.Fabric, l *ledger.Ledger, bound, pending []*corev1.Pod) ([]RankedPod, *int) {
+	all := append(append([]*corev1.Pod(nil), bound...), pending...)
+	src := make([]placement.RankSource, len(all))
+	for i, p := range all {
+		src[i] = placement.RankSource{Name: p.Namespace + "/" + p.Name, Labels: p.Labels, Annotations: p.Annotations}
+	}
+	rank, err := placement.Ranks(src, nil)
+	if err != nil {
+		return []RankedPod{}, nil
+	}
+	out := make([]RankedPod, 0, len(bound))
+	for i, p := range bound {
+		rp := RankedPod{Pod: p.Namespace + "/" + p.Name, Rank: rank[i], Node: p.Spec.NodeName, S0: []string{}}
+		if r, ok := l.Get(string(p.UID)); ok {
+			rp.S0 = ids(f.NICLeaves(r.Node, r.NICs()))
+			sort.Strings(rp.S0)
+		}
+		out = append(out, rp)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Rank < out[j].Rank })
+	var ring []string
+	for _, rp := range out {
+		if len(rp.S0) > 0 {
+			ring = append(ring, strings.Join(rp.S0, ","))
+		}
+	}
+	n := placement.RingCrossings(ring)
+	return out, &n
 }
 
 // held is what the bound pods of a gang hold.
@@ -374,6 +423,16 @@ func (e *Explanation) WriteText(w io.Writer) error {
 	}
 	if e.Current != nil {
 		fmt.Fprintf(&b, "Sits at: %s\n", describe(e.Current))
+	}
+	if e.RingCrossings != nil {
+		fmt.Fprintf(&b, "Ring over ranks: %d leaf crossings\n", *e.RingCrossings)
+		for _, rp := range e.Ranked {
+			leaves := "no RDMA NICs"
+			if len(rp.S0) > 0 {
+				leaves = "S0 " + strings.Join(rp.S0, ",")
+			}
+			fmt.Fprintf(&b, "  rank %d: %s on %s, %s\n", rp.Rank, rp.Pod, rp.Node, leaves)
+		}
 	}
 	if e.Shape != "" {
 		fmt.Fprintf(&b, "Pending pods: %d, largest %s\n", e.Pods-e.Bound, e.Shape)

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -128,6 +129,61 @@ func TestExplainNodeUsability(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantNodes, got); diff != "" {
 				t.Errorf("plan nodes (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestExplainRanks checks that explain lists a placed gang's bound pods in
+// rank order with their leaves, and counts the leaf changes along the
+// ring over them.
+func TestExplainRanks(t *testing.T) {
+	cases := map[string]struct {
+		// zones[i] is the NUMA zone (0: leafA, 1: leafB) of pod llm-i on
+		// node n<i+1>.
+		zones     []int
+		crossings int
+		wantText  string
+	}{
+		"ranks contiguous": {zones: []int{0, 0, 1, 1}, crossings: 2,
+			wantText: "Ring over ranks: 2 leaf crossings\n  rank 0: research/llm-0 on n1, S0 leafA\n  rank 1: research/llm-1 on n2, S0 leafA\n  rank 2: research/llm-2 on n3, S0 leafB\n  rank 3: research/llm-3 on n4, S0 leafB\n"},
+		"ranks alternating": {zones: []int{0, 1, 0, 1}, crossings: 4,
+			wantText: "Ring over ranks: 4 leaf crossings\n"},
+		"one leaf": {zones: []int{1, 1, 1, 1}, crossings: 0,
+			wantText: "Ring over ranks: 0 leaf crossings\n"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			nodes, cnrs := fourNodes(nil, nil)
+			pg, _ := gangOf(len(tc.zones), "soft", "s1", "")
+			var bound []*corev1.Pod
+			// Listed out of rank order: the name's ordinal decides.
+			for _, i := range []int{2, 0, 3, 1} {
+				z := tc.zones[i]
+				bound = append(bound, builders.MakePod("research", fmt.Sprintf("llm-%d", i)).Group("llm").
+					Req(builders.GPUResource, "4").Req(builders.RDMAResource, "2").Node(fmt.Sprintf("n%d", i+1)).
+					Annotation(ledger.AnnotationNICs, builders.NUMANICs[z][0]+","+builders.NUMANICs[z][1]).
+					Annotation(ledger.AnnotationNUMA, fmt.Sprint(z)).Obj())
+			}
+			snap := &live.Snapshot{Cluster: &workload.Cluster{Nodes: nodes, CNRs: cnrs, Pods: bound},
+				PodGroups: []*schedulingv1beta1.PodGroup{pg}}
+			e := Explain(topology.Config{S1NodeLabel: builders.S1Label}, snap, pg)
+			if e.RingCrossings == nil || *e.RingCrossings != tc.crossings {
+				t.Fatalf("RingCrossings = %v, want %d", e.RingCrossings, tc.crossings)
+			}
+			var ranks []int
+			for _, rp := range e.Ranked {
+				ranks = append(ranks, rp.Rank)
+			}
+			if diff := cmp.Diff([]int{0, 1, 2, 3}, ranks); diff != "" {
+				t.Errorf("ranks (-want,+got):\n%s", diff)
+			}
+			var b strings.Builder
+			if err := e.WriteText(&b); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(b.String(), tc.wantText) {
+				t.Errorf("text does not contain %q:\n%s", tc.wantText, b.String())
 			}
 		})
 	}

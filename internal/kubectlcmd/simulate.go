@@ -236,14 +236,15 @@ func defaultQueue() *schedulingv1beta1.Queue {
 	return q
 }
 
-// writeSimTable prints one line per job and a summary.
+// writeSimTable prints one line per job and a summary. RING is the leaf
+// changes along the ring over the job's ranks ("-" when it holds no NICs).
 func writeSimTable(w io.Writer, res *SimulateResult) error {
 	waiting := map[string]bool{}
 	for _, k := range res.Waiting {
 		waiting[k] = true
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "JOB\tSOURCE\tPLACED\tTIER\tS0\tS1\tPODS\tREASON")
+	fmt.Fprintln(tw, "JOB\tSOURCE\tPLACED\tTIER\tS0\tS1\tPODS\tRING\tREASON")
 	placed := 0
 	for _, j := range res.Jobs {
 		key := j.Namespace + "/" + j.Name
@@ -262,8 +263,12 @@ func writeSimTable(w io.Writer, res *SimulateResult) error {
 		if reason == "" {
 			reason = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", key, source, yes, tier,
-			list(j.S0, fabricmap.ShortID), list(j.S1, func(s string) string { return s }), j.BoundPods, j.MinMember, reason)
+		ring := "-"
+		if len(j.S0) > 0 {
+			ring = fmt.Sprint(j.RingCrossings)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", key, source, yes, tier,
+			list(j.S0, fabricmap.ShortID), list(j.S1, func(s string) string { return s }), j.BoundPods, j.MinMember, ring, reason)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -7,6 +7,7 @@ package rdmatopology
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -34,6 +35,10 @@ type PlacementAnnotation struct {
 	Tier string   `json:"tier"`
 	S0   []string `json:"s0"`
 	S1   []string `json:"s1"`
+	// RingCrossings counts the leaf changes along the ring over the gang's
+	// pods that hold NICs, in rank order (the last rank back to rank 0);
+	// absent when a rank annotation is invalid.
+	RingCrossings *int `json:"ringCrossings,omitempty"`
 	// Planned is the placement the scheduler planned, present when the
 	// nodes realized another one (the KCNRs listed pods on other NICs).
 	Planned *PlannedPlacement `json:"planned,omitempty"`
@@ -59,7 +64,7 @@ func (s *Session) close() {
 			s.setPlacement(job, "")
 		} else {
 			sum := summarize(h)
-			ann := PlacementAnnotation{Tier: sum.Tier, S0: sum.S0, S1: sum.S1}
+			ann := PlacementAnnotation{Tier: sum.Tier, S0: sum.S0, S1: sum.S1, RingCrossings: s.ringCrossings(job)}
 			ann.Planned = s.plannedFor(job, ann)
 			data, _ := json.Marshal(ann)
 			s.setPlacement(job, string(data))
@@ -83,6 +88,57 @@ func (s *Session) close() {
 			s.setCondition(job, v1.ConditionFalse, string(f.Code), f.Message+note)
 		}
 	}
+}
+
+// ringCrossings counts the leaf changes along the rank ring of the job's
+// pods that hold NICs (placement.RingCrossings over each pod's sorted
+// leaves), or nil when the pods' ranks are invalid.
+func (s *Session) ringCrossings(job *api.JobInfo) *int {
+	tasks := make([]*api.TaskInfo, 0, len(job.Tasks))
+	for _, t := range job.Tasks {
+		tasks = append(tasks, t)
+	}
+	sort.Slice(tasks, func(i, j int) bool { return tasks[i].Name < tasks[j].Name })
+	pods := make([]*v1.Pod, len(tasks))
+	for i, t := range tasks {
+		pods[i] = t.Pod
+		if pods[i] == nil {
+			pods[i] = &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: t.Name}}
+		}
+	}
+	ranks, err := s.rt.PodRanks(pods)
+	if err != nil {
+		return nil
+	}
+	s.mu.Lock()
+	rs := s.byJob[job.UID]
+	keys := make([]string, len(tasks))
+	for i, t := range tasks {
+		r, ok := rs[string(t.UID)]
+		if !ok {
+			continue
+		}
+		var leaves []string
+		for _, l := range s.Fabric.NICLeaves(r.Node, r.NICs()) {
+			leaves = append(leaves, string(l))
+		}
+		sort.Strings(leaves)
+		keys[i] = strings.Join(leaves, ",")
+	}
+	s.mu.Unlock()
+	idx := make([]int, len(tasks))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return ranks[idx[a]] < ranks[idx[b]] })
+	var ring []string
+	for _, i := range idx {
+		if keys[i] != "" {
+			ring = append(ring, keys[i])
+		}
+	}
+	n := placement.RingCrossings(ring)
+	return &n
 }
 
 // boundTasks counts the job's tasks bound to a node as the session found
