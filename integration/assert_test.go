@@ -76,14 +76,12 @@ func checkNoNICTwice(t *testing.T, placed []podNICs) {
 	}
 }
 
-// checkGangUnderOneS0 checks a bound gang: every pod's NICs agree with the
-// fabric and are NUMA-aligned, no NIC is given twice, all NICs hang off one
-// S0, the PodGroup's placement annotation says tier s0 with that S0, and its
-// placed condition is True. It returns the pods' NICs and the S0.
-func checkGangUnderOneS0(t *testing.T, f *fabric, pods []corev1.Pod, shape podShape) ([]podNICs, string) {
+// checkGangNICs checks a bound gang's pods one by one (checkPodNICs, each
+// failure an error) and that no NIC is given twice; it returns the NICs of
+// the pods that passed.
+func checkGangNICs(t *testing.T, f *fabric, pods []corev1.Pod, shape podShape) []podNICs {
 	t.Helper()
 	var placed []podNICs
-	leaves := map[string]bool{}
 	for _, p := range pods {
 		pn, err := checkPodNICs(f, p, shape)
 		if err != nil {
@@ -91,9 +89,22 @@ func checkGangUnderOneS0(t *testing.T, f *fabric, pods []corev1.Pod, shape podSh
 			continue
 		}
 		placed = append(placed, pn)
-		leaves[pn.S0] = true
 	}
 	checkNoNICTwice(t, placed)
+	return placed
+}
+
+// checkGangUnderOneS0 checks a bound gang: every pod's NICs agree with the
+// fabric and are NUMA-aligned, no NIC is given twice, all NICs hang off one
+// S0, the PodGroup's placement annotation says tier s0 with that S0, and its
+// placed condition is True. It returns the pods' NICs and the S0.
+func checkGangUnderOneS0(t *testing.T, f *fabric, pods []corev1.Pod, shape podShape) ([]podNICs, string) {
+	t.Helper()
+	placed := checkGangNICs(t, f, pods, shape)
+	leaves := map[string]bool{}
+	for _, pn := range placed {
+		leaves[pn.S0] = true
+	}
 	if len(leaves) != 1 {
 		t.Fatalf("gang spans %d S0s: %s", len(leaves), describePlacement(placed))
 	}

@@ -224,18 +224,11 @@ func TestHyperNodeS1(t *testing.T) {
 // HyperNodes give that rack (s1Of[rack]). It returns the rack.
 func checkGangInOneS1(t *testing.T, f *fabric, pods []corev1.Pod, rackOf map[string]string, s1Of map[string]string) string {
 	t.Helper()
-	var placed []podNICs
+	placed := checkGangNICs(t, f, pods, trainer)
 	inRack := map[string]bool{}
-	for _, p := range pods {
-		pn, err := checkPodNICs(f, p, trainer)
-		if err != nil {
-			t.Error(err)
-			continue
-		}
-		placed = append(placed, pn)
+	for _, pn := range placed {
 		inRack[rackOf[pn.Node]] = true
 	}
-	checkNoNICTwice(t, placed)
 	t.Logf("placed: %s", describePlacement(placed))
 	if len(inRack) != 1 {
 		t.Fatalf("gang spans %d racks (S1s of the HyperNodes): %s", len(inRack), describePlacement(placed))

@@ -111,18 +111,11 @@ func TestTrainJobRanksFollowLeaves(t *testing.T) {
 	job := createTrainJobExample(t, e, ns, hardS1)
 	sel := metav1.ListOptions{LabelSelector: trainJobNameLabel + "=" + job.name}
 	pods := waitBound(t, e, ns, sel, job.numNodes, trainJobPlaceTimeout)
-	var placed []podNICs
+	placed := checkGangNICs(t, f, pods, trainer)
 	leaves := map[string]bool{}
-	for _, p := range pods {
-		pn, err := checkPodNICs(f, p, trainer)
-		if err != nil {
-			t.Error(err)
-			continue
-		}
-		placed = append(placed, pn)
+	for _, pn := range placed {
 		leaves[pn.S0] = true
 	}
-	checkNoNICTwice(t, placed)
 	if len(leaves) != 2 {
 		t.Errorf("gang spans %d leaves, want both: %s", len(leaves), describePlacement(placed))
 	}
