@@ -198,16 +198,10 @@ func (e *Env) startJobSet(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	webhookPort, err := freePort()
-	if err != nil {
-		return err
-	}
-	probePort, err := freePort()
-	if err != nil {
-		return err
-	}
-	conf := filepath.Join(e.Dir, "certs", "jobset-config.yaml")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf(`apiVersion: config.jobset.x-k8s.io/v1alpha1
+	dir := filepath.Join(jobset, "config", "components", "webhook")
+	e.jobset, err = e.startWithWebhooks(ctx, func(probePort, webhookPort int) (processSpec, error) {
+		conf := filepath.Join(e.Dir, "certs", "jobset-config.yaml")
+		if err := os.WriteFile(conf, []byte(fmt.Sprintf(`apiVersion: config.jobset.x-k8s.io/v1alpha1
 kind: Configuration
 leaderElection:
   leaderElect: false
@@ -222,29 +216,23 @@ metrics:
 internalCertManagement:
   enable: false
 `, hostPort(probePort), webhookPort, e.webhookCerts.Dir, e.webhookCerts.Dir)), 0o600); err != nil {
-		return err
-	}
-	e.jobset, err = e.start(processSpec{
-		Name: "jobset-controller",
-		Path: e.binary("jobset-controller"),
-		Args: []string{
-			"--config=" + conf,
-			"--kubeconfig=" + e.adminKubeconfig,
-			// "0" turns the metrics server off.
-			"--metrics-bind-address=0",
-		},
-	})
-	if err != nil {
-		return err
-	}
-	if err := waitHTTP(ctx, e.jobset, http.DefaultClient, "http://"+hostPort(probePort)+"/readyz", "", componentReadyTimeout); err != nil {
-		return err
-	}
-	dir := filepath.Join(jobset, "config", "components", "webhook")
-	return e.installWebhooks(ctx, "jobset-", filepath.Join(dir, "manifests.yaml"), []string{
+			return processSpec{}, err
+		}
+		return processSpec{
+			Name: "jobset-controller",
+			Path: e.binary("jobset-controller"),
+			Args: []string{
+				"--config=" + conf,
+				"--kubeconfig=" + e.adminKubeconfig,
+				// "0" turns the metrics server off.
+				"--metrics-bind-address=0",
+			},
+		}, nil
+	}, "jobset-", filepath.Join(dir, "manifests.yaml"), []string{
 		filepath.Join(dir, "patches", "mutating-patch.yaml"),
 		filepath.Join(dir, "patches", "validating-patch.yaml"),
-	}, webhookPort)
+	})
+	return err
 }
 
 // startTrainer starts Trainer's controller manager with its webhook server
@@ -254,16 +242,10 @@ func (e *Env) startTrainer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	webhookPort, err := freePort()
-	if err != nil {
-		return err
-	}
-	probePort, err := freePort()
-	if err != nil {
-		return err
-	}
-	conf := filepath.Join(e.Dir, "certs", "trainer-config.yaml")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf(`apiVersion: config.trainer.kubeflow.org/v1alpha1
+	manifest := filepath.Join(trainer, "manifests", "base", "webhook", "manifests.yaml")
+	e.trainer, err = e.startWithWebhooks(ctx, func(probePort, webhookPort int) (processSpec, error) {
+		conf := filepath.Join(e.Dir, "certs", "trainer-config.yaml")
+		if err := os.WriteFile(conf, []byte(fmt.Sprintf(`apiVersion: config.trainer.kubeflow.org/v1alpha1
 kind: Configuration
 leaderElection:
   leaderElect: false
@@ -277,37 +259,60 @@ webhook:
 certManagement:
   enable: false
 `, hostPort(probePort), webhookPort)), 0o600); err != nil {
-		return err
-	}
-	// Trainer has no setting for its certificate directory: the webhook
-	// server reads $TMPDIR/k8s-webhook-server/serving-certs.
-	tmp := filepath.Join(e.Dir, "trainer-tmp")
-	certDir := filepath.Join(tmp, "k8s-webhook-server", "serving-certs")
-	if err := os.MkdirAll(certDir, 0o700); err != nil {
-		return err
-	}
-	for _, name := range []string{"tls.crt", "tls.key"} {
-		data, err := os.ReadFile(filepath.Join(e.webhookCerts.Dir, name))
-		if err != nil {
-			return err
+			return processSpec{}, err
 		}
-		if err := os.WriteFile(filepath.Join(certDir, name), data, 0o600); err != nil {
-			return err
+		// Trainer has no setting for its certificate directory: the webhook
+		// server reads $TMPDIR/k8s-webhook-server/serving-certs.
+		tmp := filepath.Join(e.Dir, "trainer-tmp")
+		certDir := filepath.Join(tmp, "k8s-webhook-server", "serving-certs")
+		if err := os.MkdirAll(certDir, 0o700); err != nil {
+			return processSpec{}, err
 		}
-	}
-	e.trainer, err = e.start(processSpec{
-		Name: "trainer-controller-manager",
-		Path: e.binary("trainer-controller-manager"),
-		Args: []string{"--config=" + conf, "--kubeconfig=" + e.adminKubeconfig},
-		Env:  []string{"TMPDIR=" + tmp},
-	})
+		for _, name := range []string{"tls.crt", "tls.key"} {
+			data, err := os.ReadFile(filepath.Join(e.webhookCerts.Dir, name))
+			if err != nil {
+				return processSpec{}, err
+			}
+			if err := os.WriteFile(filepath.Join(certDir, name), data, 0o600); err != nil {
+				return processSpec{}, err
+			}
+		}
+		return processSpec{
+			Name: "trainer-controller-manager",
+			Path: e.binary("trainer-controller-manager"),
+			Args: []string{"--config=" + conf, "--kubeconfig=" + e.adminKubeconfig},
+			Env:  []string{"TMPDIR=" + tmp},
+		}, nil
+	}, "trainer-", manifest, nil)
+	return err
+}
+
+// startWithWebhooks starts a controller that serves admission webhooks on
+// 127.0.0.1: spec writes its configuration for a free readiness-probe port
+// and a free webhook port and says how to run it. Once its probe answers,
+// the manifest's webhook configurations (after patches) are installed,
+// named with prefix and calling that port.
+func (e *Env) startWithWebhooks(ctx context.Context, spec func(probePort, webhookPort int) (processSpec, error), prefix, manifest string, patches []string) (*process, error) {
+	webhookPort, err := freePort()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := waitHTTP(ctx, e.trainer, http.DefaultClient, "http://"+hostPort(probePort)+"/readyz", "", componentReadyTimeout); err != nil {
-		return err
+	probePort, err := freePort()
+	if err != nil {
+		return nil, err
 	}
-	return e.installWebhooks(ctx, "trainer-", filepath.Join(trainer, "manifests", "base", "webhook", "manifests.yaml"), nil, webhookPort)
+	ps, err := spec(probePort, webhookPort)
+	if err != nil {
+		return nil, err
+	}
+	p, err := e.start(ps)
+	if err != nil {
+		return nil, err
+	}
+	if err := waitHTTP(ctx, p, http.DefaultClient, "http://"+hostPort(probePort)+"/readyz", "", componentReadyTimeout); err != nil {
+		return p, err
+	}
+	return p, e.installWebhooks(ctx, prefix, manifest, patches, webhookPort)
 }
 
 // installWebhooks creates the webhook configurations of a module's
