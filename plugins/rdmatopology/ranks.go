@@ -123,19 +123,25 @@ func taskNames(job *batchv1alpha1.Job) []string {
 	return names
 }
 
+// taskRanks returns the rank of each task's pod (Runtime.PodRanks); a task
+// without its pod object is ranked by its name.
+func (s *Session) taskRanks(tasks []*api.TaskInfo) ([]int, error) {
+	pods := make([]*v1.Pod, len(tasks))
+	for i, t := range tasks {
+		pods[i] = t.Pod
+		if pods[i] == nil {
+			pods[i] = &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: t.Name}}
+		}
+	}
+	return s.rt.PodRanks(pods)
+}
+
 // RankPods sets each pod's Rank from its task (placement.Ranks: the
 // controller's labels, the Volcano Job's task order, rdmatopo.io/rank) and
 // sorts pods by rank. tasks[i] is the task of pods[i]. An invalid
 // rdmatopo.io/rank is an error wrapping placement.ErrInvalidContract.
 func (s *Session) RankPods(tasks []*api.TaskInfo, pods []placement.Pod) error {
-	objs := make([]*v1.Pod, len(tasks))
-	for i, t := range tasks {
-		objs[i] = t.Pod
-		if objs[i] == nil {
-			objs[i] = &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: t.Name}}
-		}
-	}
-	ranks, err := s.rt.PodRanks(objs)
+	ranks, err := s.taskRanks(tasks)
 	if err != nil {
 		return err
 	}

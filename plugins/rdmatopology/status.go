@@ -99,14 +99,7 @@ func (s *Session) ringCrossings(job *api.JobInfo) *int {
 		tasks = append(tasks, t)
 	}
 	sort.Slice(tasks, func(i, j int) bool { return tasks[i].Name < tasks[j].Name })
-	pods := make([]*v1.Pod, len(tasks))
-	for i, t := range tasks {
-		pods[i] = t.Pod
-		if pods[i] == nil {
-			pods[i] = &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: t.Name}}
-		}
-	}
-	ranks, err := s.rt.PodRanks(pods)
+	ranks, err := s.taskRanks(tasks)
 	if err != nil {
 		return nil
 	}
