@@ -23,6 +23,7 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/util"
 
 	"github.com/rdmatopo/rdmatopo/actions/internal/gangfit"
+	"github.com/rdmatopo/rdmatopo/actions/internal/heldgang"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
@@ -72,6 +73,17 @@ func (a *Action) Execute(ssn *framework.Session) {
 		// One set of node answers per session, shared by every gang and
 		// renewed only when a placed pod changes them.
 		st.fit = gangfit.New(ssn, topo, gangfit.ForAllocate)
+		// The pods of partial gangs whose binds failed go back to the
+		// slots kept for them before any job's turn (rebind holds).
+		for _, h := range topo.Holds() {
+			if !h.Rebind {
+				continue
+			}
+			if placed := heldgang.Realize(ssn, topo, h); len(placed) > 0 {
+				st.commits++
+				st.fit.Changed(placed)
+			}
+		}
 	}
 	queues := util.NewPriorityQueue(ssn.QueueOrderFn)
 	for _, job := range ssn.Jobs {

@@ -78,6 +78,7 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/util"
 
 	"github.com/rdmatopo/rdmatopo/actions/internal/gangfit"
+	"github.com/rdmatopo/rdmatopo/actions/internal/heldgang"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
@@ -134,7 +135,7 @@ func (a *Action) Execute(ssn *framework.Session) {
 	}
 	r := &run{ssn: ssn, topo: topo, policy: a.policy, fit: gangfit.New(ssn, topo, gangfit.ForPreempt), claimed: map[api.JobID]bool{}}
 	for _, h := range topo.Holds() {
-		r.realize(h)
+		heldgang.Realize(ssn, topo, h)
 	}
 	jobs := util.NewPriorityQueue(ssn.JobOrderFn)
 	for _, job := range ssn.Jobs {
@@ -450,82 +451,6 @@ func (r *run) events(job *api.JobInfo, ch *choice) {
 	r.ssn.RecordPodGroupEvent(job.PodGroup, v1.EventTypeNormal, r.policy.acting,
 		fmt.Sprintf("evicting %d pod(s) of %s to place the gang at tier %s under S0 %s",
 			ch.cost.pods, strings.Join(jobNames, ", "), ch.plan.Tier, strings.Join(leaves, ",")))
-}
-
-// realize allocates a held gang where it was planned once every node it
-// uses has the idle resources; a gang that then cannot be allocated (a
-// predicate refuses) loses its hold and competes again.
-func (r *run) realize(h *rdmatopology.Hold) {
-	ssn, topo := r.ssn, r.topo
-	job := ssn.Jobs[h.Job]
-	if job == nil {
-		return
-	}
-	for _, t := range h.Tasks {
-		if task := job.Tasks[t.UID]; task != nil && task.Status != api.Pending {
-			// An earlier action placed the gang elsewhere this session (the
-			// hold's NICs are not free to it, other capacity was). Allocating
-			// the task again, and discarding that, would take the node off a
-			// task already sent to bind.
-			topo.DropHold(h.Job, "gang placed elsewhere")
-			klog.V(3).InfoS("Dropped the hold of a preempting gang placed elsewhere", "job", h.Name,
-				"task", klog.KRef(task.Namespace, task.Name), "status", task.Status)
-			return
-		}
-	}
-	need := map[string]*api.Resource{}
-	for _, t := range h.Tasks {
-		if need[t.Node] == nil {
-			need[t.Node] = api.EmptyResource()
-		}
-		need[t.Node].Add(t.Resreq)
-	}
-	for name, res := range need {
-		if node := ssn.Nodes[name]; node == nil || !res.LessEqual(node.Idle, api.Zero) {
-			klog.V(4).InfoS("Held gang waits for its victims to terminate", "job", h.Name, "node", name)
-			return
-		}
-	}
-	topo.TakeHold(h.Job)
-	defer topo.ClearPlanned()
-	stmt := framework.NewStatement(ssn)
-	var err error
-	// The queue's share is not asked again: the gang was pipelined only
-	// where its queue could take every task (pipeline), and its victims
-	// are gone for it. Proportion recomputes deserved shares every
-	// session, and refusing the gang now would make those evictions
-	// futile.
-	for _, t := range h.Tasks {
-		task, node := job.Tasks[t.UID], ssn.Nodes[t.Node]
-		if task == nil || node == nil {
-			err = fmt.Errorf("task %s or node %s is gone", t.Name, t.Node)
-			break
-		}
-		if t.RDMA {
-			topo.SetPlanned(task.UID, t.Assignment)
-		}
-		if err = ssn.PrePredicateFn(task); err != nil {
-			break
-		}
-		if err = ssn.PredicateForAllocateAction(task, node); err != nil {
-			break
-		}
-		if err = stmt.Allocate(task, node); err != nil {
-			break
-		}
-	}
-	if err == nil && gangMet(job) && ssn.JobReady(job) {
-		stmt.Commit()
-		topo.DropHold(h.Job, "gang allocated where it was held")
-		klog.InfoS("Allocated preempting gang where its victims were", "job", h.Name, "pods", len(h.Tasks), "waited", topo.Now().Sub(h.Since))
-		return
-	}
-	stmt.Discard()
-	if err == nil {
-		err = fmt.Errorf("gang is not ready")
-	}
-	topo.DropHold(h.Job, "held placement cannot be allocated: "+err.Error())
-	klog.InfoS("Abandoned the hold of a preempting gang", "job", h.Name, "err", err)
 }
 
 // queueName is a queue's name for messages ("" when there is none).

@@ -21,6 +21,7 @@ import (
 func (s *Session) allocate(task *api.TaskInfo) {
 	if !s.RequestsRDMA(task) {
 		stripAnnotations(task)
+		s.noteAllocated(task, nil)
 		return
 	}
 	s.mu.Lock()
@@ -48,6 +49,7 @@ func (s *Session) allocate(task *api.TaskInfo) {
 		return
 	}
 	s.annotate(task, a)
+	s.noteAllocated(task, &a)
 	klog.V(4).InfoS("Reserved NICs", "pod", klog.KRef(task.Namespace, task.Name), "node", task.NodeName, "nics", a.NICs())
 }
 
@@ -57,6 +59,7 @@ func (s *Session) deallocate(task *api.TaskInfo) {
 	s.mu.Lock()
 	delete(s.broken, task.Job)
 	s.mu.Unlock()
+	s.forgetAllocated(task)
 	s.release(string(task.UID), task.Job)
 	stripAnnotations(task)
 }

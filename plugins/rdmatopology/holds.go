@@ -64,6 +64,10 @@ type Hold struct {
 	Victims []string
 	// Since is when the victims were evicted (the runtime's clock).
 	Since time.Time
+	// Rebind marks the hold of a partial gang's failed binds (rebind.go):
+	// the gang's other pods are bound, it evicted nobody for Tasks, and
+	// Tasks go back to the slots their binds failed on.
+	Rebind bool
 }
 
 // sessionHolds is a session's view of the holds: those applied to its
@@ -72,6 +76,9 @@ type sessionHolds struct {
 	mu         sync.Mutex
 	applied    map[api.JobID]*Hold
 	pipelineOK map[api.JobID]bool
+	// taken are the holds taken off the free view in this session, for
+	// their gang's tasks to be allocated (TakeHold).
+	taken map[api.JobID]*Hold
 }
 
 // holdStateMu guards the lazy creation of a session's sessionHolds.
@@ -81,7 +88,7 @@ func (s *Session) holdState() *sessionHolds {
 	holdStateMu.Lock()
 	defer holdStateMu.Unlock()
 	if s.holds == nil {
-		s.holds = &sessionHolds{applied: map[api.JobID]*Hold{}, pipelineOK: map[api.JobID]bool{}}
+		s.holds = &sessionHolds{applied: map[api.JobID]*Hold{}, pipelineOK: map[api.JobID]bool{}, taken: map[api.JobID]*Hold{}}
 	}
 	return s.holds
 }
@@ -137,7 +144,9 @@ func (s *Session) holdBroken(h *Hold, now time.Time) string {
 			if holder, held := s.State.HolderOf(t.Node, nic); held {
 				return fmt.Sprintf("NIC %s on %s is held by pod %s", nic, t.Node, holder)
 			}
-			if c := listedFor(s.Fabric, t.Node, nic, h); c != "" {
+			if c := listedFor(s.Fabric, t.Node, nic, h); c != "" && (!h.Rebind || s.livePod(c)) {
+				// A rebind hold waits out the listing of a pod that is gone
+				// (Listed); a live pod listed there has the NIC.
 				return fmt.Sprintf("NIC %s on %s is listed by the node's KCNR for %s", nic, t.Node, c)
 			}
 		}
@@ -224,6 +233,9 @@ func (s *Session) TakeHold(job api.JobID) *Hold {
 	st.mu.Lock()
 	h := st.applied[job]
 	delete(st.applied, job)
+	if h != nil {
+		st.taken[job] = h
+	}
 	st.mu.Unlock()
 	if h == nil {
 		return nil

@@ -81,6 +81,7 @@ func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 	}
 	logArgs.Do(func() { klog.InfoS("rdma-topology plugin configured", "args", p.args.String()) })
 	s := openSession(ssn, p.args)
+	s.holdFailedBinds()
 	s.applyHolds()
 	s.rt.addSession(string(ssn.UID), s)
 

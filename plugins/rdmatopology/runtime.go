@@ -56,6 +56,10 @@ type Runtime struct {
 	clock func() time.Time
 	// holds are the preempting gangs' holds (holds.go).
 	holds jobBook[*Hold]
+	// sent are the tasks of RDMA gangs the last session sent to bind, for
+	// the next one to find their failed binds (rebind.go). Only session
+	// open and close read and write it, one session at a time.
+	sent []sentBind
 	// claims are the rooms kept for waiting hard gangs (claims.go).
 	claims jobBook[*Claim]
 	// tasks is the spec.tasks order of Volcano Jobs, for ranks (ranks.go).

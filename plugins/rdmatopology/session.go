@@ -49,6 +49,13 @@ type Session struct {
 	// probing counts, per task, the predicate walks in progress that ask
 	// the other plugins only (WithoutNICCheck).
 	probing map[api.TaskID]int
+	// allocated are the tasks of RDMA gangs allocated in this session and
+	// not deallocated since, handed to the runtime when it closes
+	// (rebind.go).
+	allocated map[api.TaskID]sentBind
+	// live are the KCNR consumers of the session's pods not finished, made
+	// on first use (rebind.go).
+	live map[string]bool
 	// contracts caches each job's contract: a session's jobs keep their
 	// pods and contract annotations (the scheduler writes only its own
 	// keys), and the predicates ask for it per node. Made on first use.

@@ -46,9 +46,12 @@ type PlacementAnnotation struct {
 
 // close writes each RDMA gang's outcome on its PodGroup: the placement
 // annotation and a True condition once placed, a False condition with the
-// reason while it waits. User-set placement annotations are replaced.
+// reason while it waits. User-set placement annotations are replaced. The
+// runtime is handed the pods of RDMA gangs the session sent to bind
+// (rebind.go).
 func (s *Session) close() {
 	defer s.observeSession()
+	s.noteSent()
 	for _, job := range s.ssn.Jobs {
 		if job.PodGroup == nil {
 			continue

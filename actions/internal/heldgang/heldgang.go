@@ -1,0 +1,126 @@
+// Package heldgang allocates the pods a hold of the rdma-topology plugin
+// keeps resources for (plugins/rdmatopology holds.go) where the hold keeps
+// them: a preempting gang where its victims were (topology-preempt), the
+// pods of a partial gang where their binds failed (topology-allocate). Both
+// actions realize holds through Realize, so a gang is allocated from a hold
+// in one way only.
+package heldgang
+
+import (
+	"fmt"
+
+	"k8s.io/klog/v2"
+	"volcano.sh/volcano/pkg/scheduler/api"
+	"volcano.sh/volcano/pkg/scheduler/framework"
+
+	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
+)
+
+// Realize allocates the hold's tasks on their nodes (an RDMA task on its
+// held NICs) in one statement, committed when the gang is then ready, and
+// returns the tasks allocated (nil when none was).
+//
+// It waits, keeping the hold, while a node lacks the idle resources its
+// held tasks need (their releasing pods are still terminating). It drops
+// the hold when a held task was placed otherwise in the session, when the
+// predicates refuse a task or the gang is not ready once allocated (the
+// gang then competes again), and, for a rebind hold, when a node will not
+// have the resources even once its releasing pods are gone (the room was
+// taken outside the scheduler's view: the gang plans the pods anew).
+//
+// The queue's share is not asked: a preempting gang was pipelined only
+// where its queue could take every task, and its victims are gone for it; a
+// rebind hold's pods were allocated within their queue's share, and the
+// rest of their gang is running and waits for them. Proportion recomputes
+// deserved shares every session; refusing the pods now would make the
+// evictions futile, or leave a gang partial.
+func Realize(ssn *framework.Session, topo *rdmatopology.Session, h *rdmatopology.Hold) []*api.TaskInfo {
+	job := ssn.Jobs[h.Job]
+	if job == nil {
+		return nil
+	}
+	for _, t := range h.Tasks {
+		if task := job.Tasks[t.UID]; task != nil && task.Status != api.Pending {
+			// An earlier action placed the pod elsewhere this session (the
+			// hold's NICs are not free to it, other capacity was).
+			// Allocating the task again, and discarding that, would take
+			// the node off a task already sent to bind.
+			topo.DropHold(h.Job, "gang placed elsewhere")
+			klog.V(3).InfoS("Dropped the hold of a gang placed elsewhere", "job", h.Name,
+				"task", klog.KRef(task.Namespace, task.Name), "status", task.Status)
+			return nil
+		}
+	}
+	need := map[string]*api.Resource{}
+	var nodes []string
+	for _, t := range h.Tasks {
+		if need[t.Node] == nil {
+			need[t.Node] = api.EmptyResource()
+			nodes = append(nodes, t.Node)
+		}
+		need[t.Node].Add(t.Resreq)
+	}
+	for _, name := range nodes {
+		node := ssn.Nodes[name]
+		if node != nil && need[name].LessEqual(node.Idle, api.Zero) {
+			continue
+		}
+		if h.Rebind && (node == nil || !need[name].LessEqual(node.FutureIdle(), api.Zero)) {
+			topo.DropHold(h.Job, "node "+name+" no longer has the resources of the failed binds")
+			klog.InfoS("Dropped the slots of a partial gang's failed binds; planning the pods anew", "job", h.Name, "node", name)
+			return nil
+		}
+		klog.V(4).InfoS("Held gang waits for the resources of terminating pods", "job", h.Name, "node", name)
+		return nil
+	}
+	if h.Rebind {
+		if c := topo.Listed(h); c != "" {
+			klog.V(4).InfoS("Held pods wait for the node's KCNR to drop a pod gone", "job", h.Name, "listed", c)
+			return nil
+		}
+	}
+	topo.TakeHold(h.Job)
+	defer topo.ClearPlanned()
+	stmt := framework.NewStatement(ssn)
+	var err error
+	var placed []*api.TaskInfo
+	for _, t := range h.Tasks {
+		task, node := job.Tasks[t.UID], ssn.Nodes[t.Node]
+		if task == nil || node == nil {
+			err = fmt.Errorf("task %s or node %s is gone", t.Name, t.Node)
+			break
+		}
+		if t.RDMA {
+			topo.SetPlanned(task.UID, t.Assignment)
+		}
+		if err = ssn.PrePredicateFn(task); err != nil {
+			break
+		}
+		if err = ssn.PredicateForAllocateAction(task, node); err != nil {
+			break
+		}
+		if err = stmt.Allocate(task, node); err != nil {
+			break
+		}
+		placed = append(placed, task)
+	}
+	if err == nil && job.CheckTaskReady() && job.IsReady() && ssn.JobReady(job) {
+		stmt.Commit()
+		topo.DropHold(h.Job, "gang allocated where it was held")
+		if h.Rebind {
+			klog.InfoS("Allocated the pods of a partial gang where their binds failed", "job", h.Name, "pods", len(h.Tasks),
+				"waited", topo.Now().Sub(h.Since))
+		} else {
+			klog.InfoS("Allocated preempting gang where its victims were", "job", h.Name, "pods", len(h.Tasks),
+				"waited", topo.Now().Sub(h.Since))
+		}
+		return placed
+	}
+	stmt.Discard()
+	if err == nil {
+		err = fmt.Errorf("gang is not ready")
+	}
+	topo.DropHold(h.Job, "held placement cannot be allocated: "+err.Error())
+	klog.InfoS("Abandoned the hold of a gang", "job", h.Name, "rebind", h.Rebind, "err", err)
+	return nil
+}
