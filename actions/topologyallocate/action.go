@@ -8,6 +8,8 @@
 // percentage-nodes-to-find options (feasibleNodes). A job is kept out of the
 // rooms older waiting gangs of its priority claim (topology-preempt's
 // claims): an RDMA gang off their leaves, other pods off their nodes.
+// Before any job's turn, the pods of partial gangs whose binds failed are
+// allocated back to the slots the plugin kept for them (rebind holds).
 package topologyallocate
 
 import (
@@ -221,7 +223,8 @@ func gangMet(job *api.JobInfo) bool {
 // A gang that preempted and holds what its victims free is left to
 // topology-preempt, which allocates it there once they are gone: placed
 // elsewhere meanwhile, it would leave its victims evicted for nothing and
-// its held NICs to whoever comes next.
+// its held NICs to whoever comes next. A gang whose rebind hold waits (for
+// a KCNR to drop a pod gone) is left to the next session likewise.
 func (r *run) allocateJob(queue *api.QueueInfo, job *api.JobInfo) {
 	if r.topo != nil && r.topo.HasHold(job.UID) {
 		klog.V(4).InfoS("Gang waits for the resources its victims free", "job", klog.KRef(job.Namespace, job.Name))

@@ -1,6 +1,8 @@
 // Holds: what the topology-preempt action keeps for a preempting gang
 // between the session that evicted its victims and the session the gang
-// binds in.
+// binds in; and what a partial gang keeps of the slots its failed binds
+// leave, until topology-allocate places the pods there again (rebind
+// holds, rebind.go).
 //
 // Volcano forgets pipelined tasks when a session closes, and reconcile
 // releases the NICs of pods that are pending again. A hold outlives both:
