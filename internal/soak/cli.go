@@ -46,7 +46,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Nodes, "nodes", 16, "cluster size")
 	fs.IntVar(&cfg.DrainEvery, "drain-every", 25, "drain a random node every this many cycles (0: never)")
 	fs.IntVar(&cfg.PartialGrace, "partial-grace", 2, "cycles after a failed bind a gang may stay partial")
-	fs.BoolVar(&cfg.Queues, "queues", false, "with --priorities, run the gangs in a prod queue that may not be reclaimed from and a reclaimable batch queue, so the scheduler reclaims across them (a gang whose bind failed may then stay partial while its queue is at its deserved share)")
+	fs.BoolVar(&cfg.Queues, "queues", true, "with --priorities, run the gangs in a prod queue that may not be reclaimed from and a reclaimable batch queue, so the scheduler reclaims across them")
 	fs.BoolVar(&cfg.Priorities, "priorities", true, "give gangs priority classes, some hard gangs a max-wait, and bring bursts of high-priority gangs, so the scheduler preempts; victims are resubmitted")
 	constraints := fs.String("constraints", "on", "on: a third of the nodes GPU-tainted, node pools, memory-tight nodes, and soft gangs that do not all tolerate the taint, with masters of other shapes on their own pool, memory and host ports; off: GPUs and NICs alone")
 	fs.IntVar(&cfg.BurstEvery, "burst-every", 30, "with --priorities, cycles between bursts of high-priority hard gangs")

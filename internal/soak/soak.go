@@ -136,11 +136,12 @@ type Config struct {
 	Priorities bool
 	// Queues, with Priorities, runs the gangs in two queues (queues.go): a
 	// prod queue that may not be reclaimed from and a reclaimable batch
-	// queue, so the scheduler reclaims across them. Volcano's proportion
-	// plugin then keeps a queue at its deserved share from allocating,
-	// the rest of a gang whose bind failed included: such a gang may stay
-	// partial past PartialGrace (PartialGang) while its queue is at its
-	// share, which is Volcano's rule, not a fault of the scheduler.
+	// queue, so the scheduler reclaims across them (`rdmatopo-dev soak`
+	// sets it unless --queues=false). Volcano's proportion plugin keeps a
+	// queue at its deserved share from allocating; the pods of a gang
+	// whose binds failed go back to the slots kept for them regardless
+	// (rebind holds), so such a gang is not left partial by its queue's
+	// share.
 	Queues bool
 	// BurstEvery is the cycles between bursts with Priorities (default 30).
 	BurstEvery int
