@@ -39,6 +39,7 @@ type options struct {
 	keep          bool
 	lag, period   time.Duration
 	runTimeout    time.Duration
+	stallTimeout  time.Duration
 	settle        time.Duration
 	controllerQPS int
 	runs          string
@@ -68,6 +69,7 @@ func main() {
 	flag.DurationVar(&o.lag, "agent-lag", 2*time.Second, "how long after a bind the node agent lists the pod in its KCNR")
 	flag.DurationVar(&o.period, "period", time.Second, "one trace cycle (arrival spacing and run-time unit); the schedulers' default --schedule-period")
 	flag.DurationVar(&o.runTimeout, "run-timeout", 10*time.Minute, "give up on gangs not placed this long after the first submit")
+	flag.DurationVar(&o.stallTimeout, "stall-timeout", 0, "end a run in which no gang was placed this long after the first submit: something in the stack is broken (default 90s, 5 minutes with --burst: a thousand jobs submitted at once take minutes to reach the scheduler on a loaded machine)")
 	flag.DurationVar(&o.settle, "settle", 10*time.Second, "wait after the scheduler is up before the first submit")
 	flag.IntVar(&o.controllerQPS, "controller-qps", 200, "vc-controller-manager --kube-api-qps (burst: twice that), the same for both runs")
 	flag.StringVar(&o.runs, "runs", "rdmatopo,stock,kueue", "runs, in order (kueue: Kueue TAS with kube-scheduler)")
@@ -80,6 +82,12 @@ func main() {
 	flag.Parse()
 	if o.gangs == 0 {
 		o.gangs = o.nodes / 5
+	}
+	if o.stallTimeout == 0 {
+		o.stallTimeout = 90 * time.Second
+		if o.burst {
+			o.stallTimeout = 5 * time.Minute
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

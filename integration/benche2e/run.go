@@ -32,10 +32,6 @@ const (
 // gangLabel names a trace pod's gang (VolcanoJob or PodGroup name).
 const gangLabel = "bench-e2e.rdmatopo.io/gang"
 
-// stallTimeout ends a run in which nothing was placed this long after the
-// first submit: something in the stack is broken.
-const stallTimeout = 90 * time.Second
-
 // gang follows one trace gang through a run.
 type gang struct {
 	spec      bench.GangSpec
@@ -330,8 +326,8 @@ func replay(ctx context.Context, s *stack, ag *agent, trace *bench.Trace, o opti
 			if err := s.alive(); err != nil {
 				return t, start, err
 			}
-			if placed == 0 && time.Since(start) > stallTimeout {
-				return t, start, fmt.Errorf("no gang placed %s after the first submit", stallTimeout)
+			if placed == 0 && time.Since(start) > o.stallTimeout {
+				return t, start, fmt.Errorf("no gang placed %s after the first submit", o.stallTimeout)
 			}
 			logf("%s: %d/%d gangs placed after %s", o.current, placed, len(t.order), time.Since(start).Round(time.Second))
 		case <-deadline:
