@@ -269,41 +269,70 @@ func (s *stack) installKueueCRDs(ctx context.Context, dir string) error {
 	return s.installCRDFiles(ctx, files)
 }
 
+// kueueRBACFiles are Kueue's manager permissions in its module: the
+// ClusterRole, the Role on its namespace's Secrets and their bindings.
+var kueueRBACFiles = []string{"role.yaml", "role_binding.yaml", "manager_secrets_role.yaml", "manager_secrets_role_binding.yaml"}
+
 // createKueueRBAC creates kueue-system, Kueue's ServiceAccount and its
-// manager ClusterRole (from the module) bound to it.
+// manager permissions from the module, renamed as Kueue's release
+// manifests name them (prefix "kueue-", namespace kueue-system).
 func (s *stack) createKueueRBAC(ctx context.Context, dir string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kueueNamespace}}
 	if _, err := s.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create Namespace %s: %w", kueueNamespace, err)
 	}
-	path := filepath.Join(dir, "config", "components", "rbac", "role.yaml")
-	objs, err := readManifests(path)
-	if err != nil {
-		return err
-	}
-	var role *unstructured.Unstructured
-	for _, o := range objs {
-		if o.GetKind() == "ClusterRole" {
-			role = o
-		}
-	}
-	if role == nil {
-		return fmt.Errorf("%s: no ClusterRole", path)
-	}
-	role.SetName("kueue-manager-role")
 	sa := strings.TrimPrefix(kueueUser, "system:serviceaccount:"+kueueNamespace+":")
-	binding := &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": "rbac.authorization.k8s.io/v1",
-		"kind":       "ClusterRoleBinding",
-		"metadata":   map[string]interface{}{"name": "kueue-manager-rolebinding"},
-		"roleRef":    map[string]interface{}{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role.GetName()},
-		"subjects":   []interface{}{map[string]interface{}{"kind": "ServiceAccount", "name": sa, "namespace": kueueNamespace}},
-	}}
-	account := &unstructured.Unstructured{Object: map[string]interface{}{
+	objs := []*unstructured.Unstructured{{Object: map[string]interface{}{
 		"apiVersion": "v1", "kind": "ServiceAccount",
 		"metadata": map[string]interface{}{"name": sa, "namespace": kueueNamespace},
-	}}
-	return s.create(ctx, []*unstructured.Unstructured{account, role, binding})
+	}}}
+	for _, f := range kueueRBACFiles {
+		path := filepath.Join(dir, "config", "components", "rbac", f)
+		read, err := readManifests(path)
+		if err != nil {
+			return err
+		}
+		for _, o := range read {
+			if err := kueueReleaseNames(o); err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			objs = append(objs, o)
+		}
+	}
+	return s.create(ctx, objs)
+}
+
+// kueueReleaseNames renames an RBAC object of Kueue's module as its release
+// manifests do: "kueue-" before every name it has or refers to, its
+// namespace and its subjects' kueue-system.
+func kueueReleaseNames(o *unstructured.Unstructured) error {
+	const prefix = "kueue-"
+	o.SetName(prefix + o.GetName())
+	if o.GetNamespace() != "" {
+		o.SetNamespace(kueueNamespace)
+	}
+	if ref, ok, _ := unstructured.NestedMap(o.Object, "roleRef"); ok {
+		ref["name"] = prefix + fmt.Sprint(ref["name"])
+		if err := unstructured.SetNestedMap(o.Object, ref, "roleRef"); err != nil {
+			return err
+		}
+	}
+	subjects, ok, err := unstructured.NestedSlice(o.Object, "subjects")
+	if err != nil {
+		return fmt.Errorf("%s %s: subjects: %w", o.GetKind(), o.GetName(), err)
+	}
+	if !ok {
+		return nil
+	}
+	for i, sub := range subjects {
+		m, _ := sub.(map[string]interface{})
+		if m == nil || m["kind"] != "ServiceAccount" {
+			return fmt.Errorf("%s %s: subject %d is not a ServiceAccount", o.GetKind(), o.GetName(), i)
+		}
+		m["name"] = prefix + fmt.Sprint(m["name"])
+		m["namespace"] = kueueNamespace
+	}
+	return unstructured.SetNestedSlice(o.Object, subjects, "subjects")
 }
 
 // kueueConfig is Kueue's Configuration for the run: the pod integration

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/internal/bench"
@@ -214,5 +215,36 @@ func TestReadAuditUsers(t *testing.T) {
 	}
 	if a.requests != 1 || a.rejected429 != 0 {
 		t.Errorf("vc-scheduler user: %+v", a)
+	}
+}
+
+func TestKueueReleaseNames(t *testing.T) {
+	binding := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+		"metadata": map[string]interface{}{"name": "manager-secrets-rolebinding", "namespace": "system"},
+		"roleRef":  map[string]interface{}{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "manager-secrets-role"},
+		"subjects": []interface{}{map[string]interface{}{"kind": "ServiceAccount", "name": "controller-manager", "namespace": "system"}},
+	}}
+	if err := kueueReleaseNames(binding); err != nil {
+		t.Fatal(err)
+	}
+	if binding.GetName() != "kueue-manager-secrets-rolebinding" || binding.GetNamespace() != kueueNamespace {
+		t.Errorf("binding %s/%s", binding.GetNamespace(), binding.GetName())
+	}
+	ref, _, _ := unstructured.NestedString(binding.Object, "roleRef", "name")
+	subjects, _, _ := unstructured.NestedSlice(binding.Object, "subjects")
+	sub := subjects[0].(map[string]interface{})
+	if ref != "kueue-manager-secrets-role" || "system:serviceaccount:"+sub["namespace"].(string)+":"+sub["name"].(string) != kueueUser {
+		t.Errorf("roleRef %s, subject %v: want Kueue's user %s", ref, sub, kueueUser)
+	}
+	role := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+		"metadata": map[string]interface{}{"name": "manager-role"}}}
+	if err := kueueReleaseNames(role); err != nil || role.GetName() != "kueue-manager-role" || role.GetNamespace() != "" {
+		t.Errorf("ClusterRole: %v, %s/%s", err, role.GetNamespace(), role.GetName())
+	}
+	user := &unstructured.Unstructured{Object: map[string]interface{}{"kind": "ClusterRoleBinding", "metadata": map[string]interface{}{"name": "b"},
+		"subjects": []interface{}{map[string]interface{}{"kind": "User", "name": "alice"}}}}
+	if err := kueueReleaseNames(user); err == nil {
+		t.Error("a User subject was accepted")
 	}
 }
