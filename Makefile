@@ -71,18 +71,21 @@ bench-full: build-dev
 bench-plot:
 	$(GO) run ./internal/bench/plot -o docs/bench-plot.svg $(wildcard docs/bench-[0-9]*.json)
 
-## bench-e2e: rdmatopo's vc-scheduler against stock vc-scheduler v1.10.0 on a
-## real kube-apiserver with NODES kwok nodes (a fresh control plane per
-## run); prints one JSON object (docs/benchmarks.md, "End to end"). BURST=1
-## submits every job of the trace at once (saturation: the scheduler, not
-## the arrivals, bounds the run)
+## bench-e2e: rdmatopo's vc-scheduler against stock vc-scheduler v1.10.0 and
+## Kueue v0.17.0 TAS with kube-scheduler v1.30.2 on a real kube-apiserver
+## with NODES kwok nodes (a fresh control plane per run); prints one JSON
+## object (docs/benchmarks.md, "End to end"). BURST=1 submits every job of
+## the trace at once (saturation: the scheduler, not the arrivals, bounds
+## the run). RUNS picks runs, e.g. RUNS=rdmatopo,stock
 NODES ?= 1000
 BURST ?=
+RUNS ?= rdmatopo,stock,kueue
 BENCH_E2E_FLAGS ?=
 bench-e2e:
-	@cd integration && ./hack/build-tools.sh etcd kube-apiserver vc-controller-manager kwok vc-scheduler vc-scheduler-stock >&2
+	@cd integration && ./hack/build-tools.sh etcd kube-apiserver vc-controller-manager kwok vc-scheduler vc-scheduler-stock \
+		$(if $(findstring kueue,$(RUNS)),kube-scheduler kueue) >&2
 	@$(GO) build -o $(BIN)/bench-e2e ./integration/benche2e
-	@$(BIN)/bench-e2e --nodes $(NODES) --bin integration/.bin --repo . $(if $(filter-out 0,$(BURST)),--burst) $(BENCH_E2E_FLAGS)
+	@$(BIN)/bench-e2e --nodes $(NODES) --bin integration/.bin --repo . --runs $(RUNS) $(if $(filter-out 0,$(BURST)),--burst) $(BENCH_E2E_FLAGS)
 
 ## soak-full: the full-size churn soak (exit 1 on any violation)
 soak-full: build-dev

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,9 +44,9 @@ type auditCounts struct {
 	peakInFlight int
 }
 
-// readAudit counts the requests of user in an audit log: one per audit ID
+// readAudit counts the requests of users in an audit log: one per audit ID
 // (a watch is counted when it starts), 429 answers separately.
-func readAudit(path, user string) (auditCounts, error) {
+func readAudit(path string, users ...string) (auditCounts, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return auditCounts{}, err
@@ -66,7 +67,7 @@ func readAudit(path, user string) (auditCounts, error) {
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			return c, fmt.Errorf("%s: %w", path, err)
 		}
-		if ev.User.Username != user || seen[ev.AuditID] {
+		if !slices.Contains(users, ev.User.Username) || seen[ev.AuditID] {
 			continue
 		}
 		if ev.Verb != "watch" && ev.Stage == "ResponseComplete" {

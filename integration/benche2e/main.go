@@ -39,6 +39,7 @@ type options struct {
 	keep          bool
 	lag, period   time.Duration
 	runTimeout    time.Duration
+	stallTimeout  time.Duration
 	settle        time.Duration
 	controllerQPS int
 	runs          string
@@ -68,9 +69,10 @@ func main() {
 	flag.DurationVar(&o.lag, "agent-lag", 2*time.Second, "how long after a bind the node agent lists the pod in its KCNR")
 	flag.DurationVar(&o.period, "period", time.Second, "one trace cycle (arrival spacing and run-time unit); the schedulers' default --schedule-period")
 	flag.DurationVar(&o.runTimeout, "run-timeout", 10*time.Minute, "give up on gangs not placed this long after the first submit")
+	flag.DurationVar(&o.stallTimeout, "stall-timeout", 0, "end a run in which no gang was placed this long after the first submit: something in the stack is broken (default 90s, 5 minutes with --burst: a thousand jobs submitted at once take minutes to reach the scheduler on a loaded machine)")
 	flag.DurationVar(&o.settle, "settle", 10*time.Second, "wait after the scheduler is up before the first submit")
 	flag.IntVar(&o.controllerQPS, "controller-qps", 200, "vc-controller-manager --kube-api-qps (burst: twice that), the same for both runs")
-	flag.StringVar(&o.runs, "runs", "rdmatopo,stock", "runs, in order")
+	flag.StringVar(&o.runs, "runs", "rdmatopo,stock,kueue", "runs, in order (kueue: Kueue TAS with kube-scheduler)")
 	flag.BoolVar(&o.direct, "direct", false, "create each gang's PodGroup and pods directly instead of a VolcanoJob (no job controller, no enqueue wait)")
 	flag.BoolVar(&o.burst, "burst", false, "submit every gang at once instead of at its arrival time (a bind burst)")
 	flag.StringVar(&o.profileDir, "profile-dir", "", "write a CPU profile of each scheduler (its /debug/pprof/profile) here")
@@ -80,6 +82,12 @@ func main() {
 	flag.Parse()
 	if o.gangs == 0 {
 		o.gangs = o.nodes / 5
+	}
+	if o.stallTimeout == 0 {
+		o.stallTimeout = 90 * time.Second
+		if o.burst {
+			o.stallTimeout = 5 * time.Minute
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -131,6 +139,7 @@ func run(ctx context.Context, o options) (*report, error) {
 	specs := map[string]schedulerSpec{
 		"rdmatopo": {binary: "vc-scheduler", conf: filepath.Join(root, "config", "volcano-scheduler.conf")},
 		"stock":    {binary: "vc-scheduler-stock", conf: stockConf},
+		"kueue":    {kueue: true},
 	}
 	cluster := bench.NewCluster(o.nodes, o.seed)
 	trace := bench.NewTrace(o.gangs, o.seed)
@@ -143,7 +152,7 @@ func run(ctx context.Context, o options) (*report, error) {
 	for _, name := range strings.Split(o.runs, ",") {
 		spec, ok := specs[name]
 		if !ok {
-			return nil, fmt.Errorf("unknown run %q (rdmatopo, stock)", name)
+			return nil, fmt.Errorf("unknown run %q (rdmatopo, stock, kueue)", name)
 		}
 		if o.schedulerArgs != "" {
 			spec.extraArgs = strings.Fields(o.schedulerArgs)
@@ -174,30 +183,48 @@ func runOne(ctx context.Context, o options, name string, spec schedulerSpec, clu
 		logf("%s", s.logTails(30))
 		return nil, err
 	}
+	if spec.kueue {
+		// The node labels a Kueue user sets for TAS.
+		if cluster, err = kueueCluster(cluster); err != nil {
+			return nil, err
+		}
+	}
 	ag, err := writeCluster(ctx, s, cluster, o.lag)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.startScheduler(ctx, spec); err != nil {
+	if spec.kueue {
+		err = s.startKueue(ctx, cluster)
+	} else {
+		err = s.startScheduler(ctx, spec)
+	}
+	if err != nil {
 		logf("%s", s.logTails(30))
 		return nil, err
 	}
 	logf("%s: scheduler up; settling %s", name, o.settle)
 	time.Sleep(o.settle)
-	if o.profileDir != "" {
+	if o.profileDir != "" && !spec.kueue {
 		go profile(s, filepath.Join(o.profileDir, name+".cpu.pprof"), o.profileFor)
 	}
-	t, start, err := replay(ctx, s, ag, trace, o)
+	t, start, err := replay(ctx, s, ag, trace, o, spec.kueue)
 	if err != nil {
 		logf("%s", s.logTails(30))
 		return nil, err
 	}
-	u, err := s.scheduler.usage()
-	if err != nil {
-		return nil, fmt.Errorf("scheduler usage: %w", err)
-	}
 	r := summarize(t, start)
-	r.CPUSeconds, r.PeakRSSBytes = u.CPUSeconds, u.PeakRSSBytes
+	// The kueue run's figures add Kueue's and kube-scheduler's: CPU,
+	// and peak RSS as the sum of each one's peak.
+	r.Details.Schedulers = map[string]componentUsage{}
+	for _, p := range s.schedulers {
+		u, err := p.usage()
+		if err != nil {
+			return nil, fmt.Errorf("%s usage: %w", p.name, err)
+		}
+		r.CPUSeconds += u.CPUSeconds
+		r.PeakRSSBytes += u.PeakRSSBytes
+		r.Details.Schedulers[p.name] = componentUsage{CPUSeconds: u.CPUSeconds, PeakRSSBytes: u.PeakRSSBytes}
+	}
 	ag.mu.Lock()
 	r.Details.PodsWithNUMAHint, r.Details.PodsWithoutNUMAHint = ag.hinted, ag.unhinted
 	r.Details.NUMAMisalignedPods, r.Details.KCNRWrites = ag.misaligned, ag.writes
@@ -207,10 +234,16 @@ func runOne(ctx context.Context, o options, name string, spec schedulerSpec, clu
 	} else {
 		logf("%s: API server metrics: %v", name, err)
 	}
-	// Stop the scheduler before reading the audit log, so that every one
-	// of its requests is in it.
-	s.scheduler.stop()
-	a, err := readAudit(s.auditLog, schedulerUser)
+	// Stop the schedulers before reading the audit log, so that every one
+	// of their requests is in it.
+	for _, p := range s.schedulers {
+		p.stop()
+	}
+	users := []string{schedulerUser}
+	if spec.kueue {
+		users = []string{kueueUser, kubeSchedulerUser}
+	}
+	a, err := readAudit(s.auditLog, users...)
 	if err != nil {
 		return nil, err
 	}

@@ -32,10 +32,6 @@ const (
 // gangLabel names a trace pod's gang (VolcanoJob or PodGroup name).
 const gangLabel = "bench-e2e.rdmatopo.io/gang"
 
-// stallTimeout ends a run in which nothing was placed this long after the
-// first submit: something in the stack is broken.
-const stallTimeout = 90 * time.Second
-
 // gang follows one trace gang through a run.
 type gang struct {
 	spec      bench.GangSpec
@@ -185,7 +181,9 @@ func createGang(ctx context.Context, s *stack, spec bench.GangSpec) error {
 // replay submits the trace (gang i at (Arrive-1) × period after the start),
 // deletes each placed gang Duration × period after its last bind, and
 // returns when every gang was placed or the timeout passed.
-func replay(ctx context.Context, s *stack, ag *agent, trace *bench.Trace, o options) (*tracker, time.Time, error) {
+// kueue submits each gang as a Kueue pod group and ends it by marking its
+// pods Succeeded before deleting them.
+func replay(ctx context.Context, s *stack, ag *agent, trace *bench.Trace, o options, kueue bool) (*tracker, time.Time, error) {
 	t := &tracker{gangs: map[string]*gang{}, placedCh: make(chan *gang, len(trace.Gangs)), ag: ag, strayCh: make(chan *corev1.Pod, 1024)}
 	for _, spec := range trace.Gangs {
 		g := &gang{spec: spec, bound: map[string]time.Time{}, uids: map[string]bool{}}
@@ -227,6 +225,13 @@ func replay(ctx context.Context, s *stack, ag *agent, trace *bench.Trace, o opti
 			if err != nil && runCtx.Err() == nil {
 				logf("delete %s of %s: %v", what, g.spec.Name, err)
 			}
+		}
+		if kueue {
+			report("pod status", finishKueueGang(dctx, s, g.spec.Name))
+			zero := int64(0)
+			sel := metav1.ListOptions{LabelSelector: gangLabel + "=" + g.spec.Name}
+			report("pods", s.kube.CoreV1().Pods(jobNamespace).DeleteCollection(dctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, sel))
+			return
 		}
 		if !o.direct {
 			report("VolcanoJob", s.volcano.BatchV1alpha1().Jobs(jobNamespace).Delete(dctx, g.spec.Name, metav1.DeleteOptions{PropagationPolicy: &bg}))
@@ -272,6 +277,13 @@ func replay(ctx context.Context, s *stack, ag *agent, trace *bench.Trace, o opti
 			t.mu.Lock()
 			g.submitted = time.Now()
 			t.mu.Unlock()
+			if kueue {
+				if err := createKueueGang(runCtx, s, g.spec); err != nil {
+					submitErr <- err
+					return
+				}
+				continue
+			}
 			if o.direct {
 				if err := createGang(runCtx, s, g.spec); err != nil {
 					submitErr <- err
@@ -314,8 +326,8 @@ func replay(ctx context.Context, s *stack, ag *agent, trace *bench.Trace, o opti
 			if err := s.alive(); err != nil {
 				return t, start, err
 			}
-			if placed == 0 && time.Since(start) > stallTimeout {
-				return t, start, fmt.Errorf("no gang placed %s after the first submit", stallTimeout)
+			if placed == 0 && time.Since(start) > o.stallTimeout {
+				return t, start, fmt.Errorf("no gang placed %s after the first submit", o.stallTimeout)
 			}
 			logf("%s: %d/%d gangs placed after %s", o.current, placed, len(t.order), time.Since(start).Round(time.Second))
 		case <-deadline:
@@ -368,6 +380,9 @@ type runDetails struct {
 	// SchedulerPeakInFlight is the most requests of the scheduler (watches
 	// aside) the API server had open at once.
 	SchedulerPeakInFlight int `json:"schedulerPeakInFlight"`
+	// Schedulers are the CPU seconds and peak RSS of each process under
+	// test (kueue: Kueue and kube-scheduler, summed in the headline).
+	Schedulers map[string]componentUsage `json:"schedulers"`
 	// APIServerRequests and APIServerRejected429 are apiserver_request_total
 	// over every client (controllers, kwok, the agent and the driver too).
 	APIServerRequests    int `json:"apiServerRequests"`
@@ -384,6 +399,12 @@ type runDetails struct {
 	// the gang latency is the scheduler's.
 	GangCreatedP50Seconds float64 `json:"gangCreatedP50Seconds"`
 	GangCreatedP99Seconds float64 `json:"gangCreatedP99Seconds"`
+}
+
+// componentUsage is one scheduler process's CPU and memory.
+type componentUsage struct {
+	CPUSeconds   float64 `json:"cpuSeconds"`
+	PeakRSSBytes int64   `json:"peakRSSBytes"`
 }
 
 // summarize computes the bind figures and the realized leaves.

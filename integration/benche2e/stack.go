@@ -70,12 +70,16 @@ type stack struct {
 	config   *rest.Config
 
 	etcdURL, serverURL, adminToken string
+	kueueToken, kubeSchedulerToken string
 	adminKubeconfig                string
 	schedulerKubeconfig            string
 	auditLog                       string
 
 	etcd, apiserver, controllers, kwok, scheduler *process
 	all                                           []*process
+	// schedulers are the processes under test whose CPU and memory the
+	// run reports: the vc-scheduler, or Kueue and kube-scheduler.
+	schedulers []*process
 }
 
 // newStack brings up a control plane in a fresh directory under parent.
@@ -172,14 +176,15 @@ func (s *stack) startEtcd(ctx context.Context) error {
 	return waitHTTP(ctx, s.etcd, http.DefaultClient, client+"/health", "")
 }
 
-// auditPolicy records every request of the scheduler's user, once, when its
-// response is complete (watches: when it starts); nothing else.
+// auditPolicy records every request of the schedulers' users (the
+// vc-scheduler's; Kueue's and kube-scheduler's), once, when its response is
+// complete (watches: when it starts); nothing else.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
 rules:
 - level: Metadata
-  users: ["` + schedulerUser + `"]
+  users: ["` + schedulerUser + `", "` + kueueUser + `", "` + kubeSchedulerUser + `"]
 - level: None
 `
 
@@ -195,9 +200,12 @@ func (s *stack) startAPIServer(ctx context.Context) error {
 	}
 	s.adminToken = randomToken()
 	schedulerToken := randomToken()
+	s.kueueToken, s.kubeSchedulerToken = randomToken(), randomToken()
 	tokens := filepath.Join(certs, "tokens.csv")
 	lines := fmt.Sprintf("%s,%s,%s,\"system:masters\"\n%s,%s,%s,\"system:serviceaccounts,system:serviceaccounts:volcano-system\"\n",
-		s.adminToken, adminUser, "uid-admin", schedulerToken, schedulerUser, "uid-volcano-scheduler")
+		s.adminToken, adminUser, "uid-admin", schedulerToken, schedulerUser, "uid-volcano-scheduler") +
+		fmt.Sprintf("%s,%s,%s,\"system:serviceaccounts,system:serviceaccounts:%s\"\n%s,%s,%s\n",
+			s.kueueToken, kueueUser, "uid-kueue", kueueNamespace, s.kubeSchedulerToken, kubeSchedulerUser, "uid-kube-scheduler")
 	if err := os.WriteFile(tokens, []byte(lines), 0o600); err != nil {
 		return err
 	}
@@ -231,8 +239,7 @@ func (s *stack) startAPIServer(ctx context.Context) error {
 		return err
 	}
 	s.serverURL = "https://" + hostPort(port)
-	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	if err := waitHTTP(ctx, s.apiserver, insecure, s.serverURL+"/readyz", s.adminToken); err != nil {
+	if err := waitHTTP(ctx, s.apiserver, insecureHTTP(), s.serverURL+"/readyz", s.adminToken); err != nil {
 		return err
 	}
 	s.adminKubeconfig = filepath.Join(certs, "admin.kubeconfig")
@@ -288,6 +295,12 @@ func (s *stack) installCRDs(ctx context.Context) error {
 		files = append(files, m...)
 	}
 	files = append(files, filepath.Join(katalyst, "config", "crd", "bases", "node.katalyst.kubewharf.io_customnoderesources.yaml"))
+	return s.installCRDFiles(ctx, files)
+}
+
+// installCRDFiles creates the CRDs of the files and waits until they are
+// established.
+func (s *stack) installCRDFiles(ctx context.Context, files []string) error {
 	var names []string
 	for _, f := range files {
 		objs, err := readManifests(f)
@@ -465,6 +478,8 @@ type schedulerSpec struct {
 	binary, conf string
 	// extraArgs and env are added to its command line and environment.
 	extraArgs, env []string
+	// kueue runs Kueue with kube-scheduler instead of a vc-scheduler.
+	kueue bool
 }
 
 // startScheduler starts the scheduler under test and waits for its health
@@ -494,6 +509,7 @@ func (s *stack) startScheduler(ctx context.Context, spec schedulerSpec) error {
 	if err != nil {
 		return err
 	}
+	s.schedulers = append(s.schedulers, s.scheduler)
 	return waitHTTP(ctx, s.scheduler, http.DefaultClient, "http://"+hostPort(hp)+"/healthz", "")
 }
 
@@ -515,6 +531,12 @@ func (s *stack) metrics(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("GET /metrics: %s", resp.Status)
 	}
 	return string(b), err
+}
+
+// insecureHTTP is a client for the components' self-signed endpoints on
+// loopback.
+func insecureHTTP() *http.Client {
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 }
 
 // waitHTTP polls url until it answers 200, the process exits or

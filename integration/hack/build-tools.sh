@@ -16,6 +16,8 @@
 #
 #   kwok                  sigs.k8s.io/kwok v0.8.0             (tools/kwok, Kubernetes 0.36)
 #   vc-scheduler-stock    volcano.sh/volcano v1.10.0 cmd/scheduler (tools/volcano)
+#   kube-scheduler        k8s.io/kubernetes v1.30.2           (tools/kube-apiserver, binds Kueue's pods)
+#   kueue                 sigs.k8s.io/kueue v0.17.0           (tools/kueue, Kubernetes 0.35)
 #
 # The third-party tools are rebuilt only when their stamp changes: a hash of
 # their tool module (go.mod, go.sum, Go files), the Go version and the build
@@ -90,6 +92,8 @@ build() {
 	vc-scheduler) build_scheduler ;;
 	kwok) build_tool kwok tools/kwok sigs.k8s.io/kwok/cmd/kwok "" ;;
 	vc-scheduler-stock) build_tool vc-scheduler-stock tools/volcano volcano.sh/volcano/cmd/scheduler "" ;;
+	kube-scheduler) build_tool kube-scheduler tools/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler "$kas_ldflags" ;;
+	kueue) build_tool kueue tools/kueue sigs.k8s.io/kueue/cmd/kueue "" ;;
 	*)
 		echo "build-tools: unknown tool $1" >&2
 		return 2
