@@ -29,8 +29,8 @@ import (
 // terms reach other nodes; Nodes.labelsMatter), pods whose verdict depends
 // on other pods' placement (dependsOnPods), pods with volumes whose
 // checks read PersistentVolumes (claims, ephemeral and CSI volumes), and
-// plugins other than carryPlugins in the conf (a plugin's predicate may
-// read anything, a clock included).
+// plugins other than carryPlugins with predicates enabled in the conf (a
+// plugin's predicate may read anything, a clock included).
 type carry struct {
 	// seq counts the New calls that used the carry; inputsAt[node] is the
 	// seq at which the node's inputs were last seen to change.
@@ -74,7 +74,9 @@ var carryPlugins = map[string]bool{
 func carryAllowed(ssn *framework.Session) bool {
 	for _, tier := range ssn.Tiers {
 		for _, p := range tier.Plugins {
-			if !carryPlugins[p.Name] {
+			// Volcano calls a plugin's predicates only when the conf
+			// enables them (defaults fill in true when it is loaded).
+			if p.EnabledPredicate != nil && *p.EnabledPredicate && !carryPlugins[p.Name] {
 				return false
 			}
 		}
@@ -96,7 +98,8 @@ type nodeInputs struct {
 	pods []podRef
 }
 
-// inputsOf reads a node's inputs, pods in address order.
+// inputsOf reads a node's inputs, pods in address order, into reuse's
+// backing array.
 func inputsOf(ni *api.NodeInfo, reuse []podRef) nodeInputs {
 	in := nodeInputs{node: ni.Node, pods: reuse[:0]}
 	for _, t := range ni.Tasks {
@@ -132,11 +135,14 @@ func (n *Nodes) openCarry() *carry {
 	}
 	clear(c.touched)
 	seen := make(map[string]bool, len(n.fabric))
+	var buf []podRef
 	for _, name := range n.fabric {
 		seen[name] = true
 		old, had := c.inputs[name]
-		in := inputsOf(n.ssn.Nodes[name], nil)
+		in := inputsOf(n.ssn.Nodes[name], buf)
+		buf = in.pods
 		if !had || !in.equal(old) {
+			in.pods = slices.Clone(in.pods)
 			c.inputs[name] = in
 			c.inputsAt[name] = c.seq
 		}
