@@ -193,3 +193,42 @@ func BenchmarkPreemptClaims(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNextSession times rdmatopo's second session on a simulator whose
+// first session placed a batch of gangs, with a new batch pending: what a
+// session costs once the plugin's runtime carries state from the last one
+// (node sets of the predicates, node views and leaf statistics of the
+// planner where nothing changed).
+func BenchmarkNextSession(b *testing.B) {
+	confs, err := Confs()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, nodes := range benchSizes {
+		batch := sessionBatch(nodes)
+		half := len(batch) / 2
+		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
+			b.ReportAllocs()
+			var session time.Duration
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				s := benchSim(b, confs[ConfRDMATopo], nodes, batch[:half])
+				if _, err := s.RunCycle(); err != nil {
+					b.Fatal(err)
+				}
+				for j, g := range batch[half:] {
+					if err := s.Submit(GangSet(g, workload.Epoch.Add(time.Duration(half+j)*time.Second))); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+				rep, err := s.RunCycle()
+				if err != nil {
+					b.Fatal(err)
+				}
+				session += rep.Duration
+			}
+			b.ReportMetric(session.Seconds()/float64(b.N), "session-s/op")
+		})
+	}
+}

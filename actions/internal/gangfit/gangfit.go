@@ -69,6 +69,9 @@ type Nodes struct {
 	// anti-affinity, whose terms reach other nodes. A stale group
 	// re-walks only the nodes logged since it was computed.
 	touched []string
+	// carry holds the node sets kept across sessions (carry.go); nil when
+	// they cannot be carried in this session.
+	carry *carry
 }
 
 // anyNode in Nodes.touched stands for a change that may reach every node.
@@ -90,6 +93,13 @@ type group struct {
 	stale      bool
 	at         int
 	preRefused bool
+	// carried is where the set is kept for the next sessions (nil: not
+	// carried); fromCarry is set while the set taken over from there has
+	// not been brought up to date, redo lists the nodes that must be
+	// walked for it.
+	carried   *carriedSet
+	fromCarry bool
+	redo      []string
 }
 
 // New returns the node sets of one session, read with mode.
@@ -99,11 +109,14 @@ func New(ssn *framework.Session, topo *rdmatopology.Session, mode Mode) *Nodes {
 		if e.Task == nil {
 			return
 		}
+		name := e.Task.NodeName
 		if hasRequiredAntiAffinity(e.Task.Pod) {
-			n.touched = append(n.touched, anyNode)
-			return
+			name = anyNode
 		}
-		n.touched = append(n.touched, e.Task.NodeName)
+		n.touched = append(n.touched, name)
+		if n.carry != nil {
+			n.carry.touched[name] = true
+		}
 	}
 	ssn.AddEventHandler(&framework.EventHandler{AllocateFunc: touch, DeallocateFunc: touch})
 	for _, name := range topo.Fabric.NodeNames() {
@@ -128,6 +141,7 @@ func New(ssn *framework.Session, topo *rdmatopology.Session, mode Mode) *Nodes {
 			break
 		}
 	}
+	n.carry = n.openCarry()
 	return n
 }
 
@@ -139,7 +153,9 @@ func (n *Nodes) Group(task *api.TaskInfo) int {
 	}
 	g := len(n.sets)
 	n.groups[key] = g
-	n.sets = append(n.sets, &group{rep: task})
+	s := &group{rep: task}
+	n.sets = append(n.sets, s)
+	n.takeOver(key, s)
 	return g
 }
 
@@ -254,10 +270,14 @@ func (n *Nodes) Changed(tasks []*api.TaskInfo) {
 			}
 			if hasRequiredAntiAffinity(t.Pod) && !n.labelsMatter {
 				// Labels now decide: groups formed without them are
-				// formed again.
+				// formed again, and none is carried.
 				n.labelsMatter = true
 				n.groups = map[[32]byte]int{}
 				n.sets = nil
+				if n.carry != nil {
+					n.carry.touched[anyNode] = true
+					n.carry = nil
+				}
 			}
 			return
 		}
@@ -274,7 +294,15 @@ func (n *Nodes) compute(s *group) *group {
 		return s
 	}
 	var nodes []string
-	if s.allowed != nil && !s.preRefused && (s.rep.Pod == nil || !dependsOnPods(s.rep.Pod)) {
+	switch {
+	case s.fromCarry:
+		// Taken over from the last sessions: the nodes changed since,
+		// and those changed in this session before now.
+		if since := n.touchedSince(0); since != nil {
+			nodes = n.inFabricOrder(s.redo, since)
+		}
+		s.fromCarry, s.redo = false, nil
+	case s.allowed != nil && !s.preRefused && (s.rep.Pod == nil || !dependsOnPods(s.rep.Pod)):
 		nodes = n.touchedSince(s.at)
 	}
 	if nodes == nil {
@@ -310,7 +338,27 @@ func (n *Nodes) compute(s *group) *group {
 		}
 	})
 	s.all = len(s.allowed) >= n.usable
+	n.keep(s)
 	return s
+}
+
+// inFabricOrder lists the fabric nodes named in a or b, in fabric order
+// (never nil).
+func (n *Nodes) inFabricOrder(a, b []string) []string {
+	want := make(map[string]bool, len(a)+len(b))
+	for _, name := range a {
+		want[name] = true
+	}
+	for _, name := range b {
+		want[name] = true
+	}
+	out := make([]string, 0, len(want))
+	for _, name := range n.fabric {
+		if want[name] {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // touchedSince lists the fabric nodes logged in touched from index at on,
