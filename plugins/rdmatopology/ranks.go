@@ -15,6 +15,7 @@ import (
 	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
 	"volcano.sh/volcano/pkg/scheduler/api"
 
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 )
 
@@ -150,6 +151,62 @@ func (s *Session) RankPods(tasks []*api.TaskInfo, pods []placement.Pod) error {
 	}
 	sort.SliceStable(pods, func(i, j int) bool { return pods[i].Rank < pods[j].Rank })
 	return nil
+}
+
+// RankGang ranks a gang's pods to plan, tasks (tasks[i] is the task of
+// pods[i]), together with the job's other pending RDMA pods and its pods
+// that hold NICs, so that ranks number the whole gang: it sets each pod's
+// Rank and sorts pods by rank (as RankPods), and returns what the gang
+// holds (Held) with the held pods' ranks and places (placement.Held.Ranks),
+// and how many pods the ranks number (placement.Gang.Members). A held pod
+// whose task the session does not list is left out of the ranks. An
+// invalid rdmatopo.io/rank is an error wrapping
+// placement.ErrInvalidContract.
+func (s *Session) RankGang(job *api.JobInfo, tasks []*api.TaskInfo, pods []placement.Pod) (*placement.Held, int, error) {
+	h := s.Held(job.UID)
+	all := append([]*api.TaskInfo(nil), tasks...)
+	given := make(map[api.TaskID]bool, len(tasks))
+	for _, t := range tasks {
+		given[t.UID] = true
+	}
+	for _, t := range job.TaskStatusIndex[api.Pending] {
+		if !given[t.UID] && s.RequestsRDMA(t) {
+			given[t.UID] = true
+			all = append(all, t)
+		}
+	}
+	s.mu.Lock()
+	var held []ledger.Reservation
+	for uid, r := range s.byJob[job.UID] {
+		if t, ok := job.Tasks[api.TaskID(uid)]; ok && !given[t.UID] {
+			held = append(held, r)
+		}
+	}
+	s.mu.Unlock()
+	sort.Slice(held, func(i, j int) bool { return held[i].UID < held[j].UID })
+	heldAt := len(all)
+	for _, r := range held {
+		all = append(all, job.Tasks[api.TaskID(r.UID)])
+	}
+	ranks, err := s.taskRanks(all)
+	if err != nil {
+		return h, 0, err
+	}
+	for i := range pods {
+		pods[i].Rank = ranks[i]
+	}
+	sort.SliceStable(pods, func(i, j int) bool { return pods[i].Rank < pods[j].Rank })
+	if len(held) == 0 {
+		return h, len(all), nil
+	}
+	out := &placement.Held{Nodes: h.Nodes, S0s: h.S0s, S1s: h.S1s, Pods: h.Pods}
+	for i, r := range held {
+		leaves := s.Fabric.NICLeaves(r.Node, r.NICs())
+		sort.Slice(leaves, func(a, b int) bool { return leaves[a] < leaves[b] })
+		out.Ranks = append(out.Ranks, placement.HeldRank{Rank: ranks[heldAt+i], Node: r.Node, Leaves: leaves})
+	}
+	sort.SliceStable(out.Ranks, func(i, j int) bool { return out.Ranks[i].Rank < out.Ranks[j].Rank })
+	return out, len(all), nil
 }
 
 // PodRanks returns the rank of each pod of one gang (placement.Ranks over
