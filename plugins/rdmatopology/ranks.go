@@ -137,26 +137,10 @@ func (s *Session) taskRanks(tasks []*api.TaskInfo) ([]int, error) {
 	return s.rt.PodRanks(pods)
 }
 
-// RankPods sets each pod's Rank from its task (placement.Ranks: the
-// controller's labels, the Volcano Job's task order, rdmatopo.io/rank) and
-// sorts pods by rank. tasks[i] is the task of pods[i]. An invalid
-// rdmatopo.io/rank is an error wrapping placement.ErrInvalidContract.
-func (s *Session) RankPods(tasks []*api.TaskInfo, pods []placement.Pod) error {
-	ranks, err := s.taskRanks(tasks)
-	if err != nil {
-		return err
-	}
-	for i := range pods {
-		pods[i].Rank = ranks[i]
-	}
-	sort.SliceStable(pods, func(i, j int) bool { return pods[i].Rank < pods[j].Rank })
-	return nil
-}
-
 // RankGang ranks a gang's pods to plan, tasks (tasks[i] is the task of
 // pods[i]), together with the job's other pending RDMA pods and its pods
 // that hold NICs, so that ranks number the whole gang: it sets each pod's
-// Rank and sorts pods by rank (as RankPods), and returns what the gang
+// Rank and sorts pods by rank, and returns what the gang
 // holds (Held) with the held pods' ranks and places (placement.Held.Ranks),
 // and how many pods the ranks number (placement.Gang.Members). A held pod
 // whose task the session does not list is left out of the ranks. An
