@@ -46,11 +46,17 @@ func (rt *Runtime) SetVolcanoJobTasks(namespace, name string, tasks []string) {
 	o.byJob[key] = append([]string(nil), tasks...)
 }
 
-// order returns the spec order of Volcano Job namespace/name (nil: not seen).
-func (o *taskOrders) order(namespace, name string) func(task string) (int, bool) {
+// names returns the task names of Volcano Job namespace/name in spec
+// order (nil: not seen).
+func (o *taskOrders) names(namespace, name string) []string {
 	o.mu.Lock()
-	tasks := o.byJob[namespace+"/"+name]
-	o.mu.Unlock()
+	defer o.mu.Unlock()
+	return o.byJob[namespace+"/"+name]
+}
+
+// orderOf is the position of each task name in a Job's spec.tasks (nil
+// when tasks is nil: the Job is unknown).
+func orderOf(tasks []string) func(task string) (int, bool) {
 	if tasks == nil {
 		return nil
 	}
@@ -193,17 +199,27 @@ func (s *Session) RankGang(job *api.JobInfo, tasks []*api.TaskInfo, pods []place
 	return out, len(all), nil
 }
 
-// PodRanks returns the rank of each pod of one gang (placement.Ranks over
-// their labels and annotations, a Volcano Job's tasks in the spec order
-// the runtime saw). An invalid rdmatopo.io/rank is an error wrapping
-// placement.ErrInvalidContract.
+// PodRanks returns the rank of each pod of one gang (RanksOf, with the
+// Volcano Jobs' task order the runtime saw). An invalid rdmatopo.io/rank
+// is an error wrapping placement.ErrInvalidContract.
 func (r *Runtime) PodRanks(pods []*v1.Pod) ([]int, error) {
+	return RanksOf(pods, r.tasks.names)
+}
+
+// RanksOf returns the rank of each pod of one gang: placement.Ranks over
+// their labels and annotations, a Volcano Job's tasks in the order tasks
+// gives (tasks(namespace, job) lists the names of the Job's spec.tasks in
+// order, nil when the Job is unknown; a nil tasks knows no Job). The
+// scheduler calls it through Runtime.PodRanks; tools without a runtime
+// (kubectl rdmatopo explain) with the Job they read. An invalid
+// rdmatopo.io/rank is an error wrapping placement.ErrInvalidContract.
+func RanksOf(pods []*v1.Pod, tasks func(namespace, job string) []string) ([]int, error) {
 	src := make([]placement.RankSource, len(pods))
 	var order func(string) (int, bool)
 	for i, p := range pods {
 		src[i] = placement.RankSource{Name: p.Namespace + "/" + p.Name, Labels: p.Labels, Annotations: p.Annotations}
-		if job := p.Annotations[batchv1alpha1.JobNameKey]; order == nil && job != "" {
-			order = r.tasks.order(p.Namespace, job)
+		if job := p.Annotations[batchv1alpha1.JobNameKey]; order == nil && job != "" && tasks != nil {
+			order = orderOf(tasks(p.Namespace, job))
 		}
 	}
 	return placement.Ranks(src, order)
