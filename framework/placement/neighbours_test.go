@@ -66,7 +66,7 @@ func TestPlanLatePods(t *testing.T) {
 		},
 		"without segments a full B leaves room under A": {bFull: true, g: late(5), want: "A"},
 		"the segment size must divide every pod the ranks number": {
-			g: func() Gang { g := segmented(late(5), 4, TierS0); g.Members = 6; return g }(),
+			g:    func() Gang { g := segmented(late(5), 4, TierS0); g.Members = 6; return g }(),
 			fail: &Failure{Code: ReasonInvalidContract, Message: "annotation rdmatopo.io/segment-size: 4 does not divide the gang's 6 pods"},
 		},
 	}
