@@ -136,6 +136,15 @@ func TestKubectlPlugin(t *testing.T) {
 				x.Current.Tier != "s0" || len(x.Current.S0) != 1 || x.Current.S0[0] != leaf {
 				t.Errorf("explain job/%s: %+v (current %+v), want placed at s0 on %s", placed.Name, x, x.Current, leaf)
 			}
+			// The Job was read for its task order: the master is rank 0.
+			for _, n := range x.Notes {
+				if strings.Contains(n, "spec.tasks") {
+					t.Errorf("explain job/%s could not read the Job: %s", placed.Name, n)
+				}
+			}
+			if len(x.Ranked) != placed.Size() || !strings.Contains(x.Ranked[0].Pod, "-master-") {
+				t.Errorf("explain job/%s ranks %+v, want %d pods, the master first", placed.Name, x.Ranked, placed.Size())
+			}
 		}},
 		{"explain waiting PyTorchJob", func(t *testing.T) {
 			var x explain.Explanation

@@ -434,16 +434,21 @@ func refusedBy(err error) string {
 }
 
 // buildGang turns the job's pending RDMA tasks into a planner request under
-// contract c, the pods in rank order. It fails on an invalid rank
-// annotation (an error wrapping placement.ErrInvalidContract).
+// contract c, the pods in rank order. Ranks number the whole gang, the
+// pods it holds included, and the held pods carry theirs, so that late
+// pods go next to their rank neighbours and into their segments
+// (Session.RankGang). It fails on an invalid rank annotation (an error
+// wrapping placement.ErrInvalidContract).
 func buildGang(topo *rdmatopology.Session, fit *gangfit.Nodes, job *api.JobInfo, c placement.Contract, rdma []*api.TaskInfo, others int) (placement.Gang, error) {
-	g := placement.Gang{Job: string(job.UID), Mode: c.Mode, HighestTier: c.HighestTier, Held: topo.Held(job.UID),
+	g := placement.Gang{Job: string(job.UID), Mode: c.Mode, HighestTier: c.HighestTier,
 		Exclude: map[string]bool{}, Segment: c.Segment}
 	for _, t := range rdma {
 		g.Pods = append(g.Pods, placement.Pod{UID: string(t.UID), Name: t.Namespace + "/" + t.Name,
 			Shape: topo.Shape(t), Group: fit.Group(t)})
 	}
-	if err := topo.RankPods(rdma, g.Pods); err != nil {
+	held, members, err := topo.RankGang(job, rdma, g.Pods)
+	g.Held, g.Members = held, members
+	if err != nil {
 		return g, err
 	}
 	g.Allowed = fit.Filter(g.Pods, nil)
@@ -592,8 +597,10 @@ func (r *run) allocateRDMATask(queue *api.QueueInfo, job *api.JobInfo, stmt *fra
 		setFitError(job, task, err.Error())
 		return
 	}
-	// A pod beyond minMember is planned alone, outside any segment.
-	g.Need, g.Segment = 1, placement.Segment{}
+	// A pod beyond minMember is planned alone, next to its rank
+	// neighbours and within its segment's domain when the segment holds
+	// pods already.
+	g.Need = 1
 	byUID := map[string]*api.TaskInfo{string(task.UID): task}
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		plan, fail := topo.State.Plan(g)

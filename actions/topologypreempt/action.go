@@ -223,15 +223,19 @@ func (r *run) pendingTasks(job *api.JobInfo) (rdma, others []*api.TaskInfo) {
 }
 
 // buildGang turns the job's pending RDMA tasks into a planner request, the
-// pods in rank order; it fails on an invalid rank annotation.
+// pods in rank order over the whole gang, held pods included, as
+// topology-allocate builds it (so a segment holds for the evictions too);
+// it fails on an invalid rank annotation.
 func (r *run) buildGang(job *api.JobInfo, c placement.Contract, rdma, others []*api.TaskInfo) (placement.Gang, error) {
-	g := placement.Gang{Job: string(job.UID), Mode: c.Mode, HighestTier: c.HighestTier, Held: r.topo.Held(job.UID),
+	g := placement.Gang{Job: string(job.UID), Mode: c.Mode, HighestTier: c.HighestTier,
 		Exclude: map[string]bool{}, Segment: c.Segment}
 	for _, t := range rdma {
 		g.Pods = append(g.Pods, placement.Pod{UID: string(t.UID), Name: t.Namespace + "/" + t.Name,
 			Shape: r.topo.Shape(t), Group: r.fit.Group(t)})
 	}
-	if err := r.topo.RankPods(rdma, g.Pods); err != nil {
+	held, members, err := r.topo.RankGang(job, rdma, g.Pods)
+	g.Held, g.Members = held, members
+	if err != nil {
 		return g, err
 	}
 	g.Admit = r.fit.Admit(rdma, nil)

@@ -122,13 +122,13 @@ func (p *planner) run(pods []Pod) (*Plan, *Failure) {
 			c = p.tryGroups(pods, false)
 		}
 		if c != nil {
-			return p.finish(p.refine(pods, c, limit)), nil
+			return p.finish(p.nextToRanks(pods, p.refine(pods, c, limit), limit)), nil
 		}
 	}
 	fail := p.failure(pods, limit)
 	if limit == TierCluster && fail.Largest >= countShape(pods, p.main) {
 		if c := p.tryAnywhere(pods); c != nil {
-			return p.finish(p.refine(pods, c, limit)), nil
+			return p.finish(p.nextToRanks(pods, p.refine(pods, c, limit), limit)), nil
 		}
 	}
 	return nil, fail

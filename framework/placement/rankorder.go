@@ -84,18 +84,57 @@ func (p *planner) inRankOrder(assign []Assignment) []Assignment {
 	sort.SliceStable(pods, func(i, j int) bool { return pods[i].Rank < pods[j].Rank })
 
 	out := make([]Assignment, 0, len(assign))
+	// held are the gang's held pods by rank: a pending pod whose rank
+	// follows a held one starts next to it.
+	held := p.heldSlots()
 	var prev *slot
+	prevRank, next := -1, 0
 	for _, pod := range pods {
+		for ; next < len(held) && held[next].rank < pod.Rank; next++ {
+			if held[next].rank > prevRank {
+				prev, prevRank = held[next].slot, held[next].rank
+			}
+		}
+		if prev == nil && next < len(held) {
+			// The lowest pending rank below every held one: next to the
+			// rank above it.
+			prev = held[next].slot
+		}
 		s := pickSlot(classes[podClass{pod.Shape, pod.Group}], prev)
 		s.taken = true
 		a := s.a
 		a.PodUID = pod.UID
 		out = append(out, a)
-		prev = s
+		prev, prevRank = s, pod.Rank
 	}
 	if !p.admits(out, byUID) {
 		return assign
 	}
+	return out
+}
+
+// rankedSlot is a held pod's place and rank, for inRankOrder.
+type rankedSlot struct {
+	rank int
+	slot *slot
+}
+
+// heldSlots lists the gang's held pods (Held.Ranks) as slots, by rank.
+func (p *planner) heldSlots() []rankedSlot {
+	if !p.g.Held.ranked() {
+		return nil
+	}
+	out := make([]rankedSlot, 0, len(p.g.Held.Ranks))
+	for _, r := range p.g.Held.Ranks {
+		s := &slot{a: Assignment{Node: r.Node}, leaf: r.leafKey(), taken: true}
+		if len(r.Leaves) > 0 {
+			if l, ok := p.s.fabric.Leaf(r.Leaves[0]); ok {
+				s.s1 = l.S1
+			}
+		}
+		out = append(out, rankedSlot{rank: r.Rank, slot: s})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].rank < out[j].rank })
 	return out
 }
 

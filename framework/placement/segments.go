@@ -14,8 +14,14 @@
 //
 // The whole gang then keeps its own mode and highest tier: in hard mode a
 // plan wider than the highest tier is refused. A gang whose segments fit
-// nowhere gets a failure naming the segment. Pods the gang already holds are
-// not part of a segment: segments are planned over the pending pods.
+// nowhere gets a failure naming the segment.
+//
+// When the held pods carry their ranks (Held.Ranks), a pod's segment is its
+// rank's, held pods included: a segment that holds pods is planned first,
+// as a hard gang at the segment tier next to them, so its late pods (a
+// re-created pod, pods beyond minMember) go into the domain its placed
+// pods are in, or wait with a reason naming the segment, in soft and hard
+// mode alike. Without ranks the pending pods, in rank order, are the gang.
 
 package placement
 
@@ -51,7 +57,7 @@ func (s *State) planSegments(g Gang) (*Plan, *Failure) {
 // planSegmentsOf plans all of g's pods in segments.
 func (s *State) planSegmentsOf(g Gang) (*Plan, *Failure) {
 	size := g.Segment.Size
-	if msg := SegmentProblem(size, len(g.Pods)); msg != "" {
+	if msg := SegmentProblem(size, gangMembers(g)); msg != "" {
 		return nil, &Failure{Code: ReasonInvalidContract, Message: fmt.Sprintf("annotation %s: %s", AnnotationSegmentSize, msg)}
 	}
 	whole := g
@@ -74,17 +80,95 @@ func (s *State) planSegmentsOf(g Gang) (*Plan, *Failure) {
 	return best, nil
 }
 
-// planEachSegment plans the segments one after the other on a copy of the
-// state (see the file comment).
-func (s *State) planEachSegment(g Gang) (*Plan, *Failure) {
+// gangMembers is how many pods the gang's ranks number (Gang.Members).
+func gangMembers(g Gang) int {
+	if g.Members > 0 {
+		return g.Members
+	}
+	n := len(g.Pods)
+	if g.Held.ranked() {
+		n += len(g.Held.Ranks)
+	}
+	return n
+}
+
+// byRank reports whether the pods' ranks count the whole gang, so that a
+// pod's segment is its rank's; else the pending pods, in rank order, are
+// the gang.
+func byRank(g Gang) bool { return g.Held.ranked() || g.Members > 0 }
+
+// segment is one block of ranks: its pending pods and its held ones.
+type segment struct {
+	index int
+	pods  []Pod
+	held  []HeldRank
+}
+
+// segmentsOf groups the pending pods by segment, with each segment's held
+// pods: segments that hold pods first (their domain is set), then the
+// others, each group by index.
+func segmentsOf(g Gang) []segment {
 	size := g.Segment.Size
+	byIndex := map[int]*segment{}
+	var order []int
+	get := func(i int) *segment {
+		if sg, ok := byIndex[i]; ok {
+			return sg
+		}
+		sg := &segment{index: i}
+		byIndex[i] = sg
+		order = append(order, i)
+		return sg
+	}
+	for i, pod := range g.Pods {
+		idx := i / size
+		if byRank(g) {
+			idx = pod.Rank / size
+		}
+		sg := get(idx)
+		sg.pods = append(sg.pods, pod)
+	}
+	if g.Held.ranked() {
+		for _, r := range g.Held.Ranks {
+			if sg, ok := byIndex[r.Rank/size]; ok {
+				sg.held = append(sg.held, r)
+			}
+		}
+	}
+	out := make([]segment, 0, len(order))
+	for _, i := range order {
+		out = append(out, *byIndex[i])
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if a, b := len(out[i].held) > 0, len(out[j].held) > 0; a != b {
+			return a
+		}
+		return out[i].index < out[j].index
+	})
+	return out
+}
+
+// planEachSegment plans the segments one after the other on a copy of the
+// state (see the file comment). A segment that holds pods is planned as a
+// hard gang at the segment tier next to them, so its late pods go into
+// their domain; the others first within the leaves the gang uses, then
+// within its S1s, then anywhere.
+func (s *State) planEachSegment(g Gang) (*Plan, *Failure) {
 	work := s.Clone()
 	prior := map[string][]Pod{}
 	leaves := map[topology.S0ID]bool{}
 	s1s := map[topology.S1ID]bool{}
+	if h := g.Held; !h.Empty() {
+		for id := range h.S0s {
+			leaves[id] = true
+		}
+		for id := range h.S1s {
+			s1s[id] = true
+		}
+	}
 	var assign []Assignment
-	for start := 0; start < len(g.Pods); start += size {
-		seg := Gang{Job: g.Job, Pods: g.Pods[start : start+size], Need: size, Mode: ModeHard, HighestTier: g.Segment.Tier,
+	for _, sg := range segmentsOf(g) {
+		seg := Gang{Job: g.Job, Pods: sg.pods, Need: len(sg.pods), Mode: ModeHard, HighestTier: g.Segment.Tier,
 			Allowed: g.Allowed, Exclude: g.Exclude, ExcludeS0s: g.ExcludeS0s}
 		if g.Admit != nil {
 			// The node admits the segment's pods next to the gang's pods
@@ -95,20 +179,25 @@ func (s *State) planEachSegment(g Gang) (*Plan, *Failure) {
 		}
 		var plan *Plan
 		var fail *Failure
-		for _, within := range []map[topology.S0ID]bool{leaves, s.leavesOfS1s(s1s), nil} {
-			if within != nil && len(within) == 0 {
-				continue
-			}
-			try := seg
-			if within != nil {
-				try.ExcludeS0s = outside(s.fabric, within, g.ExcludeS0s)
-			}
-			if plan, fail = work.Plan(try); plan != nil {
-				break
+		if len(sg.held) > 0 {
+			seg.Held = heldOfRanks(s.fabric, sg.held)
+			plan, fail = work.Plan(seg)
+		} else {
+			for _, within := range []map[topology.S0ID]bool{leaves, s.leavesOfS1s(s1s), nil} {
+				if within != nil && len(within) == 0 {
+					continue
+				}
+				try := seg
+				if within != nil {
+					try.ExcludeS0s = outside(s.fabric, within, g.ExcludeS0s)
+				}
+				if plan, fail = work.Plan(try); plan != nil {
+					break
+				}
 			}
 		}
 		if plan == nil {
-			return nil, segmentFailure(g, start, fail)
+			return nil, segmentFailure(g, sg, fail)
 		}
 		for _, a := range plan.Assignments {
 			work.Apply(a.PodUID, a)
@@ -125,12 +214,31 @@ func (s *State) planEachSegment(g Gang) (*Plan, *Failure) {
 	return planOf(s.fabric, g.Held, assign), nil
 }
 
+// heldOfRanks is what the given held pods hold.
+func heldOfRanks(f *topology.Fabric, ranks []HeldRank) *Held {
+	h := &Held{Nodes: map[string]bool{}, S0s: map[topology.S0ID]bool{}, S1s: map[topology.S1ID]bool{}, Pods: len(ranks), Ranks: ranks}
+	for _, r := range ranks {
+		h.Nodes[r.Node] = true
+		for _, id := range r.Leaves {
+			h.S0s[id] = true
+			if l, ok := f.Leaf(id); ok {
+				h.S1s[l.S1] = true
+			}
+		}
+	}
+	return h
+}
+
 // segmentFailure names the segment that fits nowhere.
-func segmentFailure(g Gang, start int, fail *Failure) *Failure {
+func segmentFailure(g Gang, sg segment, fail *Failure) *Failure {
 	size := g.Segment.Size
 	domain := map[Tier]string{TierNode: "node (with its NICs under one S0)", TierS0: "S0", TierS1: "S1"}[g.Segment.Tier]
-	msg := fmt.Sprintf("no %s holds segment %d of %d (ranks %d-%d, %d pods of %s) next to the segments before it",
-		domain, start/size+1, len(g.Pods)/size, start, start+size-1, size, mainShape(g.Pods[start:start+size]))
+	next := "next to the segments before it"
+	if len(sg.held) > 0 {
+		next = fmt.Sprintf("where its %d placed pods are", len(sg.held))
+	}
+	msg := fmt.Sprintf("no %s holds segment %d of %d (ranks %d-%d, %d pods of %s) %s",
+		domain, sg.index+1, gangMembers(g)/size, sg.index*size, sg.index*size+size-1, len(sg.pods), mainShape(sg.pods), next)
 	if fail != nil {
 		msg += ": " + fail.Message
 	}
@@ -170,33 +278,33 @@ func outside(f *topology.Fabric, within, excluded map[topology.S0ID]bool) map[to
 }
 
 // segmentsKept reports whether every segment of the plan, by the ranks of
-// g.Pods, sits within one domain of the segment tier.
+// g.Pods and the held pods of each, sits within one domain of the segment
+// tier.
 func segmentsKept(f *topology.Fabric, g Gang, p *Plan) bool {
 	byUID := make(map[string]Assignment, len(p.Assignments))
 	for _, a := range p.Assignments {
 		byUID[a.PodUID] = a
 	}
-	pods := append([]Pod(nil), g.Pods...)
-	sort.SliceStable(pods, func(i, j int) bool { return pods[i].Rank < pods[j].Rank })
-	size := g.Segment.Size
-	for start := 0; start < len(pods); start += size {
+	for _, sg := range segmentsOf(g) {
 		nodes := map[string]bool{}
 		leaves := map[topology.S0ID]bool{}
-		s1s := map[topology.S1ID]bool{}
-		for _, pod := range pods[start : start+size] {
+		add := func(node string, ids []topology.S0ID) {
+			nodes[node] = true
+			for _, id := range ids {
+				leaves[id] = true
+			}
+		}
+		for _, pod := range sg.pods {
 			a, ok := byUID[pod.UID]
 			if !ok {
 				return false
 			}
-			nodes[a.Node] = true
-			for _, id := range f.NICLeaves(a.Node, a.NICs()) {
-				leaves[id] = true
-				if l, ok := f.Leaf(id); ok {
-					s1s[l.S1] = true
-				}
-			}
+			add(a.Node, f.NICLeaves(a.Node, a.NICs()))
 		}
-		if TierOf(len(nodes), len(leaves), len(s1s)) > g.Segment.Tier {
+		for _, r := range sg.held {
+			add(r.Node, r.Leaves)
+		}
+		if TierOf(len(nodes), len(leaves), s1Count(f, leaves)) > g.Segment.Tier {
 			return false
 		}
 	}

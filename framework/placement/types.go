@@ -142,7 +142,34 @@ type Held struct {
 	S1s   map[topology.S1ID]bool
 	// Pods counts the held pods that use RDMA.
 	Pods int
+	// Ranks lists held pods with their ranks in the gang, in rank order,
+	// when the caller ranked the held and the pending pods together (the
+	// ranks of Gang.Pods then count the held pods too): a late pod is
+	// placed next to its rank neighbours (neighbours.go) and a segment's
+	// late pods go where its held pods are (segments.go). Empty: the
+	// pending pods are ranked among themselves.
+	Ranks []HeldRank
 }
+
+// HeldRank is one held pod of a gang: its rank and where it sits.
+type HeldRank struct {
+	Rank int
+	Node string
+	// Leaves are the leaves of its NICs, sorted.
+	Leaves []topology.S0ID
+}
+
+// leafKey names the leaves of a held pod as slot.leaf does.
+func (r HeldRank) leafKey() string {
+	parts := make([]string, len(r.Leaves))
+	for i, id := range r.Leaves {
+		parts[i] = string(id)
+	}
+	return strings.Join(parts, ",")
+}
+
+// ranked reports whether the held pods carry ranks (Held.Ranks).
+func (h *Held) ranked() bool { return h != nil && len(h.Ranks) > 0 }
 
 // Empty reports whether nothing is held.
 func (h *Held) Empty() bool { return h == nil || len(h.Nodes) == 0 }
@@ -182,6 +209,10 @@ type Gang struct {
 	// Segment keeps blocks of consecutive ranks within one domain
 	// (segments.go); the zero value asks nothing.
 	Segment Segment
+	// Members is how many pods the gang's ranks number (the held pods of
+	// Held.Ranks, Pods, and pending pods planned later), which a segment
+	// size must divide; 0 means len(Pods) plus len(Held.Ranks).
+	Members int
 }
 
 // Assignment is where one pod goes.

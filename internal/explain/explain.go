@@ -143,13 +143,12 @@ func Explain(cfg topology.Config, snap *live.Snapshot, pg *schedulingv1beta1.Pod
 	reserved, _ := ledger.Rebuild(cfg, snap.Cluster.Pods, f)
 	if len(bound) > 0 {
 		e.Current = where(f, reserved, bound)
-		e.Ranked, e.RingCrossings = ranked(f, reserved, bound, pending)
+		e.Ranked, e.RingCrossings = ranked(f, reserved, bound, pending, snap.JobTasks)
 	}
 
 	gpu, rdma := corev1.ResourceName(cfg.GPUResource), corev1.ResourceName(cfg.RDMAResource)
 	var pods []placement.Pod
 	var reps []*corev1.Pod
-	var ranks []placement.RankSource
 	for _, p := range pending {
 		sh := rdmatopology.ShapeOf(p, api.NewTaskInfo(p).InitResreq, gpu, rdma)
 		if sh.NICs <= 0 {
@@ -157,16 +156,34 @@ func Explain(cfg topology.Config, snap *live.Snapshot, pg *schedulingv1beta1.Pod
 		}
 		pods = append(pods, placement.Pod{UID: string(p.UID), Name: p.Namespace + "/" + p.Name, Shape: sh, Group: len(reps)})
 		reps = append(reps, p)
-		ranks = append(ranks, placement.RankSource{Name: p.Namespace + "/" + p.Name, Labels: p.Labels, Annotations: p.Annotations})
 	}
-	// Ranks as the scheduler reads them (a Volcano Job's tasks by name: the
-	// snapshot holds no Jobs); the gang's pods in rank order.
-	rank, rerr := placement.Ranks(ranks, nil)
+	// Ranks as the scheduler reads them (rdmatopology.RanksOf, a Volcano
+	// Job's tasks in spec order when the snapshot has the Job, else by
+	// name) over the pending RDMA pods and the bound pods that hold NICs,
+	// as the scheduler ranks a gang: the pods in rank order, the held ones
+	// with theirs, so that late pods are planned next to their neighbours.
+	gangHeld := held(f, reserved, bound)
+	members := 0
+	var holding []*corev1.Pod
+	for _, p := range bound {
+		if _, ok := reserved.Get(string(p.UID)); ok {
+			holding = append(holding, p)
+		}
+	}
+	rank, rerr := rdmatopology.RanksOf(append(append([]*corev1.Pod(nil), reps...), holding...), snap.JobTasks)
 	if rerr == nil {
 		for i := range pods {
 			pods[i].Rank = rank[i]
 		}
 		sort.SliceStable(pods, func(i, j int) bool { return pods[i].Rank < pods[j].Rank })
+		for i, p := range holding {
+			r, _ := reserved.Get(string(p.UID))
+			leaves := f.NICLeaves(r.Node, r.NICs())
+			sort.Slice(leaves, func(a, b int) bool { return leaves[a] < leaves[b] })
+			gangHeld.Ranks = append(gangHeld.Ranks, placement.HeldRank{Rank: rank[len(reps)+i], Node: r.Node, Leaves: leaves})
+		}
+		sort.SliceStable(gangHeld.Ranks, func(i, j int) bool { return gangHeld.Ranks[i].Rank < gangHeld.Ranks[j].Rank })
+		members = len(reps) + len(holding)
 	} else if cerr == nil {
 		cerr = rerr
 	}
@@ -196,7 +213,7 @@ func Explain(cfg topology.Config, snap *live.Snapshot, pg *schedulingv1beta1.Pod
 	st := placement.NewState(f, reserved)
 	rdmatopology.LimitNodes(st, nodes, gpu, rdma)
 	gang := placement.Gang{Job: pg.Namespace + "/" + pg.Name, Pods: pods, Need: need,
-		Mode: contract.Mode, HighestTier: contract.HighestTier, Held: held(f, reserved, bound),
+		Mode: contract.Mode, HighestTier: contract.HighestTier, Held: gangHeld, Segment: contract.Segment, Members: members,
 		Allowed: func(node string, group int) bool {
 			ni, ok := nodes[node]
 			return ok && admits(reps[group], ni.Node)
@@ -264,16 +281,13 @@ func where(f *topology.Fabric, l *ledger.Ledger, bound []*corev1.Pod) *Placement
 }
 
 // ranked returns the bound pods in rank order (ranks over the whole gang,
-// as placement.Ranks reads them) with their leaves, and the leaf changes
+// as rdmatopology.RanksOf reads them, tasks giving a Volcano Job's task
+// order) with their leaves, and the leaf changes
 // along the ring over those that hold NICs; nothing when a rank is
 // invalid.
-func ranked(f *topology.Fabric, l *ledger.Ledger, bound, pending []*corev1.Pod) ([]RankedPod, *int) {
+func ranked(f *topology.Fabric, l *ledger.Ledger, bound, pending []*corev1.Pod, tasks func(namespace, job string) []string) ([]RankedPod, *int) {
 	all := append(append([]*corev1.Pod(nil), bound...), pending...)
-	src := make([]placement.RankSource, len(all))
-	for i, p := range all {
-		src[i] = placement.RankSource{Name: p.Namespace + "/" + p.Name, Labels: p.Labels, Annotations: p.Annotations}
-	}
-	rank, err := placement.Ranks(src, nil)
+	rank, err := rdmatopology.RanksOf(all, tasks)
 	if err != nil {
 		return []RankedPod{}, nil
 	}

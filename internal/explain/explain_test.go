@@ -12,6 +12,7 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/live"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
@@ -184,6 +185,56 @@ func TestExplainRanks(t *testing.T) {
 			}
 			if !strings.Contains(b.String(), tc.wantText) {
 				t.Errorf("text does not contain %q:\n%s", tc.wantText, b.String())
+			}
+		})
+	}
+}
+
+// TestExplainVolcanoJobTaskOrder checks that explain ranks a Volcano Job's
+// pods as the scheduler does: by the Job's spec.tasks order when the
+// snapshot has the Job, else by task name.
+func TestExplainVolcanoJobTaskOrder(t *testing.T) {
+	cases := map[string]struct {
+		tasks map[string][]string
+		want  []string
+	}{
+		"spec.tasks lists worker before chief": {
+			tasks: map[string][]string{"research/vj": {"worker", "chief"}},
+			want:  []string{"research/vj-worker-0", "research/vj-worker-1", "research/vj-chief-0", "research/vj-chief-1"},
+		},
+		"Job not read: tasks by name": {
+			want: []string{"research/vj-chief-0", "research/vj-chief-1", "research/vj-worker-0", "research/vj-worker-1"},
+		},
+		"another Job's order does not apply": {
+			tasks: map[string][]string{"research/other": {"worker", "chief"}},
+			want:  []string{"research/vj-chief-0", "research/vj-chief-1", "research/vj-worker-0", "research/vj-worker-1"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			nodes, cnrs := fourNodes(nil, nil)
+			pg, _ := gangOf(4, "soft", "s1", "")
+			var bound []*corev1.Pod
+			for n, task := range []string{"worker", "worker", "chief", "chief"} {
+				idx := fmt.Sprint(n % 2)
+				z := n / 2
+				bound = append(bound, builders.MakePod("research", fmt.Sprintf("vj-%s-%s", task, idx)).Group("llm").
+					Req(builders.GPUResource, "4").Req(builders.RDMAResource, "2").Node(fmt.Sprintf("n%d", n+1)).
+					Label(placement.KeyTaskSpec, task).Label(placement.KeyTaskIndex, idx).
+					Annotation(placement.KeyTaskSpec, task).Annotation(placement.KeyTaskIndex, idx).
+					Annotation("volcano.sh/job-name", "vj").
+					Annotation(ledger.AnnotationNICs, builders.NUMANICs[z][0]+","+builders.NUMANICs[z][1]).
+					Annotation(ledger.AnnotationNUMA, fmt.Sprint(z)).Obj())
+			}
+			snap := &live.Snapshot{Cluster: &workload.Cluster{Nodes: nodes, CNRs: cnrs, Pods: bound},
+				PodGroups: []*schedulingv1beta1.PodGroup{pg}, VolcanoJobTasks: tc.tasks}
+			e := Explain(topology.Config{S1NodeLabel: builders.S1Label}, snap, pg)
+			var got []string
+			for _, rp := range e.Ranked {
+				got = append(got, rp.Pod)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("pods in rank order (-want,+got):\n%s", diff)
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/rdmatopo/rdmatopo/internal/explain"
@@ -52,7 +53,11 @@ func newExplainCommand(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			jobErr := readVolcanoJob(ctx, c, snap, pg)
 			e := explain.Explain(conf.Topology, snap, pg)
+			if jobErr != nil {
+				e.Notes = append(e.Notes, jobErr.Error()+": ranks order the Job's tasks by name, not by spec.tasks")
+			}
 			if output != OutputTable {
 				return writeStructured(o.stdout, output, e)
 			}
@@ -131,4 +136,17 @@ func resolve(ctx context.Context, c *live.Clients, snap *live.Snapshot, ns, targ
 		return nil, fmt.Errorf("pod %s/%s belongs to no PodGroup (annotation %s is %q)", ns, name, schedulingv1beta1.KubeGroupNameAnnotationKey, group)
 	}
 	return nil, usagef("explain %q: unknown kind %q (want podgroup, job, pytorchjob or pod)", target, kind)
+}
+
+// readVolcanoJob reads into the snapshot the task order of the Volcano Job
+// whose pods the gang holds (their volcano.sh/job-name), which ranks
+// depend on; nothing for a gang of another controller.
+func readVolcanoJob(ctx context.Context, c *live.Clients, snap *live.Snapshot, pg *schedulingv1beta1.PodGroup) error {
+	bound, pending := snap.PodsOf(pg.Namespace, pg.Name)
+	for _, p := range append(bound, pending...) {
+		if job := p.Annotations[batchv1alpha1.JobNameKey]; job != "" {
+			return snap.FetchJobTasks(ctx, c, pg.Namespace, job)
+		}
+	}
+	return nil
 }

@@ -126,6 +126,37 @@ type Snapshot struct {
 	PodGroups       []*schedulingv1beta1.PodGroup
 	Queues          []*schedulingv1beta1.Queue
 	PriorityClasses []*schedulingv1.PriorityClass
+	// VolcanoJobTasks maps "namespace/name" of the Volcano Jobs a tool
+	// read (Fetch reads none; FetchJobTasks adds one) to their task names
+	// in spec.tasks order, which ranks depend on.
+	VolcanoJobTasks map[string][]string
+}
+
+// JobTasks returns the task names of Volcano Job namespace/name in
+// spec.tasks order, nil when the snapshot does not have the Job.
+func (s *Snapshot) JobTasks(namespace, name string) []string {
+	return s.VolcanoJobTasks[namespace+"/"+name]
+}
+
+// FetchJobTasks reads the Volcano Job namespace/name into the snapshot's
+// VolcanoJobTasks.
+func (s *Snapshot) FetchJobTasks(ctx context.Context, c *Clients, namespace, name string) error {
+	if c.Volcano == nil {
+		return errors.New("no Volcano client")
+	}
+	job, err := c.Volcano.BatchV1alpha1().Jobs(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("Volcano Job %s/%s: %w", namespace, name, err)
+	}
+	names := make([]string, 0, len(job.Spec.Tasks))
+	for _, t := range job.Spec.Tasks {
+		names = append(names, t.Name)
+	}
+	if s.VolcanoJobTasks == nil {
+		s.VolcanoJobTasks = map[string][]string{}
+	}
+	s.VolcanoJobTasks[namespace+"/"+name] = names
+	return nil
 }
 
 // Fetch reads a snapshot of the cluster.

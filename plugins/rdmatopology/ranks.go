@@ -15,6 +15,7 @@ import (
 	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
 	"volcano.sh/volcano/pkg/scheduler/api"
 
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 )
 
@@ -45,11 +46,17 @@ func (rt *Runtime) SetVolcanoJobTasks(namespace, name string, tasks []string) {
 	o.byJob[key] = append([]string(nil), tasks...)
 }
 
-// order returns the spec order of Volcano Job namespace/name (nil: not seen).
-func (o *taskOrders) order(namespace, name string) func(task string) (int, bool) {
+// names returns the task names of Volcano Job namespace/name in spec
+// order (nil: not seen).
+func (o *taskOrders) names(namespace, name string) []string {
 	o.mu.Lock()
-	tasks := o.byJob[namespace+"/"+name]
-	o.mu.Unlock()
+	defer o.mu.Unlock()
+	return o.byJob[namespace+"/"+name]
+}
+
+// orderOf is the position of each task name in a Job's spec.tasks (nil
+// when tasks is nil: the Job is unknown).
+func orderOf(tasks []string) func(task string) (int, bool) {
 	if tasks == nil {
 		return nil
 	}
@@ -136,33 +143,83 @@ func (s *Session) taskRanks(tasks []*api.TaskInfo) ([]int, error) {
 	return s.rt.PodRanks(pods)
 }
 
-// RankPods sets each pod's Rank from its task (placement.Ranks: the
-// controller's labels, the Volcano Job's task order, rdmatopo.io/rank) and
-// sorts pods by rank. tasks[i] is the task of pods[i]. An invalid
-// rdmatopo.io/rank is an error wrapping placement.ErrInvalidContract.
-func (s *Session) RankPods(tasks []*api.TaskInfo, pods []placement.Pod) error {
-	ranks, err := s.taskRanks(tasks)
+// RankGang ranks a gang's pods to plan, tasks (tasks[i] is the task of
+// pods[i]), together with the job's other pending RDMA pods and its pods
+// that hold NICs, so that ranks number the whole gang: it sets each pod's
+// Rank and sorts pods by rank, and returns what the gang
+// holds (Held) with the held pods' ranks and places (placement.Held.Ranks),
+// and how many pods the ranks number (placement.Gang.Members). A held pod
+// whose task the session does not list is left out of the ranks. An
+// invalid rdmatopo.io/rank is an error wrapping
+// placement.ErrInvalidContract.
+func (s *Session) RankGang(job *api.JobInfo, tasks []*api.TaskInfo, pods []placement.Pod) (*placement.Held, int, error) {
+	h := s.Held(job.UID)
+	all := append([]*api.TaskInfo(nil), tasks...)
+	given := make(map[api.TaskID]bool, len(tasks))
+	for _, t := range tasks {
+		given[t.UID] = true
+	}
+	for _, t := range job.TaskStatusIndex[api.Pending] {
+		if !given[t.UID] && s.RequestsRDMA(t) {
+			given[t.UID] = true
+			all = append(all, t)
+		}
+	}
+	s.mu.Lock()
+	var held []ledger.Reservation
+	for uid, r := range s.byJob[job.UID] {
+		if t, ok := job.Tasks[api.TaskID(uid)]; ok && !given[t.UID] {
+			held = append(held, r)
+		}
+	}
+	s.mu.Unlock()
+	sort.Slice(held, func(i, j int) bool { return held[i].UID < held[j].UID })
+	heldAt := len(all)
+	for _, r := range held {
+		all = append(all, job.Tasks[api.TaskID(r.UID)])
+	}
+	ranks, err := s.taskRanks(all)
 	if err != nil {
-		return err
+		return h, 0, err
 	}
 	for i := range pods {
 		pods[i].Rank = ranks[i]
 	}
 	sort.SliceStable(pods, func(i, j int) bool { return pods[i].Rank < pods[j].Rank })
-	return nil
+	if len(held) == 0 {
+		return h, len(all), nil
+	}
+	out := &placement.Held{Nodes: h.Nodes, S0s: h.S0s, S1s: h.S1s, Pods: h.Pods}
+	for i, r := range held {
+		leaves := s.Fabric.NICLeaves(r.Node, r.NICs())
+		sort.Slice(leaves, func(a, b int) bool { return leaves[a] < leaves[b] })
+		out.Ranks = append(out.Ranks, placement.HeldRank{Rank: ranks[heldAt+i], Node: r.Node, Leaves: leaves})
+	}
+	sort.SliceStable(out.Ranks, func(i, j int) bool { return out.Ranks[i].Rank < out.Ranks[j].Rank })
+	return out, len(all), nil
 }
 
-// PodRanks returns the rank of each pod of one gang (placement.Ranks over
-// their labels and annotations, a Volcano Job's tasks in the spec order
-// the runtime saw). An invalid rdmatopo.io/rank is an error wrapping
-// placement.ErrInvalidContract.
+// PodRanks returns the rank of each pod of one gang (RanksOf, with the
+// Volcano Jobs' task order the runtime saw). An invalid rdmatopo.io/rank
+// is an error wrapping placement.ErrInvalidContract.
 func (r *Runtime) PodRanks(pods []*v1.Pod) ([]int, error) {
+	return RanksOf(pods, r.tasks.names)
+}
+
+// RanksOf returns the rank of each pod of one gang: placement.Ranks over
+// their labels and annotations, a Volcano Job's tasks in the order tasks
+// gives (tasks(namespace, job) lists the names of the Job's spec.tasks in
+// order, nil when the Job is unknown; a nil tasks knows no Job). The
+// scheduler calls it through Runtime.PodRanks; tools without a runtime
+// (kubectl rdmatopo explain) with the Job they read. An invalid
+// rdmatopo.io/rank is an error wrapping placement.ErrInvalidContract.
+func RanksOf(pods []*v1.Pod, tasks func(namespace, job string) []string) ([]int, error) {
 	src := make([]placement.RankSource, len(pods))
 	var order func(string) (int, bool)
 	for i, p := range pods {
 		src[i] = placement.RankSource{Name: p.Namespace + "/" + p.Name, Labels: p.Labels, Annotations: p.Annotations}
-		if job := p.Annotations[batchv1alpha1.JobNameKey]; order == nil && job != "" {
-			order = r.tasks.order(p.Namespace, job)
+		if job := p.Annotations[batchv1alpha1.JobNameKey]; order == nil && job != "" && tasks != nil {
+			order = orderOf(tasks(p.Namespace, job))
 		}
 	}
 	return placement.Ranks(src, order)

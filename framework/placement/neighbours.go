@@ -1,0 +1,149 @@
+// Late pods: the pods of a gang planned after others of it are placed (a
+// pod re-created after a failure or an eviction, pods beyond minMember).
+//
+// The tier searches grow a held gang within what it holds, but among the
+// leaves it holds they pick by fit, not by rank: a re-created rank 2 of a
+// gang on leaves A (ranks 0-3) and B (ranks 4-7) may land on B, and the
+// ring then crosses four leaf boundaries where two would do. nextToRanks
+// tries the late pods next to their rank neighbours first, the held pods
+// of the nearest ranks below and above each: on the neighbours' nodes with
+// NICs under the neighbours' leaves, then anywhere under those leaves, then
+// under the leaves of the neighbours' S1s. It keeps the first of these
+// that the fill verifies unless it costs the gang more leaves (or S1s)
+// than the search's own choice, or exceeds a hard tier; rank order then
+// seats each pod next to the rank before it (rankorder.go).
+
+package placement
+
+import (
+	"sort"
+
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+)
+
+// nextToRanks returns a candidate next to the pods' held rank neighbours
+// when one is no worse than c (see the file comment), else c.
+func (p *planner) nextToRanks(pods []Pod, c *candidate, limit Tier) *candidate {
+	h := p.g.Held
+	if c == nil || !h.ranked() {
+		return c
+	}
+	nodes, leaves := p.neighbours(pods)
+	if len(leaves) == 0 {
+		return c
+	}
+	s1s := map[topology.S1ID]bool{}
+	for id := range leaves {
+		if l, ok := p.s.fabric.Leaf(id); ok {
+			s1s[l.S1] = true
+		}
+	}
+	s1Leaves := map[topology.S0ID]bool{}
+	for id := range s1s {
+		for _, leaf := range p.s.fabric.LeavesOf(id) {
+			s1Leaves[leaf] = true
+		}
+	}
+	stages := []struct {
+		nodes  []string
+		leaves map[topology.S0ID]bool
+	}{
+		{nodes, leaves},
+		{p.nodesUnder(leaves), leaves},
+		{p.nodesUnder(s1Leaves), s1Leaves},
+	}
+	base := p.gangSpan(c.assign)
+	for _, st := range stages {
+		if len(st.nodes) == 0 {
+			continue
+		}
+		assign, ok := p.fill(pods, st.nodes, st.leaves)
+		if !ok {
+			continue
+		}
+		span := p.gangSpan(assign)
+		if span.leaves > base.leaves || span.leaves == base.leaves && span.s1s > base.s1s || span.tier() > limit {
+			continue
+		}
+		return &candidate{assign: assign, leaves: p.leavesOf(assign), key: "neighbours"}
+	}
+	return c
+}
+
+// neighbours lists the nodes and leaves of the held pods whose ranks are
+// nearest each pod's, below and above.
+func (p *planner) neighbours(pods []Pod) ([]string, map[topology.S0ID]bool) {
+	ranks := append([]HeldRank(nil), p.g.Held.Ranks...)
+	sort.SliceStable(ranks, func(i, j int) bool { return ranks[i].Rank < ranks[j].Rank })
+	nodes := map[string]bool{}
+	leaves := map[topology.S0ID]bool{}
+	add := func(r HeldRank) {
+		nodes[r.Node] = true
+		for _, id := range r.Leaves {
+			leaves[id] = true
+		}
+	}
+	for _, pod := range pods {
+		i := sort.Search(len(ranks), func(i int) bool { return ranks[i].Rank >= pod.Rank })
+		if i > 0 {
+			add(ranks[i-1])
+		}
+		if i < len(ranks) {
+			add(ranks[i])
+		}
+	}
+	names := make([]string, 0, len(nodes))
+	for n := range nodes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names, leaves
+}
+
+// nodesUnder lists the nodes with a NIC under one of the leaves, sorted.
+func (p *planner) nodesUnder(leaves map[topology.S0ID]bool) []string {
+	seen := map[string]bool{}
+	var out []string
+	for id := range leaves {
+		l, ok := p.s.fabric.Leaf(id)
+		if !ok {
+			continue
+		}
+		for _, s := range l.Slots {
+			if n := s.Node.Name; !seen[n] {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// span counts what a whole gang uses.
+type span struct{ nodes, leaves, s1s int }
+
+// tier is the span's tier.
+func (s span) tier() Tier { return TierOf(s.nodes, s.leaves, s.s1s) }
+
+// gangSpan counts the nodes, leaves and S1s of the held pods and assign
+// together.
+func (p *planner) gangSpan(assign []Assignment) span {
+	nodes := map[string]bool{}
+	leaves := map[topology.S0ID]bool{}
+	if h := p.g.Held; !h.Empty() {
+		for n := range h.Nodes {
+			nodes[n] = true
+		}
+		for id := range h.S0s {
+			leaves[id] = true
+		}
+	}
+	for _, a := range assign {
+		nodes[a.Node] = true
+	}
+	for id := range p.leavesOf(assign) {
+		leaves[id] = true
+	}
+	return span{nodes: len(nodes), leaves: len(leaves), s1s: max(1, s1Count(p.s.fabric, leaves))}
+}
