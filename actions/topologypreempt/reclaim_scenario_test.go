@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 
 	"github.com/rdmatopo/rdmatopo/actions/topologypreempt"
 )
@@ -82,6 +85,37 @@ func TestReclaimScenarios(t *testing.T) {
 				c.inQueue("train", "big")
 			},
 		},
+		"a gang that would take its queue beyond its deserved share reclaims nothing": {
+			// train deserves 16 of the 64 GPUs (weight 1 of 4: wait asks
+			// for 64 with weight 2, batch for 48), holds 4 (t0) and asks
+			// for 16 more: its first pod fits within the share, the gang
+			// does not. Every pod the gang pipelines is asked the
+			// session's Allocatable (proportion bounds it by the deserved
+			// share), as Volcano's reclaim asks it and Preemptive of each
+			// task, so no pod of the gang may take the queue past its
+			// share; batch (48 held, 16 deserved) would otherwise give up
+			// a leaf.
+			build: func(c *cluster) {
+				c.eightNodes()
+				c.addQueue("batch", true)
+				c.addQueue("train", true)
+				c.addQueue("wait", true)
+				c.queues[len(c.queues)-1].Spec.Weight = 2
+				var batch []string
+				for i, s := range []slot{{"n1", 0}, {"n2", 0}, {"n3", 0}, {"n4", 0}, {"n5", 0}, {"n6", 0}, {"n7", 0}, {"n8", 0},
+					{"n5", 1}, {"n6", 1}, {"n7", 1}, {"n8", 1}} {
+					name := fmt.Sprintf("b%d", i)
+					c.addRunning(name, "low", 1, s)
+					batch = append(batch, name)
+				}
+				c.inQueue("batch", batch...)
+				c.addRunning("t0", "high", 1, slot{"n1", 1})
+				c.addPending("big", "high", 4, hardS0)
+				c.inQueue("train", "t0", "big")
+				c.addUnplaceable("idle", "low", 16)
+				c.inQueue("wait", "idle")
+			},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -115,5 +149,18 @@ func TestReclaimScenarios(t *testing.T) {
 				t.Errorf("big leaves (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// addUnplaceable adds a pending job of n pods of 4 GPUs, no NICs, that no
+// node's labels match: it asks its queue for a share and never runs.
+func (c *cluster) addUnplaceable(name, class string, n int) {
+	c.podGroup(name, class, n, schedulingv1beta1.PodGroupInqueue, nil)
+	for i := 0; i < n; i++ {
+		p := builders.MakePod("ns", fmt.Sprintf("%s-%d", name, i)).Group(name).
+			Req(builders.GPUResource, "4").Req("cpu", "1").Obj()
+		p.Spec.SchedulerName = "volcano"
+		p.Spec.NodeSelector = map[string]string{"pool": "none"}
+		c.pods = append(c.pods, p)
 	}
 }

@@ -588,9 +588,13 @@ func (r *loadReplay) finish(occSum float64) {
 		}
 		if r.waiting(i) {
 			res.StarvedGangs++
+			klog.V(2).InfoS("Starved gang", "gang", g.Name, "latest", r.latest[i].name, "queue", g.Queue,
+				"priority", g.PriorityClass(), "pods", g.Pods, "tier", g.HighestTier, "kind", int(g.Kind), "arrived", g.Arrive)
 		}
 		if g.Mode == placement.ModeHard && !r.within[i] {
 			res.NeverWithinTier++
+			klog.V(2).InfoS("Gang never within its tier", "gang", g.Name, "latest", r.latest[i].name, "queue", g.Queue,
+				"priority", g.PriorityClass(), "pods", g.Pods, "tier", g.HighestTier, "kind", int(g.Kind), "arrived", g.Arrive, "ran", r.ran[i])
 		}
 	}
 	res.BigGangWaitP50Cycles = percentile(waits, 0.50)
