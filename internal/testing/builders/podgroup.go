@@ -3,6 +3,7 @@ package builders
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -47,6 +48,14 @@ func (w *PodGroupWrapper) Queue(name string) *PodGroupWrapper {
 // PriorityClass sets spec.priorityClassName.
 func (w *PodGroupWrapper) PriorityClass(name string) *PodGroupWrapper {
 	w.pg.Spec.PriorityClassName = name
+	return w
+}
+
+// MinResources sets spec.minResources, what the gang needs to start (the
+// enqueue step weighs it against its queue's room).
+func (w *PodGroupWrapper) MinResources(req corev1.ResourceList) *PodGroupWrapper {
+	r := req.DeepCopy()
+	w.pg.Spec.MinResources = &r
 	return w
 }
 
