@@ -5,10 +5,10 @@
 // status and PodGroup status are written back between cycles, as the
 // informers would deliver them).
 //
-// It is the engine of `rdmatopo simulate`, and a library for benchmarks and
-// soak tests: a bind hook can fail binds, a per-cycle callback observes each
-// cycle, and nodes, KCNRs, pods and PodGroups can be added or removed
-// between cycles.
+// It is the engine of `rdmatopo simulate`, the harness of the actions'
+// scenario tests, and a library for benchmarks and soak tests: a bind hook
+// can fail binds, a per-cycle callback observes each cycle, and nodes,
+// KCNRs, pods and PodGroups can be added or removed between cycles.
 //
 // Volcano keeps process-wide state (registries, scheduler options, the
 // enabled-action map, the rdma-topology runtime). Each cycle sets it as
