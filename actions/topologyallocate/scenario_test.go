@@ -19,8 +19,8 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/sim"
+	"github.com/rdmatopo/rdmatopo/internal/sim/simtest"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
-	"github.com/rdmatopo/rdmatopo/internal/workload"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
@@ -129,30 +129,6 @@ func pluginArgs(args ...string) option {
 	}
 }
 
-// newSim builds a simulator running the project's conf over the cluster:
-// its nodes, KCNRs and HyperNodes, the queue "default", and its PodGroups
-// and pods (bound ones hold their nodes).
-func newSim(t *testing.T, c *cluster, opts ...option) *sim.Simulator {
-	t.Helper()
-	st := &setup{conf: config.SchedulerConf}
-	for _, o := range opts {
-		o(t, st)
-	}
-	conf, err := sim.ParseConf(st.conf)
-	if err != nil {
-		t.Fatalf("scheduler conf: %v", err)
-	}
-	s, err := sim.New(conf, &workload.Cluster{Nodes: c.nodes, CNRs: c.cnrs, HyperNodes: c.hyperNodes}, st.opts)
-	if err != nil {
-		t.Fatalf("simulator: %v", err)
-	}
-	if err := s.Submit(&workload.Set{Queues: []*schedulingv1beta1.Queue{workload.NewDefaultQueue()},
-		PodGroups: c.pgs, Pods: c.pods, VolcanoJobTasks: c.tasks}); err != nil {
-		t.Fatalf("submit: %v", err)
-	}
-	return s
-}
-
 // outcome is what one session produced.
 type outcome struct {
 	binds map[string]*sim.BindRecord // ns/name -> bind
@@ -168,35 +144,14 @@ type outcome struct {
 // the simulator and returns what it did.
 func runSession(t *testing.T, c *cluster, opts ...option) *outcome {
 	t.Helper()
-	s := newSim(t, c, opts...)
-	rep, err := s.RunCycle()
-	if err != nil {
-		t.Fatal(err)
+	st := &setup{conf: config.SchedulerConf}
+	for _, o := range opts {
+		o(t, st)
 	}
-	out := &outcome{binds: map[string]*sim.BindRecord{}, pgs: map[string]*schedulingv1beta1.PodGroup{},
-		patched: map[string]map[string]string{}, ledger: s.Ledger()}
-	for i := range rep.Binds {
-		b := &rep.Binds[i]
-		out.binds[b.Pod.Namespace+"/"+b.Pod.Name] = b
-	}
-	if len(rep.FailedBinds) > 0 {
-		t.Errorf("%d binds failed, want none (the simulator's binder fails none)", len(rep.FailedBinds))
-	}
-	for _, pg := range s.PodGroups() {
-		out.pgs[pg.Namespace+"/"+pg.Name] = pg
-	}
-	for _, p := range rep.Patches {
-		if out.patched[p.Pod] == nil {
-			out.patched[p.Pod] = map[string]string{}
-		}
-		for k, v := range p.Annotations {
-			out.patched[p.Pod][k] = v
-		}
-	}
-	if err := out.ledger.CheckInvariants(); err != nil {
-		t.Errorf("ledger invariants: %v", err)
-	}
-	return out
+	sc := simtest.Start(t, st.conf, simtest.Cluster{Nodes: c.nodes, CNRs: c.cnrs, HyperNodes: c.hyperNodes,
+		PodGroups: c.pgs, Pods: c.pods, VolcanoJobTasks: c.tasks}, st.opts)
+	o := sc.Session()
+	return &outcome{binds: o.Binds, pgs: o.PodGroups, patched: o.Patched, ledger: sc.Sim.Ledger()}
 }
 
 // leavesOf returns the S0 annotations of the bound pods of a job, sorted.

@@ -24,6 +24,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/config"
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/internal/sim"
+	"github.com/rdmatopo/rdmatopo/internal/sim/simtest"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
@@ -232,12 +233,8 @@ func (c *cluster) addPending(name, class string, n int, ann map[string]string) {
 // and KCNRs are written back between them as the API server and the node
 // agent would.
 type run struct {
-	t *testing.T
-	c *cluster
-	s *sim.Simulator
-	// submitted are the PodGroups and pods ("ns/name") handed to the
-	// simulator so far.
-	submitted map[string]bool
+	c  *cluster
+	sc *simtest.Scenario
 }
 
 // start builds a simulator over the cluster as it is: its nodes, KCNRs,
@@ -250,56 +247,13 @@ func start(t *testing.T, c *cluster) *run {
 // startWith is start with simulator options.
 func startWith(t *testing.T, c *cluster, opts sim.Options) *run {
 	t.Helper()
-	conf, err := sim.ParseConf(config.SchedulerConf)
-	if err != nil {
-		t.Fatalf("scheduler conf: %v", err)
-	}
-	s, err := sim.New(conf, &workload.Cluster{Nodes: c.nodes, CNRs: c.kcnrs()}, opts)
-	if err != nil {
-		t.Fatalf("simulator: %v", err)
-	}
-	if err := s.Submit(&workload.Set{Queues: append([]*schedulingv1beta1.Queue{workload.NewDefaultQueue()}, c.queues...),
-		PriorityClasses: priorityClasses}); err != nil {
-		t.Fatalf("submit: %v", err)
-	}
-	r := &run{t: t, c: c, s: s, submitted: map[string]bool{}}
-	r.submit()
-	return r
-}
-
-// submit hands the simulator the cluster's PodGroups and pods it does not
-// have yet (jobs added since the last session).
-func (r *run) submit() {
-	r.t.Helper()
-	set := &workload.Set{}
-	for _, pg := range r.c.pgs {
-		if key := "pg:" + pg.Namespace + "/" + pg.Name; !r.submitted[key] {
-			r.submitted[key] = true
-			set.PodGroups = append(set.PodGroups, pg)
-		}
-	}
-	for _, p := range r.c.pods {
-		if key := p.Namespace + "/" + p.Name; !r.submitted[key] {
-			r.submitted[key] = true
-			set.Pods = append(set.Pods, p)
-		}
-	}
-	if err := r.s.Submit(set); err != nil {
-		r.t.Fatalf("submit: %v", err)
-	}
+	return &run{c: c, sc: simtest.Start(t, config.SchedulerConf, simtest.Cluster{Nodes: c.nodes, CNRs: c.kcnrs(),
+		Queues: c.queues, PriorityClasses: priorityClasses, PodGroups: c.pgs, Pods: c.pods}, opts)}
 }
 
 // finish deletes pods ("ns/name") that finished: they leave their nodes
 // and their nodes' KCNRs.
-func (r *run) finish(pods ...string) {
-	r.t.Helper()
-	for _, key := range pods {
-		ns, name, _ := strings.Cut(key, "/")
-		if err := r.s.DeletePod(ns, name); err != nil {
-			r.t.Fatalf("finish %s: %v", key, err)
-		}
-	}
-}
+func (r *run) finish(pods ...string) { r.sc.Finish(pods...) }
 
 // outcome is what one session produced.
 type outcome struct {
@@ -312,33 +266,12 @@ type outcome struct {
 	events []string
 }
 
-// session runs one scheduling session (a simulator cycle) over the
-// cluster, with the jobs added to it since the last one.
+// session runs one scheduling session over the cluster, with the jobs
+// added to it since the last one.
 func (r *run) session() *outcome {
-	r.t.Helper()
-	r.submit()
-	rep, err := r.s.RunCycle()
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	out := &outcome{binds: map[string]*sim.BindRecord{}, evicted: append([]string(nil), rep.Evicted...)}
-	for i := range rep.Binds {
-		b := &rep.Binds[i]
-		out.binds[b.Pod.Namespace+"/"+b.Pod.Name] = b
-	}
-	if len(rep.FailedBinds) > 0 {
-		r.t.Errorf("%d binds failed, want none (the simulator's binder fails none)", len(rep.FailedBinds))
-	}
-	sort.Strings(out.evicted)
-	for _, e := range r.s.Events() {
-		if e.Cycle == rep.Cycle {
-			out.events = append(out.events, e.Type+" "+e.Reason+" "+e.Message)
-		}
-	}
-	if err := r.s.Ledger().CheckInvariants(); err != nil {
-		r.t.Errorf("ledger invariants: %v", err)
-	}
-	return out
+	r.sc.Submit(r.c.pgs, r.c.pods)
+	o := r.sc.Session()
+	return &outcome{binds: o.Binds, evicted: o.Evicted, events: o.Events}
 }
 
 // leavesOf returns the S0 annotations of the bound pods of a job, sorted.
@@ -875,7 +808,7 @@ func TestHeldGangWaitsForItsVictims(t *testing.T) {
 			t.Errorf("%s bound to node %q (pod's nodeName %q), want one node", name, b.Node, b.Pod.Spec.NodeName)
 		}
 	}
-	for _, res := range r.s.Ledger().All() {
+	for _, res := range r.sc.Sim.Ledger().All() {
 		if strings.HasPrefix(res.Name, "soft-") && res.Node != "n8" {
 			t.Errorf("ledger keeps %s on %s, off the node it bound to", res.Name, res.Node)
 		}
