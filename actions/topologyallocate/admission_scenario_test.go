@@ -11,10 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
-	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
@@ -62,7 +60,7 @@ func nodesOf(o *outcome, job string) []string {
 	set := map[string]bool{}
 	for name, task := range o.binds {
 		if strings.HasPrefix(name, "ns/"+job+"-") {
-			set[task.NodeName] = true
+			set[task.Node] = true
 		}
 	}
 	out := make([]string, 0, len(set))
@@ -78,7 +76,7 @@ func bindings(o *outcome, job string) map[string]string {
 	out := map[string]string{}
 	for name, task := range o.binds {
 		if strings.HasPrefix(name, "ns/"+job+"-") {
-			out[strings.TrimPrefix(name, "ns/")] = task.NodeName
+			out[strings.TrimPrefix(name, "ns/")] = task.Node
 		}
 	}
 	return out
@@ -334,11 +332,11 @@ func TestKubernetesAdmission(t *testing.T) {
 			c := &cluster{}
 			tc.build(c)
 			refused := rdmatopology.PlanRefused()
-			rt := newRuntime()
+			var opts []option
 			if tc.s1s {
-				rt = rdmatopology.NewRuntime(topology.Config{S1NodeLabel: builders.S1Label}.WithDefaults())
+				opts = append(opts, pluginArgs("s1NodeLabel: "+builders.S1Label))
 			}
-			o := runSession(t, c, rt)
+			o := runSession(t, c, opts...)
 			checkBinds(t, o)
 			if n := rdmatopology.PlanRefused() - refused; n != 0 {
 				t.Errorf("%v planned nodes refused when the plan was applied, want 0", n)
@@ -389,16 +387,13 @@ func (c *cluster) addBusyNode(name, leaf0, leaf1 string, pods ...busy) {
 		NIC(builders.NUMANICs[0][0], 0, leaf0).NIC(builders.NUMANICs[0][1], 0, leaf0).
 		NIC(builders.NUMANICs[1][0], 1, leaf1).NIC(builders.NUMANICs[1][1], 1, leaf1)
 	if len(pods) > 0 && !c.hasGroup("other") {
-		c.pgs = append(c.pgs, &schedulingv1beta1.PodGroup{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "other", UID: "pg-other"},
-			Spec:       schedulingv1beta1.PodGroupSpec{MinMember: 1, Queue: "default"},
-			Status:     schedulingv1beta1.PodGroupStatus{Phase: schedulingv1beta1.PodGroupRunning},
-		})
+		c.addRunningGroup("other", 1, nil)
 	}
 	for i, b := range pods {
 		pod, uid := fmt.Sprintf("other-%s-%d", name, i), fmt.Sprintf("u-other-%s-%d", name, i)
 		consumer := builders.Consumer("ns", pod, uid)
-		pw := builders.MakePod("ns", pod).UID(uid).Node(name).Phase(corev1.PodRunning).Group("other").Req("cpu", "1")
+		pw := builders.MakePod("ns", pod).UID(uid).Node(name).Phase(corev1.PodRunning).Group("other").Req("cpu", "1").
+			SchedulerName("volcano")
 		if b.gpu > 0 {
 			pw = pw.Req(builders.GPUResource, fmt.Sprint(b.gpu))
 			w.Alloc(b.numa, consumer, corev1.ResourceList{builders.GPUResource: *resource.NewQuantity(int64(b.gpu), resource.DecimalSI)})
@@ -412,9 +407,7 @@ func (c *cluster) addBusyNode(name, leaf0, leaf1 string, pods ...busy) {
 			pw = pw.Req(builders.RDMAResource, fmt.Sprint(len(held))).
 				Annotation(ledger.AnnotationNICs, strings.Join(held, ",")).Annotation(ledger.AnnotationNUMA, fmt.Sprint(b.numa))
 		}
-		p := pw.Obj()
-		p.Spec.SchedulerName = "volcano"
-		c.pods = append(c.pods, p)
+		c.pods = append(c.pods, pw.Obj())
 	}
 	c.cnrs[len(c.cnrs)-1] = w.Obj()
 }
@@ -459,7 +452,7 @@ func TestHostPortGangsInOneSession(t *testing.T) {
 	}
 	c.addJob("free", 4, 2, 1, nil)
 	refused := rdmatopology.PlanRefused()
-	o := runSession(t, c, newRuntime())
+	o := runSession(t, c)
 	checkBinds(t, o)
 	if n := rdmatopology.PlanRefused() - refused; n != 0 {
 		t.Errorf("%v planned nodes refused when the plan was applied, want 0", n)

@@ -116,7 +116,7 @@ func TestContainerLevelNUMA(t *testing.T) {
 			setPolicy(c, tc.policy)
 			c.addContainerJob("tc", 2, tc.ann, tc.needs...)
 			refused := rdmatopology.PlanRefused()
-			o := runSession(t, c, newRuntime())
+			o := runSession(t, c)
 			checkBinds(t, o)
 			if n := rdmatopology.PlanRefused() - refused; n != 0 {
 				t.Errorf("%v planned nodes refused when the plan was applied, want 0", n)
@@ -138,16 +138,16 @@ func TestContainerLevelNUMA(t *testing.T) {
 				task := o.binds[fmt.Sprintf("ns/tc-%d", i)]
 				ann := task.Pod.Annotations
 				if tc.wantZones != "" && (ann[ledger.AnnotationNUMA] != tc.wantZones || ann[rdmatopology.AnnotationNUMABindResult] != tc.wantZones) {
-					t.Errorf("%s: NUMA %q, numa_bind_result %q, want %q", task.Name,
+					t.Errorf("%s: NUMA %q, numa_bind_result %q, want %q", task.Pod.Name,
 						ann[ledger.AnnotationNUMA], ann[rdmatopology.AnnotationNUMABindResult], tc.wantZones)
 				}
 				cs, err := ledger.ParseContainers(ann[ledger.AnnotationContainers])
 				if err != nil || (len(cs) > 0) != tc.wantSplit {
-					t.Errorf("%s: containers %q (%v), want a split: %v", task.Name, ann[ledger.AnnotationContainers], err, tc.wantSplit)
+					t.Errorf("%s: containers %q (%v), want a split: %v", task.Pod.Name, ann[ledger.AnnotationContainers], err, tc.wantSplit)
 				}
 				for _, g := range cs {
 					if len(g.NICs) != 2 {
-						t.Errorf("%s: containers %v got NICs %v, want 2", task.Name, g.Names, g.NICs)
+						t.Errorf("%s: containers %v got NICs %v, want 2", task.Pod.Name, g.Names, g.NICs)
 					}
 				}
 			}

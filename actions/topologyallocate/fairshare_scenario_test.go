@@ -64,7 +64,7 @@ func TestBeyondMinMember(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := &cluster{}
 			tc.build(c)
-			o := runSession(t, c, newRuntime())
+			o := runSession(t, c)
 			got := map[string]int{}
 			for job := range tc.wantBound {
 				got[job] = bound(o, job)

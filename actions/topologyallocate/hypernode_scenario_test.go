@@ -10,7 +10,6 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
-	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
 // s1HyperNodes are the HyperNodes of two miniPods x and y: tier-1
@@ -47,15 +46,16 @@ func TestS1FromHyperNodes(t *testing.T) {
 		Leaves []string
 	}
 	cases := map[string]struct {
-		cfg   topology.Config
+		// args are the rdma-topology plugin's arguments.
+		args  []string
 		hyper []*topology.HyperNode
 		want  map[int]placed // by gang size
 	}{
-		"label": {cfg: topology.Config{S1NodeLabel: builders.S1Label},
+		"label": {args: []string{"s1NodeLabel: " + builders.S1Label},
 			want: map[int]placed{4: {Bound: 4, Leaves: []string{"A", "B"}}, 6: {}}},
-		"hypernode": {cfg: topology.Config{S1Source: topology.S1FromHyperNode}, hyper: s1HyperNodes(),
+		"hypernode": {args: []string{"s1Source: " + string(topology.S1FromHyperNode)}, hyper: s1HyperNodes(),
 			want: map[int]placed{4: {Bound: 4, Leaves: []string{"A", "B"}}, 6: {}}},
-		"hypernode, none given": {cfg: topology.Config{S1Source: topology.S1FromHyperNode},
+		"hypernode, none given": {args: []string{"s1Source: " + string(topology.S1FromHyperNode)},
 			want: map[int]placed{4: {Bound: 4, Leaves: []string{"A", "B"}}, 6: {Bound: 6, Leaves: []string{"A", "B", "C"}}}},
 	}
 	for name, tc := range cases {
@@ -73,9 +73,8 @@ func TestS1FromHyperNodes(t *testing.T) {
 					c.nodes[i].Labels["rack"] = s1
 				}
 				c.addJob("gang", size, 4, 2, hardS1)
-				rt := rdmatopology.NewRuntime(tc.cfg)
-				rt.SetHyperNodes(tc.hyper)
-				o := runSession(t, c, rt)
+				c.hyperNodes = tc.hyper
+				o := runSession(t, c, pluginArgs(tc.args...))
 				got[size] = placed{Bound: bound(o, "gang"), Leaves: leavesOf(o, "gang")}
 				checkBinds(t, o)
 			}

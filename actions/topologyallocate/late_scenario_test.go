@@ -8,8 +8,6 @@ import (
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
@@ -39,30 +37,24 @@ func (c *cluster) addNodeHolding(name, leaf0, leaf1 string, pods ...zonePod) {
 		nics := builders.NUMANICs[zp.numa]
 		w.UseNIC(nics[0], consumer).UseNIC(nics[1], consumer).
 			Alloc(zp.numa, consumer, corev1.ResourceList{builders.GPUResource: resource.MustParse("4")})
-		p := builders.MakePod("ns", zp.name).UID(uid).Node(name).Phase(corev1.PodRunning).Group(zp.group).
+		c.pods = append(c.pods, builders.MakePod("ns", zp.name).UID(uid).Node(name).Phase(corev1.PodRunning).Group(zp.group).
 			Req("cpu", "4").Req("memory", "8Gi").Req(builders.GPUResource, "4").Req(builders.RDMAResource, "2").
-			Annotation(ledger.AnnotationNICs, nics[0]+","+nics[1]).Annotation(ledger.AnnotationNUMA, fmt.Sprint(zp.numa)).Obj()
-		p.Spec.SchedulerName = "volcano"
-		c.pods = append(c.pods, p)
+			Annotation(ledger.AnnotationNICs, nics[0]+","+nics[1]).Annotation(ledger.AnnotationNUMA, fmt.Sprint(zp.numa)).
+			SchedulerName("volcano").Obj())
 	}
 	c.cnrs[len(c.cnrs)-1] = w.Obj()
 }
 
 // addRunningGroup adds a running PodGroup of minMember pods.
 func (c *cluster) addRunningGroup(name string, minMember int, ann map[string]string) {
-	c.pgs = append(c.pgs, &schedulingv1beta1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("pg-ns-" + name), Annotations: ann},
-		Spec:       schedulingv1beta1.PodGroupSpec{MinMember: int32(minMember), Queue: "default"},
-		Status:     schedulingv1beta1.PodGroupStatus{Phase: schedulingv1beta1.PodGroupRunning},
-	})
+	c.pgs = append(c.pgs, builders.MakePodGroup("ns", name).MinMember(int32(minMember)).Annotations(ann).
+		Phase(schedulingv1beta1.PodGroupRunning).Obj())
 }
 
 // addPendingPod adds a pending pod of 4 GPU + 2 RDMA to a group.
 func (c *cluster) addPendingPod(group, name string) {
-	p := builders.MakePod("ns", name).Group(group).Req("cpu", "4").Req("memory", "8Gi").
-		Req(builders.GPUResource, "4").Req(builders.RDMAResource, "2").Obj()
-	p.Spec.SchedulerName = "volcano"
-	c.pods = append(c.pods, p)
+	c.pods = append(c.pods, builders.MakePod("ns", name).Group(group).Req("cpu", "4").Req("memory", "8Gi").
+		Req(builders.GPUResource, "4").Req(builders.RDMAResource, "2").SchedulerName("volcano").Obj())
 }
 
 // TestLatePodScenarios: a gang of 8 runs with ranks 0-3 under leaf A and
@@ -155,12 +147,12 @@ func TestLatePodScenarios(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := &cluster{}
 			tc.build(c)
-			o := runSession(t, c, newRuntime())
+			o := runSession(t, c)
 			checkBinds(t, o)
 			task := o.binds["ns/"+tc.late]
 			if tc.want == "" {
 				if task != nil {
-					t.Fatalf("%s bound on %s, want it waiting", tc.late, task.NodeName)
+					t.Fatalf("%s bound on %s, want it waiting", tc.late, task.Node)
 				}
 				if got := condition(o.pgs["ns/g"]); got != tc.wantReason {
 					t.Errorf("condition message = %q, want %q", got, tc.wantReason)
@@ -170,7 +162,7 @@ func TestLatePodScenarios(t *testing.T) {
 			if task == nil {
 				t.Fatalf("%s not bound; condition %q", tc.late, condition(o.pgs["ns/g"]))
 			}
-			if got := task.NodeName + "/" + task.Pod.Annotations[ledger.AnnotationS0]; got != tc.want {
+			if got := task.Node + "/" + task.Pod.Annotations[ledger.AnnotationS0]; got != tc.want {
 				t.Errorf("%s on %s, want %s", tc.late, got, tc.want)
 			}
 			// The ring over the whole gang crosses two leaf boundaries

@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
@@ -37,23 +35,18 @@ type gangPod struct {
 
 // addGang adds a PodGroup holding the given pods (minMember: all of them).
 func (c *cluster) addGang(name string, pods []gangPod) {
-	c.pgs = append(c.pgs, &schedulingv1beta1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("pg-ns-" + name)},
-		Spec:       schedulingv1beta1.PodGroupSpec{MinMember: int32(len(pods)), Queue: "default"},
-		Status:     schedulingv1beta1.PodGroupStatus{Phase: schedulingv1beta1.PodGroupInqueue},
-	})
+	c.pgs = append(c.pgs, builders.MakePodGroup("ns", name).MinMember(int32(len(pods))).
+		Phase(schedulingv1beta1.PodGroupInqueue).Obj())
 	for _, gp := range pods {
 		w := builders.MakePod("ns", gp.name).Group(name).Req("cpu", "4").Req("memory", "8Gi").
-			Req(builders.GPUResource, fmt.Sprint(gp.gpu)).Req(builders.RDMAResource, fmt.Sprint(gp.nics))
+			Req(builders.GPUResource, fmt.Sprint(gp.gpu)).Req(builders.RDMAResource, fmt.Sprint(gp.nics)).SchedulerName("volcano")
 		for k, v := range gp.labels {
 			w = w.Label(k, v)
 		}
 		for k, v := range gp.ann {
 			w = w.Annotation(k, v)
 		}
-		p := w.Obj()
-		p.Spec.SchedulerName = "volcano"
-		c.pods = append(c.pods, p)
+		c.pods = append(c.pods, w.Obj())
 	}
 }
 
@@ -67,7 +60,7 @@ func boundRing(t *testing.T, o *outcome, names []string) []string {
 		if task == nil {
 			t.Fatalf("pod %s not bound", n)
 		}
-		out = append(out, task.NodeName+"/"+task.Pod.Annotations[ledger.AnnotationS0])
+		out = append(out, task.Node+"/"+task.Pod.Annotations[ledger.AnnotationS0])
 	}
 	return out
 }
@@ -215,12 +208,8 @@ func TestRankContiguousScenarios(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := &cluster{}
 			tc.build(c)
-			rt := newRuntime()
-			for key, tasks := range tc.tasks {
-				ns, job, _ := strings.Cut(key, "/")
-				rt.SetVolcanoJobTasks(ns, job, tasks)
-			}
-			o := runSession(t, c, rt)
+			c.tasks = tc.tasks
+			o := runSession(t, c)
 			checkBinds(t, o)
 			ring := boundRing(t, o, tc.ranks)
 			if len(tc.want) > 0 {
@@ -258,7 +247,7 @@ func TestInvalidRankKeepsGangPending(t *testing.T) {
 	c := &cluster{}
 	c.addBusyNode("n1", "A", "B")
 	c.addGang("bad", []gangPod{{name: "bad-0", gpu: 4, nics: 2}, {name: "bad-1", gpu: 4, nics: 2, ann: map[string]string{placement.AnnotationRank: "first"}}})
-	o := runSession(t, c, newRuntime())
+	o := runSession(t, c)
 	var bound []string
 	for name := range o.binds {
 		bound = append(bound, name)
@@ -342,7 +331,7 @@ func TestSegmentScenarios(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := &cluster{}
 			tc.build(c)
-			o := runSession(t, c, newRuntime())
+			o := runSession(t, c)
 			checkBinds(t, o)
 			if tc.wantReason != "" {
 				if len(o.binds) != 0 {

@@ -1,12 +1,10 @@
 package topologyallocate_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,28 +12,17 @@ import (
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
-	"volcano.sh/volcano/cmd/scheduler/app/options"
-	"volcano.sh/volcano/pkg/scheduler"
-	_ "volcano.sh/volcano/pkg/scheduler/actions"
-	"volcano.sh/volcano/pkg/scheduler/api"
-	"volcano.sh/volcano/pkg/scheduler/cache"
-	"volcano.sh/volcano/pkg/scheduler/framework"
-	_ "volcano.sh/volcano/pkg/scheduler/plugins"
-	"volcano.sh/volcano/pkg/scheduler/util"
 
 	"github.com/rdmatopo/rdmatopo/actions/topologyallocate"
 	"github.com/rdmatopo/rdmatopo/config"
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/sim"
+	"github.com/rdmatopo/rdmatopo/internal/sim/simtest"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
-
-var optionsOnce sync.Once
 
 // cluster is a scenario's input.
 type cluster struct {
@@ -43,6 +30,11 @@ type cluster struct {
 	cnrs  []*v1alpha1.CustomNodeResource
 	pods  []*corev1.Pod
 	pgs   []*schedulingv1beta1.PodGroup
+	// hyperNodes are Volcano HyperNodes, read under s1Source: hypernode.
+	hyperNodes []*topology.HyperNode
+	// tasks maps Volcano Jobs ("namespace/name") to their spec.tasks
+	// names, in order.
+	tasks map[string][]string
 }
 
 // addNode adds a provider-shaped node whose NUMA-0 NICs go to leaf0 and
@@ -86,105 +78,80 @@ func (c *cluster) addUnknownNode(name string, shared bool) {
 
 // addJob adds a PodGroup and n pods of gpu GPUs and nics NICs each.
 func (c *cluster) addJob(name string, n, gpu, nics int, ann map[string]string) {
-	c.pgs = append(c.pgs, &schedulingv1beta1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Annotations: ann, UID: types.UID("pg-ns-" + name)},
-		Spec:       schedulingv1beta1.PodGroupSpec{MinMember: int32(n), Queue: "default"},
-		Status:     schedulingv1beta1.PodGroupStatus{Phase: schedulingv1beta1.PodGroupInqueue},
-	})
+	c.pgs = append(c.pgs, builders.MakePodGroup("ns", name).MinMember(int32(n)).Annotations(ann).
+		Phase(schedulingv1beta1.PodGroupInqueue).Obj())
 	for i := 0; i < n; i++ {
-		w := builders.MakePod("ns", fmt.Sprintf("%s-%d", name, i)).Group(name).Req("cpu", "4").Req("memory", "8Gi")
+		w := builders.MakePod("ns", fmt.Sprintf("%s-%d", name, i)).Group(name).Req("cpu", "4").Req("memory", "8Gi").
+			SchedulerName("volcano")
 		if gpu > 0 {
 			w = w.Req(builders.GPUResource, fmt.Sprint(gpu))
 		}
 		if nics > 0 {
 			w = w.Req(builders.RDMAResource, fmt.Sprint(nics))
 		}
-		p := w.Obj()
-		p.Spec.SchedulerName = "volcano"
-		c.pods = append(c.pods, p)
+		c.pods = append(c.pods, w.Obj())
+	}
+}
+
+// setup is how a scenario's simulator is built besides its cluster: the
+// project's scheduler conf, and simulator options.
+type setup struct {
+	conf string
+	opts sim.Options
+}
+
+// option changes a setup.
+type option func(t *testing.T, s *setup)
+
+// startAt runs the first session at now on the simulated clock, which
+// max-wait deadlines are measured on.
+func startAt(now time.Time) option {
+	return func(_ *testing.T, s *setup) { s.opts.Start = now }
+}
+
+// confS1NodeLabel is the rdma-topology argument line of the project's conf
+// that pluginArgs replaces.
+const confS1NodeLabel = "      s1NodeLabel: rdmatopo.io/minipod\n"
+
+// pluginArgs runs the project's conf with the rdma-topology arguments
+// given ("key: value") in place of its own.
+func pluginArgs(args ...string) option {
+	return func(t *testing.T, s *setup) {
+		t.Helper()
+		if !strings.Contains(s.conf, confS1NodeLabel) {
+			t.Fatalf("the project's conf has no line %q to replace", confS1NodeLabel)
+		}
+		var lines strings.Builder
+		for _, a := range args {
+			lines.WriteString("      " + a + "\n")
+		}
+		s.conf = strings.Replace(s.conf, confS1NodeLabel, lines.String(), 1)
 	}
 }
 
 // outcome is what one session produced.
 type outcome struct {
-	binds  map[string]*api.TaskInfo // ns/name -> bound task
-	pgs    map[string]*api.PodGroup // ns/name -> PodGroup as written back
-	ledger *ledger.Ledger
+	binds map[string]*sim.BindRecord // ns/name -> bind
+	// pgs are the PodGroups (ns/name) as the session wrote them back.
+	pgs map[string]*schedulingv1beta1.PodGroup
+	// patched are the annotations the scheduler patched on running pods
+	// (ns/name), merged over the session.
+	patched map[string]map[string]string
+	ledger  *ledger.Ledger
 }
 
-// pgRecorder is a status updater that records the PodGroups the session
-// writes back (the fake one returns nil).
-type pgRecorder struct {
-	mu  sync.Mutex
-	pgs map[string]*api.PodGroup
-}
-
-func (r *pgRecorder) UpdatePodStatus(pod *corev1.Pod) (*corev1.Pod, error) { return pod, nil }
-
-func (r *pgRecorder) UpdatePodGroup(pg *api.PodGroup) (*api.PodGroup, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.pgs[pg.Namespace+"/"+pg.Name] = pg.Clone()
-	return pg, nil
-}
-
-func (r *pgRecorder) UpdateQueueStatus(*api.QueueInfo) error { return nil }
-
-// runSession runs one session of the project's conf over the cluster, with
-// rt as the plugin runtime, and returns the binds it dispatched.
-func runSession(t *testing.T, c *cluster, rt *rdmatopology.Runtime) *outcome {
+// runSession runs one session of the project's conf over the cluster on
+// the simulator and returns what it did.
+func runSession(t *testing.T, c *cluster, opts ...option) *outcome {
 	t.Helper()
-	optionsOnce.Do(func() { options.Default() })
-	actions, tiers, cfgs, _, err := scheduler.UnmarshalSchedulerConf(config.SchedulerConf)
-	if err != nil {
-		t.Fatalf("default conf: %v", err)
+	st := &setup{conf: config.SchedulerConf}
+	for _, o := range opts {
+		o(t, st)
 	}
-	updater := &pgRecorder{pgs: map[string]*api.PodGroup{}}
-	sc := cache.NewCustomMockSchedulerCache("volcano", util.NewFakeBinder(0), util.NewFakeEvictor(0),
-		updater, nil, &util.FakeVolumeBinder{}, record.NewFakeRecorder(1000))
-	for _, n := range c.nodes {
-		sc.AddOrUpdateNode(n)
-	}
-	for _, p := range c.pods {
-		sc.AddPod(p)
-	}
-	for _, pg := range c.pgs {
-		sc.AddPodGroupV1beta1(pg)
-	}
-	sc.AddQueueV1beta1(&schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: schedulingv1beta1.QueueSpec{Weight: 1}, Status: schedulingv1beta1.QueueStatus{State: schedulingv1beta1.QueueStateOpen}})
-	for _, cnr := range c.cnrs {
-		rt.Fabric.UpsertCNR(cnr)
-	}
-	rdmatopology.SetRuntime(rt)
-	t.Cleanup(func() { rdmatopology.SetRuntime(nil) })
-
-	ssn := framework.OpenSession(sc, tiers, cfgs)
-	for _, a := range actions {
-		if a.Name() == "enqueue" {
-			continue
-		}
-		a.Execute(ssn)
-	}
-	framework.CloseSession(ssn)
-	out := &outcome{binds: map[string]*api.TaskInfo{}, pgs: updater.pgs, ledger: rt.Ledger}
-	for {
-		select {
-		case task := <-sc.BindFlowChannel:
-			out.binds[task.Namespace+"/"+task.Name] = task
-			continue
-		default:
-		}
-		break
-	}
-	if err := rt.Ledger.CheckInvariants(); err != nil {
-		t.Errorf("ledger invariants: %v", err)
-	}
-	return out
-}
-
-func newRuntime() *rdmatopology.Runtime {
-	return rdmatopology.NewRuntime(topology.Config{}.WithDefaults())
+	sc := simtest.Start(t, st.conf, simtest.Cluster{Nodes: c.nodes, CNRs: c.cnrs, HyperNodes: c.hyperNodes,
+		PodGroups: c.pgs, Pods: c.pods, VolcanoJobTasks: c.tasks}, st.opts)
+	o := sc.Session()
+	return &outcome{binds: o.Binds, pgs: o.PodGroups, patched: o.Patched, ledger: sc.Sim.Ledger()}
 }
 
 // leavesOf returns the S0 annotations of the bound pods of a job, sorted.
@@ -295,7 +262,7 @@ func TestGangScenarios(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := &cluster{}
 			tc.build(c)
-			o := runSession(t, c, newRuntime())
+			o := runSession(t, c)
 			for job, want := range tc.wantBound {
 				if got := bound(o, job); got != want {
 					t.Errorf("job %s: %d pods bound, want %d", job, got, want)
@@ -317,12 +284,12 @@ func TestGangScenarios(t *testing.T) {
 }
 
 // condition returns the message of the plugin's PodGroup condition.
-func condition(pg *api.PodGroup) string {
+func condition(pg *schedulingv1beta1.PodGroup) string {
 	if pg == nil {
 		return "<PodGroup not written>"
 	}
 	for _, c := range pg.Status.Conditions {
-		if c.Type == rdmatopology.ConditionType {
+		if string(c.Type) == string(rdmatopology.ConditionType) {
 			return c.Message
 		}
 	}
@@ -337,7 +304,7 @@ func checkBinds(t *testing.T, o *outcome) {
 	for name, task := range o.binds {
 		ann := task.Pod.Annotations
 		nicsAnn, ok := ann[ledger.AnnotationNICs]
-		r, held := o.ledger.Get(string(task.UID))
+		r, held := o.ledger.Get(string(task.Pod.UID))
 		if !ok {
 			if held {
 				t.Errorf("%s holds NICs %v but carries no %s annotation", name, r.NICs(), ledger.AnnotationNICs)
@@ -369,7 +336,7 @@ func checkBinds(t *testing.T, o *outcome) {
 			t.Errorf("%s: in one zone, but annotated with containers %q", name, ann[ledger.AnnotationContainers])
 		}
 		for _, nic := range nics {
-			key := task.NodeName + "/" + string(nic)
+			key := task.Node + "/" + string(nic)
 			if other, dup := seen[key]; dup {
 				t.Errorf("NIC %s given to %s and %s", key, other, name)
 			}
@@ -385,8 +352,7 @@ func TestForgedAnnotationsIgnored(t *testing.T) {
 	holder := builders.MakePod("ns", "holder").Node("n1").Phase(corev1.PodRunning).
 		Req(builders.GPUResource, "4").Req(builders.RDMAResource, "2").Req("cpu", "4").
 		Annotation(ledger.AnnotationNICs, builders.NUMANICs[0][0]+","+builders.NUMANICs[0][1]).
-		Annotation(ledger.AnnotationNUMA, "0").Obj()
-	holder.Spec.SchedulerName = "volcano"
+		Annotation(ledger.AnnotationNUMA, "0").SchedulerName("volcano").Obj()
 	c.addJob("forged", 1, 4, 2, map[string]string{ledger.AnnotationPlacement: `{"tier":"node"}`})
 	c.pods[0].Annotations[ledger.AnnotationNICs] = builders.NUMANICs[0][0] + "," + builders.NUMANICs[0][1]
 	c.pods[0].Annotations[ledger.AnnotationNUMA] = "0"
@@ -394,7 +360,7 @@ func TestForgedAnnotationsIgnored(t *testing.T) {
 	c.addJob("cpu", 1, 0, 0, nil)
 	c.pods[len(c.pods)-1].Annotations[ledger.AnnotationNICs] = builders.NUMANICs[1][0]
 
-	o := runSession(t, c, newRuntime())
+	o := runSession(t, c)
 	task := o.binds["ns/forged-0"]
 	if task == nil {
 		t.Fatalf("forged pod not bound; binds: %v", keys(o.binds))
@@ -425,20 +391,14 @@ func TestRestartRebuildsLedgerFromAnnotations(t *testing.T) {
 	c.addNode("n2", "A", "B")
 	// Two bound pods from before the restart hold NUMA 0 of n1 and n2.
 	for i, n := range []string{"n1", "n2"} {
-		p := builders.MakePod("ns", fmt.Sprintf("old-%d", i)).Node(n).Phase(corev1.PodRunning).Group("old").
+		c.pods = append(c.pods, builders.MakePod("ns", fmt.Sprintf("old-%d", i)).Node(n).Phase(corev1.PodRunning).Group("old").
 			Req(builders.GPUResource, "4").Req(builders.RDMAResource, "2").Req("cpu", "4").
 			Annotation(ledger.AnnotationNICs, builders.NUMANICs[0][0]+","+builders.NUMANICs[0][1]).
-			Annotation(ledger.AnnotationNUMA, "0").Obj()
-		p.Spec.SchedulerName = "volcano"
-		c.pods = append(c.pods, p)
+			Annotation(ledger.AnnotationNUMA, "0").SchedulerName("volcano").Obj())
 	}
-	c.pgs = append(c.pgs, &schedulingv1beta1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "old", UID: "pg-old"},
-		Spec:       schedulingv1beta1.PodGroupSpec{MinMember: 2, Queue: "default"},
-		Status:     schedulingv1beta1.PodGroupStatus{Phase: schedulingv1beta1.PodGroupRunning},
-	})
+	c.addRunningGroup("old", 2, nil)
 	c.addJob("new", 2, 4, 2, map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s0"})
-	o := runSession(t, c, newRuntime())
+	o := runSession(t, c)
 	if got := bound(o, "new"); got != 2 {
 		t.Fatalf("new gang: %d bound, want 2", got)
 	}
@@ -451,7 +411,7 @@ func TestRestartRebuildsLedgerFromAnnotations(t *testing.T) {
 	checkBinds(t, o)
 }
 
-func keys(m map[string]*api.TaskInfo) []string {
+func keys(m map[string]*sim.BindRecord) []string {
 	var out []string
 	for k := range m {
 		out = append(out, k)
@@ -473,12 +433,10 @@ func TestNodeAgentChoseOtherNICs(t *testing.T) {
 	}
 	for i := 0; i < 3; i++ {
 		name, uid, node := fmt.Sprintf("old-%d", i), fmt.Sprintf("u-old-%d", i), fmt.Sprintf("n%d", i+1)
-		p := builders.MakePod("ns", name).UID(uid).Node(node).Phase(corev1.PodRunning).Group("old").
+		c.pods = append(c.pods, builders.MakePod("ns", name).UID(uid).Node(node).Phase(corev1.PodRunning).Group("old").
 			Req(builders.GPUResource, "4").Req(builders.RDMAResource, "2").Req("cpu", "4").
 			Annotation(ledger.AnnotationNICs, builders.NUMANICs[0][0]+","+builders.NUMANICs[0][1]).
-			Annotation(ledger.AnnotationNUMA, "0").Obj()
-		p.Spec.SchedulerName = "volcano"
-		c.pods = append(c.pods, p)
+			Annotation(ledger.AnnotationNUMA, "0").SchedulerName("volcano").Obj())
 		consumer := builders.Consumer("ns", name, uid)
 		c.cnrs[i] = builders.MakeCNR(node).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
 			Zone(0, 4, 64000).Zone(1, 4, 64000).
@@ -487,23 +445,10 @@ func TestNodeAgentChoseOtherNICs(t *testing.T) {
 			UseNIC(builders.NUMANICs[1][0], consumer).UseNIC(builders.NUMANICs[1][1], consumer).
 			Alloc(1, consumer, corev1.ResourceList{builders.GPUResource: resource.MustParse("4")}).Obj()
 	}
-	c.pgs = append(c.pgs, &schedulingv1beta1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "old", UID: "pg-old"},
-		Spec:       schedulingv1beta1.PodGroupSpec{MinMember: 3, Queue: "default"},
-		Status:     schedulingv1beta1.PodGroupStatus{Phase: schedulingv1beta1.PodGroupRunning},
-	})
+	c.addRunningGroup("old", 3, nil)
 	c.addJob("new", 4, 4, 2, map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s0"})
 
-	rt := newRuntime()
-	patched := map[string]map[string]string{}
-	var mu sync.Mutex
-	rt.SetPodPatcher(func(_ context.Context, ns, name string, ann map[string]string) error {
-		mu.Lock()
-		defer mu.Unlock()
-		patched[ns+"/"+name] = ann
-		return nil
-	})
-	o := runSession(t, c, rt)
+	o := runSession(t, c)
 	if got := bound(o, "new"); got != 4 {
 		t.Fatalf("new gang: %d bound, want 4 (leaf A is truly free)", got)
 	}
@@ -518,7 +463,7 @@ func TestNodeAgentChoseOtherNICs(t *testing.T) {
 			ledger.AnnotationS0:   "B",
 		}
 	}
-	if diff := cmp.Diff(want, patched); diff != "" {
+	if diff := cmp.Diff(want, o.patched); diff != "" {
 		t.Errorf("patched annotations (-want,+got):\n%s", diff)
 	}
 	for i := 0; i < 3; i++ {
@@ -627,9 +572,7 @@ func TestContractScenarios(t *testing.T) {
 					}
 				}
 			}
-			rt := newRuntime()
-			rt.SetClock(func() time.Time { return now })
-			o := runSession(t, c, rt)
+			o := runSession(t, c, startAt(now))
 			if got := bound(o, "big"); got != tc.wantBound {
 				t.Errorf("%d pods bound, want %d", got, tc.wantBound)
 			}
@@ -664,7 +607,7 @@ func TestReasonInVolcanoCondition(t *testing.T) {
 		c.addNode(fmt.Sprintf("n%d", i), "A", "B")
 	}
 	c.addJob("big", 5, 4, 2, map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s0"})
-	o := runSession(t, c, newRuntime())
+	o := runSession(t, c)
 	pg := o.pgs["ns/big"]
 	if pg == nil {
 		t.Fatal("PodGroup ns/big was not written back")

@@ -21,6 +21,7 @@ package topologyallocate_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,10 +50,20 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/util"
 
 	"github.com/rdmatopo/rdmatopo/actions/topologyallocate"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
 var trueValue, falseValue = true, false
+
+// optionsOnce installs Volcano's default scheduler options once.
+var optionsOnce sync.Once
+
+// newRuntime returns an rdma-topology runtime of the default topology
+// configuration for uthelper's sessions.
+func newRuntime() *rdmatopology.Runtime {
+	return rdmatopology.NewRuntime(topology.Config{}.WithDefaults())
+}
 
 // topologyOption is the rdma-topology entry added to every ported tier.
 var topologyOption = conf.PluginOption{
@@ -518,18 +529,18 @@ func TestVolcanoAllocateWithDynamicPVC(t *testing.T) {
 	topologyallocate.New().Execute(ssn)
 	framework.CloseSession(ssn)
 	// What Volcano's test patches AddBindTask to do: bind the volumes,
-	// then the pod.
-	for {
+	// then the pod. The session's commits queued every bind before it
+	// closed (AddBindTask sends on the channel in the committing call).
+	for drained := false; !drained; {
 		select {
 		case task := <-schedulerCache.BindFlowChannel:
 			if err := schedulerCache.VolumeBinder.BindVolumes(task, task.PodVolumes); err != nil {
 				t.Errorf("bind volumes of %s: %v", task.Name, err)
 			}
 			schedulerCache.Binder.Bind(nil, []*api.TaskInfo{task})
-			continue
-		case <-time.After(100 * time.Millisecond):
+		default:
+			drained = true
 		}
-		break
 	}
 	if diff := cmp.Diff(expectedBind, binder.Binds()); diff != "" {
 		t.Errorf("binds (-want,+got):\n%s", diff)

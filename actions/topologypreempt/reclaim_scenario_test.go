@@ -121,8 +121,8 @@ func TestReclaimScenarios(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := &cluster{}
 			tc.build(c)
-			rt := newRuntime()
-			o := runSession(t, c, rt)
+			r := start(t, c)
+			o := r.session()
 			if diff := cmp.Diff(tc.wantEvicted, o.evicted); diff != "" {
 				t.Fatalf("evicted (-want,+got):\n%s", diff)
 			}
@@ -138,7 +138,8 @@ func TestReclaimScenarios(t *testing.T) {
 				}
 			}
 			checkEventsOf(t, o, "big", topologypreempt.ReasonReclaiming, topologypreempt.ReasonReclaimed)
-			o = runSession(t, c.without(o.evicted), rt)
+			// The victims are gone.
+			o = r.session()
 			if len(o.evicted) > 0 {
 				t.Errorf("second session evicted %v, want none", o.evicted)
 			}
@@ -158,8 +159,7 @@ func (c *cluster) addUnplaceable(name, class string, n int) {
 	c.podGroup(name, class, n, schedulingv1beta1.PodGroupInqueue, nil)
 	for i := 0; i < n; i++ {
 		p := builders.MakePod("ns", fmt.Sprintf("%s-%d", name, i)).Group(name).
-			Req(builders.GPUResource, "4").Req("cpu", "1").Obj()
-		p.Spec.SchedulerName = "volcano"
+			Req(builders.GPUResource, "4").Req("cpu", "1").SchedulerName("volcano").Obj()
 		p.Spec.NodeSelector = map[string]string{"pool": "none"}
 		c.pods = append(c.pods, p)
 	}

@@ -14,26 +14,19 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
-	"volcano.sh/volcano/cmd/scheduler/app/options"
-	"volcano.sh/volcano/pkg/scheduler"
 	_ "volcano.sh/volcano/pkg/scheduler/actions"
-	"volcano.sh/volcano/pkg/scheduler/api"
-	"volcano.sh/volcano/pkg/scheduler/cache"
-	"volcano.sh/volcano/pkg/scheduler/framework"
 	_ "volcano.sh/volcano/pkg/scheduler/plugins"
-	"volcano.sh/volcano/pkg/scheduler/util"
 
 	_ "github.com/rdmatopo/rdmatopo/actions/topologyallocate"
 	"github.com/rdmatopo/rdmatopo/actions/topologypreempt"
 	_ "github.com/rdmatopo/rdmatopo/actions/topologyreclaim"
 	"github.com/rdmatopo/rdmatopo/config"
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/sim"
+	"github.com/rdmatopo/rdmatopo/internal/sim/simtest"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
-	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
+	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
 
 var optionsOnce sync.Once
@@ -119,20 +112,16 @@ func (c *cluster) eightNodes() {
 	}
 }
 
+// podGroup adds a PodGroup in queue "default".
 func (c *cluster) podGroup(name, class string, minMember int, phase schedulingv1beta1.PodGroupPhase, ann map[string]string) {
-	c.pgs = append(c.pgs, &schedulingv1beta1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Annotations: ann, UID: types.UID("pg-ns-" + name)},
-		Spec:       schedulingv1beta1.PodGroupSpec{MinMember: int32(minMember), Queue: "default", PriorityClassName: class},
-		Status:     schedulingv1beta1.PodGroupStatus{Phase: phase},
-	})
+	c.pgs = append(c.pgs, builders.MakePodGroup("ns", name).MinMember(int32(minMember)).PriorityClass(class).
+		Phase(phase).Annotations(ann).Obj())
 }
 
 // addQueue adds an open Queue of weight 1; reclaimable false keeps other
 // queues from reclaiming its pods.
 func (c *cluster) addQueue(name string, reclaimable bool) {
-	c.queues = append(c.queues, &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:   schedulingv1beta1.QueueSpec{Weight: 1, Reclaimable: &reclaimable},
-		Status: schedulingv1beta1.QueueStatus{State: schedulingv1beta1.QueueStateOpen}})
+	c.queues = append(c.queues, workload.NewQueue(name, 1, reclaimable))
 }
 
 // inQueue moves the jobs' PodGroups to a queue.
@@ -233,131 +222,73 @@ func (c *cluster) podPriority(job string, prio int32) {
 func (c *cluster) addPending(name, class string, n int, ann map[string]string) {
 	c.podGroup(name, class, n, schedulingv1beta1.PodGroupInqueue, ann)
 	for i := 0; i < n; i++ {
-		p := builders.MakePod("ns", fmt.Sprintf("%s-%d", name, i)).Group(name).
-			Req(builders.GPUResource, "4").Req(builders.RDMAResource, "2").Req("cpu", "4").Req("memory", "8Gi").Obj()
-		p.Spec.SchedulerName = "volcano"
-		c.pods = append(c.pods, p)
+		c.pods = append(c.pods, builders.MakePod("ns", fmt.Sprintf("%s-%d", name, i)).Group(name).
+			Req(builders.GPUResource, "4").Req(builders.RDMAResource, "2").Req("cpu", "4").Req("memory", "8Gi").
+			SchedulerName("volcano").Obj())
 	}
 }
 
-// without returns the cluster less the named pods (evicted and gone).
-func (c *cluster) without(names []string) *cluster {
-	gone := map[string]bool{}
-	for _, n := range names {
-		gone[n] = true
-	}
-	out := *c
-	out.pods = nil
-	for _, p := range c.pods {
-		if !gone[p.Namespace+"/"+p.Name] {
-			out.pods = append(out.pods, p)
-		}
-	}
-	return &out
+// run is a scenario on the simulator: sessions of the project's conf one
+// after another over one cluster, whose binds, evictions, PodGroup status
+// and KCNRs are written back between them as the API server and the node
+// agent would.
+type run struct {
+	c  *cluster
+	sc *simtest.Scenario
 }
+
+// start builds a simulator over the cluster as it is: its nodes, KCNRs,
+// queues, priority classes, PodGroups and pods.
+func start(t *testing.T, c *cluster) *run {
+	t.Helper()
+	return startWith(t, c, sim.Options{})
+}
+
+// startWith is start with simulator options.
+func startWith(t *testing.T, c *cluster, opts sim.Options) *run {
+	t.Helper()
+	return &run{c: c, sc: simtest.Start(t, config.SchedulerConf, simtest.Cluster{Nodes: c.nodes, CNRs: c.kcnrs(),
+		Queues: c.queues, PriorityClasses: priorityClasses, PodGroups: c.pgs, Pods: c.pods}, opts)}
+}
+
+// finish deletes pods ("ns/name") that finished: they leave their nodes
+// and their nodes' KCNRs.
+func (r *run) finish(pods ...string) { r.sc.Finish(pods...) }
 
 // outcome is what one session produced.
 type outcome struct {
-	binds   map[string]*api.TaskInfo // ns/name -> bound task
-	evicted []string                 // ns/name, sorted
-	events  []string
+	binds map[string]*sim.BindRecord // ns/name -> bind
+	// evicted are the pods (ns/name, sorted) the session evicted; they are
+	// gone before the next one (terminating first, with an eviction
+	// grace).
+	evicted []string
+	// events are the session's Events as "type reason message".
+	events []string
 }
 
-// runSession runs one session of the project's conf over the cluster with
-// rt as the plugin runtime.
-func runSession(t *testing.T, c *cluster, rt *rdmatopology.Runtime) *outcome {
-	t.Helper()
-	optionsOnce.Do(func() { options.Default() })
-	actions, tiers, cfgs, _, err := scheduler.UnmarshalSchedulerConf(config.SchedulerConf)
-	if err != nil {
-		t.Fatalf("default conf: %v", err)
-	}
-	evictor := util.NewFakeEvictor(100)
-	recorder := record.NewFakeRecorder(1000)
-	sc := cache.NewCustomMockSchedulerCache("volcano", util.NewFakeBinder(100), evictor,
-		&util.FakeStatusUpdater{}, nil, &util.FakeVolumeBinder{}, recorder)
-	for _, pc := range priorityClasses {
-		sc.AddPriorityClass(pc)
-	}
-	for _, n := range c.nodes {
-		sc.AddOrUpdateNode(n)
-	}
-	for _, p := range c.pods {
-		sc.AddPod(p)
-	}
-	for _, pg := range c.pgs {
-		sc.AddPodGroupV1beta1(pg)
-	}
-	sc.AddQueueV1beta1(&schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: schedulingv1beta1.QueueSpec{Weight: 1}, Status: schedulingv1beta1.QueueStatus{State: schedulingv1beta1.QueueStateOpen}})
-	for _, q := range c.queues {
-		sc.AddQueueV1beta1(q)
-	}
-	for _, cnr := range c.kcnrs() {
-		rt.Fabric.UpsertCNR(cnr)
-	}
-	rdmatopology.SetRuntime(rt)
-	t.Cleanup(func() { rdmatopology.SetRuntime(nil) })
-
-	ssn := framework.OpenSession(sc, tiers, cfgs)
-	for _, a := range actions {
-		if a.Name() != "enqueue" {
-			a.Execute(ssn)
-		}
-	}
-	framework.CloseSession(ssn)
-	out := &outcome{binds: map[string]*api.TaskInfo{}}
-	for done := false; !done; {
-		select {
-		case task := <-sc.BindFlowChannel:
-			out.binds[task.Namespace+"/"+task.Name] = task
-		default:
-			done = true
-		}
-	}
-	// Evictions run asynchronously in the cache.
-	for done := false; !done; {
-		select {
-		case name := <-evictor.Channel:
-			out.evicted = append(out.evicted, name)
-		case <-time.After(300 * time.Millisecond):
-			done = true
-		}
-	}
-	sort.Strings(out.evicted)
-	for done := false; !done; {
-		select {
-		case e := <-recorder.Events:
-			out.events = append(out.events, e)
-		default:
-			done = true
-		}
-	}
-	if err := rt.Ledger.CheckInvariants(); err != nil {
-		t.Errorf("ledger invariants: %v", err)
-	}
-	return out
-}
-
-func newRuntime() *rdmatopology.Runtime {
-	return rdmatopology.NewRuntime(topology.Config{}.WithDefaults())
+// session runs one scheduling session over the cluster, with the jobs
+// added to it since the last one.
+func (r *run) session() *outcome {
+	r.sc.Submit(r.c.pgs, r.c.pods)
+	o := r.sc.Session()
+	return &outcome{binds: o.Binds, evicted: o.Evicted, events: o.Events}
 }
 
 // leavesOf returns the S0 annotations of the bound pods of a job, sorted.
 func leavesOf(o *outcome, job string) []string {
-	return boundSet(o, job, func(task *api.TaskInfo) []string {
-		return strings.Split(task.Pod.Annotations[ledger.AnnotationS0], ",")
+	return boundSet(o, job, func(b *sim.BindRecord) []string {
+		return strings.Split(b.Pod.Annotations[ledger.AnnotationS0], ",")
 	})
 }
 
 // nodesOf returns the nodes of the bound pods of a job, sorted.
 func nodesOf(o *outcome, job string) []string {
-	return boundSet(o, job, func(task *api.TaskInfo) []string { return []string{task.NodeName} })
+	return boundSet(o, job, func(b *sim.BindRecord) []string { return []string{b.Node} })
 }
 
 // boundSet returns the distinct values of of over the bound pods of a job,
 // sorted.
-func boundSet(o *outcome, job string, of func(*api.TaskInfo) []string) []string {
+func boundSet(o *outcome, job string, of func(*sim.BindRecord) []string) []string {
 	set := map[string]bool{}
 	for name, task := range o.binds {
 		if strings.HasPrefix(name, "ns/"+job+"-") {
@@ -594,8 +525,8 @@ func TestPreemptionScenarios(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := &cluster{}
 			tc.build(c)
-			rt := newRuntime()
-			o := runSession(t, c, rt)
+			r := start(t, c)
+			o := r.session()
 			if diff := cmp.Diff(tc.wantEvicted, o.evicted); diff != "" {
 				t.Errorf("evicted (-want,+got):\n%s", diff)
 			}
@@ -605,7 +536,7 @@ func TestPreemptionScenarios(t *testing.T) {
 				}
 				checkEvents(t, o, tc.preemptor)
 				// The victims are gone: the gang binds where it was held.
-				o = runSession(t, c.without(o.evicted), rt)
+				o = r.session()
 				if len(o.evicted) > 0 {
 					t.Errorf("second session evicted %v, want none", o.evicted)
 				}
@@ -674,9 +605,9 @@ func TestClaimedRoom(t *testing.T) {
 	c.addRunning("peerd", "high", 1, slot{"n5", 1}, slot{"n6", 1}, slot{"n7", 1}, slot{"n8", 1})
 	c.addPending("old", "high", 4, hardS0)
 	c.createdAt("old", 100)
-	rt := newRuntime()
+	r := start(t, c)
 
-	o := runSession(t, c, rt)
+	o := r.session()
 	if len(o.evicted) > 0 || bound(o, "old") > 0 {
 		t.Fatalf("session 1: evicted %v, old bound %d; want nothing (no eviction places it)", o.evicted, bound(o, "old"))
 	}
@@ -687,27 +618,25 @@ func TestClaimedRoom(t *testing.T) {
 	c.createdAt("young", 101)
 	c.addPending("lowjob", "low", 1, nil)
 	c.createdAt("lowjob", 102)
-	o = runSession(t, c, rt)
+	o = r.session()
 	if got := bound(o, "young"); got != 0 {
 		t.Errorf("session 2: young bound %d pods in the leaf old claims, want 0", got)
 	}
 	if got := leavesOf(o, "lowjob"); !cmp.Equal(got, []string{"A"}) {
 		t.Fatalf("session 2: lowjob on leaves %v, want [A] (lower priority may use a claimed leaf)", got)
 	}
-	for name, task := range o.binds {
-		c.bindPod(name, task)
-	}
 
 	// peera finishes: old fits A once lowjob is evicted, and takes it.
-	c = c.without([]string{"ns/peera-0"})
-	o = runSession(t, c, rt)
+	r.finish("ns/peera-0")
+	o = r.session()
 	if diff := cmp.Diff(pods("lowjob", 1), o.evicted); diff != "" {
 		t.Fatalf("session 3 evicted (-want,+got):\n%s", diff)
 	}
 	if got := bound(o, "young"); got != 0 {
 		t.Errorf("session 3: young bound %d pods, want 0", got)
 	}
-	o = runSession(t, c.without(o.evicted), rt)
+	// lowjob is gone.
+	o = r.session()
 	if got := bound(o, "old"); got != 4 {
 		t.Fatalf("session 4: old bound %d pods, want 4", got)
 	}
@@ -716,26 +645,6 @@ func TestClaimedRoom(t *testing.T) {
 	}
 	if got := bound(o, "young"); got != 0 {
 		t.Errorf("session 4: young bound %d pods, want 0", got)
-	}
-}
-
-// bindPod records a bound task on the cluster's pod: its node, the NIC
-// annotations the plugin wrote, and the Running phase.
-func (c *cluster) bindPod(name string, task *api.TaskInfo) {
-	for i, p := range c.pods {
-		if p.Namespace+"/"+p.Name != name {
-			continue
-		}
-		q := p.DeepCopy()
-		q.Spec.NodeName = task.NodeName
-		if q.Annotations == nil {
-			q.Annotations = map[string]string{}
-		}
-		for k, v := range task.Pod.Annotations {
-			q.Annotations[k] = v
-		}
-		q.Status.Phase = corev1.PodRunning
-		c.pods[i] = q
 	}
 }
 
@@ -756,9 +665,9 @@ func TestClaimedNodeRoom(t *testing.T) {
 	c.addRunning("peerc", "high", 1, slot{"u3", 0})
 	c.addPending("old", "high", 2, hardNode)
 	c.createdAt("old", 100)
-	rt := newRuntime()
+	r := start(t, c)
 
-	o := runSession(t, c, rt)
+	o := r.session()
 	if len(o.evicted) > 0 || bound(o, "old") > 0 {
 		t.Fatalf("session 1: evicted %v, old bound %d; want nothing (no node has two free zones)", o.evicted, bound(o, "old"))
 	}
@@ -770,18 +679,16 @@ func TestClaimedNodeRoom(t *testing.T) {
 		c.addPending(name, "high", 1, hardNode)
 		c.createdAt(name, 101)
 	}
-	o = runSession(t, c, rt)
+	o = r.session()
 	for _, name := range []string{"young1", "young2"} {
 		if got := nodesOf(o, name); len(got) != 1 || got[0] == "u1" {
 			t.Errorf("session 2: %s on nodes %v, want one node other than u1", name, got)
 		}
 	}
-	for name, task := range o.binds {
-		c.bindPod(name, task)
-	}
 
 	// peera finishes: old takes u1.
-	o = runSession(t, c.without([]string{"ns/peera-0"}), rt)
+	r.finish("ns/peera-0")
+	o = r.session()
 	if got := nodesOf(o, "old"); !cmp.Equal(got, []string{"u1"}) || bound(o, "old") != 2 {
 		t.Errorf("session 3: old bound %d pods on %v, want 2 on [u1]", bound(o, "old"), got)
 	}
@@ -805,14 +712,15 @@ func TestUnannotatedVictims(t *testing.T) {
 	c.addListed("peer", "high", 1, slot{"n1", 0})
 	c.addListed("hc", "high", 1, slot{"n5", 0})
 	c.addPending("big", "high", 4, hardS0)
-	rt := newRuntime()
+	r := start(t, c)
 
-	o := runSession(t, c, rt)
+	o := r.session()
 	if diff := cmp.Diff(sorted(pods("sb1", 1), pods("sb2", 1)), o.evicted); diff != "" {
 		t.Fatalf("evicted (-want,+got):\n%s", diff)
 	}
 	checkEvents(t, o, "big")
-	o = runSession(t, c.without(o.evicted), rt)
+	// The victims are gone, from their nodes' KCNRs too.
+	o = r.session()
 	if len(o.evicted) > 0 {
 		t.Errorf("second session evicted %v, want none", o.evicted)
 	}
@@ -844,8 +752,8 @@ func TestClaimedNodesFollowTheJob(t *testing.T) {
 	}
 	c.addPending("old", "high", 4, hardS0)
 	c.createdAt("old", 100)
-	rt := newRuntime()
-	if o := runSession(t, c, rt); len(o.evicted) > 0 || bound(o, "old") > 0 {
+	r := start(t, c)
+	if o := r.session(); len(o.evicted) > 0 || bound(o, "old") > 0 {
 		t.Fatalf("session 1: evicted %v, old bound %d; want nothing", o.evicted, bound(o, "old"))
 	}
 
@@ -856,35 +764,14 @@ func TestClaimedNodesFollowTheJob(t *testing.T) {
 		c.pods = append(c.pods, builders.MakePod("ns", fmt.Sprintf("cpu-%d", i)).Group("cpu").Req("cpu", req).
 			Created(epoch.Add(time.Duration(i)*time.Minute)).SchedulerName("volcano").Obj())
 	}
-	o := runSession(t, c, rt)
+	o := r.session()
 	first, second := o.binds["ns/cpu-0"], o.binds["ns/cpu-1"]
 	if first == nil || second == nil {
 		t.Fatalf("session 2: cpu-0 bound %v, cpu-1 bound %v; want both", first != nil, second != nil)
 	}
-	if n := first.NodeName; n == "n1" || n == "n2" || n == "n3" || n == "n4" {
+	if n := first.Node; n == "n1" || n == "n2" || n == "n3" || n == "n4" {
 		t.Errorf("cpu-0 on %s, in the room old claims", n)
 	}
-}
-
-// terminating returns a copy of the cluster whose named pods are
-// terminating (deletionTimestamp set), as evicted pods are during their
-// grace period.
-func (c *cluster) terminating(names []string) *cluster {
-	dying := map[string]bool{}
-	for _, n := range names {
-		dying[n] = true
-	}
-	out := *c
-	out.pods = nil
-	for _, p := range c.pods {
-		if dying[p.Namespace+"/"+p.Name] {
-			p = p.DeepCopy()
-			now := metav1.NewTime(epoch.Add(time.Hour))
-			p.DeletionTimestamp = &now
-		}
-		out.pods = append(out.pods, p)
-	}
-	return &out
 }
 
 // TestHeldGangWaitsForItsVictims: a gang preempts; while its victims
@@ -895,33 +782,35 @@ func (c *cluster) terminating(names []string) *cluster {
 func TestHeldGangWaitsForItsVictims(t *testing.T) {
 	c := &cluster{}
 	softGangFitsNowhere(c)
-	rt := newRuntime()
-	o := runSession(t, c, rt)
+	// Evicted pods terminate for one session before they are gone.
+	r := startWith(t, c, sim.Options{EvictionGrace: 1})
+	o := r.session()
 	if diff := cmp.Diff(pods("young", 2), o.evicted); diff != "" {
 		t.Fatalf("evicted (-want,+got):\n%s", diff)
 	}
-	o = runSession(t, c.without(pods("old", 4)).terminating(pods("young", 2)), rt)
+	r.finish(pods("old", 4)...)
+	o = r.session()
 	if got := bound(o, "soft"); got != 0 {
 		t.Errorf("soft: %d pods bound while its victims terminate, want 0 (nodes %v)", got, nodesOf(o, "soft"))
 	}
 	if len(o.evicted) != 0 {
 		t.Errorf("evicted %v while the victims terminate, want none", o.evicted)
 	}
-	o = runSession(t, c.without(sorted(pods("old", 4), pods("young", 2))), rt)
+	o = r.session()
 	if got := bound(o, "soft"); got != 2 {
 		t.Fatalf("soft: %d pods bound once its victims are gone, want 2", got)
 	}
 	if diff := cmp.Diff([]string{"n8"}, nodesOf(o, "soft")); diff != "" {
 		t.Errorf("soft's nodes (-want,+got):\n%s", diff)
 	}
-	for name, task := range o.binds {
-		if task.NodeName == "" || task.Pod.Spec.NodeName != task.NodeName {
-			t.Errorf("%s bound to node %q (pod's nodeName %q), want one node", name, task.NodeName, task.Pod.Spec.NodeName)
+	for name, b := range o.binds {
+		if b.Node == "" || b.Pod.Spec.NodeName != b.Node {
+			t.Errorf("%s bound to node %q (pod's nodeName %q), want one node", name, b.Node, b.Pod.Spec.NodeName)
 		}
 	}
-	for _, r := range rt.Ledger.All() {
-		if strings.HasPrefix(r.Name, "soft-") && r.Node != "n8" {
-			t.Errorf("ledger keeps %s on %s, off the node it bound to", r.Name, r.Node)
+	for _, res := range r.sc.Sim.Ledger().All() {
+		if strings.HasPrefix(res.Name, "soft-") && res.Node != "n8" {
+			t.Errorf("ledger keeps %s on %s, off the node it bound to", res.Name, res.Node)
 		}
 	}
 }

@@ -60,12 +60,13 @@ func TestPreemptionKeepsSegments(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := &cluster{}
 			tc.build(c)
-			rt := newRuntime()
-			o := runSession(t, c, rt)
+			r := start(t, c)
+			o := r.session()
 			if diff := cmp.Diff(tc.wantEvicted, o.evicted); diff != "" {
 				t.Fatalf("evicted (-want,+got):\n%s", diff)
 			}
-			o = runSession(t, c.without(o.evicted), rt)
+			// The victims are gone.
+			o = r.session()
 			if got := bound(o, "seg"); got != 4 {
 				t.Fatalf("seg: %d pods bound, want 4", got)
 			}
@@ -103,10 +104,9 @@ func TestPreemptionForLatePodKeepsSegment(t *testing.T) {
 				slot{"n5", 1}, slot{"n6", 0}, slot{"n6", 1}, slot{"n7", 0}, slot{"n7", 1}, slot{"n8", 0}, slot{"n8", 1})
 			c.addRunning("lb", "low", 1, slot{"n2", 1})
 			c.addRunning("lc", "low", 1, slot{"n5", 0})
-			p := builders.MakePod("ns", "g-3").Group("g").
-				Req(builders.GPUResource, "4").Req(builders.RDMAResource, "2").Req("cpu", "4").Req("memory", "8Gi").Obj()
-			p.Spec.SchedulerName = "volcano"
-			c.pods = append(c.pods, p)
+			c.pods = append(c.pods, builders.MakePod("ns", "g-3").Group("g").
+				Req(builders.GPUResource, "4").Req(builders.RDMAResource, "2").Req("cpu", "4").Req("memory", "8Gi").
+				SchedulerName("volcano").Obj())
 		}
 	}
 	cases := map[string]struct {
@@ -126,12 +126,13 @@ func TestPreemptionForLatePodKeepsSegment(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := &cluster{}
 			tc.build(c)
-			rt := newRuntime()
-			o := runSession(t, c, rt)
+			r := start(t, c)
+			o := r.session()
 			if diff := cmp.Diff(tc.wantEvicted, o.evicted); diff != "" {
 				t.Fatalf("evicted (-want,+got):\n%s", diff)
 			}
-			o = runSession(t, c.without(o.evicted), rt)
+			// The victims are gone.
+			o = r.session()
 			task := o.binds["ns/g-3"]
 			if task == nil {
 				t.Fatalf("g-3 not bound")

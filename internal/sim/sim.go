@@ -5,15 +5,17 @@
 // status and PodGroup status are written back between cycles, as the
 // informers would deliver them).
 //
-// It is the engine of `rdmatopo simulate`, and a library for benchmarks and
-// soak tests: a bind hook can fail binds, a per-cycle callback observes each
-// cycle, and nodes, KCNRs, pods and PodGroups can be added or removed
-// between cycles.
+// It is the engine of `rdmatopo simulate`, the harness of the actions'
+// scenario tests, and a library for benchmarks and soak tests: a bind hook
+// can fail binds, a per-cycle callback observes each cycle, and nodes,
+// KCNRs, pods and PodGroups can be added or removed between cycles.
 //
 // Volcano keeps process-wide state (registries, scheduler options, the
-// enabled-action map, the rdma-topology runtime). Cycles of different
-// Simulators are therefore serialised by a package lock, and a Simulator
-// itself is not safe for concurrent use.
+// enabled-action map, the rdma-topology runtime). Each cycle sets it as
+// vc-scheduler does (see install), so what runs here is what runs in
+// production, whatever another simulator or test set before. Cycles of
+// different Simulators are therefore serialised by a package lock, and a
+// Simulator itself is not safe for concurrent use.
 package sim
 
 import (
@@ -94,6 +96,11 @@ type CycleReport struct {
 	// Evicted lists the pods ("namespace/name") the cycle evicted; they are
 	// deleted, at once or after Options.EvictionGrace cycles.
 	Evicted []string
+	// Patches lists the annotation patches the scheduler sent during the
+	// session (when it adopts what a KCNR lists), in the order sent, as
+	// they were merged into the pods after it; patches of pods gone
+	// meanwhile are left out.
+	Patches []PodPatch
 	// Terminated lists the evicted pods whose grace ended before this cycle
 	// ran: they are gone from their nodes since (with EvictionGrace 0 they
 	// are in Evicted only).
@@ -145,6 +152,10 @@ type Simulator struct {
 	status  *statusRecorder
 	events  *eventRecorder
 
+	// serverOpts are vc-scheduler's options as its flags default them,
+	// installed as Volcano's options.ServerOpts for every cycle.
+	serverOpts *options.ServerOption
+
 	// The simulated API server: objects by key, and keys in arrival order.
 	nodes     map[string]*corev1.Node
 	nodeOrder []string
@@ -176,34 +187,35 @@ type Simulator struct {
 	// patchMu guards patches: the annotation patches the scheduler sent
 	// during the current session, applied after it.
 	patchMu sync.Mutex
-	patches []podPatch
+	patches []PodPatch
 }
 
-// podPatch is one merge patch of a pod's annotations.
-type podPatch struct {
-	key         string
-	annotations map[string]string
+// PodPatch is one merge patch of a pod's annotations.
+type PodPatch struct {
+	// Pod is "namespace/name".
+	Pod string
+	// Annotations are the keys and values the patch sets.
+	Annotations map[string]string
 }
 
-var (
-	// cycleMu serialises sessions of all simulators (Volcano's global
-	// state is shared).
-	cycleMu sync.Mutex
-	// optionsOnce installs Volcano's scheduler options once.
-	optionsOnce sync.Once
-)
+// cycleMu serialises sessions of all simulators (Volcano's global state is
+// shared).
+var cycleMu sync.Mutex
 
-// ensureOptions installs Volcano's default scheduler options (what
-// options.Default does, without touching the process's command-line flags).
-func ensureOptions() {
-	optionsOnce.Do(func() {
-		if options.ServerOpts != nil {
-			return
-		}
-		s := options.NewServerOption()
-		s.AddFlags(pflag.NewFlagSet("rdmatopo-sim", pflag.ContinueOnError))
-		s.RegisterOptions()
-	})
+// defaultServerOptions returns vc-scheduler's options as its command line
+// leaves them without flags: NewServerOption, then the defaults AddFlags
+// sets (on a flag set of its own: the process's flags are not touched).
+// The percentage of nodes to find is the caller's (Options.NodesToFindPercent).
+func defaultServerOptions(nodesToFindPercent int32) *options.ServerOption {
+	s := options.NewServerOption()
+	s.AddFlags(pflag.NewFlagSet("rdmatopo-sim", pflag.ContinueOnError))
+	switch {
+	case nodesToFindPercent == 0:
+		s.PercentageOfNodesToFind = 100
+	case nodesToFindPercent > 0:
+		s.PercentageOfNodesToFind = nodesToFindPercent
+	}
+	return s
 }
 
 // New builds a simulator over cluster (nodes, KCNRs and bound pods). The
@@ -219,7 +231,6 @@ func New(c *Conf, cluster *workload.Cluster, opts Options) (*Simulator, error) {
 	if opts.SchedulerName == "" {
 		opts.SchedulerName = workload.DefaultSchedulerName
 	}
-	ensureOptions()
 	s := &Simulator{
 		conf:      c,
 		opts:      opts,
@@ -239,7 +250,10 @@ func New(c *Conf, cluster *workload.Cluster, opts Options) (*Simulator, error) {
 
 		terminating: map[string]bool{},
 	}
+	s.serverOpts = defaultServerOptions(opts.NodesToFindPercent)
+	cycleMu.Lock()
 	s.cache = s.newCache()
+	cycleMu.Unlock()
 	s.runtime.SetPodPatcher(s.queuePatch)
 	s.initClock()
 	for _, n := range cluster.Nodes {
@@ -262,8 +276,10 @@ func New(c *Conf, cluster *workload.Cluster, opts Options) (*Simulator, error) {
 }
 
 // newCache returns an empty Volcano mock scheduler cache wired to the
-// simulator's binder, evictor and recorders.
+// simulator's binder, evictor and recorders. The cache reads the scheduler
+// options when it is built: the caller holds cycleMu.
 func (s *Simulator) newCache() *cache.SchedulerCache {
+	options.ServerOpts = s.serverOpts
 	return cache.NewCustomMockSchedulerCache(s.opts.SchedulerName, s.binder, s.evictor, s.status, nil, nil, s.events)
 }
 
@@ -521,7 +537,7 @@ func (s *Simulator) RunCycle() (rep *CycleReport, err error) {
 	// makes the cache rebuild the task from the pod, which would forget that
 	// the task is Releasing.
 	s.applyEvictions(rep)
-	s.applyPatches()
+	s.applyPatches(rep)
 	s.confirmBinds(rep)
 	s.applyStatus()
 	s.trackWaits()
@@ -531,22 +547,27 @@ func (s *Simulator) RunCycle() (rep *CycleReport, err error) {
 	return rep, nil
 }
 
-// install sets Volcano's and rdma-topology's process-wide state for this
-// simulator (caller holds cycleMu).
+// install sets the process-wide state a session reads as vc-scheduler
+// sets it (caller holds cycleMu):
+//   - Volcano's conf.EnabledActionMap: the names of the conf's actions,
+//     made afresh before every session as Volcano's Scheduler.runOnce
+//     does; allocate and topology-allocate leave pending jobs to enqueue
+//     when it is on;
+//   - Volcano's options.ServerOpts: the options vc-scheduler's main
+//     registers (NewServerOption, AddFlags, RegisterOptions) with the
+//     flags' defaults, but for Options.NodesToFindPercent; options a test
+//     or another simulator installed do not leak into this one;
+//   - the rdma-topology runtime the plugin and the actions use.
+//
+// The action and plugin registries are filled by imports (init), as in
+// the vc-scheduler binary.
 func (s *Simulator) install() {
 	enabled := make(map[string]bool, len(s.conf.Actions))
 	for _, a := range s.conf.Actions {
 		enabled[a.Name()] = true
 	}
 	volcanoconf.EnabledActionMap = enabled
-	pct := s.opts.NodesToFindPercent
-	switch {
-	case pct == 0:
-		pct = 100
-	case pct < 0:
-		pct = 0
-	}
-	options.ServerOpts.PercentageOfNodesToFind = pct
+	options.ServerOpts = s.serverOpts
 	rdmatopology.SetRuntime(s.runtime)
 }
 
@@ -803,28 +824,29 @@ func (s *Simulator) queuePatch(_ context.Context, namespace, name string, annota
 	for k, v := range annotations {
 		cp[k] = v
 	}
-	s.patches = append(s.patches, podPatch{key: key, annotations: cp})
+	s.patches = append(s.patches, PodPatch{Pod: key, Annotations: cp})
 	return nil
 }
 
 // applyPatches merges the session's annotation patches into the pods (a
-// pod deleted meanwhile is skipped).
-func (s *Simulator) applyPatches() {
+// pod deleted meanwhile is skipped) and reports them.
+func (s *Simulator) applyPatches(rep *CycleReport) {
 	s.patchMu.Lock()
 	patches := s.patches
 	s.patches = nil
 	s.patchMu.Unlock()
 	for _, pt := range patches {
-		e, ok := s.pods[pt.key]
+		e, ok := s.pods[pt.Pod]
 		if !ok || e.deleted {
 			continue
 		}
+		rep.Patches = append(rep.Patches, pt)
 		old := e.pod
 		next := old.DeepCopy()
 		if next.Annotations == nil {
 			next.Annotations = map[string]string{}
 		}
-		for k, v := range pt.annotations {
+		for k, v := range pt.Annotations {
 			next.Annotations[k] = v
 		}
 		next.ResourceVersion = s.nextRV()
