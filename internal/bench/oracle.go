@@ -157,52 +157,57 @@ func MinLeaves(nodes []OracleNode, pods []OracleShape, limit int) OracleResult {
 type unit struct {
 	// cap is how many pods its GPUs and CPU allow, at most the gang size.
 	cap int
-	// nics maps a leaf to the unit's free NICs under it.
-	nics map[string]int64
+	// leaves are the leaves of the unit's free NICs, each once, in the
+	// order first seen; nics[i] is its free NICs under leaves[i]. (Slices,
+	// not a map: a unit has a few leaves, and the oracle builds a unit per
+	// zone of the cluster for every gang it grades.)
+	leaves []string
+	nics   []int64
 }
 
 // buildUnits turns nodes into units for shape sh, capping each unit at n
 // pods. Units that can hold no pod are dropped.
 func buildUnits(nodes []OracleNode, sh OracleShape, n int) []unit {
 	var out []unit
-	add := func(gpu, cpu int64, leaves [][]string) {
+	// add counts the pods zones hold together: one zone of a single-NUMA
+	// node, every zone of a spanning node.
+	add := func(zones []OracleZone) {
+		var gpu, cpu, total int64
+		for _, z := range zones {
+			gpu += max(z.FreeGPU, 0)
+			cpu += max(z.FreeCPUMilli, 0)
+			total += int64(len(z.FreeNICLeaves))
+		}
 		c := int64(n)
 		if sh.GPU > 0 {
-			c = min(c, max(gpu, 0)/sh.GPU)
+			c = min(c, gpu/sh.GPU)
 		}
 		if sh.CPUMilli > 0 {
-			c = min(c, max(cpu, 0)/sh.CPUMilli)
+			c = min(c, cpu/sh.CPUMilli)
 		}
-		if c <= 0 {
+		if c <= 0 || total < sh.NICs {
 			return
 		}
-		u := unit{cap: int(c), nics: map[string]int64{}}
-		var total int64
-		for _, ls := range leaves {
-			for _, l := range ls {
-				u.nics[l]++
-				total++
+		u := unit{cap: int(c)}
+		for _, z := range zones {
+			for _, l := range z.FreeNICLeaves {
+				if i := slices.Index(u.leaves, l); i >= 0 {
+					u.nics[i]++
+					continue
+				}
+				u.leaves = append(u.leaves, l)
+				u.nics = append(u.nics, 1)
 			}
-		}
-		if total < sh.NICs {
-			return
 		}
 		out = append(out, u)
 	}
 	for _, nd := range nodes {
 		if nd.Spanning {
-			var gpu, cpu int64
-			var leaves [][]string
-			for _, z := range nd.Zones {
-				gpu += max(z.FreeGPU, 0)
-				cpu += max(z.FreeCPUMilli, 0)
-				leaves = append(leaves, z.FreeNICLeaves)
-			}
-			add(gpu, cpu, leaves)
+			add(nd.Zones)
 			continue
 		}
-		for _, z := range nd.Zones {
-			add(z.FreeGPU, z.FreeCPUMilli, [][]string{z.FreeNICLeaves})
+		for i := range nd.Zones {
+			add(nd.Zones[i : i+1])
 		}
 	}
 	return out
@@ -217,13 +222,7 @@ type component struct {
 // components splits the units' leaves into connected components (sorted by
 // their first leaf, leaves sorted within), so the search is deterministic.
 func components(units []unit) []component {
-	groups := joinLeaves(len(units), func(i int) []string {
-		out := make([]string, 0, len(units[i].nics))
-		for l := range units[i].nics {
-			out = append(out, l)
-		}
-		return out
-	})
+	groups := joinLeaves(len(units), func(i int) []string { return units[i].leaves })
 	out := make([]component, len(groups))
 	for i, g := range groups {
 		out[i].leaves = g.leaves
@@ -321,8 +320,9 @@ func (s *oracleSearch) componentBest(c component) (best []int, ok bool) {
 	info := make([]leafInfo, len(c.leaves))
 	single := make([]bool, len(c.units))
 	for ui, u := range c.units {
-		single[ui] = len(u.nics) == 1
-		for l, k := range u.nics {
+		single[ui] = len(u.leaves) == 1
+		for j, l := range u.leaves {
+			k := u.nics[j]
 			li := index[l]
 			info[li].uses = append(info[li].uses, leafUse{unit: ui, nics: k})
 			if single[ui] {
