@@ -168,7 +168,18 @@ type unit struct {
 // buildUnits turns nodes into units for shape sh, capping each unit at n
 // pods. Units that can hold no pod are dropped.
 func buildUnits(nodes []OracleNode, sh OracleShape, n int) []unit {
-	var out []unit
+	// One backing array for every unit's leaves and one for their counts:
+	// the oracle builds a unit per zone of the cluster for every gang.
+	zones, entries := 0, 0
+	for _, nd := range nodes {
+		zones += len(nd.Zones)
+		for _, z := range nd.Zones {
+			entries += len(z.FreeNICLeaves)
+		}
+	}
+	out := make([]unit, 0, zones)
+	leaves := make([]string, 0, entries)
+	counts := make([]int64, 0, entries)
 	// add counts the pods zones hold together: one zone of a single-NUMA
 	// node, every zone of a spanning node.
 	add := func(zones []OracleZone) {
@@ -188,18 +199,19 @@ func buildUnits(nodes []OracleNode, sh OracleShape, n int) []unit {
 		if c <= 0 || total < sh.NICs {
 			return
 		}
-		u := unit{cap: int(c)}
+		start := len(leaves)
 		for _, z := range zones {
 			for _, l := range z.FreeNICLeaves {
-				if i := slices.Index(u.leaves, l); i >= 0 {
-					u.nics[i]++
+				if i := slices.Index(leaves[start:], l); i >= 0 {
+					counts[start+i]++
 					continue
 				}
-				u.leaves = append(u.leaves, l)
-				u.nics = append(u.nics, 1)
+				leaves = append(leaves, l)
+				counts = append(counts, 1)
 			}
 		}
-		out = append(out, u)
+		end := len(leaves)
+		out = append(out, unit{cap: int(c), leaves: leaves[start:end:end], nics: counts[start:end:end]})
 	}
 	for _, nd := range nodes {
 		if nd.Spanning {
@@ -226,6 +238,7 @@ func components(units []unit) []component {
 	out := make([]component, len(groups))
 	for i, g := range groups {
 		out[i].leaves = g.leaves
+		out[i].units = make([]unit, 0, len(g.items))
 		for _, u := range g.items {
 			out[i].units = append(out[i].units, units[u])
 		}

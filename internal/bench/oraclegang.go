@@ -228,30 +228,42 @@ type gangNode struct {
 }
 
 func gangNodes(nodes []OracleNode, g OracleGang, classes []gangClass) []gangNode {
-	var out []gangNode
+	out := make([]gangNode, 0, len(nodes))
+	// One backing array for every node's allowed flags and one for their
+	// leaves: the oracle runs over every node of the cluster per gang.
+	allowed := make([]bool, 0, len(nodes)*len(classes))
+	total := 0
+	for _, nd := range nodes {
+		for _, z := range nd.Zones {
+			total += len(z.FreeNICLeaves)
+		}
+	}
+	leaves := make([]string, 0, total)
 	for _, nd := range nodes {
 		gn := gangNode{spanning: nd.Spanning, zones: nd.Zones, maxPods: -1}
+		a0, l0 := len(allowed), len(leaves)
 		any := false
 		for _, c := range classes {
 			ok := g.Allowed == nil || g.Allowed(nd.Name, c.group)
-			gn.allowed = append(gn.allowed, ok)
+			allowed = append(allowed, ok)
 			any = any || ok
 		}
 		if g.MaxPods != nil {
 			gn.maxPods = g.MaxPods(nd.Name)
 		}
-		seen := map[string]bool{}
 		for _, z := range nd.Zones {
 			for _, l := range z.FreeNICLeaves {
-				if !seen[l] {
-					seen[l] = true
-					gn.leaves = append(gn.leaves, l)
+				if !slices.Contains(leaves[l0:], l) {
+					leaves = append(leaves, l)
 				}
 			}
 		}
-		if !any || len(gn.leaves) == 0 || gn.maxPods == 0 {
+		if !any || len(leaves) == l0 || gn.maxPods == 0 {
+			allowed, leaves = allowed[:a0], leaves[:l0]
 			continue
 		}
+		gn.allowed = allowed[a0:len(allowed):len(allowed)]
+		gn.leaves = leaves[l0:len(leaves):len(leaves)]
 		slices.Sort(gn.leaves)
 		out = append(out, gn)
 	}
@@ -271,6 +283,7 @@ func gangComponents(nodes []gangNode) []gangComponent {
 	out := make([]gangComponent, len(groups))
 	for i, g := range groups {
 		out[i].leaves = g.leaves
+		out[i].nodes = make([]gangNode, 0, len(g.items))
 		for _, n := range g.items {
 			out[i].nodes = append(out[i].nodes, nodes[n])
 		}
