@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // This file is the benchmark's optimum: the fewest distinct leaves (S0s)
@@ -124,7 +125,9 @@ func MinLeaves(nodes []OracleNode, pods []OracleShape, limit int) OracleResult {
 			return OracleResult{Status: OracleUnknown, Reason: fmt.Sprintf("pods of different shapes (%+v and %+v): the oracle is exact for one shape only", sh, p)}
 		}
 	}
-	units := buildUnits(nodes, sh, n)
+	sc := unitPool.Get().(*unitScratch)
+	defer unitPool.Put(sc)
+	units := buildUnits(nodes, sh, n, sc)
 	if sh.NICs <= 0 {
 		total := 0
 		for _, u := range units {
@@ -165,11 +168,30 @@ type unit struct {
 	nics   []int64
 }
 
+// unitScratch holds the backing arrays of buildUnits' answer, reused from
+// one oracle call to the next: the oracle builds a unit per zone of the
+// cluster for every gang it grades, and none of it outlives the call.
+type unitScratch struct {
+	units  []unit
+	leaves []string
+	counts []int64
+}
+
+var unitPool = sync.Pool{New: func() any { return new(unitScratch) }}
+
+// grow returns s emptied, with room for n elements.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, 0, n)
+	}
+	return s[:0]
+}
+
 // buildUnits turns nodes into units for shape sh, capping each unit at n
-// pods. Units that can hold no pod are dropped.
-func buildUnits(nodes []OracleNode, sh OracleShape, n int) []unit {
-	// One backing array for every unit's leaves and one for their counts:
-	// the oracle builds a unit per zone of the cluster for every gang.
+// pods. Units that can hold no pod are dropped. The units and their slices
+// live in sc's arrays (one for every unit's leaves, one for their counts),
+// valid until sc is used again.
+func buildUnits(nodes []OracleNode, sh OracleShape, n int, sc *unitScratch) []unit {
 	zones, entries := 0, 0
 	for _, nd := range nodes {
 		zones += len(nd.Zones)
@@ -177,9 +199,12 @@ func buildUnits(nodes []OracleNode, sh OracleShape, n int) []unit {
 			entries += len(z.FreeNICLeaves)
 		}
 	}
-	out := make([]unit, 0, zones)
-	leaves := make([]string, 0, entries)
-	counts := make([]int64, 0, entries)
+	// Sized up front: the units' slices point into leaves and counts,
+	// which must not move while they are filled.
+	out := grow(sc.units, zones)
+	leaves := grow(sc.leaves, entries)
+	counts := grow(sc.counts, entries)
+	defer func() { sc.units, sc.leaves, sc.counts = out, leaves, counts }()
 	// add counts the pods zones hold together: one zone of a single-NUMA
 	// node, every zone of a spanning node.
 	add := func(zones []OracleZone) {

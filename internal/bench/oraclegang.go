@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"slices"
+	"sync"
 )
 
 // This file extends the benchmark's optimum (oracle.go) to gangs whose pods
@@ -74,7 +75,9 @@ func MinLeavesGang(nodes []OracleNode, g OracleGang, limit int) OracleResult {
 	if sp.size > maxStates {
 		return OracleResult{Status: OracleUnknown, Reason: fmt.Sprintf("%d count vectors for %d pod classes: more than the %d the search enumerates", sp.size, len(classes), maxStates)}
 	}
-	ns := gangNodes(nodes, g, classes)
+	sc := gangPool.Get().(*gangScratch)
+	defer gangPool.Put(sc)
+	ns := gangNodes(nodes, g, classes, sc)
 	search := &gangSearch{sp: sp, classes: classes, limit: limit}
 	dp := make([]int, sp.size) // fewest leaves reaching each vector; -1 unreachable
 	for i := range dp {
@@ -227,18 +230,23 @@ type gangNode struct {
 	leaves  []string // distinct leaves of its free NICs
 }
 
-func gangNodes(nodes []OracleNode, g OracleGang, classes []gangClass) []gangNode {
-	out := make([]gangNode, 0, len(nodes))
-	// One backing array for every node's allowed flags and one for their
-	// leaves: the oracle runs over every node of the cluster per gang.
-	allowed := make([]bool, 0, len(nodes)*len(classes))
+// gangNodes lists the nodes some class of the gang may use that have free
+// NICs and admit a pod of the gang, each with its leaves, sorted. The nodes
+// and their slices live in sc's arrays (one for every node's allowed
+// flags, one for their leaves), valid until sc is used again.
+func gangNodes(nodes []OracleNode, g OracleGang, classes []gangClass, sc *gangScratch) []gangNode {
 	total := 0
 	for _, nd := range nodes {
 		for _, z := range nd.Zones {
 			total += len(z.FreeNICLeaves)
 		}
 	}
-	leaves := make([]string, 0, total)
+	// Sized up front: the nodes' slices point into allowed and leaves,
+	// which must not move while they are filled.
+	out := grow(sc.nodes, len(nodes))
+	allowed := grow(sc.allowed, len(nodes)*len(classes))
+	leaves := grow(sc.leaves, total)
+	defer func() { sc.nodes, sc.allowed, sc.leaves = out, allowed, leaves }()
 	for _, nd := range nodes {
 		gn := gangNode{spanning: nd.Spanning, zones: nd.Zones, maxPods: -1}
 		a0, l0 := len(allowed), len(leaves)
@@ -269,6 +277,16 @@ func gangNodes(nodes []OracleNode, g OracleGang, classes []gangClass) []gangNode
 	}
 	return out
 }
+
+// gangScratch holds the backing arrays of gangNodes' answer, reused from
+// one oracle call to the next (see unitScratch).
+type gangScratch struct {
+	nodes   []gangNode
+	allowed []bool
+	leaves  []string
+}
+
+var gangPool = sync.Pool{New: func() any { return new(gangScratch) }}
 
 // gangComponent is a set of leaves joined by nodes, with those nodes.
 type gangComponent struct {
