@@ -39,9 +39,13 @@ type Tracker struct {
 	// memUsed sums them per node.
 	memory  map[string]podMemory
 	memUsed map[string]int64
-	// oracle caches each node's OracleState entry; Reserve and Release
-	// drop the entry of the node they change.
-	oracle map[string]OracleNode
+	// oracle is OracleState's answer, kept from one call to the next:
+	// oracleAt indexes it by node, and the entries of the nodes in stale
+	// (those Reserve and Release changed since) are rebuilt in place on
+	// the next call. Nil until the first call.
+	oracle   []OracleNode
+	oracleAt map[string]int
+	stale    map[string]bool
 }
 
 // podMemory is a pod's memory request on its node.
@@ -58,15 +62,9 @@ func NewTracker(nodes []*corev1.Node, cnrs []*v1alpha1.CustomNodeResource) *Trac
 	f := topology.Build(topology.Config{S1NodeLabel: builders.S1Label}.WithDefaults(), nodes, cnrs)
 	t := &Tracker{
 		fabric:   f,
-		held:     map[string]placement.Assignment{},
-		onNode:   map[string]map[string]bool{},
-		leafUsed: map[topology.S0ID]int{},
 		leafNICs: map[topology.S0ID]int{},
 		leaves:   f.LeafIDs(),
 		nodes:    constraintsOf(nodes),
-		memory:   map[string]podMemory{},
-		memUsed:  map[string]int64{},
-		oracle:   map[string]OracleNode{},
 	}
 	for _, nc := range t.nodes {
 		t.tainted = t.tainted || nc.tainted
@@ -77,7 +75,29 @@ func NewTracker(nodes []*corev1.Node, cnrs []*v1alpha1.CustomNodeResource) *Trac
 			t.leafNICs[id] += len(s.NICs)
 		}
 	}
+	t.reset()
 	return t
+}
+
+// Empty returns a tracker over the same fabric and node constraints as t
+// that holds nothing. The two share what neither modifies (the fabric,
+// the nodes' constraints, the leaves' NIC counts).
+func (t *Tracker) Empty() *Tracker {
+	e := &Tracker{fabric: t.fabric, leafNICs: t.leafNICs, leaves: t.leaves, nodes: t.nodes, tainted: t.tainted}
+	e.reset()
+	return e
+}
+
+// reset gives t empty holdings.
+func (t *Tracker) reset() {
+	t.held = map[string]placement.Assignment{}
+	t.onNode = map[string]map[string]bool{}
+	t.leafUsed = map[topology.S0ID]int{}
+	t.Misaligned = 0
+	t.memory = map[string]podMemory{}
+	t.memUsed = map[string]int64{}
+	t.oracle, t.oracleAt = nil, nil
+	t.stale = map[string]bool{}
 }
 
 // Fabric returns the tracker's fabric (one S1).
@@ -89,7 +109,7 @@ func (t *Tracker) Reserve(uid string, a placement.Assignment) error {
 		return fmt.Errorf("pod %s already holds resources on node %s", uid, t.held[uid].Node)
 	}
 	t.held[uid] = a
-	delete(t.oracle, a.Node)
+	t.stale[a.Node] = true
 	if t.onNode[a.Node] == nil {
 		t.onNode[a.Node] = map[string]bool{}
 	}
@@ -122,7 +142,7 @@ func (t *Tracker) Release(uid string) {
 		return
 	}
 	delete(t.held, uid)
-	delete(t.oracle, a.Node)
+	t.stale[a.Node] = true
 	delete(t.onNode[a.Node], uid)
 	for _, nic := range a.NICs() {
 		if leaf, ok := t.fabric.NICLeaf(a.Node, nic); ok {
@@ -281,22 +301,32 @@ func (t *Tracker) S0Count(assign []placement.Assignment) int {
 // OracleState returns every node's free GPUs, CPU and NICs as the tracker
 // holds them, with each free NIC's leaf, for MinLeaves. CPU is what the
 // KCNRs show: the tracker does not follow CPU, which never limits placement
-// in the trace. Entries of nodes unchanged since the last call are reused
-// (the oracles only read them).
+// in the trace. The slice is the tracker's own and valid until the next
+// Reserve or Release: callers only read it, and entries of nodes unchanged
+// since the last call are not rebuilt (a run grades every gang over every
+// node).
 func (t *Tracker) OracleState() []OracleNode {
-	names := t.fabric.NodeNames()
-	out := make([]OracleNode, 0, len(names))
-	for _, name := range names {
-		on, ok := t.oracle[name]
-		if !ok {
-			if on, ok = t.oracleNode(name); !ok {
-				continue
+	if t.oracle == nil {
+		names := t.fabric.NodeNames()
+		t.oracle = make([]OracleNode, 0, len(names))
+		t.oracleAt = make(map[string]int, len(names))
+		for _, name := range names {
+			if on, ok := t.oracleNode(name); ok {
+				t.oracleAt[name] = len(t.oracle)
+				t.oracle = append(t.oracle, on)
 			}
-			t.oracle[name] = on
 		}
-		out = append(out, on)
+		clear(t.stale)
+		return t.oracle
 	}
-	return out
+	for name := range t.stale {
+		if i, ok := t.oracleAt[name]; ok {
+			// The fabric does not change: a node it knows keeps its entry.
+			t.oracle[i], _ = t.oracleNode(name)
+		}
+	}
+	clear(t.stale)
+	return t.oracle
 }
 
 // oracleNode is a node's OracleState entry; false if the fabric does not

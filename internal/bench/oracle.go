@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // This file is the benchmark's optimum: the fewest distinct leaves (S0s)
@@ -124,7 +125,9 @@ func MinLeaves(nodes []OracleNode, pods []OracleShape, limit int) OracleResult {
 			return OracleResult{Status: OracleUnknown, Reason: fmt.Sprintf("pods of different shapes (%+v and %+v): the oracle is exact for one shape only", sh, p)}
 		}
 	}
-	units := buildUnits(nodes, sh, n)
+	sc := unitPool.Get().(*unitScratch)
+	defer unitPool.Put(sc)
+	units := buildUnits(nodes, sh, n, sc)
 	if sh.NICs <= 0 {
 		total := 0
 		for _, u := range units {
@@ -157,52 +160,91 @@ func MinLeaves(nodes []OracleNode, pods []OracleShape, limit int) OracleResult {
 type unit struct {
 	// cap is how many pods its GPUs and CPU allow, at most the gang size.
 	cap int
-	// nics maps a leaf to the unit's free NICs under it.
-	nics map[string]int64
+	// leaves are the leaves of the unit's free NICs, each once, in the
+	// order first seen; nics[i] is its free NICs under leaves[i]. (Slices,
+	// not a map: a unit has a few leaves, and the oracle builds a unit per
+	// zone of the cluster for every gang it grades.)
+	leaves []string
+	nics   []int64
+}
+
+// unitScratch holds the backing arrays of buildUnits' answer, reused from
+// one oracle call to the next: the oracle builds a unit per zone of the
+// cluster for every gang it grades, and none of it outlives the call.
+type unitScratch struct {
+	units  []unit
+	leaves []string
+	counts []int64
+}
+
+var unitPool = sync.Pool{New: func() any { return new(unitScratch) }}
+
+// grow returns s emptied, with room for n elements.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, 0, n)
+	}
+	return s[:0]
 }
 
 // buildUnits turns nodes into units for shape sh, capping each unit at n
-// pods. Units that can hold no pod are dropped.
-func buildUnits(nodes []OracleNode, sh OracleShape, n int) []unit {
-	var out []unit
-	add := func(gpu, cpu int64, leaves [][]string) {
+// pods. Units that can hold no pod are dropped. The units and their slices
+// live in sc's arrays (one for every unit's leaves, one for their counts),
+// valid until sc is used again.
+func buildUnits(nodes []OracleNode, sh OracleShape, n int, sc *unitScratch) []unit {
+	zones, entries := 0, 0
+	for _, nd := range nodes {
+		zones += len(nd.Zones)
+		for _, z := range nd.Zones {
+			entries += len(z.FreeNICLeaves)
+		}
+	}
+	// Sized up front: the units' slices point into leaves and counts,
+	// which must not move while they are filled.
+	out := grow(sc.units, zones)
+	leaves := grow(sc.leaves, entries)
+	counts := grow(sc.counts, entries)
+	defer func() { sc.units, sc.leaves, sc.counts = out, leaves, counts }()
+	// add counts the pods zones hold together: one zone of a single-NUMA
+	// node, every zone of a spanning node.
+	add := func(zones []OracleZone) {
+		var gpu, cpu, total int64
+		for _, z := range zones {
+			gpu += max(z.FreeGPU, 0)
+			cpu += max(z.FreeCPUMilli, 0)
+			total += int64(len(z.FreeNICLeaves))
+		}
 		c := int64(n)
 		if sh.GPU > 0 {
-			c = min(c, max(gpu, 0)/sh.GPU)
+			c = min(c, gpu/sh.GPU)
 		}
 		if sh.CPUMilli > 0 {
-			c = min(c, max(cpu, 0)/sh.CPUMilli)
+			c = min(c, cpu/sh.CPUMilli)
 		}
-		if c <= 0 {
+		if c <= 0 || total < sh.NICs {
 			return
 		}
-		u := unit{cap: int(c), nics: map[string]int64{}}
-		var total int64
-		for _, ls := range leaves {
-			for _, l := range ls {
-				u.nics[l]++
-				total++
+		start := len(leaves)
+		for _, z := range zones {
+			for _, l := range z.FreeNICLeaves {
+				if i := slices.Index(leaves[start:], l); i >= 0 {
+					counts[start+i]++
+					continue
+				}
+				leaves = append(leaves, l)
+				counts = append(counts, 1)
 			}
 		}
-		if total < sh.NICs {
-			return
-		}
-		out = append(out, u)
+		end := len(leaves)
+		out = append(out, unit{cap: int(c), leaves: leaves[start:end:end], nics: counts[start:end:end]})
 	}
 	for _, nd := range nodes {
 		if nd.Spanning {
-			var gpu, cpu int64
-			var leaves [][]string
-			for _, z := range nd.Zones {
-				gpu += max(z.FreeGPU, 0)
-				cpu += max(z.FreeCPUMilli, 0)
-				leaves = append(leaves, z.FreeNICLeaves)
-			}
-			add(gpu, cpu, leaves)
+			add(nd.Zones)
 			continue
 		}
-		for _, z := range nd.Zones {
-			add(z.FreeGPU, z.FreeCPUMilli, [][]string{z.FreeNICLeaves})
+		for i := range nd.Zones {
+			add(nd.Zones[i : i+1])
 		}
 	}
 	return out
@@ -217,16 +259,11 @@ type component struct {
 // components splits the units' leaves into connected components (sorted by
 // their first leaf, leaves sorted within), so the search is deterministic.
 func components(units []unit) []component {
-	groups := joinLeaves(len(units), func(i int) []string {
-		out := make([]string, 0, len(units[i].nics))
-		for l := range units[i].nics {
-			out = append(out, l)
-		}
-		return out
-	})
+	groups := joinLeaves(len(units), func(i int) []string { return units[i].leaves })
 	out := make([]component, len(groups))
 	for i, g := range groups {
 		out[i].leaves = g.leaves
+		out[i].units = make([]unit, 0, len(g.items))
 		for _, u := range g.items {
 			out[i].units = append(out[i].units, units[u])
 		}
@@ -321,8 +358,9 @@ func (s *oracleSearch) componentBest(c component) (best []int, ok bool) {
 	info := make([]leafInfo, len(c.leaves))
 	single := make([]bool, len(c.units))
 	for ui, u := range c.units {
-		single[ui] = len(u.nics) == 1
-		for l, k := range u.nics {
+		single[ui] = len(u.leaves) == 1
+		for j, l := range u.leaves {
+			k := u.nics[j]
 			li := index[l]
 			info[li].uses = append(info[li].uses, leafUse{unit: ui, nics: k})
 			if single[ui] {

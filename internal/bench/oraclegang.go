@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"slices"
+	"sync"
 )
 
 // This file extends the benchmark's optimum (oracle.go) to gangs whose pods
@@ -74,7 +75,9 @@ func MinLeavesGang(nodes []OracleNode, g OracleGang, limit int) OracleResult {
 	if sp.size > maxStates {
 		return OracleResult{Status: OracleUnknown, Reason: fmt.Sprintf("%d count vectors for %d pod classes: more than the %d the search enumerates", sp.size, len(classes), maxStates)}
 	}
-	ns := gangNodes(nodes, g, classes)
+	sc := gangPool.Get().(*gangScratch)
+	defer gangPool.Put(sc)
+	ns := gangNodes(nodes, g, classes, sc)
 	search := &gangSearch{sp: sp, classes: classes, limit: limit}
 	dp := make([]int, sp.size) // fewest leaves reaching each vector; -1 unreachable
 	for i := range dp {
@@ -227,36 +230,63 @@ type gangNode struct {
 	leaves  []string // distinct leaves of its free NICs
 }
 
-func gangNodes(nodes []OracleNode, g OracleGang, classes []gangClass) []gangNode {
-	var out []gangNode
+// gangNodes lists the nodes some class of the gang may use that have free
+// NICs and admit a pod of the gang, each with its leaves, sorted. The nodes
+// and their slices live in sc's arrays (one for every node's allowed
+// flags, one for their leaves), valid until sc is used again.
+func gangNodes(nodes []OracleNode, g OracleGang, classes []gangClass, sc *gangScratch) []gangNode {
+	total := 0
+	for _, nd := range nodes {
+		for _, z := range nd.Zones {
+			total += len(z.FreeNICLeaves)
+		}
+	}
+	// Sized up front: the nodes' slices point into allowed and leaves,
+	// which must not move while they are filled.
+	out := grow(sc.nodes, len(nodes))
+	allowed := grow(sc.allowed, len(nodes)*len(classes))
+	leaves := grow(sc.leaves, total)
+	defer func() { sc.nodes, sc.allowed, sc.leaves = out, allowed, leaves }()
 	for _, nd := range nodes {
 		gn := gangNode{spanning: nd.Spanning, zones: nd.Zones, maxPods: -1}
+		a0, l0 := len(allowed), len(leaves)
 		any := false
 		for _, c := range classes {
 			ok := g.Allowed == nil || g.Allowed(nd.Name, c.group)
-			gn.allowed = append(gn.allowed, ok)
+			allowed = append(allowed, ok)
 			any = any || ok
 		}
 		if g.MaxPods != nil {
 			gn.maxPods = g.MaxPods(nd.Name)
 		}
-		seen := map[string]bool{}
 		for _, z := range nd.Zones {
 			for _, l := range z.FreeNICLeaves {
-				if !seen[l] {
-					seen[l] = true
-					gn.leaves = append(gn.leaves, l)
+				if !slices.Contains(leaves[l0:], l) {
+					leaves = append(leaves, l)
 				}
 			}
 		}
-		if !any || len(gn.leaves) == 0 || gn.maxPods == 0 {
+		if !any || len(leaves) == l0 || gn.maxPods == 0 {
+			allowed, leaves = allowed[:a0], leaves[:l0]
 			continue
 		}
+		gn.allowed = allowed[a0:len(allowed):len(allowed)]
+		gn.leaves = leaves[l0:len(leaves):len(leaves)]
 		slices.Sort(gn.leaves)
 		out = append(out, gn)
 	}
 	return out
 }
+
+// gangScratch holds the backing arrays of gangNodes' answer, reused from
+// one oracle call to the next (see unitScratch).
+type gangScratch struct {
+	nodes   []gangNode
+	allowed []bool
+	leaves  []string
+}
+
+var gangPool = sync.Pool{New: func() any { return new(gangScratch) }}
 
 // gangComponent is a set of leaves joined by nodes, with those nodes.
 type gangComponent struct {
@@ -271,6 +301,7 @@ func gangComponents(nodes []gangNode) []gangComponent {
 	out := make([]gangComponent, len(groups))
 	for i, g := range groups {
 		out[i].leaves = g.leaves
+		out[i].nodes = make([]gangNode, 0, len(g.items))
 		for _, n := range g.items {
 			out[i].nodes = append(out[i].nodes, nodes[n])
 		}

@@ -207,9 +207,8 @@ func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts s
 	if opts.NodeAgent == "" {
 		opts.NodeAgent = sim.DefaultNodeAgent
 	}
-	empty := NewTracker(cluster.Nodes, cluster.CNRs)
 	tr := NewTracker(cluster.Nodes, cluster.CNRs)
-	rz := &realized{agent: opts.NodeAgent, cfg: conf.Topology, tr: NewTracker(cluster.Nodes, cluster.CNRs),
+	rz := &realized{agent: opts.NodeAgent, cfg: conf.Topology, tr: tr.Empty(),
 		cnrs: map[string]*v1alpha1.CustomNodeResource{}}
 	for _, c := range cluster.CNRs {
 		rz.cnrs[c.Name] = c
@@ -282,6 +281,8 @@ func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts s
 		}
 	}
 
+	// The empty fabric the floors are graded on.
+	empty := tr.Empty()
 	var s0Sum, floorSum, realSum, ringSum float64
 	floors := map[string]gangFloor{}
 	var slowdowns []float64
@@ -506,13 +507,19 @@ func floorOf(empty *Tracker, g GangSpec) (gangFloor, error) {
 	}
 	fl := gangFloor{leaves: o.Leaves, ring: floorRing{cross: hopSpine}}
 	widest := 0
+	// The fewest leaves of one pod, by shape (a gang has one or two).
+	ones := map[placement.Shape]OracleResult{}
 	for i := 0; i < g.Pods; i++ {
 		sh := g.ShapeOf(i)
 		if sh.NICs == 0 {
 			continue
 		}
 		fl.ring.nics = append(fl.ring.nics, sh.NICs)
-		one := empty.Optimum(1, sh)
+		one, ok := ones[sh]
+		if !ok {
+			one = empty.Optimum(1, sh)
+			ones[sh] = one
+		}
 		if one.Status != OracleExact {
 			return gangFloor{}, fmt.Errorf("gang %s: the oracle finds no leaves for one pod of %s on an empty fabric: %s %s", g.Name, sh, one.Status, one.Reason)
 		}
