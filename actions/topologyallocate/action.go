@@ -37,16 +37,17 @@ const ActionName = "topology-allocate"
 // session predicates reject a planned node.
 const maxAttempts = 3
 
-func init() {
-	framework.RegisterAction(New())
-}
-
 // Action is the topology-allocate action. It keeps no state between
 // sessions: everything it uses lives in the session or the plugin's runtime.
-type Action struct{}
+type Action struct {
+	rt *rdmatopology.Runtime
+}
 
-// New returns the action.
-func New() *Action { return &Action{} }
+var _ framework.Action = (*Action)(nil)
+
+// New returns the action, which finds the rdma-topology plugin's state in
+// each session through rt.
+func New(rt *rdmatopology.Runtime) *Action { return &Action{rt: rt} }
 
 // Name returns ActionName.
 func (a *Action) Name() string { return ActionName }
@@ -65,7 +66,7 @@ func (a *Action) UnInitialize() {}
 func (a *Action) Execute(ssn *framework.Session) {
 	klog.V(5).InfoS("Enter topology-allocate")
 	defer klog.V(5).InfoS("Leave topology-allocate")
-	topo := rdmatopology.ForSession(ssn)
+	topo := a.rt.ForSession(ssn)
 	st := &run{ssn: ssn, topo: topo, refuse: checkConf(ssn, topo),
 		jobs:   map[api.QueueID]*util.PriorityQueue{},
 		tasks:  map[api.JobID]*util.PriorityQueue{},

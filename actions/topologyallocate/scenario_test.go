@@ -33,6 +33,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
+	"github.com/rdmatopo/rdmatopo/registry"
 )
 
 var optionsOnce sync.Once
@@ -135,6 +136,7 @@ func (r *pgRecorder) UpdateQueueStatus(*api.QueueInfo) error { return nil }
 func runSession(t *testing.T, c *cluster, rt *rdmatopology.Runtime) *outcome {
 	t.Helper()
 	optionsOnce.Do(func() { options.Default() })
+	registry.Install(rt)
 	actions, tiers, cfgs, _, err := scheduler.UnmarshalSchedulerConf(config.SchedulerConf)
 	if err != nil {
 		t.Fatalf("default conf: %v", err)
@@ -156,8 +158,6 @@ func runSession(t *testing.T, c *cluster, rt *rdmatopology.Runtime) *outcome {
 	for _, cnr := range c.cnrs {
 		rt.Fabric.UpsertCNR(cnr)
 	}
-	rdmatopology.SetRuntime(rt)
-	t.Cleanup(func() { rdmatopology.SetRuntime(nil) })
 
 	ssn := framework.OpenSession(sc, tiers, cfgs)
 	for _, a := range actions {
@@ -183,8 +183,8 @@ func runSession(t *testing.T, c *cluster, rt *rdmatopology.Runtime) *outcome {
 	return out
 }
 
-func newRuntime() *rdmatopology.Runtime {
-	return rdmatopology.NewRuntime(topology.Config{}.WithDefaults())
+func newRuntime(opts ...rdmatopology.Option) *rdmatopology.Runtime {
+	return rdmatopology.NewRuntime(topology.Config{}.WithDefaults(), opts...)
 }
 
 // leavesOf returns the S0 annotations of the bound pods of a job, sorted.
@@ -494,15 +494,14 @@ func TestNodeAgentChoseOtherNICs(t *testing.T) {
 	})
 	c.addJob("new", 4, 4, 2, map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s0"})
 
-	rt := newRuntime()
 	patched := map[string]map[string]string{}
 	var mu sync.Mutex
-	rt.SetPodPatcher(func(_ context.Context, ns, name string, ann map[string]string) error {
+	rt := newRuntime(rdmatopology.WithPodPatcher(func(_ context.Context, ns, name string, ann map[string]string) error {
 		mu.Lock()
 		defer mu.Unlock()
 		patched[ns+"/"+name] = ann
 		return nil
-	})
+	}))
 	o := runSession(t, c, rt)
 	if got := bound(o, "new"); got != 4 {
 		t.Fatalf("new gang: %d bound, want 4 (leaf A is truly free)", got)
@@ -627,8 +626,7 @@ func TestContractScenarios(t *testing.T) {
 					}
 				}
 			}
-			rt := newRuntime()
-			rt.SetClock(func() time.Time { return now })
+			rt := newRuntime(rdmatopology.WithClock(func() time.Time { return now }))
 			o := runSession(t, c, rt)
 			if got := bound(o, "big"); got != tc.wantBound {
 				t.Errorf("%d pods bound, want %d", got, tc.wantBound)

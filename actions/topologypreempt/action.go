@@ -94,24 +94,24 @@ const (
 	ReasonPreempted = "TopologyPreempted"
 )
 
-func init() {
-	framework.RegisterAction(New())
-}
-
 // Action is the topology-preempt action, or with the reclaim policy
 // topology-reclaim (NewReclaim). It keeps no state between sessions: holds
 // and claims live in the plugin's runtime.
 type Action struct {
+	rt     *rdmatopology.Runtime
 	policy *policy
 }
 
-// New returns topology-preempt.
-func New() *Action { return &Action{policy: preemptPolicy} }
+var _ framework.Action = (*Action)(nil)
+
+// New returns topology-preempt, which finds the rdma-topology plugin's
+// state in each session through rt.
+func New(rt *rdmatopology.Runtime) *Action { return &Action{rt: rt, policy: preemptPolicy} }
 
 // NewReclaim returns topology-reclaim: the same search, futility rule and
 // holds as topology-preempt, with victims in other, reclaimable queues
-// (see policy). Package actions/topologyreclaim registers it.
-func NewReclaim() *Action { return &Action{policy: reclaimPolicy} }
+// (see policy). Package actions/topologyreclaim names it.
+func NewReclaim(rt *rdmatopology.Runtime) *Action { return &Action{rt: rt, policy: reclaimPolicy} }
 
 // Name returns ActionName, or ReclaimActionName for topology-reclaim.
 func (a *Action) Name() string { return a.policy.action }
@@ -127,7 +127,7 @@ func (a *Action) UnInitialize() {}
 func (a *Action) Execute(ssn *framework.Session) {
 	klog.V(5).InfoS("Enter action", "action", a.policy.action)
 	defer klog.V(5).InfoS("Leave action", "action", a.policy.action)
-	topo := rdmatopology.ForSession(ssn)
+	topo := a.rt.ForSession(ssn)
 	if topo == nil {
 		klog.ErrorS(nil, "Scheduler conf enables the action without a working rdma-topology plugin; nothing is evicted",
 			"action", a.policy.action, "plugin", rdmatopology.PluginName)

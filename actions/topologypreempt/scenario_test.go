@@ -34,6 +34,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
+	"github.com/rdmatopo/rdmatopo/registry"
 )
 
 var optionsOnce sync.Once
@@ -268,6 +269,7 @@ type outcome struct {
 func runSession(t *testing.T, c *cluster, rt *rdmatopology.Runtime) *outcome {
 	t.Helper()
 	optionsOnce.Do(func() { options.Default() })
+	registry.Install(rt)
 	actions, tiers, cfgs, _, err := scheduler.UnmarshalSchedulerConf(config.SchedulerConf)
 	if err != nil {
 		t.Fatalf("default conf: %v", err)
@@ -296,8 +298,6 @@ func runSession(t *testing.T, c *cluster, rt *rdmatopology.Runtime) *outcome {
 	for _, cnr := range c.kcnrs() {
 		rt.Fabric.UpsertCNR(cnr)
 	}
-	rdmatopology.SetRuntime(rt)
-	t.Cleanup(func() { rdmatopology.SetRuntime(nil) })
 
 	ssn := framework.OpenSession(sc, tiers, cfgs)
 	for _, a := range actions {

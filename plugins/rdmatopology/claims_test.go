@@ -59,7 +59,7 @@ func TestClaimedAgainst(t *testing.T) {
 			if tc.claimer != nil {
 				jobs[tc.claimer.UID] = tc.claimer
 			}
-			s := &Session{rt: NewRuntime(topology.Config{}), ssn: &framework.Session{Jobs: jobs}}
+			s := testSession(nil, &framework.Session{Jobs: jobs}, nil)
 			s.Claim(&Claim{Job: "claimer", Name: "ns/claimer", Priority: 100, Created: claimer.CreationTimestamp,
 				Room: "s0 A", S0s: map[topology.S0ID]bool{"A": true}, Nodes: map[string]bool{"n1": true, "n2": true}})
 			got := len(s.ClaimedAgainst(tc.job)) > 0
@@ -80,7 +80,7 @@ func TestKeepOffClaims(t *testing.T) {
 	for _, id := range []string{"c1", "c2"} {
 		jobs[api.JobID(id)] = claimJob(id, 100, 10, 0, 4)
 	}
-	s := &Session{rt: NewRuntime(topology.Config{}), ssn: &framework.Session{Jobs: jobs}}
+	s := testSession(nil, &framework.Session{Jobs: jobs}, nil)
 	s.Claim(&Claim{Job: "c1", Name: "ns/c1", Priority: 100, Created: jobs["c1"].CreationTimestamp,
 		Room: "s0 A", S0s: map[topology.S0ID]bool{"A": true}, Nodes: map[string]bool{"n1": true}})
 	s.Claim(&Claim{Job: "c2", Name: "ns/c2", Priority: 100, Created: jobs["c2"].CreationTimestamp,

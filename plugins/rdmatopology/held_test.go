@@ -56,7 +56,7 @@ func TestHeldKeepsThePlanOfAHardGang(t *testing.T) {
 				s.indexLocked(r)
 			}
 			if tc.plan != nil {
-				s.rt.truthOf().planned[job] = *tc.plan
+				s.rt.truth.planned[job] = *tc.plan
 			}
 			if diff := cmp.Diff(tc.wantHeld, heldStrings(s.Held(job))); diff != "" {
 				t.Errorf("Held (-want +got):\n%s", diff)

@@ -83,23 +83,16 @@ type sessionHolds struct {
 	taken map[api.JobID]*Hold
 }
 
-// holdStateMu guards the lazy creation of a session's sessionHolds.
-var holdStateMu sync.Mutex
-
-func (s *Session) holdState() *sessionHolds {
-	holdStateMu.Lock()
-	defer holdStateMu.Unlock()
-	if s.holds == nil {
-		s.holds = &sessionHolds{applied: map[api.JobID]*Hold{}, pipelineOK: map[api.JobID]bool{}, taken: map[api.JobID]*Hold{}}
-	}
-	return s.holds
+// newSessionHolds returns a session's view before any hold is applied.
+func newSessionHolds() *sessionHolds {
+	return &sessionHolds{applied: map[api.JobID]*Hold{}, pipelineOK: map[api.JobID]bool{}, taken: map[api.JobID]*Hold{}}
 }
 
 // applyHolds checks every hold of the runtime against the session and
 // applies those that still stand to the free view. It runs when the
 // session opens, after reconcile.
 func (s *Session) applyHolds() {
-	st := s.holdState()
+	st := s.holds
 	now := s.rt.Now()
 	s.rt.holds.retain(func(_ api.JobID, h *Hold) bool {
 		if why := s.holdBroken(h, now); why != "" {
@@ -210,7 +203,7 @@ func (s *Session) Hold(h *Hold) {
 
 // Holds returns the holds applied in this session, by job name.
 func (s *Session) Holds() []*Hold {
-	st := s.holdState()
+	st := s.holds
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	out := make([]*Hold, 0, len(st.applied))
@@ -231,7 +224,7 @@ func (s *Session) HasHold(job api.JobID) bool {
 // allocated to the gang's tasks, and returns it. The hold stays recorded
 // until DropHold.
 func (s *Session) TakeHold(job api.JobID) *Hold {
-	st := s.holdState()
+	st := s.holds
 	st.mu.Lock()
 	h := st.applied[job]
 	delete(st.applied, job)
@@ -264,7 +257,7 @@ func (s *Session) DropHold(job api.JobID, why string) {
 // The topology-preempt action allows it for the gang it pipelines onto the
 // resources its victims release.
 func (s *Session) AllowPipeline(job api.JobID, ok bool) {
-	st := s.holdState()
+	st := s.holds
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if ok {
@@ -275,7 +268,7 @@ func (s *Session) AllowPipeline(job api.JobID, ok bool) {
 }
 
 func (s *Session) pipelineAllowed(job api.JobID) bool {
-	st := s.holdState()
+	st := s.holds
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.pipelineOK[job]
@@ -300,7 +293,7 @@ func (s *Session) holdPredicate(task *api.TaskInfo, node *api.NodeInfo) error {
 // when none does) and the first of those gangs by name: what a pod of job
 // may not take there, beside the node's future idle resources.
 func (s *Session) HeldOn(job api.JobID, node string) (*api.Resource, string) {
-	st := s.holdState()
+	st := s.holds
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	var kept *api.Resource

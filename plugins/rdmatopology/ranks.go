@@ -32,7 +32,12 @@ type taskOrders struct {
 // SetVolcanoJobTasks records the task names of Volcano Job namespace/name
 // in spec.tasks order (nil forgets the job).
 func (rt *Runtime) SetVolcanoJobTasks(namespace, name string, tasks []string) {
-	o := &rt.tasks
+	rt.tasks.set(namespace, name, tasks)
+}
+
+// set records the task names of Volcano Job namespace/name (nil forgets
+// the job).
+func (o *taskOrders) set(namespace, name string, tasks []string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	key := namespace + "/" + name
@@ -82,9 +87,10 @@ func (rt *Runtime) startJobInformer(cfg *rest.Config) error {
 	if err := inf.SetTransform(stripJob); err != nil {
 		return fmt.Errorf("job informer transform: %w", err)
 	}
+	orders := rt.tasks
 	set := func(obj interface{}) {
 		if job, ok := obj.(*batchv1alpha1.Job); ok {
-			rt.SetVolcanoJobTasks(job.Namespace, job.Name, taskNames(job))
+			orders.set(job.Namespace, job.Name, taskNames(job))
 		}
 	}
 	_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -95,7 +101,7 @@ func (rt *Runtime) startJobInformer(cfg *rest.Config) error {
 				obj = t.Obj
 			}
 			if job, ok := obj.(*batchv1alpha1.Job); ok {
-				rt.SetVolcanoJobTasks(job.Namespace, job.Name, nil)
+				orders.set(job.Namespace, job.Name, nil)
 			}
 		},
 	})

@@ -55,7 +55,7 @@ func (s *Session) noteAllocated(task *api.TaskInfo, a *placement.Assignment) {
 		t.RDMA, t.Assignment = true, *a
 	}
 	var victims []string
-	st := s.holdState()
+	st := s.holds
 	st.mu.Lock()
 	if h := st.taken[task.Job]; h != nil {
 		victims = h.Victims

@@ -84,7 +84,7 @@ func TestHoldFailedBinds(t *testing.T) {
 			if tc.job != nil {
 				jobs[tc.job.UID] = tc.job
 			}
-			s := &Session{rt: NewRuntime(topology.Config{}), ssn: &framework.Session{Jobs: jobs}}
+			s := testSession(nil, &framework.Session{Jobs: jobs}, nil)
 			if tc.existing != nil {
 				s.rt.holds.put(tc.existing.Job, tc.existing)
 			}
@@ -148,8 +148,7 @@ func TestRebindHoldAndListings(t *testing.T) {
 				t.Fatal(err)
 			}
 			rt := NewRuntime(topology.Config{})
-			s := &Session{rt: rt, Fabric: f, State: placement.NewState(f, rt.Ledger),
-				ssn: &framework.Session{Jobs: map[api.JobID]*api.JobInfo{job.UID: job}, Nodes: map[string]*api.NodeInfo{"n1": ni}}}
+			s := testSession(rt, &framework.Session{Jobs: map[api.JobID]*api.JobInfo{job.UID: job}, Nodes: map[string]*api.NodeInfo{"n1": ni}}, f)
 			task := sentTo(1, "n1", 0).task
 			for _, rebind := range []bool{true, false} {
 				h := &Hold{Job: job.UID, Name: "ns/g", Tasks: []HeldTask{task}, Victims: []string{"ns/v-0"}, Since: rt.Now(), Rebind: rebind}

@@ -9,7 +9,6 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/api"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
-	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
@@ -31,10 +30,7 @@ func reservationSession(t *testing.T) *Session {
 	}
 	f := topology.Build(cfg, nodes, cnrs)
 	rt := NewRuntime(cfg)
-	return &Session{rt: rt, Fabric: f, State: placement.NewState(f, rt.Ledger),
-		planned: map[api.TaskID]placement.Assignment{}, broken: map[api.JobID]string{},
-		failures: map[api.JobID]*placement.Failure{}, held: map[api.JobID]*placement.Held{},
-		byJob: map[api.JobID]map[string]ledger.Reservation{}}
+	return testSession(rt, nil, f)
 }
 
 func zoneRes(uid, job, node string, numa int) ledger.Reservation {
@@ -89,9 +85,7 @@ func sortedStrings(in []string) []string {
 // rebuiltViews derives the views afresh from the ledger, as the next
 // session would: the session's views must always equal them.
 func rebuiltViews(s *Session, jobs ...string) views {
-	fresh := &Session{rt: s.rt, Fabric: s.Fabric, State: placement.NewState(s.Fabric, s.rt.Ledger),
-		held: map[api.JobID]*placement.Held{}, byJob: map[api.JobID]map[string]ledger.Reservation{}}
-	s.rt.Ledger.Each(fresh.indexLocked)
+	fresh := testSession(s.rt, nil, s.Fabric)
 	return viewsOf(fresh, jobs...)
 }
 

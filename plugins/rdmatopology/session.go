@@ -65,18 +65,11 @@ type Session struct {
 // openSession builds the session state: the runtime (started on first use),
 // nodes synced into the fabric, the ledger reconciled with the session's
 // pods, and the free view.
-func openSession(ssn *framework.Session, args *Args) *Session {
-	rt := ensureRuntime(ssn, args)
+func openSession(rt *Runtime, ssn *framework.Session, args *Args) *Session {
+	rt.ensure(ssn, args)
 	rt.syncNodes(ssn)
 	f := rt.Fabric.Snapshot()
-	s := &Session{
-		ssn: ssn, args: args, rt: rt, Fabric: f,
-		planned:  map[api.TaskID]placement.Assignment{},
-		broken:   map[api.JobID]string{},
-		failures: map[api.JobID]*placement.Failure{},
-		held:     map[api.JobID]*placement.Held{},
-		byJob:    map[api.JobID]map[string]ledger.Reservation{},
-	}
+	s := newSession(rt, ssn, args, f)
 	s.reconcile()
 	rt.Ledger.Each(s.indexLocked)
 	s.State = placement.NewState(f, rt.Ledger)
@@ -87,6 +80,20 @@ func openSession(ssn *framework.Session, args *Args) *Session {
 	klog.V(5).InfoS("Planner state carried over from the last session", "nodeViews", views, "leafStatistics", leaves)
 	rt.lastState = s.State
 	return s
+}
+
+// newSession returns the plugin's state in ssn over the fabric snapshot f,
+// before the ledger is reconciled and indexed (State is nil until then).
+func newSession(rt *Runtime, ssn *framework.Session, args *Args, f *topology.Fabric) *Session {
+	return &Session{
+		ssn: ssn, args: args, rt: rt, Fabric: f,
+		planned:  map[api.TaskID]placement.Assignment{},
+		broken:   map[api.JobID]string{},
+		failures: map[api.JobID]*placement.Failure{},
+		held:     map[api.JobID]*placement.Held{},
+		byJob:    map[api.JobID]map[string]ledger.Reservation{},
+		holds:    newSessionHolds(),
+	}
 }
 
 // reconcile brings the long-lived ledger in line with the session's pods:
@@ -161,7 +168,7 @@ func (s *Session) reconcile() {
 	s.restore(tasks, missing)
 	s.restoreListed(unannotated)
 	s.adopt(tasks)
-	s.rt.truthOf().forget(tasks, s.ssn.Jobs)
+	s.rt.truth.forget(tasks, s.ssn.Jobs)
 }
 
 // restore gives bound pods that carry the scheduler's annotations but have
@@ -177,7 +184,7 @@ func (s *Session) restore(tasks map[string]*api.TaskInfo, bound []*api.TaskInfo)
 	}
 	sort.Slice(missing, func(i, j int) bool { return missing[i].UID < missing[j].UID })
 	rebuilt, errs := ledger.Rebuild(s.args.TopologyConfig(), missing, s.Fabric)
-	reportRebuildErrors(s.rt.recorder, errs)
+	s.rt.reportRebuildErrors(errs)
 	for _, r := range rebuilt.All() {
 		if job, ok := tasks[r.UID]; ok {
 			r.Job = string(job.Job)

@@ -16,23 +16,12 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 )
 
-// SetClock sets the clock max-wait deadlines are measured on (the
-// simulator's simulated time); nil restores the wall clock.
-func (rt *Runtime) SetClock(now func() time.Time) {
-	runtimeMu.Lock()
-	defer runtimeMu.Unlock()
-	rt.clock = now
-}
-
-// Now is the runtime's current time.
+// Now is the runtime's current time (WithClock's, else the wall clock).
 func (rt *Runtime) Now() time.Time {
-	runtimeMu.Lock()
-	now := rt.clock
-	runtimeMu.Unlock()
-	if now == nil {
+	if rt.clock == nil {
 		return time.Now()
 	}
-	return now()
+	return rt.clock()
 }
 
 // waitingSince reads the PodGroup's rdmatopo.io/waiting-since; false when
