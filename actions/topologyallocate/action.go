@@ -27,6 +27,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/actions/internal/gangfit"
 	"github.com/rdmatopo/rdmatopo/actions/internal/heldgang"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/preemption"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
@@ -291,7 +292,7 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 		rdmatopology.ObservePlan(time.Since(start))
 		if plan == nil {
 			fail = r.explainNoNodes(fail, g)
-			fail = rdmatopology.ClaimedFailure(fail, claimedBy, claimed)
+			fail = preemption.ClaimedFailure(fail, claimedBy, claimed)
 			klog.V(3).InfoS("No placement for gang", "job", job.UID, "reason", fail.Message)
 			topo.RecordFailure(job, fail)
 			return
@@ -448,7 +449,7 @@ func buildGang(topo *rdmatopology.Session, fit *gangfit.Nodes, job *api.JobInfo,
 			Shape: topo.Shape(t), Group: fit.Group(t)})
 	}
 	held, members, err := topo.RankGang(job, rdma, g.Pods)
-	g.Held, g.Members = held, members
+	g.Occupancy, g.Members = held, members
 	if err != nil {
 		return g, err
 	}

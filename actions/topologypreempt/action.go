@@ -80,6 +80,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/actions/internal/gangfit"
 	"github.com/rdmatopo/rdmatopo/actions/internal/heldgang"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/preemption"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
@@ -168,7 +169,7 @@ type run struct {
 	// scopeLists caches scopes per contract kind; held caches the ledger's
 	// reservations and their leaves for room, until apply changes them.
 	scopeLists map[scopeKey][]scope
-	held       []heldPod
+	reserved   []preemption.ReservedPod
 }
 
 // gangMet reports whether the job has its minMember (and each task role
@@ -234,7 +235,7 @@ func (r *run) buildGang(job *api.JobInfo, c placement.Contract, rdma, others []*
 			Shape: r.topo.Shape(t), Group: r.fit.Group(t)})
 	}
 	held, members, err := r.topo.RankGang(job, rdma, g.Pods)
-	g.Held, g.Members = held, members
+	g.Occupancy, g.Members = held, members
 	if err != nil {
 		return g, err
 	}
@@ -302,7 +303,7 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 	jobName := job.Namespace + "/" + job.Name
 	stmt := framework.NewStatement(ssn)
 	defer topo.ClearPlanned()
-	r.held = nil
+	r.reserved = nil
 	queue := ssn.Queues[job.Queue]
 	victims := ch.victims()
 	reason := r.policy.evictReason(jobName, job.Priority)
@@ -320,7 +321,7 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 	for _, t := range rdma {
 		byUID[string(t.UID)] = t
 	}
-	var held []rdmatopology.HeldTask
+	var held []preemption.HoldTask
 	fail := func(err error) {
 		klog.V(3).InfoS("Gang not pipelined after evictions; nothing evicted", "job", jobName, "err", err)
 		stmt.Discard()
@@ -336,8 +337,7 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 			fail(err)
 			return
 		}
-		held = append(held, rdmatopology.HeldTask{UID: task.UID, Name: task.Namespace + "/" + task.Name, Node: node.Name,
-			RDMA: true, Assignment: a, Resreq: task.InitResreq.Clone()})
+		held = append(held, rdmatopology.HoldTaskOf(task, node.Name, &a))
 	}
 	for _, t := range others {
 		if job.WaitingTaskNum()+job.ReadyTaskNum() >= job.MinAvailable && job.CheckTaskPipelined() {
@@ -352,7 +352,7 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 			fail(err)
 			return
 		}
-		held = append(held, rdmatopology.HeldTask{UID: t.UID, Name: t.Namespace + "/" + t.Name, Node: node.Name, Resreq: t.InitResreq.Clone()})
+		held = append(held, rdmatopology.HoldTaskOf(t, node.Name, nil))
 	}
 	topo.AllowPipeline(job.UID, true)
 	complete := ssn.JobPipelined(job)
@@ -366,12 +366,12 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 	for _, v := range victims {
 		names = append(names, v.name())
 	}
-	topo.Hold(&rdmatopology.Hold{Job: job.UID, Name: jobName, Tasks: held, Victims: names, Since: topo.Now()})
+	topo.Hold(&preemption.Hold{Job: string(job.UID), Name: jobName, Tasks: held, Victims: names, Since: topo.Now()})
 	r.policy.gangs.Inc()
 	r.policy.pods.Add(float64(len(victims)))
 	r.events(job, ch)
 	klog.InfoS("Evicted for gang", "action", r.policy.action, "job", jobName, "priority", job.Priority, "tier", ch.plan.Tier,
-		"s0", ch.plan.S0s, "evicted", len(victims), "victims", names, "victimPriority", ch.cost.prio)
+		"s0", ch.plan.S0s, "evicted", len(victims), "victims", names, "victimPriority", ch.cost.Prio)
 }
 
 // pipeline puts a task on node as the victims' resources are released,
@@ -454,7 +454,7 @@ func (r *run) events(job *api.JobInfo, ch *choice) {
 	}
 	r.ssn.RecordPodGroupEvent(job.PodGroup, v1.EventTypeNormal, r.policy.acting,
 		fmt.Sprintf("evicting %d pod(s) of %s to place the gang at tier %s under S0 %s",
-			ch.cost.pods, strings.Join(jobNames, ", "), ch.plan.Tier, strings.Join(leaves, ",")))
+			ch.cost.Pods, strings.Join(jobNames, ", "), ch.plan.Tier, strings.Join(leaves, ",")))
 }
 
 // queueName is a queue's name for messages ("" when there is none).

@@ -48,7 +48,7 @@ func (c *choice) better(d *choice) bool {
 		return true
 	}
 	if c.cost != d.cost {
-		return c.cost.less(d.cost)
+		return c.cost.Less(d.cost)
 	}
 	if c.plan.Tier != d.plan.Tier {
 		return c.plan.Tier < d.plan.Tier
@@ -225,9 +225,9 @@ func (s *searcher) exact(sc scope, units []*unit, bound *choice) *choice {
 			subsets = append(subsets, subset{mask: mask, cost: costOf(set), set: set})
 		}
 	}
-	sort.Slice(subsets, func(i, j int) bool { return subsets[i].cost.less(subsets[j].cost) })
+	sort.Slice(subsets, func(i, j int) bool { return subsets[i].cost.Less(subsets[j].cost) })
 	for _, sub := range subsets {
-		if bound != nil && !sub.cost.less(bound.cost) {
+		if bound != nil && !sub.cost.Less(bound.cost) {
 			return nil
 		}
 		if s.plans >= planBudget {

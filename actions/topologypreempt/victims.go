@@ -8,6 +8,7 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/api"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/preemption"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
 
@@ -155,40 +156,21 @@ type unit struct {
 	victims []*victim
 }
 
-// cost orders sets of evictions: fewer pods, then a lower sum of
-// priorities, then younger pods (a larger sum of start times), then names.
-type cost struct {
-	pods  int
-	prio  int64
-	start int64
-	names string
-}
-
-func (a cost) less(b cost) bool {
-	if a.pods != b.pods {
-		return a.pods < b.pods
-	}
-	if a.prio != b.prio {
-		return a.prio < b.prio
-	}
-	if a.start != b.start {
-		return a.start > b.start
-	}
-	return a.names < b.names
-}
+// cost orders sets of evictions (preemption.Cost).
+type cost = preemption.Cost
 
 // costOf is the cost of evicting the union of units' victims.
 func costOf(units []*unit) cost {
 	var c cost
 	var names []string
 	for _, v := range union(units) {
-		c.pods++
-		c.prio += int64(v.prio)
-		c.start += v.start
+		c.Pods++
+		c.Prio += int64(v.prio)
+		c.Start += v.start
 		names = append(names, v.name())
 	}
 	sort.Strings(names)
-	c.names = strings.Join(names, ",")
+	c.Names = strings.Join(names, ",")
 	return c
 }
 
@@ -242,6 +224,6 @@ func unitsIn(jobs map[api.JobID]*victimJob, in func(*victim) bool) []*unit {
 			out = append(out, &unit{job: c.job.UID, whole: true, victims: c.bound})
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return costOf(out[i : i+1]).less(costOf(out[j : j+1])) })
+	sort.SliceStable(out, func(i, j int) bool { return costOf(out[i : i+1]).Less(costOf(out[j : j+1])) })
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
 	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/preemption"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
 
@@ -22,5 +23,6 @@ func testSession(rt *Runtime, ssn *framework.Session, f *topology.Fabric) *Sessi
 	if f != nil {
 		s.State = placement.NewState(f, rt.Ledger)
 	}
+	s.holds = preemption.NewView(s.State)
 	return s
 }

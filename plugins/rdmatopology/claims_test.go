@@ -12,6 +12,7 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
 	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/preemption"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
@@ -60,7 +61,7 @@ func TestClaimedAgainst(t *testing.T) {
 				jobs[tc.claimer.UID] = tc.claimer
 			}
 			s := testSession(nil, &framework.Session{Jobs: jobs}, nil)
-			s.Claim(&Claim{Job: "claimer", Name: "ns/claimer", Priority: 100, Created: claimer.CreationTimestamp,
+			s.Claim(&preemption.Claim{Job: "claimer", Name: "ns/claimer", Priority: 100, Created: claimer.CreationTimestamp,
 				Room: "s0 A", S0s: map[topology.S0ID]bool{"A": true}, Nodes: map[string]bool{"n1": true, "n2": true}})
 			got := len(s.ClaimedAgainst(tc.job)) > 0
 			if got != tc.want {
@@ -81,9 +82,9 @@ func TestKeepOffClaims(t *testing.T) {
 		jobs[api.JobID(id)] = claimJob(id, 100, 10, 0, 4)
 	}
 	s := testSession(nil, &framework.Session{Jobs: jobs}, nil)
-	s.Claim(&Claim{Job: "c1", Name: "ns/c1", Priority: 100, Created: jobs["c1"].CreationTimestamp,
+	s.Claim(&preemption.Claim{Job: "c1", Name: "ns/c1", Priority: 100, Created: jobs["c1"].CreationTimestamp,
 		Room: "s0 A", S0s: map[topology.S0ID]bool{"A": true}, Nodes: map[string]bool{"n1": true}})
-	s.Claim(&Claim{Job: "c2", Name: "ns/c2", Priority: 100, Created: jobs["c2"].CreationTimestamp,
+	s.Claim(&preemption.Claim{Job: "c2", Name: "ns/c2", Priority: 100, Created: jobs["c2"].CreationTimestamp,
 		Room: "node n9", Nodes: map[string]bool{"n9": true}})
 
 	g := placement.Gang{}
@@ -100,7 +101,7 @@ func TestKeepOffClaims(t *testing.T) {
 	if diff := cmp.Diff(map[string]string{"n1": "ns/c1", "n9": "ns/c2"}, s.ClaimedNodes(young)); diff != "" {
 		t.Errorf("claimed nodes (-want,+got):\n%s", diff)
 	}
-	f := ClaimedFailure(&placement.Failure{Code: placement.ReasonNoCapacity, Message: "no S0 holds 2 pods"}, by, n)
+	f := preemption.ClaimedFailure(&placement.Failure{Code: placement.ReasonNoCapacity, Message: "no S0 holds 2 pods"}, by, n)
 	if want := "no S0 holds 2 pods (2 rooms kept for ns/c1, an older waiting gang of the same priority)"; f.Message != want {
 		t.Errorf("failure message %q, want %q", f.Message, want)
 	}

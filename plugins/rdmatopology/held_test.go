@@ -58,8 +58,8 @@ func TestHeldKeepsThePlanOfAHardGang(t *testing.T) {
 			if tc.plan != nil {
 				s.rt.truth.planned[job] = *tc.plan
 			}
-			if diff := cmp.Diff(tc.wantHeld, heldStrings(s.Held(job))); diff != "" {
-				t.Errorf("Held (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tc.wantHeld, heldStrings(s.Occupancy(job))); diff != "" {
+				t.Errorf("Occupancy (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tc.wantReal, heldStrings(s.Realized(job))); diff != "" {
 				t.Errorf("Realized (-want +got):\n%s", diff)
@@ -68,7 +68,7 @@ func TestHeldKeepsThePlanOfAHardGang(t *testing.T) {
 	}
 }
 
-func heldStrings(h *placement.Held) []string {
+func heldStrings(h *placement.Occupancy) []string {
 	var out []string
 	for n := range h.Nodes {
 		out = append(out, "node:"+n)

@@ -153,13 +153,13 @@ func (s *Session) taskRanks(tasks []*api.TaskInfo) ([]int, error) {
 // pods[i]), together with the job's other pending RDMA pods and its pods
 // that hold NICs, so that ranks number the whole gang: it sets each pod's
 // Rank and sorts pods by rank, and returns what the gang
-// holds (Held) with the held pods' ranks and places (placement.Held.Ranks),
+// holds (Occupancy) with the held pods' ranks and places (placement.Occupancy.Ranks),
 // and how many pods the ranks number (placement.Gang.Members). A held pod
 // whose task the session does not list is left out of the ranks. An
 // invalid rdmatopo.io/rank is an error wrapping
 // placement.ErrInvalidContract.
-func (s *Session) RankGang(job *api.JobInfo, tasks []*api.TaskInfo, pods []placement.Pod) (*placement.Held, int, error) {
-	h := s.Held(job.UID)
+func (s *Session) RankGang(job *api.JobInfo, tasks []*api.TaskInfo, pods []placement.Pod) (*placement.Occupancy, int, error) {
+	h := s.Occupancy(job.UID)
 	all := append([]*api.TaskInfo(nil), tasks...)
 	given := make(map[api.TaskID]bool, len(tasks))
 	for _, t := range tasks {
@@ -195,11 +195,11 @@ func (s *Session) RankGang(job *api.JobInfo, tasks []*api.TaskInfo, pods []place
 	if len(held) == 0 {
 		return h, len(all), nil
 	}
-	out := &placement.Held{Nodes: h.Nodes, S0s: h.S0s, S1s: h.S1s, Pods: h.Pods}
+	out := &placement.Occupancy{Nodes: h.Nodes, S0s: h.S0s, S1s: h.S1s, Pods: h.Pods}
 	for i, r := range held {
 		leaves := s.Fabric.NICLeaves(r.Node, r.NICs())
 		sort.Slice(leaves, func(a, b int) bool { return leaves[a] < leaves[b] })
-		out.Ranks = append(out.Ranks, placement.HeldRank{Rank: ranks[heldAt+i], Node: r.Node, Leaves: leaves})
+		out.Ranks = append(out.Ranks, placement.OccupiedRank{Rank: ranks[heldAt+i], Node: r.Node, Leaves: leaves})
 	}
 	sort.SliceStable(out.Ranks, func(i, j int) bool { return out.Ranks[i].Rank < out.Ranks[j].Rank })
 	return out, len(all), nil

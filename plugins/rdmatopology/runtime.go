@@ -23,6 +23,7 @@ import (
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/preemption"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
 
@@ -86,14 +87,12 @@ type Runtime struct {
 	stop chan struct{}
 	// truth remembers adoptions of what the KCNRs list (truth.go).
 	truth *truth
-	// holds are the preempting gangs' holds (holds.go).
-	holds *jobBook[*Hold]
+	// preemption keeps the holds (holds.go) and the claims (claims.go).
+	preemption *preemption.Store
 	// sent are the tasks of RDMA gangs the last session sent to bind, for
 	// the next one to find their failed binds (rebind.go). Only session
 	// open and close read and write it, one session at a time.
 	sent []sentBind
-	// claims are the rooms kept for waiting hard gangs (claims.go).
-	claims *jobBook[*Claim]
 	// tasks is the spec.tasks order of Volcano Jobs, for ranks (ranks.go).
 	tasks *taskOrders
 	// aliases remembers the PodGroups warned about for Volcano
@@ -169,9 +168,8 @@ func (rt *Runtime) reset(cfg topology.Config) {
 	rt.nodes = map[string]*v1.Node{}
 	rt.stop = nil
 	rt.truth = newTruth()
-	rt.holds = &jobBook[*Hold]{}
+	rt.preemption = &preemption.Store{}
 	rt.sent = nil
-	rt.claims = &jobBook[*Claim]{}
 	rt.tasks = &taskOrders{}
 	rt.aliases = &aliasWarnings{}
 	rt.topology = &topologyReporter{}

@@ -6,6 +6,7 @@ import (
 
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
+	"github.com/rdmatopo/rdmatopo/framework/preemption"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
 
@@ -30,11 +31,11 @@ func TestClusterRuntimeRebuild(t *testing.T) {
 	if got := rt.cfg.S1NodeLabel; got != "rack" {
 		t.Fatalf("first session: S1 label %q, want rack", got)
 	}
-	rt.holds.put("ns/g", &Hold{Job: "ns/g"})
-	rt.claims.put("ns/c", &Claim{Job: "ns/c"})
+	rt.preemption.Holds.Put("ns/g", &preemption.Hold{Job: "ns/g"})
+	rt.preemption.Claims.Put("ns/c", &preemption.Claim{Job: "ns/c"})
 
 	rt.ensure(ssn, args("rack"))
-	if rt.Fabric != fabric || rt.Ledger != ledger || !rt.holds.has("ns/g") || !rt.claims.has("ns/c") {
+	if rt.Fabric != fabric || rt.Ledger != ledger || !rt.preemption.Holds.Has("ns/g") || !rt.preemption.Claims.Has("ns/c") {
 		t.Errorf("same arguments: runtime rebuilt")
 	}
 
@@ -42,7 +43,7 @@ func TestClusterRuntimeRebuild(t *testing.T) {
 	if rt.Fabric == fabric || rt.Ledger == ledger {
 		t.Errorf("changed arguments: fabric or ledger kept")
 	}
-	if rt.holds.has("ns/g") || rt.claims.has("ns/c") {
+	if rt.preemption.Holds.Has("ns/g") || rt.preemption.Claims.Has("ns/c") {
 		t.Errorf("changed arguments: holds or claims kept")
 	}
 	if got := rt.cfg.S1NodeLabel; got != "zone" {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/preemption"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
 
@@ -40,12 +41,12 @@ type Session struct {
 	// failures records why a gang was not placed in this session.
 	failures map[api.JobID]*placement.Failure
 	// held caches each job's current placement; dropped on change.
-	held map[api.JobID]*placement.Held
+	held map[api.JobID]*placement.Occupancy
 	// byJob indexes the ledger's reservations by job (pod UID ->
 	// reservation), kept in step by allocate and deallocate.
 	byJob map[api.JobID]map[string]ledger.Reservation
-	// holds is the session's view of preempting gangs' holds (holds.go).
-	holds *sessionHolds
+	// holds is the session's view of the holds (holds.go).
+	holds *preemption.View
 	// probing counts, per task, the predicate walks in progress that ask
 	// the other plugins only (WithoutNICCheck).
 	probing map[api.TaskID]int
@@ -73,6 +74,7 @@ func openSession(rt *Runtime, ssn *framework.Session, args *Args) *Session {
 	s.reconcile()
 	rt.Ledger.Each(s.indexLocked)
 	s.State = placement.NewState(f, rt.Ledger)
+	s.holds = preemption.NewView(s.State)
 	LimitNodes(s.State, ssn.Nodes, v1.ResourceName(args.GPUResource), v1.ResourceName(args.RDMAResource))
 	// What the last session computed about nodes nothing changed on since
 	// (their views, their leaves' statistics) holds in this one.
@@ -90,9 +92,8 @@ func newSession(rt *Runtime, ssn *framework.Session, args *Args, f *topology.Fab
 		planned:  map[api.TaskID]placement.Assignment{},
 		broken:   map[api.JobID]string{},
 		failures: map[api.JobID]*placement.Failure{},
-		held:     map[api.JobID]*placement.Held{},
+		held:     map[api.JobID]*placement.Occupancy{},
 		byJob:    map[api.JobID]map[string]ledger.Reservation{},
-		holds:    newSessionHolds(),
 	}
 }
 
@@ -265,13 +266,13 @@ func (s *Session) Shape(task *api.TaskInfo) placement.Shape {
 	return ShapeOf(task.Pod, task.InitResreq, v1.ResourceName(s.args.GPUResource), v1.ResourceName(s.args.RDMAResource))
 }
 
-// Held returns the placement the job's further pods are planned next to:
+// Occupancy returns the placement the job's further pods are planned next to:
 // Realized, except that a hard gang the nodes placed otherwise than
 // planned keeps the leaves (and S1s) of its plan. Hard mode bounds what
 // the scheduler plans, not what the nodes did: the leaves a node added
 // are its doing, and counting them would leave no leaf that holds the
 // gang's remaining pods within its tier.
-func (s *Session) Held(jobID api.JobID) *placement.Held {
+func (s *Session) Occupancy(jobID api.JobID) *placement.Occupancy {
 	h := s.Realized(jobID)
 	if s.ssn == nil || h.Empty() {
 		return h
@@ -287,7 +288,7 @@ func (s *Session) Held(jobID api.JobID) *placement.Held {
 	if !ok || len(plan.S0) == 0 {
 		return h
 	}
-	out := &placement.Held{Nodes: h.Nodes, Pods: h.Pods, S0s: map[topology.S0ID]bool{}, S1s: map[topology.S1ID]bool{}}
+	out := &placement.Occupancy{Nodes: h.Nodes, Pods: h.Pods, S0s: map[topology.S0ID]bool{}, S1s: map[topology.S1ID]bool{}}
 	for _, id := range plan.S0 {
 		leaf := topology.S0ID(id)
 		out.S0s[leaf] = true
@@ -301,25 +302,25 @@ func (s *Session) Held(jobID api.JobID) *placement.Held {
 // Realized returns the placement the job currently holds: its reservations
 // in the ledger (bound pods, as their KCNRs list them once they do, and
 // pods allocated in this session).
-func (s *Session) Realized(jobID api.JobID) *placement.Held {
+func (s *Session) Realized(jobID api.JobID) *placement.Occupancy {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.heldLocked(jobID)
+	return s.occupancyLocked(jobID)
 }
 
-func (s *Session) heldLocked(jobID api.JobID) *placement.Held {
+func (s *Session) occupancyLocked(jobID api.JobID) *placement.Occupancy {
 	if h, ok := s.held[jobID]; ok {
 		return h
 	}
-	h := heldOf(s.Fabric, s.byJob[jobID])
+	h := occupancyOf(s.Fabric, s.byJob[jobID])
 	s.held[jobID] = h
 	return h
 }
 
 // heldOf is the placement the reservations hold: their nodes, the leaves of
 // their NICs and those leaves' S1s.
-func heldOf(f *topology.Fabric, rs map[string]ledger.Reservation) *placement.Held {
-	h := &placement.Held{Nodes: map[string]bool{}, S0s: map[topology.S0ID]bool{}, S1s: map[topology.S1ID]bool{}}
+func occupancyOf(f *topology.Fabric, rs map[string]ledger.Reservation) *placement.Occupancy {
+	h := &placement.Occupancy{Nodes: map[string]bool{}, S0s: map[topology.S0ID]bool{}, S1s: map[topology.S1ID]bool{}}
 	for _, r := range rs {
 		h.Pods++
 		h.Nodes[r.Node] = true
@@ -335,7 +336,7 @@ func heldOf(f *topology.Fabric, rs map[string]ledger.Reservation) *placement.Hel
 
 // summarize is a held placement as the PodGroup annotation writes it: its
 // tier, and its S0s and (known) S1s, sorted.
-func summarize(h *placement.Held) PlannedPlacement {
+func summarize(h *placement.Occupancy) PlannedPlacement {
 	p := PlannedPlacement{Tier: placement.TierOf(len(h.Nodes), len(h.S0s), len(h.S1s)).String(), S0: []string{}, S1: []string{}}
 	for id := range h.S0s {
 		p.S0 = append(p.S0, string(id))
@@ -371,7 +372,7 @@ func (s *Session) tierLimit(job *api.JobInfo, node string) (map[topology.S0ID]bo
 	if mode != placement.ModeHard {
 		return nil, true
 	}
-	h := s.Held(job.UID)
+	h := s.Occupancy(job.UID)
 	if h.Empty() {
 		return nil, true
 	}

@@ -268,7 +268,7 @@ func (s *Session) plannedOf(job *api.JobInfo) (PlannedPlacement, bool) {
 
 // placementOf summarizes reservations as a placement: tier, S0s, S1s.
 func placementOf(f *topology.Fabric, rs map[string]ledger.Reservation) PlannedPlacement {
-	return summarize(heldOf(f, rs))
+	return summarize(occupancyOf(f, rs))
 }
 
 // tierRank orders tier names, tightest first; unknown names rank last.

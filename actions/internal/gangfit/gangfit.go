@@ -61,7 +61,7 @@ type Nodes struct {
 	groups       map[[32]byte]int
 	sets         []*group
 	// heldOn says what other gangs' preemption holds keep on a node
-	// (rdmatopology.Session.HeldOn); nil: nothing.
+	// (rdmatopology.Session.KeptOn); nil: nothing.
 	heldOn func(job api.JobID, node string) (*api.Resource, string)
 	// touched logs, in order, the node of every task allocated, pipelined,
 	// evicted or taken back in the session since New (the session's event
@@ -104,7 +104,7 @@ type group struct {
 
 // New returns the node sets of one session, read with mode.
 func New(ssn *framework.Session, topo *rdmatopology.Session, mode Mode) *Nodes {
-	n := &Nodes{ssn: ssn, topo: topo, mode: mode, groups: map[[32]byte]int{}, heldOn: topo.HeldOn}
+	n := &Nodes{ssn: ssn, topo: topo, mode: mode, groups: map[[32]byte]int{}, heldOn: topo.KeptOn}
 	touch := func(e *framework.Event) {
 		if e.Task == nil {
 			return

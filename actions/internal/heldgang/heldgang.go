@@ -13,6 +13,7 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
+	"github.com/rdmatopo/rdmatopo/framework/preemption"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
@@ -34,18 +35,19 @@ import (
 // rest of their gang is running and waits for them. Proportion recomputes
 // deserved shares every session; refusing the pods now would make the
 // evictions futile, or leave a gang partial.
-func Realize(ssn *framework.Session, topo *rdmatopology.Session, h *rdmatopology.Hold) []*api.TaskInfo {
-	job := ssn.Jobs[h.Job]
+func Realize(ssn *framework.Session, topo *rdmatopology.Session, h *preemption.Hold) []*api.TaskInfo {
+	jobID := api.JobID(h.Job)
+	job := ssn.Jobs[jobID]
 	if job == nil {
 		return nil
 	}
 	for _, t := range h.Tasks {
-		if task := job.Tasks[t.UID]; task != nil && task.Status != api.Pending {
+		if task := job.Tasks[api.TaskID(t.UID)]; task != nil && task.Status != api.Pending {
 			// An earlier action placed the pod elsewhere this session (the
 			// hold's NICs are not free to it, other capacity was).
 			// Allocating the task again, and discarding that, would take
 			// the node off a task already sent to bind.
-			topo.DropHold(h.Job, "gang placed elsewhere")
+			topo.DropHold(jobID, "gang placed elsewhere")
 			klog.V(3).InfoS("Dropped the hold of a gang placed elsewhere", "job", h.Name,
 				"task", klog.KRef(task.Namespace, task.Name), "status", task.Status)
 			return nil
@@ -58,7 +60,7 @@ func Realize(ssn *framework.Session, topo *rdmatopology.Session, h *rdmatopology
 			need[t.Node] = api.EmptyResource()
 			nodes = append(nodes, t.Node)
 		}
-		need[t.Node].Add(t.Resreq)
+		need[t.Node].Add(rdmatopology.ResourceOf(t.Resreq))
 	}
 	for _, name := range nodes {
 		node := ssn.Nodes[name]
@@ -66,7 +68,7 @@ func Realize(ssn *framework.Session, topo *rdmatopology.Session, h *rdmatopology
 			continue
 		}
 		if h.Rebind && (node == nil || !need[name].LessEqual(node.FutureIdle(), api.Zero)) {
-			topo.DropHold(h.Job, "node "+name+" no longer has the resources of the failed binds")
+			topo.DropHold(jobID, "node "+name+" no longer has the resources of the failed binds")
 			klog.InfoS("Dropped the slots of a partial gang's failed binds; planning the pods anew", "job", h.Name, "node", name)
 			return nil
 		}
@@ -79,13 +81,13 @@ func Realize(ssn *framework.Session, topo *rdmatopology.Session, h *rdmatopology
 			return nil
 		}
 	}
-	topo.TakeHold(h.Job)
+	topo.TakeHold(jobID)
 	defer topo.ClearPlanned()
 	stmt := framework.NewStatement(ssn)
 	var err error
 	var placed []*api.TaskInfo
 	for _, t := range h.Tasks {
-		task, node := job.Tasks[t.UID], ssn.Nodes[t.Node]
+		task, node := job.Tasks[api.TaskID(t.UID)], ssn.Nodes[t.Node]
 		if task == nil || node == nil {
 			err = fmt.Errorf("task %s or node %s is gone", t.Name, t.Node)
 			break
@@ -106,7 +108,7 @@ func Realize(ssn *framework.Session, topo *rdmatopology.Session, h *rdmatopology
 	}
 	if err == nil && job.CheckTaskReady() && job.IsReady() && ssn.JobReady(job) {
 		stmt.Commit()
-		topo.DropHold(h.Job, "gang allocated where it was held")
+		topo.DropHold(jobID, "gang allocated where it was held")
 		if h.Rebind {
 			klog.InfoS("Allocated the pods of a partial gang where their binds failed", "job", h.Name, "pods", len(h.Tasks),
 				"waited", topo.Now().Sub(h.Since))
@@ -120,7 +122,7 @@ func Realize(ssn *framework.Session, topo *rdmatopology.Session, h *rdmatopology
 	if err == nil {
 		err = fmt.Errorf("gang is not ready")
 	}
-	topo.DropHold(h.Job, "held placement cannot be allocated: "+err.Error())
+	topo.DropHold(jobID, "held placement cannot be allocated: "+err.Error())
 	klog.InfoS("Abandoned the hold of a gang", "job", h.Name, "rebind", h.Rebind, "err", err)
 	return nil
 }
