@@ -25,7 +25,6 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/util"
 
 	"github.com/rdmatopo/rdmatopo/actions/internal/gangfit"
-	"github.com/rdmatopo/rdmatopo/actions/internal/heldgang"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/preemption"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
@@ -83,7 +82,7 @@ func (a *Action) Execute(ssn *framework.Session) {
 			if !h.Rebind {
 				continue
 			}
-			if placed := heldgang.Realize(ssn, topo, h); len(placed) > 0 {
+			if placed := topo.RealizeHold(h); len(placed) > 0 {
 				st.commits++
 				st.fit.Changed(placed)
 			}
@@ -272,29 +271,29 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 	if err != nil {
 		// Never placed under a contract it does not have.
 		klog.InfoS("Gang not placed: invalid job contract", "job", job.UID, "err", err)
-		topo.RecordFailure(job, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
+		topo.Report(job, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
 		return
 	}
 	if relaxed {
 		klog.V(3).InfoS("Gang waited max-wait for its highest tier; planning it as soft", "job", job.UID, "maxWait", c.MaxWait)
 	}
-	g, err := buildGang(topo, r.fit, job, c, rdma, others)
+	g, err := r.fit.Request(job, c, rdma, others)
 	if err != nil {
 		klog.InfoS("Gang not placed: invalid rank", "job", job.UID, "err", err)
-		topo.RecordFailure(job, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
+		topo.Report(job, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
 		return
 	}
 	// An older waiting gang of the job's priority keeps the room it claimed.
 	claimedBy, claimed := topo.KeepOffClaims(job, &g)
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		start := time.Now()
-		plan, fail := topo.State.Plan(g)
+		plan, fail := topo.Plan(g)
 		rdmatopology.ObservePlan(time.Since(start))
 		if plan == nil {
 			fail = r.explainNoNodes(fail, g)
 			fail = preemption.ClaimedFailure(fail, claimedBy, claimed)
 			klog.V(3).InfoS("No placement for gang", "job", job.UID, "reason", fail.Message)
-			topo.RecordFailure(job, fail)
+			topo.Report(job, fail)
 			return
 		}
 		klog.V(3).InfoS("Planned gang", "job", job.UID, "tier", plan.Tier, "s0s", len(plan.S0s), "pods", len(plan.Assignments), "attempt", attempt)
@@ -302,9 +301,8 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 		left, bad, err := r.applyGang(queue, job, stmt, plan, all)
 		if err == nil {
 			if gangMet(job) && ssn.JobReady(job) {
-				stmt.Commit()
+				topo.Settle(stmt, true, false)
 				r.commits++
-				topo.ClearPlanned()
 				r.fit.Changed(all)
 				rdmatopology.ObservePlaced(plan)
 				for _, t := range left {
@@ -317,17 +315,16 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 			}
 			err = fmt.Errorf("gang is not ready after its plan was applied")
 		}
-		stmt.Discard()
-		topo.ClearPlanned()
+		topo.Settle(stmt, false, false)
 		klog.V(3).InfoS("Discarded gang plan", "job", job.UID, "attempt", attempt, "err", err)
 		if bad == "" {
-			topo.RecordFailure(job, &placement.Failure{Code: placement.ReasonNoCapacity, Message: err.Error()})
+			topo.Report(job, &placement.Failure{Code: placement.ReasonNoCapacity, Message: err.Error()})
 			return
 		}
 		rdmatopology.ObservePlanRefused(refusedBy(err))
 		g.Exclude[bad] = true
 	}
-	topo.RecordFailure(job, &placement.Failure{Code: placement.ReasonNoCapacity,
+	topo.Report(job, &placement.Failure{Code: placement.ReasonNoCapacity,
 		Message: fmt.Sprintf("planned nodes kept failing the session predicates after %d attempts", maxAttempts)})
 }
 
@@ -402,12 +399,8 @@ func applyAssignment(ssn *framework.Session, topo *rdmatopology.Session, queue *
 	if err := ssn.PrePredicateFn(task); err != nil {
 		return "", fmt.Errorf("pre-predicate of %s/%s: %w", task.Namespace, task.Name, err)
 	}
-	topo.SetPlanned(task.UID, a)
-	if err := ssn.PredicateForAllocateAction(task, node); err != nil {
-		return a.Node, fmt.Errorf("predicates refuse %s/%s on %s: %w", task.Namespace, task.Name, a.Node, err)
-	}
-	if err := stmt.Allocate(task, node); err != nil {
-		return a.Node, fmt.Errorf("allocate %s/%s on %s: %w", task.Namespace, task.Name, a.Node, err)
+	if err := topo.Allocate(stmt, task, node, &a); err != nil {
+		return a.Node, err
 	}
 	return "", nil
 }
@@ -435,31 +428,6 @@ func refusedBy(err error) string {
 	return "Allocate"
 }
 
-// buildGang turns the job's pending RDMA tasks into a planner request under
-// contract c, the pods in rank order. Ranks number the whole gang, the
-// pods it holds included, and the held pods carry theirs, so that late
-// pods go next to their rank neighbours and into their segments
-// (Session.RankGang). It fails on an invalid rank annotation (an error
-// wrapping placement.ErrInvalidContract).
-func buildGang(topo *rdmatopology.Session, fit *gangfit.Nodes, job *api.JobInfo, c placement.Contract, rdma []*api.TaskInfo, others int) (placement.Gang, error) {
-	g := placement.Gang{Job: string(job.UID), Mode: c.Mode, HighestTier: c.HighestTier,
-		Exclude: map[string]bool{}, Segment: c.Segment}
-	for _, t := range rdma {
-		g.Pods = append(g.Pods, placement.Pod{UID: string(t.UID), Name: t.Namespace + "/" + t.Name,
-			Shape: topo.Shape(t), Group: fit.Group(t)})
-	}
-	held, members, err := topo.RankGang(job, rdma, g.Pods)
-	g.Occupancy, g.Members = held, members
-	if err != nil {
-		return g, err
-	}
-	g.Allowed = fit.Filter(g.Pods, nil)
-	g.Admit = fit.Admit(rdma, nil)
-	need := int(job.MinAvailable) - int(job.ReadyTaskNum()) - others
-	g.Need = max(0, min(need, len(rdma)))
-	return g, nil
-}
-
 // allocateTasks is allocate's per-task turn of a job: tasks are taken in
 // task order and each is placed (an RDMA task next to what its gang holds,
 // see allocateRDMATask); as soon as the job is ready with tasks left, it
@@ -478,14 +446,10 @@ func (r *run) allocateTasks(queue *api.QueueInfo, job *api.JobInfo, tasks *util.
 			break
 		}
 	}
-	if ssn.JobReady(job) {
-		stmt.Commit()
+	ready := ssn.JobReady(job)
+	r.topo.Settle(stmt, ready, !ready && ssn.JobPipelined(job))
+	if ready {
 		r.commits++
-	} else if !ssn.JobPipelined(job) {
-		stmt.Discard()
-	}
-	if r.topo != nil {
-		r.topo.ClearPlanned()
 	}
 }
 
@@ -588,14 +552,14 @@ func (r *run) allocateRDMATask(queue *api.QueueInfo, job *api.JobInfo, stmt *fra
 	c, _, err := topo.EffectiveContract(job)
 	if err != nil {
 		klog.V(3).InfoS("Pod not placed: invalid job contract", "pod", klog.KRef(task.Namespace, task.Name), "err", err)
-		topo.RecordFailure(job, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
+		topo.Report(job, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
 		setFitError(job, task, err.Error())
 		return
 	}
-	g, err := buildGang(topo, r.fit, job, c, []*api.TaskInfo{task}, 0)
+	g, err := r.fit.Request(job, c, []*api.TaskInfo{task}, 0)
 	if err != nil {
 		klog.V(3).InfoS("Pod not placed: invalid rank", "pod", klog.KRef(task.Namespace, task.Name), "err", err)
-		topo.RecordFailure(job, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
+		topo.Report(job, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
 		setFitError(job, task, err.Error())
 		return
 	}
@@ -605,7 +569,7 @@ func (r *run) allocateRDMATask(queue *api.QueueInfo, job *api.JobInfo, stmt *fra
 	g.Need = 1
 	byUID := map[string]*api.TaskInfo{string(task.UID): task}
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
-		plan, fail := topo.State.Plan(g)
+		plan, fail := topo.Plan(g)
 		if plan == nil {
 			klog.V(3).InfoS("No placement for pod next to its gang", "pod", klog.KRef(task.Namespace, task.Name), "reason", fail.Message)
 			setFitError(job, task, fail.Message)

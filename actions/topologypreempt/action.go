@@ -78,7 +78,6 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/util"
 
 	"github.com/rdmatopo/rdmatopo/actions/internal/gangfit"
-	"github.com/rdmatopo/rdmatopo/actions/internal/heldgang"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/preemption"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
@@ -136,7 +135,7 @@ func (a *Action) Execute(ssn *framework.Session) {
 	}
 	r := &run{ssn: ssn, topo: topo, policy: a.policy, fit: gangfit.New(ssn, topo, gangfit.ForPreempt), claimed: map[api.JobID]bool{}}
 	for _, h := range topo.Holds() {
-		heldgang.Realize(ssn, topo, h)
+		topo.RealizeHold(h)
 	}
 	jobs := util.NewPriorityQueue(ssn.JobOrderFn)
 	for _, job := range ssn.Jobs {
@@ -223,28 +222,6 @@ func (r *run) pendingTasks(job *api.JobInfo) (rdma, others []*api.TaskInfo) {
 	return rdma, others
 }
 
-// buildGang turns the job's pending RDMA tasks into a planner request, the
-// pods in rank order over the whole gang, held pods included, as
-// topology-allocate builds it (so a segment holds for the evictions too);
-// it fails on an invalid rank annotation.
-func (r *run) buildGang(job *api.JobInfo, c placement.Contract, rdma, others []*api.TaskInfo) (placement.Gang, error) {
-	g := placement.Gang{Job: string(job.UID), Mode: c.Mode, HighestTier: c.HighestTier,
-		Exclude: map[string]bool{}, Segment: c.Segment}
-	for _, t := range rdma {
-		g.Pods = append(g.Pods, placement.Pod{UID: string(t.UID), Name: t.Namespace + "/" + t.Name,
-			Shape: r.topo.Shape(t), Group: r.fit.Group(t)})
-	}
-	held, members, err := r.topo.RankGang(job, rdma, g.Pods)
-	g.Occupancy, g.Members = held, members
-	if err != nil {
-		return g, err
-	}
-	g.Admit = r.fit.Admit(rdma, nil)
-	need := int(job.MinAvailable) - int(job.ReadyTaskNum()) - len(others)
-	g.Need = max(0, min(need, len(rdma)))
-	return g, nil
-}
-
 // preempt finds and applies the cheapest evictions for one gang.
 func (r *run) preempt(job *api.JobInfo) {
 	c, _, err := r.topo.EffectiveContract(job)
@@ -255,13 +232,14 @@ func (r *run) preempt(job *api.JobInfo) {
 	if len(rdma) == 0 {
 		return
 	}
-	g, err := r.buildGang(job, c, rdma, others)
+	// Ranked over the whole gang, held pods included, as topology-allocate
+	// plans it (so a segment holds for the evictions too).
+	g, err := r.fit.Request(job, c, rdma, len(others))
 	if err != nil {
 		return // topology-allocate reports the invalid rank
 	}
-	g.Allowed = r.fit.Filter(g.Pods, nil)
 	claimedBy, _ := r.topo.KeepOffClaims(job, &g)
-	if plan, fail := r.topo.State.Plan(g); fail == nil && plan != nil {
+	if plan, fail := r.topo.Plan(g); fail == nil && plan != nil {
 		// Placeable without evictions (topology-allocate's turn, or
 		// blocked by something evictions do not change).
 		klog.V(4).InfoS("Gang fits without preemption", "job", klog.KRef(job.Namespace, job.Name), "tier", plan.Tier)
@@ -302,18 +280,16 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 	ssn, topo := r.ssn, r.topo
 	jobName := job.Namespace + "/" + job.Name
 	stmt := framework.NewStatement(ssn)
-	defer topo.ClearPlanned()
 	r.reserved = nil
 	queue := ssn.Queues[job.Queue]
 	victims := ch.victims()
 	reason := r.policy.evictReason(jobName, job.Priority)
 	for _, v := range victims {
-		// A discarded statement re-allocates the victim: give it back the
-		// NICs it holds rather than a new fit.
-		topo.SetPlanned(v.task.UID, placement.Assignment{PodUID: string(v.task.UID), Node: v.res.Node, Zones: v.res.Zones, Containers: v.res.Containers})
-		if err := stmt.Evict(v.task, reason); err != nil {
+		// A discarded statement re-allocates the victim onto the NICs it
+		// holds rather than a new fit.
+		if err := topo.Evict(stmt, v.task, v.res, reason); err != nil {
 			klog.ErrorS(err, "Cannot evict victim; preemption abandoned", "victim", klog.KRef(v.task.Namespace, v.task.Name), "job", jobName)
-			stmt.Discard()
+			topo.Settle(stmt, false, false)
 			return
 		}
 	}
@@ -321,10 +297,9 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 	for _, t := range rdma {
 		byUID[string(t.UID)] = t
 	}
-	var held []preemption.HoldTask
 	fail := func(err error) {
 		klog.V(3).InfoS("Gang not pipelined after evictions; nothing evicted", "job", jobName, "err", err)
-		stmt.Discard()
+		topo.Settle(stmt, false, false)
 	}
 	for _, a := range ch.plan.Assignments {
 		task, node := byUID[a.PodUID], ssn.Nodes[a.Node]
@@ -332,12 +307,10 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 			fail(fmt.Errorf("plan names unknown task %s or node %s", a.PodUID, a.Node))
 			return
 		}
-		topo.SetPlanned(task.UID, a)
-		if err := r.pipeline(stmt, queue, task, node); err != nil {
+		if err := r.pipeline(stmt, queue, task, node, &a); err != nil {
 			fail(err)
 			return
 		}
-		held = append(held, rdmatopology.HoldTaskOf(task, node.Name, &a))
 	}
 	for _, t := range others {
 		if job.WaitingTaskNum()+job.ReadyTaskNum() >= job.MinAvailable && job.CheckTaskPipelined() {
@@ -348,25 +321,21 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 			fail(fmt.Errorf("no node for %s/%s, which requests no RDMA", t.Namespace, t.Name))
 			return
 		}
-		if err := r.pipeline(stmt, queue, t, node); err != nil {
+		if err := r.pipeline(stmt, queue, t, node, nil); err != nil {
 			fail(err)
 			return
 		}
-		held = append(held, rdmatopology.HoldTaskOf(t, node.Name, nil))
 	}
-	topo.AllowPipeline(job.UID, true)
-	complete := ssn.JobPipelined(job)
-	topo.AllowPipeline(job.UID, false)
-	if !complete {
+	if !topo.JobPipelined(job) {
 		fail(fmt.Errorf("gang is not complete after its plan was pipelined"))
 		return
 	}
-	stmt.Commit()
 	names := make([]string, 0, len(victims))
 	for _, v := range victims {
 		names = append(names, v.name())
 	}
-	topo.Hold(&preemption.Hold{Job: string(job.UID), Name: jobName, Tasks: held, Victims: names, Since: topo.Now()})
+	topo.Hold(job, names)
+	topo.Settle(stmt, true, false)
 	r.policy.gangs.Inc()
 	r.policy.pods.Add(float64(len(victims)))
 	r.events(job, ch)
@@ -374,12 +343,13 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 		"s0", ch.plan.S0s, "evicted", len(victims), "victims", names, "victimPriority", ch.cost.Prio)
 }
 
-// pipeline puts a task on node as the victims' resources are released,
+// pipeline puts a task on node as the victims' resources are released (a:
+// its planned NICs, nil without RDMA),
 // once the gang's queue may take it (the session's Allocatable: proportion
 // keeps a queue within its deserved share). Without that check a gang its
 // queue cannot take would evict and then never be allocated where it is
 // held: futile evictions.
-func (r *run) pipeline(stmt *framework.Statement, queue *api.QueueInfo, task *api.TaskInfo, node *api.NodeInfo) error {
+func (r *run) pipeline(stmt *framework.Statement, queue *api.QueueInfo, task *api.TaskInfo, node *api.NodeInfo, a *placement.Assignment) error {
 	if queue == nil || !r.ssn.Allocatable(queue, task) {
 		return fmt.Errorf("queue %s cannot take %s/%s", queueName(queue), task.Namespace, task.Name)
 	}
@@ -389,13 +359,7 @@ func (r *run) pipeline(stmt *framework.Statement, queue *api.QueueInfo, task *ap
 	if err := r.ssn.PrePredicateFn(task); err != nil {
 		return fmt.Errorf("pre-predicate of %s/%s: %w", task.Namespace, task.Name, err)
 	}
-	if err := r.ssn.PredicateForPreemptAction(task, node); err != nil {
-		return fmt.Errorf("predicates refuse %s/%s on %s: %w", task.Namespace, task.Name, node.Name, err)
-	}
-	if err := stmt.Pipeline(task, node.Name, true); err != nil {
-		return fmt.Errorf("pipeline %s/%s on %s: %w", task.Namespace, task.Name, node.Name, err)
-	}
-	return nil
+	return r.topo.Pipeline(stmt, task, node, a)
 }
 
 // nodeFor finds a node for a gang task that requests no RDMA: the plan's

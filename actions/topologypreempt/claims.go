@@ -35,7 +35,7 @@ func (r *run) room(job *api.JobInfo, g placement.Gang, c placement.Contract, can
 			evictable[string(uid)] = true
 		}
 	}
-	f := r.topo.Fabric
+	f := r.topo.Fabric()
 	var rooms []*room
 	byNode := map[string]*room{}
 	byLeaf := map[topology.S0ID][]*room{}
@@ -86,10 +86,6 @@ func (r *run) room(job *api.JobInfo, g placement.Gang, c placement.Contract, can
 		if i == roomChecks {
 			break
 		}
-		st := r.topo.State.Clone()
-		for _, res := range rk.pods {
-			st.Release(res.UID, placement.Assignment{PodUID: res.UID, Node: res.Node, Zones: res.Zones})
-		}
 		// Rooms older gangs claim may be claimed too: this gang waits
 		// there behind them.
 		try := g
@@ -99,7 +95,7 @@ func (r *run) room(job *api.JobInfo, g placement.Gang, c placement.Contract, can
 		// Planned on the room's leaves only (a node room's: those its NICs
 		// hang off), so the planner does not visit the whole fabric.
 		try = onLeaves(f, try, roomLeaves(f, rk.sc))
-		if plan, fail := st.Plan(try); fail != nil || plan == nil {
+		if plan, fail := r.topo.PlanEvicting(try, rk.pods); fail != nil || plan == nil {
 			continue
 		}
 		return &preemption.Claim{Job: string(job.UID), Name: job.Namespace + "/" + job.Name, Priority: job.Priority,
@@ -112,7 +108,7 @@ func (r *run) room(job *api.JobInfo, g placement.Gang, c placement.Contract, can
 // once per run until apply evicts or pipelines.
 func (r *run) reservedPods() []preemption.ReservedPod {
 	if r.reserved == nil {
-		r.reserved = preemption.Reserved(r.topo.Fabric, r.topo.Reservations())
+		r.reserved = preemption.Reserved(r.topo.Fabric(), r.topo.Reservations())
 	}
 	return r.reserved
 }

@@ -55,7 +55,7 @@ type victimJob struct {
 // not being placed in this session. A job with a pod that may not go is
 // never evicted whole.
 func (r *run) candidates(job *api.JobInfo, preemptor *api.TaskInfo) map[api.JobID]*victimJob {
-	fabric := r.topo.Fabric
+	fabric := r.topo.Fabric()
 	byJob := map[api.JobID]*victimJob{}
 	ids := make([]string, 0, len(r.ssn.Jobs))
 	for id := range r.ssn.Jobs {

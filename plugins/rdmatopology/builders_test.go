@@ -21,8 +21,8 @@ func testSession(rt *Runtime, ssn *framework.Session, f *topology.Fabric) *Sessi
 	s := newSession(rt, ssn, nil, f)
 	rt.Ledger.Each(s.indexLocked)
 	if f != nil {
-		s.State = placement.NewState(f, rt.Ledger)
+		s.state = placement.NewState(f, rt.Ledger)
 	}
-	s.holds = preemption.NewView(s.State)
+	s.holds = preemption.NewView(s.state)
 	return s
 }

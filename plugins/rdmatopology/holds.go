@@ -73,10 +73,10 @@ func (s *Session) holdBroken(h *preemption.Hold, now time.Time) string {
 			continue
 		}
 		for _, nic := range t.Assignment.NICs() {
-			if holder, held := s.State.HolderOf(t.Node, nic); held {
+			if holder, held := s.state.HolderOf(t.Node, nic); held {
 				return fmt.Sprintf("NIC %s on %s is held by pod %s", nic, t.Node, holder)
 			}
-			if c := h.ListedOther(s.Fabric, t.Node, nic); c != "" && (!h.Rebind || s.livePod(c)) {
+			if c := h.ListedOther(s.fabric, t.Node, nic); c != "" && (!h.Rebind || s.livePod(c)) {
 				// A rebind hold waits out the listing of a pod that is gone
 				// (Listed); a live pod listed there has the NIC.
 				return fmt.Sprintf("NIC %s on %s is listed by the node's KCNR for %s", nic, t.Node, c)
@@ -84,13 +84,6 @@ func (s *Session) holdBroken(h *preemption.Hold, now time.Time) string {
 		}
 	}
 	return ""
-}
-
-// Hold records h in the runtime, to be applied from the next session on
-// (in this one, the gang's pipelined tasks hold the NICs). A hold already
-// recorded for the job is replaced.
-func (s *Session) Hold(h *preemption.Hold) {
-	s.rt.preemption.Holds.Put(h.Job, h)
 }
 
 // Holds returns the holds applied in this session, by job name.
@@ -118,14 +111,6 @@ func (s *Session) DropHold(job api.JobID, why string) {
 		klog.V(3).InfoS("Released NIC hold of a preempting gang", "job", h.Name, "reason", why)
 	}
 	s.rt.preemption.Holds.Remove(string(job))
-}
-
-// AllowPipeline lets (ok) or stops letting the job's tasks be pipelined:
-// the plugin otherwise vetoes pipelining an RDMA gang, which must be whole.
-// The topology-preempt action allows it for the gang it pipelines onto the
-// resources its victims release.
-func (s *Session) AllowPipeline(job api.JobID, ok bool) {
-	s.holds.AllowPipeline(string(job), ok)
 }
 
 func (s *Session) pipelineAllowed(job api.JobID) bool {

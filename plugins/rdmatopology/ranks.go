@@ -197,7 +197,7 @@ func (s *Session) RankGang(job *api.JobInfo, tasks []*api.TaskInfo, pods []place
 	}
 	out := &placement.Occupancy{Nodes: h.Nodes, S0s: h.S0s, S1s: h.S1s, Pods: h.Pods}
 	for i, r := range held {
-		leaves := s.Fabric.NICLeaves(r.Node, r.NICs())
+		leaves := s.fabric.NICLeaves(r.Node, r.NICs())
 		sort.Slice(leaves, func(a, b int) bool { return leaves[a] < leaves[b] })
 		out.Ranks = append(out.Ranks, placement.OccupiedRank{Rank: ranks[heldAt+i], Node: r.Node, Leaves: leaves})
 	}

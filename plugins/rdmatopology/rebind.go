@@ -173,5 +173,5 @@ func (s *Session) livePod(consumer string) bool {
 // listing (a pod gone, which the KCNR still shows for its lag) before they
 // are bound there.
 func (s *Session) Listed(h *preemption.Hold) string {
-	return h.Listed(s.Fabric)
+	return h.Listed(s.fabric)
 }

@@ -48,11 +48,11 @@ type views struct {
 
 func viewsOf(s *Session, jobs ...string) views {
 	v := views{Holders: map[string]string{}, Occupancy: map[string][]string{}}
-	for _, n := range s.Fabric.NodeNames() {
-		node, _ := s.Fabric.Node(n)
+	for _, n := range s.fabric.NodeNames() {
+		node, _ := s.fabric.Node(n)
 		for _, z := range node.Zones {
 			for _, nic := range z.NICs {
-				if uid, ok := s.State.HolderOf(n, nic.ID); ok {
+				if uid, ok := s.state.HolderOf(n, nic.ID); ok {
 					v.Holders[n+"/"+string(nic.ID)] = uid
 				}
 			}
@@ -85,7 +85,7 @@ func sortedStrings(in []string) []string {
 // rebuiltViews derives the views afresh from the ledger, as the next
 // session would: the session's views must always equal them.
 func rebuiltViews(s *Session, jobs ...string) views {
-	fresh := testSession(s.rt, nil, s.Fabric)
+	fresh := testSession(s.rt, nil, s.fabric)
 	return viewsOf(fresh, jobs...)
 }
 

@@ -27,15 +27,18 @@ type Session struct {
 	args *Args
 	rt   *Runtime
 
-	// Fabric is the snapshot taken when the session opened.
-	Fabric *topology.Fabric
-	// State is the free view after the ledger, kept in step with it.
-	State *placement.State
+	// fabric is the snapshot taken when the session opened.
+	fabric *topology.Fabric
+	// state is the free view after the ledger, kept in step with it.
+	state *placement.State
 
 	mu sync.Mutex
 	// planned holds the assignment the action chose for a task, consumed by
 	// the Allocate handler.
 	planned map[api.TaskID]placement.Assignment
+	// pipelined are the tasks a preempting gang's statement pipelined, for
+	// its hold (Pipeline, Hold).
+	pipelined map[api.JobID][]preemption.HoldTask
 	// broken marks jobs with a task allocated without NICs: never ready.
 	broken map[api.JobID]string
 	// failures records why a gang was not placed in this session.
@@ -73,14 +76,14 @@ func openSession(rt *Runtime, ssn *framework.Session, args *Args) *Session {
 	s := newSession(rt, ssn, args, f)
 	s.reconcile()
 	rt.Ledger.Each(s.indexLocked)
-	s.State = placement.NewState(f, rt.Ledger)
-	s.holds = preemption.NewView(s.State)
-	LimitNodes(s.State, ssn.Nodes, v1.ResourceName(args.GPUResource), v1.ResourceName(args.RDMAResource))
+	s.state = placement.NewState(f, rt.Ledger)
+	s.holds = preemption.NewView(s.state)
+	LimitNodes(s.state, ssn.Nodes, v1.ResourceName(args.GPUResource), v1.ResourceName(args.RDMAResource))
 	// What the last session computed about nodes nothing changed on since
 	// (their views, their leaves' statistics) holds in this one.
-	views, leaves := s.State.Inherit(rt.lastState)
+	views, leaves := s.state.Inherit(rt.lastState)
 	klog.V(5).InfoS("Planner state carried over from the last session", "nodeViews", views, "leafStatistics", leaves)
-	rt.lastState = s.State
+	rt.lastState = s.state
 	return s
 }
 
@@ -88,12 +91,13 @@ func openSession(rt *Runtime, ssn *framework.Session, args *Args) *Session {
 // before the ledger is reconciled and indexed (State is nil until then).
 func newSession(rt *Runtime, ssn *framework.Session, args *Args, f *topology.Fabric) *Session {
 	return &Session{
-		ssn: ssn, args: args, rt: rt, Fabric: f,
-		planned:  map[api.TaskID]placement.Assignment{},
-		broken:   map[api.JobID]string{},
-		failures: map[api.JobID]*placement.Failure{},
-		held:     map[api.JobID]*placement.Occupancy{},
-		byJob:    map[api.JobID]map[string]ledger.Reservation{},
+		ssn: ssn, args: args, rt: rt, fabric: f,
+		planned:   map[api.TaskID]placement.Assignment{},
+		pipelined: map[api.JobID][]preemption.HoldTask{},
+		broken:    map[api.JobID]string{},
+		failures:  map[api.JobID]*placement.Failure{},
+		held:      map[api.JobID]*placement.Occupancy{},
+		byJob:     map[api.JobID]map[string]ledger.Reservation{},
 	}
 }
 
@@ -184,7 +188,7 @@ func (s *Session) restore(tasks map[string]*api.TaskInfo, bound []*api.TaskInfo)
 		missing = append(missing, t.Pod)
 	}
 	sort.Slice(missing, func(i, j int) bool { return missing[i].UID < missing[j].UID })
-	rebuilt, errs := ledger.Rebuild(s.args.TopologyConfig(), missing, s.Fabric)
+	rebuilt, errs := ledger.Rebuild(s.args.TopologyConfig(), missing, s.fabric)
 	s.rt.reportRebuildErrors(errs)
 	for _, r := range rebuilt.All() {
 		if job, ok := tasks[r.UID]; ok {
@@ -204,7 +208,7 @@ func (s *Session) restore(tasks map[string]*api.TaskInfo, bound []*api.TaskInfo)
 func (s *Session) restoreListed(bound []*api.TaskInfo) {
 	sort.Slice(bound, func(i, j int) bool { return bound[i].UID < bound[j].UID })
 	for _, t := range bound {
-		r, ok := ledger.Listed(s.args.TopologyConfig(), t.Pod, s.Fabric)
+		r, ok := ledger.Listed(s.args.TopologyConfig(), t.Pod, s.fabric)
 		if !ok || r.Node != nodeOf(t) {
 			continue
 		}
@@ -292,7 +296,7 @@ func (s *Session) Occupancy(jobID api.JobID) *placement.Occupancy {
 	for _, id := range plan.S0 {
 		leaf := topology.S0ID(id)
 		out.S0s[leaf] = true
-		if l, ok := s.Fabric.Leaf(leaf); ok {
+		if l, ok := s.fabric.Leaf(leaf); ok {
 			out.S1s[l.S1] = true
 		}
 	}
@@ -312,7 +316,7 @@ func (s *Session) occupancyLocked(jobID api.JobID) *placement.Occupancy {
 	if h, ok := s.held[jobID]; ok {
 		return h
 	}
-	h := occupancyOf(s.Fabric, s.byJob[jobID])
+	h := occupancyOf(s.fabric, s.byJob[jobID])
 	s.held[jobID] = h
 	return h
 }
@@ -385,7 +389,7 @@ func (s *Session) tierLimit(job *api.JobInfo, node string) (map[topology.S0ID]bo
 	case placement.TierS1:
 		allowed := map[topology.S0ID]bool{}
 		for s1 := range h.S1s {
-			for _, id := range s.Fabric.LeavesOf(s1) {
+			for _, id := range s.fabric.LeavesOf(s1) {
 				allowed[id] = true
 			}
 		}
@@ -394,27 +398,29 @@ func (s *Session) tierLimit(job *api.JobInfo, node string) (map[topology.S0ID]bo
 	return nil, true
 }
 
-// SetPlanned hands the Allocate handler the assignment chosen for a task.
-func (s *Session) SetPlanned(uid api.TaskID, a placement.Assignment) {
+// setPlanned hands the Allocate handler the assignment chosen for a task.
+func (s *Session) setPlanned(uid api.TaskID, a placement.Assignment) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.planned[uid] = a
 }
 
-// ClearPlanned forgets planned assignments (after a commit or discard).
-func (s *Session) ClearPlanned() {
+// clearPlanned forgets planned assignments and pipelined tasks (after a
+// commit or discard).
+func (s *Session) clearPlanned() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.planned = map[api.TaskID]placement.Assignment{}
+	s.pipelined = map[api.JobID][]preemption.HoldTask{}
 }
 
-// RecordFailure notes why a gang was not placed; shown on its PodGroup.
+// Report notes why a gang was not placed; shown on its PodGroup.
 //
 // The reason also becomes the job's fit error, so Volcano's own reports
 // carry it where users look: the PodGroup's Unschedulable condition and
 // event ("... Origin reason is: rdma-topology: ..."), and the pending pods'
 // PodScheduled condition.
-func (s *Session) RecordFailure(job *api.JobInfo, f *placement.Failure) {
+func (s *Session) Report(job *api.JobInfo, f *placement.Failure) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failures[job.UID] = f

@@ -115,7 +115,7 @@ func (s *Session) ringCrossings(job *api.JobInfo) *int {
 			continue
 		}
 		var leaves []string
-		for _, l := range s.Fabric.NICLeaves(r.Node, r.NICs()) {
+		for _, l := range s.fabric.NICLeaves(r.Node, r.NICs()) {
 			leaves = append(leaves, string(l))
 		}
 		sort.Strings(leaves)

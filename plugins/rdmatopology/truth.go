@@ -108,7 +108,7 @@ func (s *Session) adopt(tasks map[string]*api.TaskInfo) {
 		live[t.Namespace+"/"+t.Name+"/"+string(t.UID)] = true
 	}
 	gone := func(consumer string) bool { return !live[consumer] }
-	mismatches, displaced := s.rt.Ledger.Adopt(s.Fabric, gone)
+	mismatches, displaced := s.rt.Ledger.Adopt(s.fabric, gone)
 	t := s.rt.truth
 	byJob := map[api.JobID][]ledger.Mismatch{}
 	// A pod whose reserved NIC went to a pod the KCNR lists holds another
@@ -159,11 +159,11 @@ func (s *Session) adopt(tasks map[string]*api.TaskInfo) {
 		if planned == nil {
 			planned = map[string]ledger.Reservation{}
 		}
-		realized := placementOf(s.Fabric, planned)
+		realized := placementOf(s.fabric, planned)
 		for _, m := range byJob[jobID] {
 			planned[m.Planned.UID] = m.Planned
 		}
-		plan := placementOf(s.Fabric, planned)
+		plan := placementOf(s.fabric, planned)
 		t.mu.Lock()
 		if _, ok := t.planned[jobID]; !ok {
 			t.planned[jobID] = plan
@@ -189,7 +189,7 @@ func (s *Session) patchPod(t *truth, planned, r ledger.Reservation) {
 		}
 		patch = KubePodPatcher(kc)
 	}
-	ann := r.Annotations(s.Fabric)
+	ann := r.Annotations(s.fabric)
 	if _, ok := ann[ledger.AnnotationContainers]; !ok && len(planned.Containers) > 0 {
 		ann[ledger.AnnotationContainers] = ""
 	}

@@ -1,10 +1,10 @@
-// Package heldgang allocates the pods a hold of the rdma-topology plugin
-// keeps resources for (plugins/rdmatopology holds.go) where the hold keeps
-// them: a preempting gang where its victims were (topology-preempt), the
-// pods of a partial gang where their binds failed (topology-allocate). Both
-// actions realize holds through Realize, so a gang is allocated from a hold
-// in one way only.
-package heldgang
+// Realizing holds: the pods a hold keeps resources for are allocated where
+// the hold keeps them, a preempting gang where its victims were
+// (topology-preempt), the pods of a partial gang where their binds failed
+// (topology-allocate). Both actions realize holds through RealizeHold, so a
+// gang is allocated from a hold in one way only.
+
+package rdmatopology
 
 import (
 	"fmt"
@@ -14,10 +14,9 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
 	"github.com/rdmatopo/rdmatopo/framework/preemption"
-	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
-// Realize allocates the hold's tasks on their nodes (an RDMA task on its
+// RealizeHold allocates the hold's tasks on their nodes (an RDMA task on its
 // held NICs) in one statement, committed when the gang is then ready, and
 // returns the tasks allocated (nil when none was).
 //
@@ -35,7 +34,8 @@ import (
 // rest of their gang is running and waits for them. Proportion recomputes
 // deserved shares every session; refusing the pods now would make the
 // evictions futile, or leave a gang partial.
-func Realize(ssn *framework.Session, topo *rdmatopology.Session, h *preemption.Hold) []*api.TaskInfo {
+func (s *Session) RealizeHold(h *preemption.Hold) []*api.TaskInfo {
+	ssn := s.ssn
 	jobID := api.JobID(h.Job)
 	job := ssn.Jobs[jobID]
 	if job == nil {
@@ -47,7 +47,7 @@ func Realize(ssn *framework.Session, topo *rdmatopology.Session, h *preemption.H
 			// hold's NICs are not free to it, other capacity was).
 			// Allocating the task again, and discarding that, would take
 			// the node off a task already sent to bind.
-			topo.DropHold(jobID, "gang placed elsewhere")
+			s.DropHold(jobID, "gang placed elsewhere")
 			klog.V(3).InfoS("Dropped the hold of a gang placed elsewhere", "job", h.Name,
 				"task", klog.KRef(task.Namespace, task.Name), "status", task.Status)
 			return nil
@@ -60,7 +60,7 @@ func Realize(ssn *framework.Session, topo *rdmatopology.Session, h *preemption.H
 			need[t.Node] = api.EmptyResource()
 			nodes = append(nodes, t.Node)
 		}
-		need[t.Node].Add(rdmatopology.ResourceOf(t.Resreq))
+		need[t.Node].Add(ResourceOf(t.Resreq))
 	}
 	for _, name := range nodes {
 		node := ssn.Nodes[name]
@@ -68,7 +68,7 @@ func Realize(ssn *framework.Session, topo *rdmatopology.Session, h *preemption.H
 			continue
 		}
 		if h.Rebind && (node == nil || !need[name].LessEqual(node.FutureIdle(), api.Zero)) {
-			topo.DropHold(jobID, "node "+name+" no longer has the resources of the failed binds")
+			s.DropHold(jobID, "node "+name+" no longer has the resources of the failed binds")
 			klog.InfoS("Dropped the slots of a partial gang's failed binds; planning the pods anew", "job", h.Name, "node", name)
 			return nil
 		}
@@ -76,13 +76,13 @@ func Realize(ssn *framework.Session, topo *rdmatopology.Session, h *preemption.H
 		return nil
 	}
 	if h.Rebind {
-		if c := topo.Listed(h); c != "" {
+		if c := h.Listed(s.fabric); c != "" {
 			klog.V(4).InfoS("Held pods wait for the node's KCNR to drop a pod gone", "job", h.Name, "listed", c)
 			return nil
 		}
 	}
-	topo.TakeHold(jobID)
-	defer topo.ClearPlanned()
+	s.TakeHold(jobID)
+	defer s.clearPlanned()
 	stmt := framework.NewStatement(ssn)
 	var err error
 	var placed []*api.TaskInfo
@@ -93,7 +93,7 @@ func Realize(ssn *framework.Session, topo *rdmatopology.Session, h *preemption.H
 			break
 		}
 		if t.RDMA {
-			topo.SetPlanned(task.UID, t.Assignment)
+			s.setPlanned(task.UID, t.Assignment)
 		}
 		if err = ssn.PrePredicateFn(task); err != nil {
 			break
@@ -108,13 +108,13 @@ func Realize(ssn *framework.Session, topo *rdmatopology.Session, h *preemption.H
 	}
 	if err == nil && job.CheckTaskReady() && job.IsReady() && ssn.JobReady(job) {
 		stmt.Commit()
-		topo.DropHold(jobID, "gang allocated where it was held")
+		s.DropHold(jobID, "gang allocated where it was held")
 		if h.Rebind {
 			klog.InfoS("Allocated the pods of a partial gang where their binds failed", "job", h.Name, "pods", len(h.Tasks),
-				"waited", topo.Now().Sub(h.Since))
+				"waited", s.rt.Now().Sub(h.Since))
 		} else {
 			klog.InfoS("Allocated preempting gang where its victims were", "job", h.Name, "pods", len(h.Tasks),
-				"waited", topo.Now().Sub(h.Since))
+				"waited", s.rt.Now().Sub(h.Since))
 		}
 		return placed
 	}
@@ -122,7 +122,7 @@ func Realize(ssn *framework.Session, topo *rdmatopology.Session, h *preemption.H
 	if err == nil {
 		err = fmt.Errorf("gang is not ready")
 	}
-	topo.DropHold(jobID, "held placement cannot be allocated: "+err.Error())
+	s.DropHold(jobID, "held placement cannot be allocated: "+err.Error())
 	klog.InfoS("Abandoned the hold of a gang", "job", h.Name, "rebind", h.Rebind, "err", err)
 	return nil
 }
