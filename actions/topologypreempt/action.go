@@ -55,13 +55,14 @@
 // would fit were every pod gone (claims.go). Younger jobs of its priority
 // are then kept out of that room, here and in topology-allocate, until the
 // gang is placed or preempts; the runtime keeps the claims between
-// sessions (plugins/rdmatopology claims.go).
+// sessions (package framework/preemption, plugins/rdmatopology claims.go).
 //
 // Holding. The gang's tasks are pipelined onto the planned nodes with their
-// planned NICs reserved (the plugin's allocate handler consumes the
-// SetPlanned assignments); the plugin keeps them as a hold across sessions
-// (plugins/rdmatopology holds.go) and this action allocates the gang there
-// once its nodes' resources are idle, all at once.
+// planned NICs reserved (Session.Pipeline hands the plugin's allocate
+// handler each task's NICs); the plugin keeps them as a hold across
+// sessions (Session.Hold; plugins/rdmatopology holds.go, package
+// framework/preemption) and this action allocates the gang there once its
+// nodes' resources are idle, all at once (Session.RealizeHold).
 package topologypreempt
 
 import (
