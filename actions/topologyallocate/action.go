@@ -78,15 +78,10 @@ func (a *Action) Execute(ssn *framework.Session) {
 		st.fit = gangfit.New(ssn, topo, gangfit.ForAllocate)
 		// The pods of partial gangs whose binds failed go back to the
 		// slots kept for them before any job's turn (rebind holds).
-		for _, h := range topo.Holds() {
-			if !h.Rebind {
-				continue
-			}
-			if placed := topo.RealizeHold(h); len(placed) > 0 {
-				st.commits++
-				st.fit.Changed(placed)
-			}
-		}
+		topo.RealizeHolds(true, func(placed []*api.TaskInfo) {
+			st.commits++
+			st.fit.Changed(placed)
+		})
 	}
 	queues := util.NewPriorityQueue(ssn.QueueOrderFn)
 	for _, job := range ssn.Jobs {
@@ -287,7 +282,7 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 	claimedBy, claimed := topo.KeepOffClaims(job, &g)
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		start := time.Now()
-		plan, fail := topo.Plan(g)
+		plan, fail := topo.Plan(g, nil)
 		rdmatopology.ObservePlan(time.Since(start))
 		if plan == nil {
 			fail = r.explainNoNodes(fail, g)
@@ -569,7 +564,7 @@ func (r *run) allocateRDMATask(queue *api.QueueInfo, job *api.JobInfo, stmt *fra
 	g.Need = 1
 	byUID := map[string]*api.TaskInfo{string(task.UID): task}
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
-		plan, fail := topo.Plan(g)
+		plan, fail := topo.Plan(g, nil)
 		if plan == nil {
 			klog.V(3).InfoS("No placement for pod next to its gang", "pod", klog.KRef(task.Namespace, task.Name), "reason", fail.Message)
 			setFitError(job, task, fail.Message)

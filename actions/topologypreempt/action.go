@@ -62,7 +62,7 @@
 // handler each task's NICs); the plugin keeps them as a hold across
 // sessions (Session.Hold; plugins/rdmatopology holds.go, package
 // framework/preemption) and this action allocates the gang there once its
-// nodes' resources are idle, all at once (Session.RealizeHold).
+// nodes' resources are idle, all at once (Session.RealizeHolds).
 package topologypreempt
 
 import (
@@ -135,9 +135,7 @@ func (a *Action) Execute(ssn *framework.Session) {
 		return
 	}
 	r := &run{ssn: ssn, topo: topo, policy: a.policy, fit: gangfit.New(ssn, topo, gangfit.ForPreempt), claimed: map[api.JobID]bool{}}
-	for _, h := range topo.Holds() {
-		topo.RealizeHold(h)
-	}
+	topo.RealizeHolds(false, nil)
 	jobs := util.NewPriorityQueue(ssn.JobOrderFn)
 	for _, job := range ssn.Jobs {
 		if r.wantsPreemption(job) {
@@ -240,7 +238,7 @@ func (r *run) preempt(job *api.JobInfo) {
 		return // topology-allocate reports the invalid rank
 	}
 	claimedBy, _ := r.topo.KeepOffClaims(job, &g)
-	if plan, fail := r.topo.Plan(g); fail == nil && plan != nil {
+	if plan, fail := r.topo.Plan(g, nil); fail == nil && plan != nil {
 		// Placeable without evictions (topology-allocate's turn, or
 		// blocked by something evictions do not change).
 		klog.V(4).InfoS("Gang fits without preemption", "job", klog.KRef(job.Namespace, job.Name), "tier", plan.Tier)
@@ -327,15 +325,14 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 			return
 		}
 	}
-	if !topo.JobPipelined(job) {
-		fail(fmt.Errorf("gang is not complete after its plan was pipelined"))
-		return
-	}
 	names := make([]string, 0, len(victims))
 	for _, v := range victims {
 		names = append(names, v.name())
 	}
-	topo.Hold(job, names)
+	if !topo.Hold(job, names) {
+		fail(fmt.Errorf("gang is not complete after its plan was pipelined"))
+		return
+	}
 	topo.Settle(stmt, true, false)
 	r.policy.gangs.Inc()
 	r.policy.pods.Add(float64(len(victims)))

@@ -95,7 +95,7 @@ func (r *run) room(job *api.JobInfo, g placement.Gang, c placement.Contract, can
 		// Planned on the room's leaves only (a node room's: those its NICs
 		// hang off), so the planner does not visit the whole fabric.
 		try = onLeaves(f, try, roomLeaves(f, rk.sc))
-		if plan, fail := r.topo.PlanEvicting(try, rk.pods); fail != nil || plan == nil {
+		if plan, fail := r.topo.Plan(try, append([]ledger.Reservation{}, rk.pods...)); fail != nil || plan == nil {
 			continue
 		}
 		return &preemption.Claim{Job: string(job.UID), Name: job.Namespace + "/" + job.Name, Priority: job.Priority,

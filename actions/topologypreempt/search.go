@@ -140,7 +140,7 @@ type searcher struct {
 // victims evicted, on the scope's nodes.
 func (s *searcher) fits(sc scope, units []*unit) *placement.Plan {
 	s.plans++
-	var evicted []ledger.Reservation
+	evicted := []ledger.Reservation{}
 	for _, v := range union(units) {
 		if v.hasRes {
 			evicted = append(evicted, v.res)
@@ -159,7 +159,7 @@ func (s *searcher) fits(sc scope, units []*unit) *placement.Plan {
 		// rest of the fabric.
 		g = onLeaves(s.r.topo.Fabric(), g, roomLeaves(s.r.topo.Fabric(), sc))
 	}
-	plan, fail := s.r.topo.PlanEvicting(g, evicted)
+	plan, fail := s.r.topo.Plan(g, evicted)
 	if fail != nil {
 		return nil
 	}

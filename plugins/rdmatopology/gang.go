@@ -39,15 +39,14 @@ func (s *Session) GangRequest(job *api.JobInfo, c placement.Contract, rdma []*ap
 	return g, err
 }
 
-// Plan plans gang g on the session's free view.
-func (s *Session) Plan(g placement.Gang) (*placement.Plan, *placement.Failure) {
-	return s.state.Plan(g)
-}
-
-// PlanEvicting plans gang g on a what-if copy of the free view in which
-// the pods of the given reservations are gone (their NICs, GPUs and CPUs
-// free): what evicting them would let the gang do.
-func (s *Session) PlanEvicting(g placement.Gang, evicted []ledger.Reservation) (*placement.Plan, *placement.Failure) {
+// Plan plans gang g on the session's free view (evicted nil) or on a
+// what-if copy of it in which the pods of the evicted reservations (none,
+// for an empty slice) are gone, their NICs, GPUs and CPUs free: what
+// evicting them would let the gang do.
+func (s *Session) Plan(g placement.Gang, evicted []ledger.Reservation) (*placement.Plan, *placement.Failure) {
+	if evicted == nil {
+		return s.state.Plan(g)
+	}
 	st := s.state.Clone()
 	for _, r := range evicted {
 		st.Release(r.UID, placement.Assignment{PodUID: r.UID, Node: r.Node, Zones: r.Zones})
@@ -97,25 +96,32 @@ func (s *Session) Evict(stmt *framework.Statement, victim *api.TaskInfo, res led
 	return stmt.Evict(victim, reason)
 }
 
-// JobPipelined reports whether the job is complete once its pipelined
-// tasks count (the session's JobPipelined), the plugin's veto on pipelining
-// an RDMA gang, which must be whole, lifted for it.
-func (s *Session) JobPipelined(job *api.JobInfo) bool {
-	s.holds.AllowPipeline(string(job.UID), true)
-	defer s.holds.AllowPipeline(string(job.UID), false)
-	return s.ssn.JobPipelined(job)
-}
-
-// Hold records the hold of a preempting gang whose tasks stmt pipelined
-// (Pipeline) onto the resources of the victims it evicts, to be applied
-// from the next session on (in this one, the pipelined tasks hold the
-// NICs). A hold already recorded for the job is replaced.
-func (s *Session) Hold(job *api.JobInfo, victims []string) {
+// Hold records the hold of a preempting gang whose tasks were pipelined
+// (Pipeline) onto the resources of the victims it evicts, if the gang is
+// complete with them (the session's JobPipelined, asked with the plugin's
+// veto on pipelining an RDMA gang lifted for this gang), and reports
+// whether it is. The hold is applied from the next session on (in this
+// one, the pipelined tasks hold the NICs); one already recorded for the
+// job is replaced.
+func (s *Session) Hold(job *api.JobInfo, victims []string) bool {
+	if !s.jobPipelined(job) {
+		return false
+	}
 	s.mu.Lock()
 	tasks := s.pipelined[job.UID]
 	s.mu.Unlock()
 	h := &preemption.Hold{Job: string(job.UID), Name: job.Namespace + "/" + job.Name, Tasks: tasks, Victims: victims, Since: s.rt.Now()}
 	s.rt.preemption.Holds.Put(h.Job, h)
+	return true
+}
+
+// jobPipelined reports whether the job is complete once its pipelined
+// tasks count (the session's JobPipelined), the plugin's veto on
+// pipelining an RDMA gang, which must be whole, lifted for it.
+func (s *Session) jobPipelined(job *api.JobInfo) bool {
+	s.holds.AllowPipeline(string(job.UID), true)
+	defer s.holds.AllowPipeline(string(job.UID), false)
+	return s.ssn.JobPipelined(job)
 }
 
 // Settle ends a statement the action applied a plan through: committed

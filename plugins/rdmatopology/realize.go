@@ -16,6 +16,20 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/preemption"
 )
 
+// RealizeHolds realizes the holds applied in this session (RealizeHold),
+// by job name; only rebind holds when rebindOnly. placed, when set, is
+// told the tasks each hold allocated.
+func (s *Session) RealizeHolds(rebindOnly bool, placed func([]*api.TaskInfo)) {
+	for _, h := range s.Holds() {
+		if rebindOnly && !h.Rebind {
+			continue
+		}
+		if tasks := s.RealizeHold(h); len(tasks) > 0 && placed != nil {
+			placed(tasks)
+		}
+	}
+}
+
 // RealizeHold allocates the hold's tasks on their nodes (an RDMA task on its
 // held NICs) in one statement, committed when the gang is then ready, and
 // returns the tasks allocated (nil when none was).
