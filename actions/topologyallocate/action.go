@@ -279,7 +279,7 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 		return
 	}
 	// An older waiting gang of the job's priority keeps the room it claimed.
-	claimedBy, claimed := topo.KeepOffClaims(job, &g)
+	claimedBy, claimed := preemption.KeepOff(&g, topo.ClaimedAgainst(job))
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		start := time.Now()
 		plan, fail := topo.Plan(g, nil)
@@ -508,7 +508,7 @@ func (r *run) allocateTask(queue *api.QueueInfo, job *api.JobInfo, stmt *framewo
 }
 
 // claimedAgainst returns the nodes of the rooms older waiting gangs of the
-// job's priority claim (rdmatopology.Session.ClaimedNodes), where its pods
+// job's priority claim (rdmatopology.Session.ClaimedAgainst), where its pods
 // without RDMA may not go. Claims are made only in topology-preempt, but
 // whether one applies changes here: not once its gang is placed (a
 // statement committed), not against a job with pods placed (its ready
@@ -522,7 +522,7 @@ func (r *run) claimedAgainst(job *api.JobInfo) map[string]string {
 	if c, ok := r.claims[job.UID]; ok && c.key == key {
 		return c.nodes
 	}
-	c := claimedNodes{key: key, nodes: r.topo.ClaimedNodes(job)}
+	c := claimedNodes{key: key, nodes: preemption.ClaimedNodes(r.topo.ClaimedAgainst(job))}
 	r.claims[job.UID] = c
 	return c.nodes
 }

@@ -168,6 +168,8 @@ type run struct {
 	// reservations and their leaves for room, until apply changes them.
 	scopeLists map[scopeKey][]scope
 	reserved   []preemption.ReservedPod
+	// reservedByUID indexes reserved by pod UID.
+	reservedByUID map[string]int
 }
 
 // gangMet reports whether the job has its minMember (and each task role
@@ -237,7 +239,7 @@ func (r *run) preempt(job *api.JobInfo) {
 	if err != nil {
 		return // topology-allocate reports the invalid rank
 	}
-	claimedBy, _ := r.topo.KeepOffClaims(job, &g)
+	claimedBy, _ := preemption.KeepOff(&g, r.topo.ClaimedAgainst(job))
 	if plan, fail := r.topo.Plan(g, nil); fail == nil && plan != nil {
 		// Placeable without evictions (topology-allocate's turn, or
 		// blocked by something evictions do not change).

@@ -109,8 +109,23 @@ func (r *run) room(job *api.JobInfo, g placement.Gang, c placement.Contract, can
 func (r *run) reservedPods() []preemption.ReservedPod {
 	if r.reserved == nil {
 		r.reserved = preemption.Reserved(r.topo.Fabric(), r.topo.Reservations())
+		r.reservedByUID = make(map[string]int, len(r.reserved))
+		for i, rp := range r.reserved {
+			r.reservedByUID[rp.Res.UID] = i
+		}
 	}
 	return r.reserved
+}
+
+// reservationOf returns the pod's reservation in the ledger, with the
+// leaves of its NICs (reservedPods).
+func (r *run) reservationOf(uid api.TaskID) (preemption.ReservedPod, bool) {
+	pods := r.reservedPods()
+	i, ok := r.reservedByUID[string(uid)]
+	if !ok {
+		return preemption.ReservedPod{}, false
+	}
+	return pods[i], true
 }
 
 // onLeaves returns g kept off every leaf outside leaves, besides those it

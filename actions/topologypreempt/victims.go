@@ -55,7 +55,6 @@ type victimJob struct {
 // not being placed in this session. A job with a pod that may not go is
 // never evicted whole.
 func (r *run) candidates(job *api.JobInfo, preemptor *api.TaskInfo) map[api.JobID]*victimJob {
-	fabric := r.topo.Fabric()
 	byJob := map[api.JobID]*victimJob{}
 	ids := make([]string, 0, len(r.ssn.Jobs))
 	for id := range r.ssn.Jobs {
@@ -79,9 +78,9 @@ func (r *run) candidates(job *api.JobInfo, preemptor *api.TaskInfo) map[api.JobI
 				continue
 			}
 			v := &victim{task: t, job: vj, prio: max(vj.Priority, t.Priority), start: startOf(t)}
-			if res, ok := r.topo.Reservation(t.UID); ok && res.Node == t.NodeName {
-				v.res, v.hasRes = res, true
-				v.leaves = fabric.NICLeaves(res.Node, res.NICs())
+			if rp, ok := r.reservationOf(t.UID); ok && rp.Res.Node == t.NodeName {
+				v.res, v.hasRes = rp.Res, true
+				v.leaves = rp.Leaves
 			}
 			c.bound = append(c.bound, v)
 			// TaskInfo.Preemptable is Volcano's reading of the pod's

@@ -25,7 +25,6 @@ import (
 
 	"volcano.sh/volcano/pkg/scheduler/api"
 
-	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/preemption"
 )
 
@@ -50,7 +49,8 @@ func (s *Session) Claims() []*preemption.Claim {
 }
 
 // ClaimedAgainst returns the claims that keep the job out of their rooms:
-// those of older pending gangs of its priority. A job with pods already
+// those of older pending gangs of its priority (preemption.KeepOff keeps a
+// gang out of them, preemption.ClaimedNodes names their nodes). A job with pods already
 // placed is kept out of nothing: its pods go back next to the others.
 func (s *Session) ClaimedAgainst(job *api.JobInfo) []*preemption.Claim {
 	if job == nil || job.ReadyTaskNum() > 0 {
@@ -77,19 +77,4 @@ func (s *Session) claimApplies(c *preemption.Claim, job *api.JobInfo) bool {
 		return false
 	}
 	return preemption.Older(c.Created, c.Job, job.CreationTimestamp, string(job.UID))
-}
-
-// KeepOffClaims keeps an RDMA gang of the job out of the rooms claimed
-// against it (ClaimedAgainst): the rooms' leaves go to its excluded S0s,
-// node rooms to its excluded nodes. It returns the first claiming gang by
-// name and how many claims apply ("", 0 when none).
-func (s *Session) KeepOffClaims(job *api.JobInfo, g *placement.Gang) (string, int) {
-	return preemption.KeepOff(g, s.ClaimedAgainst(job))
-}
-
-// ClaimedNodes returns the nodes of the rooms claimed against the job, each
-// with the claiming gang's name (nil when none): where its pods without
-// RDMA may not go.
-func (s *Session) ClaimedNodes(job *api.JobInfo) map[string]string {
-	return preemption.ClaimedNodes(s.ClaimedAgainst(job))
 }

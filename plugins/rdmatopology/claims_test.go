@@ -88,9 +88,9 @@ func TestKeepOffClaims(t *testing.T) {
 		Room: "node n9", Nodes: map[string]bool{"n9": true}})
 
 	g := placement.Gang{}
-	by, n := s.KeepOffClaims(young, &g)
+	by, n := preemption.KeepOff(&g, s.ClaimedAgainst(young))
 	if by != "ns/c1" || n != 2 {
-		t.Errorf("KeepOffClaims = %q, %d; want ns/c1, 2", by, n)
+		t.Errorf("KeepOff = %q, %d; want ns/c1, 2", by, n)
 	}
 	if diff := cmp.Diff(map[topology.S0ID]bool{"A": true}, g.ExcludeS0s); diff != "" {
 		t.Errorf("excluded S0s (-want,+got):\n%s", diff)
@@ -98,7 +98,7 @@ func TestKeepOffClaims(t *testing.T) {
 	if diff := cmp.Diff(map[string]bool{"n9": true}, g.Exclude); diff != "" {
 		t.Errorf("excluded nodes (-want,+got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]string{"n1": "ns/c1", "n9": "ns/c2"}, s.ClaimedNodes(young)); diff != "" {
+	if diff := cmp.Diff(map[string]string{"n1": "ns/c1", "n9": "ns/c2"}, preemption.ClaimedNodes(s.ClaimedAgainst(young))); diff != "" {
 		t.Errorf("claimed nodes (-want,+got):\n%s", diff)
 	}
 	f := preemption.ClaimedFailure(&placement.Failure{Code: placement.ReasonNoCapacity, Message: "no S0 holds 2 pods"}, by, n)
