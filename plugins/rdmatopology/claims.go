@@ -41,8 +41,8 @@ func (s *Session) RetainClaims(keep map[api.JobID]bool) {
 	s.rt.preemption.Claims.Retain(func(job string, _ *preemption.Claim) bool { return keep[api.JobID(job)] })
 }
 
-// Claims returns the recorded claims, by job name.
-func (s *Session) Claims() []*preemption.Claim {
+// claims returns the recorded claims, by job name.
+func (s *Session) claims() []*preemption.Claim {
 	out := s.rt.preemption.Claims.Values()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
@@ -57,7 +57,7 @@ func (s *Session) ClaimedAgainst(job *api.JobInfo) []*preemption.Claim {
 		return nil
 	}
 	var out []*preemption.Claim
-	for _, c := range s.Claims() {
+	for _, c := range s.claims() {
 		if s.claimApplies(c, job) {
 			out = append(out, c)
 		}

@@ -107,7 +107,7 @@ func TestKeepOffClaims(t *testing.T) {
 	}
 
 	s.RetainClaims(map[api.JobID]bool{"c2": true})
-	if got := s.Claims(); len(got) != 1 || got[0].Name != "ns/c2" {
+	if got := s.claims(); len(got) != 1 || got[0].Name != "ns/c2" {
 		t.Errorf("claims after RetainClaims(c2): %v, want only ns/c2", got)
 	}
 }

@@ -23,7 +23,7 @@ import (
 // under contract c, the pods in rank order, each in the predicate group
 // group gives it. Ranks number the whole gang, the pods it holds included,
 // and the occupancy carries theirs, so that late pods go next to their rank
-// neighbours and into their segments (RankGang). It fails on an invalid
+// neighbours and into their segments (rankGang). It fails on an invalid
 // rank annotation (an error wrapping placement.ErrInvalidContract). The
 // caller sets what the session's predicates admit (Allowed, Admit) and how
 // many pods are needed (Need).
@@ -34,7 +34,7 @@ func (s *Session) GangRequest(job *api.JobInfo, c placement.Contract, rdma []*ap
 		g.Pods = append(g.Pods, placement.Pod{UID: string(t.UID), Name: t.Namespace + "/" + t.Name,
 			Shape: s.Shape(t), Group: group(t)})
 	}
-	occ, members, err := s.RankGang(job, rdma, g.Pods)
+	occ, members, err := s.rankGang(job, rdma, g.Pods)
 	g.Occupancy, g.Members = occ, members
 	return g, err
 }

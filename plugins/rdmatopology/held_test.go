@@ -58,10 +58,10 @@ func TestHeldKeepsThePlanOfAHardGang(t *testing.T) {
 			if tc.plan != nil {
 				s.rt.truth.planned[job] = *tc.plan
 			}
-			if diff := cmp.Diff(tc.wantHeld, heldStrings(s.Occupancy(job))); diff != "" {
+			if diff := cmp.Diff(tc.wantHeld, heldStrings(s.occupancy(job))); diff != "" {
 				t.Errorf("Occupancy (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.wantReal, heldStrings(s.Realized(job))); diff != "" {
+			if diff := cmp.Diff(tc.wantReal, heldStrings(s.realized(job))); diff != "" {
 				t.Errorf("Realized (-want +got):\n%s", diff)
 			}
 		})

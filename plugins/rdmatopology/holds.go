@@ -86,8 +86,8 @@ func (s *Session) holdBroken(h *preemption.Hold, now time.Time) string {
 	return ""
 }
 
-// Holds returns the holds applied in this session, by job name.
-func (s *Session) Holds() []*preemption.Hold {
+// appliedHolds returns the holds applied in this session, by job name.
+func (s *Session) appliedHolds() []*preemption.Hold {
 	return s.holds.Applied()
 }
 
@@ -97,17 +97,17 @@ func (s *Session) HasHold(job api.JobID) bool {
 	return s.rt.preemption.Holds.Has(string(job))
 }
 
-// TakeHold removes the job's hold from the free view, so its NICs can be
+// takeHold removes the job's hold from the free view, so its NICs can be
 // allocated to the gang's tasks, and returns it. The hold stays recorded
-// until DropHold.
-func (s *Session) TakeHold(job api.JobID) *preemption.Hold {
+// until dropHold.
+func (s *Session) takeHold(job api.JobID) *preemption.Hold {
 	return s.holds.Take(string(job))
 }
 
-// DropHold forgets the job's hold (bound, or abandoned), releasing what it
+// dropHold forgets the job's hold (bound, or abandoned), releasing what it
 // keeps in this session's free view.
-func (s *Session) DropHold(job api.JobID, why string) {
-	if h := s.TakeHold(job); h != nil {
+func (s *Session) dropHold(job api.JobID, why string) {
+	if h := s.takeHold(job); h != nil {
 		klog.V(3).InfoS("Released NIC hold of a preempting gang", "job", h.Name, "reason", why)
 	}
 	s.rt.preemption.Holds.Remove(string(job))
@@ -189,8 +189,8 @@ func (s *Session) predicateWithHolds(task *api.TaskInfo, node *api.NodeInfo) err
 	return s.predicate(task, node)
 }
 
-// Reservation returns the ledger's reservation of a pod, if any.
-func (s *Session) Reservation(uid api.TaskID) (ledger.Reservation, bool) {
+// reservation returns the ledger's reservation of a pod, if any.
+func (s *Session) reservation(uid api.TaskID) (ledger.Reservation, bool) {
 	return s.rt.Ledger.Get(string(uid))
 }
 

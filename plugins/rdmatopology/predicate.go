@@ -97,7 +97,7 @@ func (s *Session) nodeOrder(task *api.TaskInfo, node *api.NodeInfo) (float64, er
 	if planned && a.Node == node.Name {
 		return scorePlanned * w, nil
 	}
-	h := s.Occupancy(task.Job)
+	h := s.occupancy(task.Job)
 	if h.Nodes[node.Name] {
 		return scoreHeldNode * w, nil
 	}

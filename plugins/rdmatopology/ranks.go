@@ -149,7 +149,7 @@ func (s *Session) taskRanks(tasks []*api.TaskInfo) ([]int, error) {
 	return s.rt.PodRanks(pods)
 }
 
-// RankGang ranks a gang's pods to plan, tasks (tasks[i] is the task of
+// rankGang ranks a gang's pods to plan, tasks (tasks[i] is the task of
 // pods[i]), together with the job's other pending RDMA pods and its pods
 // that hold NICs, so that ranks number the whole gang: it sets each pod's
 // Rank and sorts pods by rank, and returns what the gang
@@ -158,8 +158,8 @@ func (s *Session) taskRanks(tasks []*api.TaskInfo) ([]int, error) {
 // whose task the session does not list is left out of the ranks. An
 // invalid rdmatopo.io/rank is an error wrapping
 // placement.ErrInvalidContract.
-func (s *Session) RankGang(job *api.JobInfo, tasks []*api.TaskInfo, pods []placement.Pod) (*placement.Occupancy, int, error) {
-	h := s.Occupancy(job.UID)
+func (s *Session) rankGang(job *api.JobInfo, tasks []*api.TaskInfo, pods []placement.Pod) (*placement.Occupancy, int, error) {
+	h := s.occupancy(job.UID)
 	all := append([]*api.TaskInfo(nil), tasks...)
 	given := make(map[api.TaskID]bool, len(tasks))
 	for _, t := range tasks {

@@ -16,21 +16,21 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/preemption"
 )
 
-// RealizeHolds realizes the holds applied in this session (RealizeHold),
+// RealizeHolds realizes the holds applied in this session (realizeHold),
 // by job name; only rebind holds when rebindOnly. placed, when set, is
 // told the tasks each hold allocated.
 func (s *Session) RealizeHolds(rebindOnly bool, placed func([]*api.TaskInfo)) {
-	for _, h := range s.Holds() {
+	for _, h := range s.appliedHolds() {
 		if rebindOnly && !h.Rebind {
 			continue
 		}
-		if tasks := s.RealizeHold(h); len(tasks) > 0 && placed != nil {
+		if tasks := s.realizeHold(h); len(tasks) > 0 && placed != nil {
 			placed(tasks)
 		}
 	}
 }
 
-// RealizeHold allocates the hold's tasks on their nodes (an RDMA task on its
+// realizeHold allocates the hold's tasks on their nodes (an RDMA task on its
 // held NICs) in one statement, committed when the gang is then ready, and
 // returns the tasks allocated (nil when none was).
 //
@@ -48,7 +48,7 @@ func (s *Session) RealizeHolds(rebindOnly bool, placed func([]*api.TaskInfo)) {
 // rest of their gang is running and waits for them. Proportion recomputes
 // deserved shares every session; refusing the pods now would make the
 // evictions futile, or leave a gang partial.
-func (s *Session) RealizeHold(h *preemption.Hold) []*api.TaskInfo {
+func (s *Session) realizeHold(h *preemption.Hold) []*api.TaskInfo {
 	ssn := s.ssn
 	jobID := api.JobID(h.Job)
 	job := ssn.Jobs[jobID]
@@ -61,7 +61,7 @@ func (s *Session) RealizeHold(h *preemption.Hold) []*api.TaskInfo {
 			// hold's NICs are not free to it, other capacity was).
 			// Allocating the task again, and discarding that, would take
 			// the node off a task already sent to bind.
-			s.DropHold(jobID, "gang placed elsewhere")
+			s.dropHold(jobID, "gang placed elsewhere")
 			klog.V(3).InfoS("Dropped the hold of a gang placed elsewhere", "job", h.Name,
 				"task", klog.KRef(task.Namespace, task.Name), "status", task.Status)
 			return nil
@@ -82,7 +82,7 @@ func (s *Session) RealizeHold(h *preemption.Hold) []*api.TaskInfo {
 			continue
 		}
 		if h.Rebind && (node == nil || !need[name].LessEqual(node.FutureIdle(), api.Zero)) {
-			s.DropHold(jobID, "node "+name+" no longer has the resources of the failed binds")
+			s.dropHold(jobID, "node "+name+" no longer has the resources of the failed binds")
 			klog.InfoS("Dropped the slots of a partial gang's failed binds; planning the pods anew", "job", h.Name, "node", name)
 			return nil
 		}
@@ -95,7 +95,7 @@ func (s *Session) RealizeHold(h *preemption.Hold) []*api.TaskInfo {
 			return nil
 		}
 	}
-	s.TakeHold(jobID)
+	s.takeHold(jobID)
 	defer s.clearPlanned()
 	stmt := framework.NewStatement(ssn)
 	var err error
@@ -122,7 +122,7 @@ func (s *Session) RealizeHold(h *preemption.Hold) []*api.TaskInfo {
 	}
 	if err == nil && job.CheckTaskReady() && job.IsReady() && ssn.JobReady(job) {
 		stmt.Commit()
-		s.DropHold(jobID, "gang allocated where it was held")
+		s.dropHold(jobID, "gang allocated where it was held")
 		if h.Rebind {
 			klog.InfoS("Allocated the pods of a partial gang where their binds failed", "job", h.Name, "pods", len(h.Tasks),
 				"waited", s.rt.Now().Sub(h.Since))
@@ -136,7 +136,7 @@ func (s *Session) RealizeHold(h *preemption.Hold) []*api.TaskInfo {
 	if err == nil {
 		err = fmt.Errorf("gang is not ready")
 	}
-	s.DropHold(jobID, "held placement cannot be allocated: "+err.Error())
+	s.dropHold(jobID, "held placement cannot be allocated: "+err.Error())
 	klog.InfoS("Abandoned the hold of a gang", "job", h.Name, "rebind", h.Rebind, "err", err)
 	return nil
 }

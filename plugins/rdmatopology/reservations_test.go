@@ -59,7 +59,7 @@ func viewsOf(s *Session, jobs ...string) views {
 		}
 	}
 	for _, j := range jobs {
-		h := s.Occupancy(api.JobID(j))
+		h := s.occupancy(api.JobID(j))
 		var out []string
 		for n := range h.Nodes {
 			out = append(out, "node:"+n)

@@ -270,14 +270,14 @@ func (s *Session) Shape(task *api.TaskInfo) placement.Shape {
 	return ShapeOf(task.Pod, task.InitResreq, v1.ResourceName(s.args.GPUResource), v1.ResourceName(s.args.RDMAResource))
 }
 
-// Occupancy returns the placement the job's further pods are planned next to:
+// occupancy returns the placement the job's further pods are planned next to:
 // Realized, except that a hard gang the nodes placed otherwise than
 // planned keeps the leaves (and S1s) of its plan. Hard mode bounds what
 // the scheduler plans, not what the nodes did: the leaves a node added
 // are its doing, and counting them would leave no leaf that holds the
 // gang's remaining pods within its tier.
-func (s *Session) Occupancy(jobID api.JobID) *placement.Occupancy {
-	h := s.Realized(jobID)
+func (s *Session) occupancy(jobID api.JobID) *placement.Occupancy {
+	h := s.realized(jobID)
 	if s.ssn == nil || h.Empty() {
 		return h
 	}
@@ -285,7 +285,7 @@ func (s *Session) Occupancy(jobID api.JobID) *placement.Occupancy {
 	if !ok {
 		return h
 	}
-	if c, err := s.Contract(job); err != nil || c.Mode != placement.ModeHard {
+	if c, err := s.contract(job); err != nil || c.Mode != placement.ModeHard {
 		return h
 	}
 	plan, ok := s.plannedOf(job)
@@ -303,10 +303,10 @@ func (s *Session) Occupancy(jobID api.JobID) *placement.Occupancy {
 	return out
 }
 
-// Realized returns the placement the job currently holds: its reservations
+// realized returns the placement the job currently holds: its reservations
 // in the ledger (bound pods, as their KCNRs list them once they do, and
 // pods allocated in this session).
-func (s *Session) Realized(jobID api.JobID) *placement.Occupancy {
+func (s *Session) realized(jobID api.JobID) *placement.Occupancy {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.occupancyLocked(jobID)
@@ -376,7 +376,7 @@ func (s *Session) tierLimit(job *api.JobInfo, node string) (map[topology.S0ID]bo
 	if mode != placement.ModeHard {
 		return nil, true
 	}
-	h := s.Occupancy(job.UID)
+	h := s.occupancy(job.UID)
 	if h.Empty() {
 		return nil, true
 	}

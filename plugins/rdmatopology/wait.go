@@ -47,7 +47,7 @@ func waitingSince(job *api.JobInfo) (time.Time, bool) {
 // or, once a hard gang's max-wait has passed since it started waiting, the
 // same as soft (relaxed true). The error is Contract's.
 func (s *Session) EffectiveContract(job *api.JobInfo) (c placement.Contract, relaxed bool, err error) {
-	c, err = s.Contract(job)
+	c, err = s.contract(job)
 	if err != nil || c.Mode != placement.ModeHard || c.MaxWait <= 0 {
 		return c, false, err
 	}
@@ -79,7 +79,7 @@ func (s *Session) waitNote(job *api.JobInfo, waiting, whole bool) string {
 		since = now
 		s.setAnnotation(job, ledger.AnnotationWaitingSince, now.UTC().Format(time.RFC3339))
 	}
-	c, err := s.Contract(job)
+	c, err := s.contract(job)
 	if err != nil || c.Mode != placement.ModeHard || c.MaxWait <= 0 {
 		return ""
 	}
