@@ -16,11 +16,9 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/framework"
 	_ "volcano.sh/volcano/pkg/scheduler/plugins"
 
-	_ "github.com/rdmatopo/rdmatopo/actions/topologyallocate"
-	_ "github.com/rdmatopo/rdmatopo/actions/topologypreempt"
-	_ "github.com/rdmatopo/rdmatopo/actions/topologyreclaim"
 	"github.com/rdmatopo/rdmatopo/config"
-	_ "github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
+	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
+	"github.com/rdmatopo/rdmatopo/registry"
 )
 
 // TestSchedulerConfLoads loads the conf the way vc-scheduler does, with the
@@ -28,6 +26,7 @@ import (
 // rejects the whole conf otherwise) and every plugin must have a builder
 // (Volcano would only log a missing one when a session opens).
 func TestSchedulerConfLoads(t *testing.T) {
+	registry.Install(rdmatopology.NewClusterRuntime())
 	actions, tiers, _, _, err := scheduler.UnmarshalSchedulerConf(config.SchedulerConf)
 	if err != nil {
 		t.Fatalf("%s: %v", config.SchedulerConfFile, err)

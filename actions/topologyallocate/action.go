@@ -25,8 +25,8 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/util"
 
 	"github.com/rdmatopo/rdmatopo/actions/internal/gangfit"
-	"github.com/rdmatopo/rdmatopo/actions/internal/heldgang"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/preemption"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
@@ -37,16 +37,17 @@ const ActionName = "topology-allocate"
 // session predicates reject a planned node.
 const maxAttempts = 3
 
-func init() {
-	framework.RegisterAction(New())
-}
-
 // Action is the topology-allocate action. It keeps no state between
 // sessions: everything it uses lives in the session or the plugin's runtime.
-type Action struct{}
+type Action struct {
+	rt *rdmatopology.Runtime
+}
 
-// New returns the action.
-func New() *Action { return &Action{} }
+var _ framework.Action = (*Action)(nil)
+
+// New returns the action, which finds the rdma-topology plugin's state in
+// each session through rt.
+func New(rt *rdmatopology.Runtime) *Action { return &Action{rt: rt} }
 
 // Name returns ActionName.
 func (a *Action) Name() string { return ActionName }
@@ -65,7 +66,7 @@ func (a *Action) UnInitialize() {}
 func (a *Action) Execute(ssn *framework.Session) {
 	klog.V(5).InfoS("Enter topology-allocate")
 	defer klog.V(5).InfoS("Leave topology-allocate")
-	topo := rdmatopology.ForSession(ssn)
+	topo := a.rt.ForSession(ssn)
 	st := &run{ssn: ssn, topo: topo, refuse: checkConf(ssn, topo),
 		jobs:   map[api.QueueID]*util.PriorityQueue{},
 		tasks:  map[api.JobID]*util.PriorityQueue{},
@@ -77,15 +78,10 @@ func (a *Action) Execute(ssn *framework.Session) {
 		st.fit = gangfit.New(ssn, topo, gangfit.ForAllocate)
 		// The pods of partial gangs whose binds failed go back to the
 		// slots kept for them before any job's turn (rebind holds).
-		for _, h := range topo.Holds() {
-			if !h.Rebind {
-				continue
-			}
-			if placed := heldgang.Realize(ssn, topo, h); len(placed) > 0 {
-				st.commits++
-				st.fit.Changed(placed)
-			}
-		}
+		topo.RealizeHolds(true, func(placed []*api.TaskInfo) {
+			st.commits++
+			st.fit.Changed(placed)
+		})
 	}
 	queues := util.NewPriorityQueue(ssn.QueueOrderFn)
 	for _, job := range ssn.Jobs {
@@ -270,29 +266,29 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 	if err != nil {
 		// Never placed under a contract it does not have.
 		klog.InfoS("Gang not placed: invalid job contract", "job", job.UID, "err", err)
-		topo.RecordFailure(job, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
+		topo.Report(job, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
 		return
 	}
 	if relaxed {
 		klog.V(3).InfoS("Gang waited max-wait for its highest tier; planning it as soft", "job", job.UID, "maxWait", c.MaxWait)
 	}
-	g, err := buildGang(topo, r.fit, job, c, rdma, others)
+	g, err := r.fit.Request(job, c, rdma, others)
 	if err != nil {
 		klog.InfoS("Gang not placed: invalid rank", "job", job.UID, "err", err)
-		topo.RecordFailure(job, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
+		topo.Report(job, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
 		return
 	}
 	// An older waiting gang of the job's priority keeps the room it claimed.
-	claimedBy, claimed := topo.KeepOffClaims(job, &g)
+	claimedBy, claimed := preemption.KeepOff(&g, topo.ClaimedAgainst(job))
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		start := time.Now()
-		plan, fail := topo.State.Plan(g)
+		plan, fail := topo.Plan(g, nil)
 		rdmatopology.ObservePlan(time.Since(start))
 		if plan == nil {
 			fail = r.explainNoNodes(fail, g)
-			fail = rdmatopology.ClaimedFailure(fail, claimedBy, claimed)
+			fail = preemption.ClaimedFailure(fail, claimedBy, claimed)
 			klog.V(3).InfoS("No placement for gang", "job", job.UID, "reason", fail.Message)
-			topo.RecordFailure(job, fail)
+			topo.Report(job, fail)
 			return
 		}
 		klog.V(3).InfoS("Planned gang", "job", job.UID, "tier", plan.Tier, "s0s", len(plan.S0s), "pods", len(plan.Assignments), "attempt", attempt)
@@ -300,9 +296,8 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 		left, bad, err := r.applyGang(queue, job, stmt, plan, all)
 		if err == nil {
 			if gangMet(job) && ssn.JobReady(job) {
-				stmt.Commit()
+				topo.Settle(stmt, true, false)
 				r.commits++
-				topo.ClearPlanned()
 				r.fit.Changed(all)
 				rdmatopology.ObservePlaced(plan)
 				for _, t := range left {
@@ -315,17 +310,16 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 			}
 			err = fmt.Errorf("gang is not ready after its plan was applied")
 		}
-		stmt.Discard()
-		topo.ClearPlanned()
+		topo.Settle(stmt, false, false)
 		klog.V(3).InfoS("Discarded gang plan", "job", job.UID, "attempt", attempt, "err", err)
 		if bad == "" {
-			topo.RecordFailure(job, &placement.Failure{Code: placement.ReasonNoCapacity, Message: err.Error()})
+			topo.Report(job, &placement.Failure{Code: placement.ReasonNoCapacity, Message: err.Error()})
 			return
 		}
 		rdmatopology.ObservePlanRefused(refusedBy(err))
 		g.Exclude[bad] = true
 	}
-	topo.RecordFailure(job, &placement.Failure{Code: placement.ReasonNoCapacity,
+	topo.Report(job, &placement.Failure{Code: placement.ReasonNoCapacity,
 		Message: fmt.Sprintf("planned nodes kept failing the session predicates after %d attempts", maxAttempts)})
 }
 
@@ -400,12 +394,8 @@ func applyAssignment(ssn *framework.Session, topo *rdmatopology.Session, queue *
 	if err := ssn.PrePredicateFn(task); err != nil {
 		return "", fmt.Errorf("pre-predicate of %s/%s: %w", task.Namespace, task.Name, err)
 	}
-	topo.SetPlanned(task.UID, a)
-	if err := ssn.PredicateForAllocateAction(task, node); err != nil {
-		return a.Node, fmt.Errorf("predicates refuse %s/%s on %s: %w", task.Namespace, task.Name, a.Node, err)
-	}
-	if err := stmt.Allocate(task, node); err != nil {
-		return a.Node, fmt.Errorf("allocate %s/%s on %s: %w", task.Namespace, task.Name, a.Node, err)
+	if err := topo.Allocate(stmt, task, node, &a); err != nil {
+		return a.Node, err
 	}
 	return "", nil
 }
@@ -433,31 +423,6 @@ func refusedBy(err error) string {
 	return "Allocate"
 }
 
-// buildGang turns the job's pending RDMA tasks into a planner request under
-// contract c, the pods in rank order. Ranks number the whole gang, the
-// pods it holds included, and the held pods carry theirs, so that late
-// pods go next to their rank neighbours and into their segments
-// (Session.RankGang). It fails on an invalid rank annotation (an error
-// wrapping placement.ErrInvalidContract).
-func buildGang(topo *rdmatopology.Session, fit *gangfit.Nodes, job *api.JobInfo, c placement.Contract, rdma []*api.TaskInfo, others int) (placement.Gang, error) {
-	g := placement.Gang{Job: string(job.UID), Mode: c.Mode, HighestTier: c.HighestTier,
-		Exclude: map[string]bool{}, Segment: c.Segment}
-	for _, t := range rdma {
-		g.Pods = append(g.Pods, placement.Pod{UID: string(t.UID), Name: t.Namespace + "/" + t.Name,
-			Shape: topo.Shape(t), Group: fit.Group(t)})
-	}
-	held, members, err := topo.RankGang(job, rdma, g.Pods)
-	g.Held, g.Members = held, members
-	if err != nil {
-		return g, err
-	}
-	g.Allowed = fit.Filter(g.Pods, nil)
-	g.Admit = fit.Admit(rdma, nil)
-	need := int(job.MinAvailable) - int(job.ReadyTaskNum()) - others
-	g.Need = max(0, min(need, len(rdma)))
-	return g, nil
-}
-
 // allocateTasks is allocate's per-task turn of a job: tasks are taken in
 // task order and each is placed (an RDMA task next to what its gang holds,
 // see allocateRDMATask); as soon as the job is ready with tasks left, it
@@ -476,14 +441,10 @@ func (r *run) allocateTasks(queue *api.QueueInfo, job *api.JobInfo, tasks *util.
 			break
 		}
 	}
-	if ssn.JobReady(job) {
-		stmt.Commit()
+	ready := ssn.JobReady(job)
+	r.topo.Settle(stmt, ready, !ready && ssn.JobPipelined(job))
+	if ready {
 		r.commits++
-	} else if !ssn.JobPipelined(job) {
-		stmt.Discard()
-	}
-	if r.topo != nil {
-		r.topo.ClearPlanned()
 	}
 }
 
@@ -547,7 +508,7 @@ func (r *run) allocateTask(queue *api.QueueInfo, job *api.JobInfo, stmt *framewo
 }
 
 // claimedAgainst returns the nodes of the rooms older waiting gangs of the
-// job's priority claim (rdmatopology.Session.ClaimedNodes), where its pods
+// job's priority claim (rdmatopology.Session.ClaimedAgainst), where its pods
 // without RDMA may not go. Claims are made only in topology-preempt, but
 // whether one applies changes here: not once its gang is placed (a
 // statement committed), not against a job with pods placed (its ready
@@ -561,7 +522,7 @@ func (r *run) claimedAgainst(job *api.JobInfo) map[string]string {
 	if c, ok := r.claims[job.UID]; ok && c.key == key {
 		return c.nodes
 	}
-	c := claimedNodes{key: key, nodes: r.topo.ClaimedNodes(job)}
+	c := claimedNodes{key: key, nodes: preemption.ClaimedNodes(r.topo.ClaimedAgainst(job))}
 	r.claims[job.UID] = c
 	return c.nodes
 }
@@ -586,14 +547,14 @@ func (r *run) allocateRDMATask(queue *api.QueueInfo, job *api.JobInfo, stmt *fra
 	c, _, err := topo.EffectiveContract(job)
 	if err != nil {
 		klog.V(3).InfoS("Pod not placed: invalid job contract", "pod", klog.KRef(task.Namespace, task.Name), "err", err)
-		topo.RecordFailure(job, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
+		topo.Report(job, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
 		setFitError(job, task, err.Error())
 		return
 	}
-	g, err := buildGang(topo, r.fit, job, c, []*api.TaskInfo{task}, 0)
+	g, err := r.fit.Request(job, c, []*api.TaskInfo{task}, 0)
 	if err != nil {
 		klog.V(3).InfoS("Pod not placed: invalid rank", "pod", klog.KRef(task.Namespace, task.Name), "err", err)
-		topo.RecordFailure(job, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
+		topo.Report(job, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
 		setFitError(job, task, err.Error())
 		return
 	}
@@ -603,7 +564,7 @@ func (r *run) allocateRDMATask(queue *api.QueueInfo, job *api.JobInfo, stmt *fra
 	g.Need = 1
 	byUID := map[string]*api.TaskInfo{string(task.UID): task}
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
-		plan, fail := topo.State.Plan(g)
+		plan, fail := topo.Plan(g, nil)
 		if plan == nil {
 			klog.V(3).InfoS("No placement for pod next to its gang", "pod", klog.KRef(task.Namespace, task.Name), "reason", fail.Message)
 			setFitError(job, task, fail.Message)

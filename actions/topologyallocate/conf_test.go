@@ -11,7 +11,6 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/uthelper"
 	"volcano.sh/volcano/pkg/scheduler/util"
 
-	"github.com/rdmatopo/rdmatopo/actions/topologyallocate"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
 
@@ -61,7 +60,7 @@ func TestWithoutTopologyPlugin(t *testing.T) {
 			ExpectBindsNum: 1,
 		}
 	}
-	runVolcanoCase(t, 0, build(), allocatePlugins, allocateTiers, topologyallocate.New())
+	runVolcanoCase(t, 0, build(), allocatePlugins, allocateTiers, allocateAction)
 	if diff := cmp.Diff(0.0, confValid(t)); diff != "" {
 		t.Errorf("rdmatopo_conf_valid without the plugin (-want,+got):\n%s", diff)
 	}
@@ -70,7 +69,7 @@ func TestWithoutTopologyPlugin(t *testing.T) {
 	tc := build()
 	tc.ExpectBindMap = map[string]string{"c1/cpu-p-1": "n1", "c1/rdma-p-1": "n1"}
 	tc.ExpectBindsNum = 2
-	runVolcanoCase(t, 0, tc, allocatePlugins, withTopology(allocateTiers), topologyallocate.New())
+	runVolcanoCase(t, 0, tc, allocatePlugins, withTopology(allocateTiers), allocateAction)
 	if diff := cmp.Diff(1.0, confValid(t)); diff != "" {
 		t.Errorf("rdmatopo_conf_valid with the plugin (-want,+got):\n%s", diff)
 	}

@@ -52,6 +52,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/actions/topologyallocate"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
+	"github.com/rdmatopo/rdmatopo/registry"
 )
 
 var trueValue, falseValue = true, false
@@ -90,21 +91,24 @@ func restorePluginBuilders() {
 		drf.PluginName: drf.New, gang.PluginName: gang.New, predicates.PluginName: predicates.New,
 		priority.PluginName: priority.New, nodeorder.PluginName: nodeorder.New,
 		conformance.PluginName: conformance.New, binpack.PluginName: binpack.New,
-		proportion.PluginName: proportion.New, rdmatopology.PluginName: rdmatopology.New,
+		proportion.PluginName: proportion.New,
 	} {
 		framework.RegisterPluginBuilder(name, b)
 	}
 }
 
+// allocateAction is topology-allocate over rt.
+func allocateAction(rt *rdmatopology.Runtime) framework.Action { return topologyallocate.New(rt) }
+
 // runVolcanoCase runs one uthelper case with action and checks it as
 // Volcano's tests do.
-func runVolcanoCase(t *testing.T, i int, tc uthelper.TestCommonStruct, plugins map[string]framework.PluginBuilder, tiers []conf.Tier, action framework.Action) {
+func runVolcanoCase(t *testing.T, i int, tc uthelper.TestCommonStruct, plugins map[string]framework.PluginBuilder, tiers []conf.Tier, newAction func(*rdmatopology.Runtime) framework.Action) {
 	t.Helper()
 	optionsOnce.Do(func() { options.Default() })
 	t.Cleanup(restorePluginBuilders)
-	rdmatopology.SetRuntime(newRuntime())
-	t.Cleanup(func() { rdmatopology.SetRuntime(nil) })
-	tc.Plugins = map[string]framework.PluginBuilder{rdmatopology.PluginName: rdmatopology.New}
+	rt := newRuntime()
+	action := newAction(rt)
+	tc.Plugins = map[string]framework.PluginBuilder{rdmatopology.PluginName: rdmatopology.Builder(rt)}
 	for name, b := range plugins {
 		tc.Plugins[name] = b
 	}
@@ -300,7 +304,7 @@ func TestVolcanoAllocate(t *testing.T) {
 	}
 	for i, test := range tests {
 		t.Run(test.Name, func(t *testing.T) {
-			runVolcanoCase(t, i, test, allocatePlugins, withTopology(allocateTiers), topologyallocate.New())
+			runVolcanoCase(t, i, test, allocatePlugins, withTopology(allocateTiers), allocateAction)
 		})
 	}
 }
@@ -379,7 +383,7 @@ func TestVolcanoFairShareAllocate(t *testing.T) {
 	}
 	for i, test := range tests {
 		t.Run(test.Name, func(t *testing.T) {
-			runVolcanoCase(t, i, test, fairSharePlugins, withTopology(fairShareTiers), topologyallocate.New())
+			runVolcanoCase(t, i, test, fairSharePlugins, withTopology(fairShareTiers), allocateAction)
 		})
 	}
 }
@@ -447,11 +451,11 @@ func TestFairSharingProbes(t *testing.T) {
 	}
 	for i, c := range cases() {
 		t.Run(c.tc.Name+"/allocate", func(t *testing.T) {
-			runVolcanoCase(t, i, c.tc, c.plugins, c.tiers, allocate.New())
+			runVolcanoCase(t, i, c.tc, c.plugins, c.tiers, func(*rdmatopology.Runtime) framework.Action { return allocate.New() })
 		})
 		c = cases()[i]
 		t.Run(c.tc.Name+"/topology-allocate", func(t *testing.T) {
-			runVolcanoCase(t, i, c.tc, c.plugins, withTopology(c.tiers), topologyallocate.New())
+			runVolcanoCase(t, i, c.tc, c.plugins, withTopology(c.tiers), allocateAction)
 		})
 	}
 }
@@ -471,8 +475,8 @@ func TestVolcanoAllocateWithDynamicPVC(t *testing.T) {
 	t.Cleanup(func() { options.ServerOpts = saved })
 	framework.RegisterPluginBuilder("gang", gang.New)
 	framework.RegisterPluginBuilder("priority", priority.New)
-	rdmatopology.SetRuntime(newRuntime())
-	t.Cleanup(func() { rdmatopology.SetRuntime(nil) })
+	rt := newRuntime()
+	registry.Install(rt)
 
 	queue := util.BuildQueue("c1", 1, nil)
 	pg := util.BuildPodGroup("pg1", "c1", "c1", 2, map[string]int32{"": 2}, schedulingv1.PodGroupInqueue)
@@ -526,7 +530,7 @@ func TestVolcanoAllocateWithDynamicPVC(t *testing.T) {
 		{Name: "gang", EnabledJobReady: &trueValue, EnabledPredicate: &trueValue, EnabledJobPipelined: &trueValue, EnabledTaskOrder: &trueValue},
 	}}})
 	ssn := framework.OpenSession(schedulerCache, tiers, nil)
-	topologyallocate.New().Execute(ssn)
+	topologyallocate.New(rt).Execute(ssn)
 	framework.CloseSession(ssn)
 	// What Volcano's test patches AddBindTask to do: bind the volumes,
 	// then the pod. The session's commits queued every bind before it

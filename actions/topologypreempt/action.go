@@ -55,13 +55,14 @@
 // would fit were every pod gone (claims.go). Younger jobs of its priority
 // are then kept out of that room, here and in topology-allocate, until the
 // gang is placed or preempts; the runtime keeps the claims between
-// sessions (plugins/rdmatopology claims.go).
+// sessions (package framework/preemption, plugins/rdmatopology claims.go).
 //
 // Holding. The gang's tasks are pipelined onto the planned nodes with their
-// planned NICs reserved (the plugin's allocate handler consumes the
-// SetPlanned assignments); the plugin keeps them as a hold across sessions
-// (plugins/rdmatopology holds.go) and this action allocates the gang there
-// once its nodes' resources are idle, all at once.
+// planned NICs reserved (Session.Pipeline hands the plugin's allocate
+// handler each task's NICs); the plugin keeps them as a hold across
+// sessions (Session.Hold; plugins/rdmatopology holds.go, package
+// framework/preemption) and this action allocates the gang there once its
+// nodes' resources are idle, all at once (Session.RealizeHolds).
 package topologypreempt
 
 import (
@@ -78,8 +79,8 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/util"
 
 	"github.com/rdmatopo/rdmatopo/actions/internal/gangfit"
-	"github.com/rdmatopo/rdmatopo/actions/internal/heldgang"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/preemption"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
@@ -94,24 +95,24 @@ const (
 	ReasonPreempted = "TopologyPreempted"
 )
 
-func init() {
-	framework.RegisterAction(New())
-}
-
 // Action is the topology-preempt action, or with the reclaim policy
 // topology-reclaim (NewReclaim). It keeps no state between sessions: holds
 // and claims live in the plugin's runtime.
 type Action struct {
+	rt     *rdmatopology.Runtime
 	policy *policy
 }
 
-// New returns topology-preempt.
-func New() *Action { return &Action{policy: preemptPolicy} }
+var _ framework.Action = (*Action)(nil)
+
+// New returns topology-preempt, which finds the rdma-topology plugin's
+// state in each session through rt.
+func New(rt *rdmatopology.Runtime) *Action { return &Action{rt: rt, policy: preemptPolicy} }
 
 // NewReclaim returns topology-reclaim: the same search, futility rule and
 // holds as topology-preempt, with victims in other, reclaimable queues
-// (see policy). Package actions/topologyreclaim registers it.
-func NewReclaim() *Action { return &Action{policy: reclaimPolicy} }
+// (see policy). Package actions/topologyreclaim names it.
+func NewReclaim(rt *rdmatopology.Runtime) *Action { return &Action{rt: rt, policy: reclaimPolicy} }
 
 // Name returns ActionName, or ReclaimActionName for topology-reclaim.
 func (a *Action) Name() string { return a.policy.action }
@@ -127,16 +128,14 @@ func (a *Action) UnInitialize() {}
 func (a *Action) Execute(ssn *framework.Session) {
 	klog.V(5).InfoS("Enter action", "action", a.policy.action)
 	defer klog.V(5).InfoS("Leave action", "action", a.policy.action)
-	topo := rdmatopology.ForSession(ssn)
+	topo := a.rt.ForSession(ssn)
 	if topo == nil {
 		klog.ErrorS(nil, "Scheduler conf enables the action without a working rdma-topology plugin; nothing is evicted",
 			"action", a.policy.action, "plugin", rdmatopology.PluginName)
 		return
 	}
 	r := &run{ssn: ssn, topo: topo, policy: a.policy, fit: gangfit.New(ssn, topo, gangfit.ForPreempt), claimed: map[api.JobID]bool{}}
-	for _, h := range topo.Holds() {
-		heldgang.Realize(ssn, topo, h)
-	}
+	topo.RealizeHolds(false, nil)
 	jobs := util.NewPriorityQueue(ssn.JobOrderFn)
 	for _, job := range ssn.Jobs {
 		if r.wantsPreemption(job) {
@@ -168,7 +167,9 @@ type run struct {
 	// scopeLists caches scopes per contract kind; held caches the ledger's
 	// reservations and their leaves for room, until apply changes them.
 	scopeLists map[scopeKey][]scope
-	held       []heldPod
+	reserved   []preemption.ReservedPod
+	// reservedByUID indexes reserved by pod UID.
+	reservedByUID map[string]int
 }
 
 // gangMet reports whether the job has its minMember (and each task role
@@ -222,28 +223,6 @@ func (r *run) pendingTasks(job *api.JobInfo) (rdma, others []*api.TaskInfo) {
 	return rdma, others
 }
 
-// buildGang turns the job's pending RDMA tasks into a planner request, the
-// pods in rank order over the whole gang, held pods included, as
-// topology-allocate builds it (so a segment holds for the evictions too);
-// it fails on an invalid rank annotation.
-func (r *run) buildGang(job *api.JobInfo, c placement.Contract, rdma, others []*api.TaskInfo) (placement.Gang, error) {
-	g := placement.Gang{Job: string(job.UID), Mode: c.Mode, HighestTier: c.HighestTier,
-		Exclude: map[string]bool{}, Segment: c.Segment}
-	for _, t := range rdma {
-		g.Pods = append(g.Pods, placement.Pod{UID: string(t.UID), Name: t.Namespace + "/" + t.Name,
-			Shape: r.topo.Shape(t), Group: r.fit.Group(t)})
-	}
-	held, members, err := r.topo.RankGang(job, rdma, g.Pods)
-	g.Held, g.Members = held, members
-	if err != nil {
-		return g, err
-	}
-	g.Admit = r.fit.Admit(rdma, nil)
-	need := int(job.MinAvailable) - int(job.ReadyTaskNum()) - len(others)
-	g.Need = max(0, min(need, len(rdma)))
-	return g, nil
-}
-
 // preempt finds and applies the cheapest evictions for one gang.
 func (r *run) preempt(job *api.JobInfo) {
 	c, _, err := r.topo.EffectiveContract(job)
@@ -254,13 +233,14 @@ func (r *run) preempt(job *api.JobInfo) {
 	if len(rdma) == 0 {
 		return
 	}
-	g, err := r.buildGang(job, c, rdma, others)
+	// Ranked over the whole gang, held pods included, as topology-allocate
+	// plans it (so a segment holds for the evictions too).
+	g, err := r.fit.Request(job, c, rdma, len(others))
 	if err != nil {
 		return // topology-allocate reports the invalid rank
 	}
-	g.Allowed = r.fit.Filter(g.Pods, nil)
-	claimedBy, _ := r.topo.KeepOffClaims(job, &g)
-	if plan, fail := r.topo.State.Plan(g); fail == nil && plan != nil {
+	claimedBy, _ := preemption.KeepOff(&g, r.topo.ClaimedAgainst(job))
+	if plan, fail := r.topo.Plan(g, nil); fail == nil && plan != nil {
 		// Placeable without evictions (topology-allocate's turn, or
 		// blocked by something evictions do not change).
 		klog.V(4).InfoS("Gang fits without preemption", "job", klog.KRef(job.Namespace, job.Name), "tier", plan.Tier)
@@ -301,18 +281,16 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 	ssn, topo := r.ssn, r.topo
 	jobName := job.Namespace + "/" + job.Name
 	stmt := framework.NewStatement(ssn)
-	defer topo.ClearPlanned()
-	r.held = nil
+	r.reserved = nil
 	queue := ssn.Queues[job.Queue]
 	victims := ch.victims()
 	reason := r.policy.evictReason(jobName, job.Priority)
 	for _, v := range victims {
-		// A discarded statement re-allocates the victim: give it back the
-		// NICs it holds rather than a new fit.
-		topo.SetPlanned(v.task.UID, placement.Assignment{PodUID: string(v.task.UID), Node: v.res.Node, Zones: v.res.Zones, Containers: v.res.Containers})
-		if err := stmt.Evict(v.task, reason); err != nil {
+		// A discarded statement re-allocates the victim onto the NICs it
+		// holds rather than a new fit.
+		if err := topo.Evict(stmt, v.task, v.res, reason); err != nil {
 			klog.ErrorS(err, "Cannot evict victim; preemption abandoned", "victim", klog.KRef(v.task.Namespace, v.task.Name), "job", jobName)
-			stmt.Discard()
+			topo.Settle(stmt, false, false)
 			return
 		}
 	}
@@ -320,10 +298,9 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 	for _, t := range rdma {
 		byUID[string(t.UID)] = t
 	}
-	var held []rdmatopology.HeldTask
 	fail := func(err error) {
 		klog.V(3).InfoS("Gang not pipelined after evictions; nothing evicted", "job", jobName, "err", err)
-		stmt.Discard()
+		topo.Settle(stmt, false, false)
 	}
 	for _, a := range ch.plan.Assignments {
 		task, node := byUID[a.PodUID], ssn.Nodes[a.Node]
@@ -331,13 +308,10 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 			fail(fmt.Errorf("plan names unknown task %s or node %s", a.PodUID, a.Node))
 			return
 		}
-		topo.SetPlanned(task.UID, a)
-		if err := r.pipeline(stmt, queue, task, node); err != nil {
+		if err := r.pipeline(stmt, queue, task, node, &a); err != nil {
 			fail(err)
 			return
 		}
-		held = append(held, rdmatopology.HeldTask{UID: task.UID, Name: task.Namespace + "/" + task.Name, Node: node.Name,
-			RDMA: true, Assignment: a, Resreq: task.InitResreq.Clone()})
 	}
 	for _, t := range others {
 		if job.WaitingTaskNum()+job.ReadyTaskNum() >= job.MinAvailable && job.CheckTaskPipelined() {
@@ -348,38 +322,34 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 			fail(fmt.Errorf("no node for %s/%s, which requests no RDMA", t.Namespace, t.Name))
 			return
 		}
-		if err := r.pipeline(stmt, queue, t, node); err != nil {
+		if err := r.pipeline(stmt, queue, t, node, nil); err != nil {
 			fail(err)
 			return
 		}
-		held = append(held, rdmatopology.HeldTask{UID: t.UID, Name: t.Namespace + "/" + t.Name, Node: node.Name, Resreq: t.InitResreq.Clone()})
 	}
-	topo.AllowPipeline(job.UID, true)
-	complete := ssn.JobPipelined(job)
-	topo.AllowPipeline(job.UID, false)
-	if !complete {
-		fail(fmt.Errorf("gang is not complete after its plan was pipelined"))
-		return
-	}
-	stmt.Commit()
 	names := make([]string, 0, len(victims))
 	for _, v := range victims {
 		names = append(names, v.name())
 	}
-	topo.Hold(&rdmatopology.Hold{Job: job.UID, Name: jobName, Tasks: held, Victims: names, Since: topo.Now()})
+	if !topo.Hold(job, names) {
+		fail(fmt.Errorf("gang is not complete after its plan was pipelined"))
+		return
+	}
+	topo.Settle(stmt, true, false)
 	r.policy.gangs.Inc()
 	r.policy.pods.Add(float64(len(victims)))
 	r.events(job, ch)
 	klog.InfoS("Evicted for gang", "action", r.policy.action, "job", jobName, "priority", job.Priority, "tier", ch.plan.Tier,
-		"s0", ch.plan.S0s, "evicted", len(victims), "victims", names, "victimPriority", ch.cost.prio)
+		"s0", ch.plan.S0s, "evicted", len(victims), "victims", names, "victimPriority", ch.cost.Prio)
 }
 
-// pipeline puts a task on node as the victims' resources are released,
+// pipeline puts a task on node as the victims' resources are released (a:
+// its planned NICs, nil without RDMA),
 // once the gang's queue may take it (the session's Allocatable: proportion
 // keeps a queue within its deserved share). Without that check a gang its
 // queue cannot take would evict and then never be allocated where it is
 // held: futile evictions.
-func (r *run) pipeline(stmt *framework.Statement, queue *api.QueueInfo, task *api.TaskInfo, node *api.NodeInfo) error {
+func (r *run) pipeline(stmt *framework.Statement, queue *api.QueueInfo, task *api.TaskInfo, node *api.NodeInfo, a *placement.Assignment) error {
 	if queue == nil || !r.ssn.Allocatable(queue, task) {
 		return fmt.Errorf("queue %s cannot take %s/%s", queueName(queue), task.Namespace, task.Name)
 	}
@@ -389,13 +359,7 @@ func (r *run) pipeline(stmt *framework.Statement, queue *api.QueueInfo, task *ap
 	if err := r.ssn.PrePredicateFn(task); err != nil {
 		return fmt.Errorf("pre-predicate of %s/%s: %w", task.Namespace, task.Name, err)
 	}
-	if err := r.ssn.PredicateForPreemptAction(task, node); err != nil {
-		return fmt.Errorf("predicates refuse %s/%s on %s: %w", task.Namespace, task.Name, node.Name, err)
-	}
-	if err := stmt.Pipeline(task, node.Name, true); err != nil {
-		return fmt.Errorf("pipeline %s/%s on %s: %w", task.Namespace, task.Name, node.Name, err)
-	}
-	return nil
+	return r.topo.Pipeline(stmt, task, node, a)
 }
 
 // nodeFor finds a node for a gang task that requests no RDMA: the plan's
@@ -454,7 +418,7 @@ func (r *run) events(job *api.JobInfo, ch *choice) {
 	}
 	r.ssn.RecordPodGroupEvent(job.PodGroup, v1.EventTypeNormal, r.policy.acting,
 		fmt.Sprintf("evicting %d pod(s) of %s to place the gang at tier %s under S0 %s",
-			ch.cost.pods, strings.Join(jobNames, ", "), ch.plan.Tier, strings.Join(leaves, ",")))
+			ch.cost.Pods, strings.Join(jobNames, ", "), ch.plan.Tier, strings.Join(leaves, ",")))
 }
 
 // queueName is a queue's name for messages ("" when there is none).

@@ -8,8 +8,8 @@ import (
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/preemption"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
-	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
 // roomChecks bounds the rooms tried (one planner call each) when choosing
@@ -25,7 +25,7 @@ const roomChecks = 8
 // only. Rooms are tried fewest blockers first, at most roomChecks of them;
 // nil when the gang is soft, may span the cluster, or fits none of the
 // rooms tried even empty (it waits for nothing a claim could keep).
-func (r *run) room(job *api.JobInfo, g placement.Gang, c placement.Contract, cands map[api.JobID]*victimJob, rdma []*api.TaskInfo) *rdmatopology.Claim {
+func (r *run) room(job *api.JobInfo, g placement.Gang, c placement.Contract, cands map[api.JobID]*victimJob, rdma []*api.TaskInfo) *preemption.Claim {
 	if c.Mode != placement.ModeHard || c.HighestTier == placement.TierCluster {
 		return nil
 	}
@@ -35,7 +35,7 @@ func (r *run) room(job *api.JobInfo, g placement.Gang, c placement.Contract, can
 			evictable[string(uid)] = true
 		}
 	}
-	f := r.topo.Fabric
+	f := r.topo.Fabric()
 	var rooms []*room
 	byNode := map[string]*room{}
 	byLeaf := map[topology.S0ID][]*room{}
@@ -58,14 +58,14 @@ func (r *run) room(job *api.JobInfo, g placement.Gang, c placement.Contract, can
 	// Each pod joins the rooms it is in once: the room of its node, or
 	// those of its NICs' leaves.
 	var seen []*room
-	for _, h := range r.heldPods() {
-		res := h.res
+	for _, h := range r.reservedPods() {
+		res := h.Res
 		seen = seen[:0]
 		if rm := byNode[res.Node]; rm != nil {
 			seen = append(seen, rm)
 		}
 		if len(byLeaf) > 0 {
-			for _, id := range h.leaves {
+			for _, id := range h.Leaves {
 				for _, rm := range byLeaf[id] {
 					if !slices.Contains(seen, rm) {
 						seen = append(seen, rm)
@@ -86,10 +86,6 @@ func (r *run) room(job *api.JobInfo, g placement.Gang, c placement.Contract, can
 		if i == roomChecks {
 			break
 		}
-		st := r.topo.State.Clone()
-		for _, res := range rk.pods {
-			st.Release(res.UID, placement.Assignment{PodUID: res.UID, Node: res.Node, Zones: res.Zones})
-		}
 		// Rooms older gangs claim may be claimed too: this gang waits
 		// there behind them.
 		try := g
@@ -99,32 +95,37 @@ func (r *run) room(job *api.JobInfo, g placement.Gang, c placement.Contract, can
 		// Planned on the room's leaves only (a node room's: those its NICs
 		// hang off), so the planner does not visit the whole fabric.
 		try = onLeaves(f, try, roomLeaves(f, rk.sc))
-		if plan, fail := st.Plan(try); fail != nil || plan == nil {
+		if plan, fail := r.topo.Plan(try, append([]ledger.Reservation{}, rk.pods...)); fail != nil || plan == nil {
 			continue
 		}
-		return &rdmatopology.Claim{Job: job.UID, Name: job.Namespace + "/" + job.Name, Priority: job.Priority,
+		return &preemption.Claim{Job: string(job.UID), Name: job.Namespace + "/" + job.Name, Priority: job.Priority,
 			Created: job.CreationTimestamp, Room: rk.sc.name, S0s: rk.sc.leaves, Nodes: rk.sc.nodes}
 	}
 	return nil
 }
 
-// heldPod is a reservation of the ledger and the leaves of its NICs.
-type heldPod struct {
-	res    ledger.Reservation
-	leaves []topology.S0ID
-}
-
-// heldPods returns the ledger's reservations with their leaves, read once
-// per run until apply evicts or pipelines.
-func (r *run) heldPods() []heldPod {
-	if r.held == nil {
-		all := r.topo.Reservations()
-		r.held = make([]heldPod, 0, len(all))
-		for _, res := range all {
-			r.held = append(r.held, heldPod{res: res, leaves: r.topo.Fabric.NICLeaves(res.Node, res.NICs())})
+// reservedPods returns the ledger's reservations with their leaves, read
+// once per run until apply evicts or pipelines.
+func (r *run) reservedPods() []preemption.ReservedPod {
+	if r.reserved == nil {
+		r.reserved = preemption.Reserved(r.topo.Fabric(), r.topo.Reservations())
+		r.reservedByUID = make(map[string]int, len(r.reserved))
+		for i, rp := range r.reserved {
+			r.reservedByUID[rp.Res.UID] = i
 		}
 	}
-	return r.held
+	return r.reserved
+}
+
+// reservationOf returns the pod's reservation in the ledger, with the
+// leaves of its NICs (reservedPods).
+func (r *run) reservationOf(uid api.TaskID) (preemption.ReservedPod, bool) {
+	pods := r.reservedPods()
+	i, ok := r.reservedByUID[string(uid)]
+	if !ok {
+		return preemption.ReservedPod{}, false
+	}
+	return pods[i], true
 }
 
 // onLeaves returns g kept off every leaf outside leaves, besides those it

@@ -6,6 +6,7 @@ import (
 
 	"volcano.sh/volcano/pkg/scheduler/api"
 
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
@@ -48,7 +49,7 @@ func (c *choice) better(d *choice) bool {
 		return true
 	}
 	if c.cost != d.cost {
-		return c.cost.less(d.cost)
+		return c.cost.Less(d.cost)
 	}
 	if c.plan.Tier != d.plan.Tier {
 		return c.plan.Tier < d.plan.Tier
@@ -79,7 +80,7 @@ type scopeKey struct {
 }
 
 func (r *run) buildScopes(c placement.Contract) []scope {
-	f := r.topo.Fabric
+	f := r.topo.Fabric()
 	var out []scope
 	if c.Mode == placement.ModeHard && c.HighestTier == placement.TierNode {
 		for _, name := range f.NodeNames() {
@@ -139,10 +140,10 @@ type searcher struct {
 // victims evicted, on the scope's nodes.
 func (s *searcher) fits(sc scope, units []*unit) *placement.Plan {
 	s.plans++
-	st := s.r.topo.State.Clone()
+	evicted := []ledger.Reservation{}
 	for _, v := range union(units) {
 		if v.hasRes {
-			st.Release(string(v.task.UID), placement.Assignment{PodUID: string(v.task.UID), Node: v.res.Node, Zones: v.res.Zones})
+			evicted = append(evicted, v.res)
 		}
 	}
 	g := s.g
@@ -156,9 +157,9 @@ func (s *searcher) fits(sc scope, units []*unit) *placement.Plan {
 	if sc.tier == placement.TierNode {
 		// The node's leaves are all it can use: spare the planner the
 		// rest of the fabric.
-		g = onLeaves(s.r.topo.Fabric, g, roomLeaves(s.r.topo.Fabric, sc))
+		g = onLeaves(s.r.topo.Fabric(), g, roomLeaves(s.r.topo.Fabric(), sc))
 	}
-	plan, fail := st.Plan(g)
+	plan, fail := s.r.topo.Plan(g, evicted)
 	if fail != nil {
 		return nil
 	}
@@ -225,9 +226,9 @@ func (s *searcher) exact(sc scope, units []*unit, bound *choice) *choice {
 			subsets = append(subsets, subset{mask: mask, cost: costOf(set), set: set})
 		}
 	}
-	sort.Slice(subsets, func(i, j int) bool { return subsets[i].cost.less(subsets[j].cost) })
+	sort.Slice(subsets, func(i, j int) bool { return subsets[i].cost.Less(subsets[j].cost) })
 	for _, sub := range subsets {
-		if bound != nil && !sub.cost.less(bound.cost) {
+		if bound != nil && !sub.cost.Less(bound.cost) {
 			return nil
 		}
 		if s.plans >= planBudget {

@@ -8,6 +8,7 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/api"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/preemption"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
 
@@ -54,7 +55,6 @@ type victimJob struct {
 // not being placed in this session. A job with a pod that may not go is
 // never evicted whole.
 func (r *run) candidates(job *api.JobInfo, preemptor *api.TaskInfo) map[api.JobID]*victimJob {
-	fabric := r.topo.Fabric
 	byJob := map[api.JobID]*victimJob{}
 	ids := make([]string, 0, len(r.ssn.Jobs))
 	for id := range r.ssn.Jobs {
@@ -78,9 +78,9 @@ func (r *run) candidates(job *api.JobInfo, preemptor *api.TaskInfo) map[api.JobI
 				continue
 			}
 			v := &victim{task: t, job: vj, prio: max(vj.Priority, t.Priority), start: startOf(t)}
-			if res, ok := r.topo.Reservation(t.UID); ok && res.Node == t.NodeName {
-				v.res, v.hasRes = res, true
-				v.leaves = fabric.NICLeaves(res.Node, res.NICs())
+			if rp, ok := r.reservationOf(t.UID); ok && rp.Res.Node == t.NodeName {
+				v.res, v.hasRes = rp.Res, true
+				v.leaves = rp.Leaves
 			}
 			c.bound = append(c.bound, v)
 			// TaskInfo.Preemptable is Volcano's reading of the pod's
@@ -155,40 +155,21 @@ type unit struct {
 	victims []*victim
 }
 
-// cost orders sets of evictions: fewer pods, then a lower sum of
-// priorities, then younger pods (a larger sum of start times), then names.
-type cost struct {
-	pods  int
-	prio  int64
-	start int64
-	names string
-}
-
-func (a cost) less(b cost) bool {
-	if a.pods != b.pods {
-		return a.pods < b.pods
-	}
-	if a.prio != b.prio {
-		return a.prio < b.prio
-	}
-	if a.start != b.start {
-		return a.start > b.start
-	}
-	return a.names < b.names
-}
+// cost orders sets of evictions (preemption.Cost).
+type cost = preemption.Cost
 
 // costOf is the cost of evicting the union of units' victims.
 func costOf(units []*unit) cost {
 	var c cost
 	var names []string
 	for _, v := range union(units) {
-		c.pods++
-		c.prio += int64(v.prio)
-		c.start += v.start
+		c.Pods++
+		c.Prio += int64(v.prio)
+		c.Start += v.start
 		names = append(names, v.name())
 	}
 	sort.Strings(names)
-	c.names = strings.Join(names, ",")
+	c.Names = strings.Join(names, ",")
 	return c
 }
 
@@ -242,6 +223,6 @@ func unitsIn(jobs map[api.JobID]*victimJob, in func(*victim) bool) []*unit {
 			out = append(out, &unit{job: c.job.UID, whole: true, victims: c.bound})
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return costOf(out[i : i+1]).less(costOf(out[j : j+1])) })
+	sort.SliceStable(out, func(i, j int) bool { return costOf(out[i : i+1]).Less(costOf(out[j : j+1])) })
 	return out
 }

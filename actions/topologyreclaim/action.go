@@ -8,17 +8,13 @@
 package topologyreclaim
 
 import (
-	"volcano.sh/volcano/pkg/scheduler/framework"
-
 	"github.com/rdmatopo/rdmatopo/actions/topologypreempt"
+	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
 // ActionName is the name of the action in volcano-scheduler.conf.
 const ActionName = topologypreempt.ReclaimActionName
 
-func init() {
-	framework.RegisterAction(New())
-}
-
-// New returns the action.
-func New() *topologypreempt.Action { return topologypreempt.NewReclaim() }
+// New returns the action, which finds the rdma-topology plugin's state in
+// each session through rt.
+func New(rt *rdmatopology.Runtime) *topologypreempt.Action { return topologypreempt.NewReclaim(rt) }

@@ -3,28 +3,20 @@ package topologyreclaim_test
 import (
 	"testing"
 
-	"volcano.sh/volcano/pkg/scheduler/framework"
-
 	"github.com/rdmatopo/rdmatopo/actions/topologypreempt"
 	"github.com/rdmatopo/rdmatopo/actions/topologyreclaim"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
-// TestRegistered: the action is registered under its name, apart from
-// topology-preempt (the scheduler conf names each on its own).
-func TestRegistered(t *testing.T) {
-	a, ok := framework.GetAction(topologyreclaim.ActionName)
-	if !ok || a.Name() != topologyreclaim.ActionName {
-		t.Fatalf("action %q registered: %v (name %q)", topologyreclaim.ActionName, ok, nameOf(a))
+// TestName: the action has its own name, apart from topology-preempt (the
+// scheduler conf names each on its own).
+func TestName(t *testing.T) {
+	rt := rdmatopology.NewRuntime(topology.Config{})
+	if got := topologyreclaim.New(rt).Name(); got != topologyreclaim.ActionName {
+		t.Errorf("name %q, want %q", got, topologyreclaim.ActionName)
 	}
-	p, ok := framework.GetAction(topologypreempt.ActionName)
-	if !ok || p == a {
-		t.Errorf("topology-preempt registered %v, same object as topology-reclaim: %v", ok, p == a)
+	if got := topologypreempt.New(rt).Name(); got == topologyreclaim.ActionName {
+		t.Errorf("topology-preempt is named %q too", got)
 	}
-}
-
-func nameOf(a framework.Action) string {
-	if a == nil {
-		return ""
-	}
-	return a.Name()
 }

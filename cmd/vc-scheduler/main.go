@@ -6,8 +6,9 @@
 // binary and behaves like it, so the image built from this repository's
 // Dockerfile is a drop-in replacement in the stock volcano-scheduler
 // Deployment: only the image and the scheduler conf change. Everything
-// Volcano ships (its actions and plugins) stays available; the rdmatopo
-// packages add to the registries in their init functions.
+// Volcano ships (its actions and plugins) stays available; run builds the
+// rdma-topology runtime and registers rdmatopo's plugin and actions over it
+// (package registry) before the scheduler starts.
 package main
 
 import (
@@ -43,12 +44,8 @@ import (
 	// controlled by the PANIC_ON_ERROR environment variable).
 	_ "volcano.sh/volcano/pkg/scheduler/util/assert"
 
-	// rdmatopo: the topology-allocate, topology-preempt and topology-reclaim
-	// actions and the rdma-topology plugin.
-	_ "github.com/rdmatopo/rdmatopo/actions/topologyallocate"
-	_ "github.com/rdmatopo/rdmatopo/actions/topologypreempt"
-	_ "github.com/rdmatopo/rdmatopo/actions/topologyreclaim"
-	_ "github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
+	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
+	"github.com/rdmatopo/rdmatopo/registry"
 )
 
 // logFlushFrequency bounds how long buffered klog output may wait before it
@@ -99,6 +96,10 @@ func run() int {
 	}
 
 	watchLeadership(opts.LeaderElection.LeaderElect)
+
+	// The rdma-topology runtime: built from the first session's client
+	// config (informers) and plugin arguments, rebuilt when they change.
+	registry.Install(rdmatopology.NewClusterRuntime())
 
 	klog.StartFlushDaemon(*logFlushFrequency)
 	defer klog.Flush()

@@ -34,6 +34,14 @@ func benchState(b *testing.B, nodes int, taken float64) *State {
 	return NewState(f, l)
 }
 
+// coldState returns a state with base's reservations and caps (shared, not
+// copied: the benchmark plans without changing them) and none of its
+// cached node views and leaf statistics.
+func coldState(base *State) *State {
+	return &State{fabric: base.fabric, taken: base.taken, used: base.used, caps: base.caps,
+		views: map[string]*nodeFree{}, leafCache: map[Shape]map[topology.S0ID]*leafStat{}, unusable: map[string]bool{}}
+}
+
 // BenchmarkPlan times one gang's plan. mode=warm reuses the state's leaf
 // statistics (every gang after the first in a session); mode=cold starts
 // from a fresh state (the first gang of a session: every leaf counted).
@@ -47,8 +55,7 @@ func BenchmarkPlan(b *testing.B) {
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					b.StopTimer()
-					s := &State{fabric: base.fabric, taken: base.taken, used: base.used, caps: base.caps,
-						views: map[string]*nodeFree{}, leafCache: map[Shape]map[topology.S0ID]*leafStat{}, unusable: map[string]bool{}}
+					s := coldState(base)
 					b.StartTimer()
 					if p, f := s.Plan(g); p == nil {
 						b.Fatalf("gang not placed: %v", f)

@@ -175,7 +175,7 @@ func (w *work) placeZone(i int, span bool, sh Shape, ok func(topology.S0ID) bool
 // within one S1 count. It returns c when nothing tighter is found within
 // the bounds.
 func (p *planner) refine(pods []Pod, c *candidate, limit Tier) *candidate {
-	if c == nil || len(c.leaves) < 2 || !p.g.Held.Empty() {
+	if c == nil || len(c.leaves) < 2 || !p.g.Occupancy.Empty() {
 		return c
 	}
 	pool := p.refinePool(c)

@@ -74,7 +74,7 @@ func (p *planner) tryFootprints(pods []Pod, group []*leafStat, key string) *cand
 	}
 	s := &coverState{p: p, in: in, chosen: map[topology.S0ID]bool{}, s1s: map[topology.S1ID]bool{}, cur: map[string]int{}}
 	held := map[topology.S0ID]bool{}
-	if h := p.g.Held; !h.Empty() {
+	if h := p.g.Occupancy; !h.Empty() {
 		for id := range h.S0s {
 			if st, ok := in[id]; ok {
 				held[id] = true

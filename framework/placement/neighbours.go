@@ -24,7 +24,7 @@ import (
 // nextToRanks returns a candidate next to the pods' held rank neighbours
 // when one is no worse than c (see the file comment), else c.
 func (p *planner) nextToRanks(pods []Pod, c *candidate, limit Tier) *candidate {
-	h := p.g.Held
+	h := p.g.Occupancy
 	if c == nil || !h.ranked() {
 		return c
 	}
@@ -73,11 +73,11 @@ func (p *planner) nextToRanks(pods []Pod, c *candidate, limit Tier) *candidate {
 // neighbours lists the nodes and leaves of the held pods whose ranks are
 // nearest each pod's, below and above.
 func (p *planner) neighbours(pods []Pod) ([]string, map[topology.S0ID]bool) {
-	ranks := append([]HeldRank(nil), p.g.Held.Ranks...)
+	ranks := append([]OccupiedRank(nil), p.g.Occupancy.Ranks...)
 	sort.SliceStable(ranks, func(i, j int) bool { return ranks[i].Rank < ranks[j].Rank })
 	nodes := map[string]bool{}
 	leaves := map[topology.S0ID]bool{}
-	add := func(r HeldRank) {
+	add := func(r OccupiedRank) {
 		nodes[r.Node] = true
 		for _, id := range r.Leaves {
 			leaves[id] = true
@@ -131,7 +131,7 @@ func (s span) tier() Tier { return TierOf(s.nodes, s.leaves, s.s1s) }
 func (p *planner) gangSpan(assign []Assignment) span {
 	nodes := map[string]bool{}
 	leaves := map[topology.S0ID]bool{}
-	if h := p.g.Held; !h.Empty() {
+	if h := p.g.Occupancy; !h.Empty() {
 		for n := range h.Nodes {
 			nodes[n] = true
 		}

@@ -30,8 +30,8 @@ func TestPlanLatePods(t *testing.T) {
 		}
 		return f
 	}
-	held := func(ranks ...HeldRank) *Held {
-		h := &Held{Nodes: map[string]bool{}, S0s: map[topology.S0ID]bool{}, S1s: map[topology.S1ID]bool{"s1-0": true}, Pods: len(ranks), Ranks: ranks}
+	held := func(ranks ...OccupiedRank) *Occupancy {
+		h := &Occupancy{Nodes: map[string]bool{}, S0s: map[topology.S0ID]bool{}, S1s: map[topology.S1ID]bool{"s1-0": true}, Pods: len(ranks), Ranks: ranks}
 		for _, r := range ranks {
 			h.Nodes[r.Node] = true
 			for _, id := range r.Leaves {
@@ -40,12 +40,12 @@ func TestPlanLatePods(t *testing.T) {
 		}
 		return h
 	}
-	gangHeld := held(HeldRank{0, "n1", []topology.S0ID{"A"}}, HeldRank{1, "n2", []topology.S0ID{"A"}}, HeldRank{2, "n3", []topology.S0ID{"A"}},
-		HeldRank{3, "n1", []topology.S0ID{"B"}}, HeldRank{4, "n2", []topology.S0ID{"B"}})
+	gangHeld := held(OccupiedRank{0, "n1", []topology.S0ID{"A"}}, OccupiedRank{1, "n2", []topology.S0ID{"A"}}, OccupiedRank{2, "n3", []topology.S0ID{"A"}},
+		OccupiedRank{3, "n1", []topology.S0ID{"B"}}, OccupiedRank{4, "n2", []topology.S0ID{"B"}})
 	late := func(rank int) Gang {
 		g := gang(1, worker)
 		g.Pods[0].Rank = rank
-		g.Held = gangHeld
+		g.Occupancy = gangHeld
 		return g
 	}
 	cases := map[string]struct {

@@ -178,7 +178,7 @@ func (p *planner) finish(c *candidate) *Plan {
 	nodes := map[string]bool{}
 	s0s := map[topology.S0ID]bool{}
 	s1s := map[topology.S1ID]bool{}
-	if h := p.g.Held; !h.Empty() {
+	if h := p.g.Occupancy; !h.Empty() {
 		for n := range h.Nodes {
 			nodes[n] = true
 		}
@@ -311,11 +311,11 @@ func (p *planner) failure(pods []Pod, limit Tier) *Failure {
 		largestS1 = max(largestS1, n)
 	}
 	held := ""
-	if !p.g.Held.Empty() {
-		held = fmt.Sprintf(" next to the %d pods it holds", p.g.Held.Pods)
+	if !p.g.Occupancy.Empty() {
+		held = fmt.Sprintf(" next to the %d pods it holds", p.g.Occupancy.Pods)
 		// A partly placed gang under a hard limit can only grow inside the
 		// S0 (S1) it holds: report that one's room, not the largest.
-		h := p.g.Held
+		h := p.g.Occupancy
 		heldRoom := func(in func(*leafStat) bool) int {
 			n := 0
 			for _, st := range stats {

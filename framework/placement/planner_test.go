@@ -308,9 +308,9 @@ func TestPlanHonoursLedger(t *testing.T) {
 func TestPlanHeldPlacement(t *testing.T) {
 	f := &fixture{}
 	f.std(4, "n", "s1-0", "A", "B")
-	held := &Held{Nodes: map[string]bool{"n1": true}, S0s: map[topology.S0ID]bool{"B": true}, S1s: map[topology.S1ID]bool{"s1-0": true}, Pods: 1}
+	held := &Occupancy{Nodes: map[string]bool{"n1": true}, S0s: map[topology.S0ID]bool{"B": true}, S1s: map[topology.S1ID]bool{"s1-0": true}, Pods: 1}
 	g := hard(gang(3, worker), TierS0)
-	g.Held = held
+	g.Occupancy = held
 	s := NewState(f.fabric(), ledger.New())
 	plan, fail := s.Plan(g)
 	if plan == nil {
@@ -323,7 +323,7 @@ func TestPlanHeldPlacement(t *testing.T) {
 	// Too many for the held S0: the reason names its room, not the largest
 	// S0's (A and B both hold 4).
 	g = hard(gang(5, worker), TierS0)
-	g.Held = held
+	g.Occupancy = held
 	plan, fail = s.Plan(g)
 	want := outcome{Reason: ReasonTierLimit, Msg: "no S0 can hold 5 pods of 4 GPU + 2 RDMA next to the 1 pods it holds; its S0 holds 4 more"}
 	if diff := cmp.Diff(want, summarize(plan, fail)); diff != "" {

@@ -119,13 +119,13 @@ type rankedSlot struct {
 	slot *slot
 }
 
-// heldSlots lists the gang's held pods (Held.Ranks) as slots, by rank.
+// heldSlots lists the gang's held pods (Occupancy.Ranks) as slots, by rank.
 func (p *planner) heldSlots() []rankedSlot {
-	if !p.g.Held.ranked() {
+	if !p.g.Occupancy.ranked() {
 		return nil
 	}
-	out := make([]rankedSlot, 0, len(p.g.Held.Ranks))
-	for _, r := range p.g.Held.Ranks {
+	out := make([]rankedSlot, 0, len(p.g.Occupancy.Ranks))
+	for _, r := range p.g.Occupancy.Ranks {
 		s := &slot{a: Assignment{Node: r.Node}, leaf: r.leafKey(), taken: true}
 		if len(r.Leaves) > 0 {
 			if l, ok := p.s.fabric.Leaf(r.Leaves[0]); ok {

@@ -16,7 +16,7 @@
 // plan wider than the highest tier is refused. A gang whose segments fit
 // nowhere gets a failure naming the segment.
 //
-// When the held pods carry their ranks (Held.Ranks), a pod's segment is its
+// When the held pods carry their ranks (Occupancy.Ranks), a pod's segment is its
 // rank's, held pods included: a segment that holds pods is planned first,
 // as a hard gang at the segment tier next to them, so its late pods (a
 // re-created pod, pods beyond minMember) go into the domain its placed
@@ -86,8 +86,8 @@ func gangMembers(g Gang) int {
 		return g.Members
 	}
 	n := len(g.Pods)
-	if g.Held.ranked() {
-		n += len(g.Held.Ranks)
+	if g.Occupancy.ranked() {
+		n += len(g.Occupancy.Ranks)
 	}
 	return n
 }
@@ -95,13 +95,13 @@ func gangMembers(g Gang) int {
 // byRank reports whether the pods' ranks count the whole gang, so that a
 // pod's segment is its rank's; else the pending pods, in rank order, are
 // the gang.
-func byRank(g Gang) bool { return g.Held.ranked() || g.Members > 0 }
+func byRank(g Gang) bool { return g.Occupancy.ranked() || g.Members > 0 }
 
 // segment is one block of ranks: its pending pods and its held ones.
 type segment struct {
 	index int
 	pods  []Pod
-	held  []HeldRank
+	held  []OccupiedRank
 }
 
 // segmentsOf groups the pending pods by segment, with each segment's held
@@ -128,8 +128,8 @@ func segmentsOf(g Gang) []segment {
 		sg := get(idx)
 		sg.pods = append(sg.pods, pod)
 	}
-	if g.Held.ranked() {
-		for _, r := range g.Held.Ranks {
+	if g.Occupancy.ranked() {
+		for _, r := range g.Occupancy.Ranks {
 			if sg, ok := byIndex[r.Rank/size]; ok {
 				sg.held = append(sg.held, r)
 			}
@@ -158,7 +158,7 @@ func (s *State) planEachSegment(g Gang) (*Plan, *Failure) {
 	prior := map[string][]Pod{}
 	leaves := map[topology.S0ID]bool{}
 	s1s := map[topology.S1ID]bool{}
-	if h := g.Held; !h.Empty() {
+	if h := g.Occupancy; !h.Empty() {
 		for id := range h.S0s {
 			leaves[id] = true
 		}
@@ -180,7 +180,7 @@ func (s *State) planEachSegment(g Gang) (*Plan, *Failure) {
 		var plan *Plan
 		var fail *Failure
 		if len(sg.held) > 0 {
-			seg.Held = heldOfRanks(s.fabric, sg.held)
+			seg.Occupancy = occupancyOfRanks(s.fabric, sg.held)
 			plan, fail = work.Plan(seg)
 		} else {
 			for _, within := range []map[topology.S0ID]bool{leaves, s.leavesOfS1s(s1s), nil} {
@@ -211,12 +211,12 @@ func (s *State) planEachSegment(g Gang) (*Plan, *Failure) {
 		}
 		assign = append(assign, plan.Assignments...)
 	}
-	return planOf(s.fabric, g.Held, assign), nil
+	return planOf(s.fabric, g.Occupancy, assign), nil
 }
 
-// heldOfRanks is what the given held pods hold.
-func heldOfRanks(f *topology.Fabric, ranks []HeldRank) *Held {
-	h := &Held{Nodes: map[string]bool{}, S0s: map[topology.S0ID]bool{}, S1s: map[topology.S1ID]bool{}, Pods: len(ranks), Ranks: ranks}
+// occupancyOfRanks is what the given held pods hold.
+func occupancyOfRanks(f *topology.Fabric, ranks []OccupiedRank) *Occupancy {
+	h := &Occupancy{Nodes: map[string]bool{}, S0s: map[topology.S0ID]bool{}, S1s: map[topology.S1ID]bool{}, Pods: len(ranks), Ranks: ranks}
 	for _, r := range ranks {
 		h.Nodes[r.Node] = true
 		for _, id := range r.Leaves {
@@ -321,7 +321,7 @@ func fewerLeaves(f *topology.Fabric, a, b *Plan) bool {
 
 // planOf builds the plan of a whole gang from its assignments and what it
 // holds.
-func planOf(f *topology.Fabric, held *Held, assign []Assignment) *Plan {
+func planOf(f *topology.Fabric, held *Occupancy, assign []Assignment) *Plan {
 	nodes := map[string]bool{}
 	s0s := map[topology.S0ID]bool{}
 	s1s := map[topology.S1ID]bool{}

@@ -275,6 +275,19 @@ func (s *State) apply(uid, node string, zones []ledger.ZoneUse, countUse, capUse
 	s.invalidate(node)
 }
 
+// holdPrefix prefixes the holder of a NIC a hold keeps (AddHold), so that
+// HolderOf tells it from a reservation of the pod.
+const holdPrefix = "hold/"
+
+// AddHold keeps the assignment's NICs, GPUs and CPUs for pod uid, which is
+// not allocated yet (a preempting gang waiting for its victims to go, a
+// failed bind waiting to be retried): no other pod is planned onto them.
+// HolderOf names the holder "hold/<uid>".
+func (s *State) AddHold(uid string, a Assignment) { s.Apply(holdPrefix+uid, a) }
+
+// RemoveHold reverts AddHold, before the pod is allocated there.
+func (s *State) RemoveHold(uid string, a Assignment) { s.Unapply(holdPrefix+uid, a) }
+
 // HolderOf returns the pod holding a NIC in this state, if any.
 func (s *State) HolderOf(node string, nic topology.NICID) (string, bool) {
 	s.mu.Lock()

@@ -15,7 +15,7 @@ import (
 // leaves (its pods talk NIC to NIC through S1); the S0 and group searches
 // weigh it by its leaves.
 func (p *planner) tryNode(pods []Pod) *candidate {
-	h := p.g.Held
+	h := p.g.Occupancy
 	var names []string
 	if !h.Empty() {
 		if len(h.Nodes) != 1 || len(h.S0s) > 1 {
@@ -138,7 +138,7 @@ func (p *planner) nodeCandidates(pods []Pod) []string {
 // tryS0 looks for the best-fit single leaf that holds every pod.
 func (p *planner) tryS0(pods []Pod) *candidate {
 	stats := p.leafStats()
-	h := p.g.Held
+	h := p.g.Occupancy
 	need, counts := gangNICs(pods), p.classCounts(pods)
 	var opts []*leafStat
 	for _, st := range stats {
@@ -174,7 +174,7 @@ func (p *planner) tryS0(pods []Pod) *candidate {
 // verified by a full fill.
 func (p *planner) tryGroups(pods []Pod, perS1 bool) *candidate {
 	stats := p.leafStats()
-	h := p.g.Held
+	h := p.g.Occupancy
 	groups := map[topology.S1ID][]*leafStat{}
 	for _, st := range stats {
 		key := topology.S1ID("")
@@ -250,7 +250,7 @@ func (p *planner) chooseLeaves(pods []Pod, group []*leafStat, key string) *group
 	var forced, rest []*leafStat
 	var nics int64
 	for _, st := range group {
-		if !p.g.Held.Empty() && p.g.Held.S0s[st.id] {
+		if !p.g.Occupancy.Empty() && p.g.Occupancy.S0s[st.id] {
 			forced = append(forced, st)
 		} else if st.pods > 0 || p.holdsAny(st) {
 			rest = append(rest, st)

@@ -135,12 +135,13 @@ type Pod struct {
 	Rank int
 }
 
-// Held is what a gang already holds (bound or allocated pods).
-type Held struct {
+// Occupancy is where a gang's placed pods (bound or allocated) already
+// are: their nodes, the leaves of their NICs and those leaves' S1s.
+type Occupancy struct {
 	Nodes map[string]bool
 	S0s   map[topology.S0ID]bool
 	S1s   map[topology.S1ID]bool
-	// Pods counts the held pods that use RDMA.
+	// Pods counts the placed pods that use RDMA.
 	Pods int
 	// Ranks lists held pods with their ranks in the gang, in rank order,
 	// when the caller ranked the held and the pending pods together (the
@@ -148,11 +149,11 @@ type Held struct {
 	// placed next to its rank neighbours (neighbours.go) and a segment's
 	// late pods go where its held pods are (segments.go). Empty: the
 	// pending pods are ranked among themselves.
-	Ranks []HeldRank
+	Ranks []OccupiedRank
 }
 
-// HeldRank is one held pod of a gang: its rank and where it sits.
-type HeldRank struct {
+// OccupiedRank is one placed pod of a gang: its rank and where it sits.
+type OccupiedRank struct {
 	Rank int
 	Node string
 	// Leaves are the leaves of its NICs, sorted.
@@ -160,7 +161,7 @@ type HeldRank struct {
 }
 
 // leafKey names the leaves of a held pod as slot.leaf does.
-func (r HeldRank) leafKey() string {
+func (r OccupiedRank) leafKey() string {
 	parts := make([]string, len(r.Leaves))
 	for i, id := range r.Leaves {
 		parts[i] = string(id)
@@ -168,11 +169,11 @@ func (r HeldRank) leafKey() string {
 	return strings.Join(parts, ",")
 }
 
-// ranked reports whether the held pods carry ranks (Held.Ranks).
-func (h *Held) ranked() bool { return h != nil && len(h.Ranks) > 0 }
+// ranked reports whether the held pods carry ranks (Occupancy.Ranks).
+func (h *Occupancy) ranked() bool { return h != nil && len(h.Ranks) > 0 }
 
-// Empty reports whether nothing is held.
-func (h *Held) Empty() bool { return h == nil || len(h.Nodes) == 0 }
+// Empty reports whether the gang has no pod placed.
+func (h *Occupancy) Empty() bool { return h == nil || len(h.Nodes) == 0 }
 
 // Gang is the request: the gang's pending RDMA pods and its contract.
 type Gang struct {
@@ -187,8 +188,8 @@ type Gang struct {
 	// Mode and HighestTier come from the PodGroup annotations.
 	Mode        Mode
 	HighestTier Tier
-	// Held is the placement the gang already has, if some pods are placed.
-	Held *Held
+	// Occupancy is the placement the gang already has, if some pods are placed.
+	Occupancy *Occupancy
 	// Allowed filters nodes per pod group: the nodes the session's
 	// predicates admit pods of that group on (taints and tolerations,
 	// selectors, affinity, ports, pod counts, volumes). Pods of one gang
@@ -210,8 +211,8 @@ type Gang struct {
 	// (segments.go); the zero value asks nothing.
 	Segment Segment
 	// Members is how many pods the gang's ranks number (the held pods of
-	// Held.Ranks, Pods, and pending pods planned later), which a segment
-	// size must divide; 0 means len(Pods) plus len(Held.Ranks).
+	// Occupancy.Ranks, Pods, and pending pods planned later), which a segment
+	// size must divide; 0 means len(Pods) plus len(Occupancy.Ranks).
 	Members int
 }
 

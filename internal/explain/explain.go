@@ -180,7 +180,7 @@ func Explain(cfg topology.Config, snap *live.Snapshot, pg *schedulingv1beta1.Pod
 			r, _ := reserved.Get(string(p.UID))
 			leaves := f.NICLeaves(r.Node, r.NICs())
 			sort.Slice(leaves, func(a, b int) bool { return leaves[a] < leaves[b] })
-			gangHeld.Ranks = append(gangHeld.Ranks, placement.HeldRank{Rank: rank[len(reps)+i], Node: r.Node, Leaves: leaves})
+			gangHeld.Ranks = append(gangHeld.Ranks, placement.OccupiedRank{Rank: rank[len(reps)+i], Node: r.Node, Leaves: leaves})
 		}
 		sort.SliceStable(gangHeld.Ranks, func(i, j int) bool { return gangHeld.Ranks[i].Rank < gangHeld.Ranks[j].Rank })
 		members = len(reps) + len(holding)
@@ -213,7 +213,7 @@ func Explain(cfg topology.Config, snap *live.Snapshot, pg *schedulingv1beta1.Pod
 	st := placement.NewState(f, reserved)
 	rdmatopology.LimitNodes(st, nodes, gpu, rdma)
 	gang := placement.Gang{Job: pg.Namespace + "/" + pg.Name, Pods: pods, Need: need,
-		Mode: contract.Mode, HighestTier: contract.HighestTier, Held: gangHeld, Segment: contract.Segment, Members: members,
+		Mode: contract.Mode, HighestTier: contract.HighestTier, Occupancy: gangHeld, Segment: contract.Segment, Members: members,
 		Allowed: func(node string, group int) bool {
 			ni, ok := nodes[node]
 			return ok && admits(reps[group], ni.Node)
@@ -312,8 +312,8 @@ func ranked(f *topology.Fabric, l *ledger.Ledger, bound, pending []*corev1.Pod, 
 }
 
 // held is what the bound pods of a gang hold.
-func held(f *topology.Fabric, l *ledger.Ledger, bound []*corev1.Pod) *placement.Held {
-	h := &placement.Held{Nodes: map[string]bool{}, S0s: map[topology.S0ID]bool{}, S1s: map[topology.S1ID]bool{}}
+func held(f *topology.Fabric, l *ledger.Ledger, bound []*corev1.Pod) *placement.Occupancy {
+	h := &placement.Occupancy{Nodes: map[string]bool{}, S0s: map[topology.S0ID]bool{}, S1s: map[topology.S1ID]bool{}}
 	for _, p := range bound {
 		h.Nodes[p.Spec.NodeName] = true
 		r, ok := l.Get(string(p.UID))

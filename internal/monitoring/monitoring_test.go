@@ -12,10 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	// The scheduler's metrics: the plugin's and the actions'.
-	_ "github.com/rdmatopo/rdmatopo/actions/topologyallocate"
-	_ "github.com/rdmatopo/rdmatopo/actions/topologypreempt"
-	_ "github.com/rdmatopo/rdmatopo/actions/topologyreclaim"
-	_ "github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 
 	"github.com/rdmatopo/rdmatopo/config"
 	"github.com/rdmatopo/rdmatopo/examples"

@@ -7,7 +7,6 @@ import (
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
-	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
 // DefaultPeriod is vc-scheduler's default schedule period: how far the
@@ -34,8 +33,8 @@ type jobWait struct {
 	placed time.Time
 }
 
-// initClock sets the clock from the options and installs it in the
-// rdma-topology runtime.
+// initClock sets the clock from the options (the rdma-topology runtime
+// reads it through Now, see newRuntime).
 func (s *Simulator) initClock() {
 	c := simClock{start: s.opts.Start, period: s.opts.Period, waits: map[string]*jobWait{}}
 	if c.period <= 0 {
@@ -46,12 +45,7 @@ func (s *Simulator) initClock() {
 	}
 	c.now = c.start
 	s.clock = c
-	s.installClock(s.runtime)
 }
-
-// installClock makes a runtime measure max-wait deadlines on the simulated
-// clock.
-func (s *Simulator) installClock(rt *rdmatopology.Runtime) { rt.SetClock(s.Now) }
 
 // Now is the simulated time: that of the cycle running or last run (the
 // start before the first cycle).

@@ -10,23 +10,38 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/conf"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
-	// Register Volcano's stock actions and plugins, and rdmatopo's.
+	// Register Volcano's stock actions and plugins.
 	_ "volcano.sh/volcano/pkg/scheduler/actions"
 	_ "volcano.sh/volcano/pkg/scheduler/plugins"
 
-	_ "github.com/rdmatopo/rdmatopo/actions/topologyallocate"
-	_ "github.com/rdmatopo/rdmatopo/actions/topologypreempt"
-	_ "github.com/rdmatopo/rdmatopo/actions/topologyreclaim"
+	"github.com/rdmatopo/rdmatopo/actions/topologyallocate"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
+	"github.com/rdmatopo/rdmatopo/registry"
 )
+
+// ensureRegistered registers rdmatopo's plugin and actions, for ParseConf
+// to find them by name, when any of them is missing from Volcano's
+// registries (nothing registered them yet, or a test cleared Volcano's
+// plugin builders). The runtime it registers them over is one no cycle
+// uses: every Simulator installs its own before each cycle (install) and
+// runs the conf's actions as registered then.
+func ensureRegistered() {
+	cycleMu.Lock()
+	defer cycleMu.Unlock()
+	_, plugin := framework.GetPluginBuilder(rdmatopology.PluginName)
+	_, action := framework.GetAction(topologyallocate.ActionName)
+	if !plugin || !action {
+		registry.Install(rdmatopology.NewRuntime(topology.Config{}))
+	}
+}
 
 // Conf is a parsed and validated volcano-scheduler.conf.
 type Conf struct {
 	// Text is the conf as given.
 	Text string
-	// Actions run in order every cycle. They are Volcano's registered,
-	// process-wide action objects.
+	// Actions run in order every cycle, as registered when the cycle
+	// starts (rdmatopo's over the simulator's runtime).
 	Actions []framework.Action
 	// Tiers and Configurations are handed to every session.
 	Tiers          []conf.Tier
@@ -71,6 +86,7 @@ var yamlField = regexp.MustCompile(`line (\d+): field (\S+) not found in type \S
 // arguments must parse, and actions that need that plugin
 // (topology-allocate, topology-preempt) must have it.
 func ParseConf(text string) (*Conf, error) {
+	ensureRegistered()
 	var raw conf.SchedulerConfiguration
 	if err := yaml.UnmarshalStrict([]byte(text), &raw); err != nil {
 		msg := strings.TrimPrefix(err.Error(), "yaml: ")

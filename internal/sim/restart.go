@@ -4,7 +4,6 @@ import (
 	"sort"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
-	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
 // Restart simulates a scheduler process restart: Volcano's scheduler cache
@@ -26,9 +25,7 @@ func (s *Simulator) Restart() {
 	for _, name := range sortedKeys(s.classes) {
 		c.AddPriorityClass(s.classes[name].DeepCopy())
 	}
-	rt := rdmatopology.NewRuntime(s.conf.Topology)
-	rt.SetPodPatcher(s.queuePatch)
-	s.installClock(rt)
+	rt := s.newRuntime()
 	for _, name := range s.nodeOrder {
 		_ = c.AddOrUpdateNode(s.nodes[name].DeepCopy()) // never fails
 		rt.Fabric.UpsertNode(s.nodes[name].DeepCopy())
@@ -45,12 +42,8 @@ func (s *Simulator) Restart() {
 		}
 	}
 	s.cache = c
+	// The next cycle installs the new runtime (install).
 	s.runtime = rt
-	if rdmatopology.CurrentRuntime() != nil {
-		// Another simulator's or this one's old runtime: uninstall it, the
-		// next cycle installs the new one.
-		rdmatopology.SetRuntime(nil)
-	}
 }
 
 // sortedKeys returns a map's keys in order.

@@ -43,6 +43,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
+	"github.com/rdmatopo/rdmatopo/registry"
 )
 
 // Options tune a Simulator. The zero value is ready to use.
@@ -235,7 +236,6 @@ func New(c *Conf, cluster *workload.Cluster, opts Options) (*Simulator, error) {
 		conf:      c,
 		opts:      opts,
 		tiers:     withTieBreak(c.Tiers),
-		runtime:   rdmatopology.NewRuntime(c.Topology),
 		binder:    &recordingBinder{hook: opts.BindHook},
 		evictor:   &recordingEvictor{},
 		status:    &statusRecorder{},
@@ -254,8 +254,8 @@ func New(c *Conf, cluster *workload.Cluster, opts Options) (*Simulator, error) {
 	cycleMu.Lock()
 	s.cache = s.newCache()
 	cycleMu.Unlock()
-	s.runtime.SetPodPatcher(s.queuePatch)
 	s.initClock()
+	s.runtime = s.newRuntime()
 	for _, n := range cluster.Nodes {
 		s.UpsertNode(n)
 	}
@@ -525,7 +525,7 @@ func (s *Simulator) RunCycle() (rep *CycleReport, err error) {
 	}()
 	start, startCPU := time.Now(), processCPU()
 	ssn := framework.OpenSession(s.cache, s.tiers, s.conf.Configurations)
-	for _, a := range s.conf.Actions {
+	for _, a := range s.actions() {
 		a.Execute(ssn)
 	}
 	framework.CloseSession(ssn)
@@ -557,10 +557,10 @@ func (s *Simulator) RunCycle() (rep *CycleReport, err error) {
 //     registers (NewServerOption, AddFlags, RegisterOptions) with the
 //     flags' defaults, but for Options.NodesToFindPercent; options a test
 //     or another simulator installed do not leak into this one;
-//   - the rdma-topology runtime the plugin and the actions use.
-//
-// The action and plugin registries are filled by imports (init), as in
-// the vc-scheduler binary.
+//   - rdmatopo's plugin builder and actions, registered over this
+//     simulator's runtime (registry.Install), as vc-scheduler's main
+//     registers them over its own; Volcano's actions and plugins are
+//     registered by their imports.
 func (s *Simulator) install() {
 	enabled := make(map[string]bool, len(s.conf.Actions))
 	for _, a := range s.conf.Actions {
@@ -568,7 +568,27 @@ func (s *Simulator) install() {
 	}
 	volcanoconf.EnabledActionMap = enabled
 	options.ServerOpts = s.serverOpts
-	rdmatopology.SetRuntime(s.runtime)
+	registry.Install(s.runtime)
+}
+
+// actions returns the conf's actions as registered now: rdmatopo's over
+// this simulator's runtime (install), Volcano's as they are.
+func (s *Simulator) actions() []framework.Action {
+	out := make([]framework.Action, 0, len(s.conf.Actions))
+	for _, a := range s.conf.Actions {
+		if cur, ok := framework.GetAction(a.Name()); ok {
+			a = cur
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// newRuntime returns a fresh rdma-topology runtime on the simulated clock,
+// whose pod patches the simulator applies after the cycle; the simulator
+// feeds its fabric.
+func (s *Simulator) newRuntime() *rdmatopology.Runtime {
+	return rdmatopology.NewRuntime(s.conf.Topology, rdmatopology.WithClock(s.Now), rdmatopology.WithPodPatcher(s.queuePatch))
 }
 
 // applyBinds hands the cycle's bind requests to the cache's binder (as

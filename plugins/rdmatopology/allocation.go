@@ -34,7 +34,7 @@ func (s *Session) allocate(task *api.TaskInfo) {
 			allowed, ok = s.tierLimit(job, task.NodeName)
 		}
 		if ok {
-			a, ok = s.State.Fit(task.NodeName, s.Shape(task), allowed)
+			a, ok = s.state.Fit(task.NodeName, s.Shape(task), allowed)
 		}
 		if !ok {
 			s.markBroken(task, "no NICs fit on node "+task.NodeName)
@@ -94,7 +94,7 @@ func (s *Session) annotate(task *api.TaskInfo, a placement.Assignment) {
 		pod.Annotations = map[string]string{}
 	}
 	delete(pod.Annotations, ledger.AnnotationContainers)
-	ann := ledger.Reservation{Node: a.Node, Zones: a.Zones, Containers: a.Containers}.Annotations(s.Fabric)
+	ann := ledger.Reservation{Node: a.Node, Zones: a.Zones, Containers: a.Containers}.Annotations(s.fabric)
 	for k, v := range ann {
 		pod.Annotations[k] = v
 	}

@@ -25,7 +25,7 @@ func annotateSession() *Session {
 		Zone(0, 4, 64000).Zone(1, 4, 64000).
 		NIC(builders.NUMANICs[0][0], 0, "A").NIC(builders.NUMANICs[0][1], 0, "A").
 		NIC(builders.NUMANICs[1][0], 1, "B").NIC(builders.NUMANICs[1][1], 1, "B").Obj()
-	return &Session{Fabric: topology.Build(cfg, []*corev1.Node{node}, []*v1alpha1.CustomNodeResource{cnr})}
+	return testSession(nil, nil, topology.Build(cfg, []*corev1.Node{node}, []*v1alpha1.CustomNodeResource{cnr}))
 }
 
 func zoneUse(numa int, nics ...string) ledger.ZoneUse {

@@ -7,7 +7,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
@@ -22,18 +21,20 @@ const ReasonUnreadableNICAnnotation = "UnreadableNICAnnotation"
 // starts over (a pod still unreadable is then warned once more).
 const maxWarnedPods = 1 << 14
 
-// annotationWarnings remembers, for the whole process, the pods already
-// warned about, so each gets one Event however many sessions rebuild it.
-var annotationWarnings = struct {
+// annotationWarnings remembers the pods already warned about, for the
+// runtime's life (rebuilds included), so each gets one Event however many
+// sessions rebuild it.
+type annotationWarnings struct {
 	mu     sync.Mutex
 	warned map[types.UID]bool
-}{warned: map[types.UID]bool{}}
+}
 
 // reportRebuildErrors logs the errors of ledger.Rebuild and emits one Warning
-// Event (ReasonUnreadableNICAnnotation) per pod per process, whose message
+// Event (ReasonUnreadableNICAnnotation) per pod per runtime, whose message
 // joins that pod's problems. Errors that name no pod are only logged. A pod
-// already warned about is logged at verbosity 4 only. recorder may be nil.
-func reportRebuildErrors(recorder record.EventRecorder, errs []error) {
+// already warned about is logged at verbosity 4 only.
+func (rt *Runtime) reportRebuildErrors(errs []error) {
+	recorder := rt.recorder
 	type podProblems struct {
 		ref  *v1.ObjectReference
 		msgs []string
@@ -56,13 +57,13 @@ func reportRebuildErrors(recorder record.EventRecorder, errs []error) {
 		p.msgs = append(p.msgs, "annotation "+pe.Key+": "+pe.Err.Error())
 	}
 
-	w := &annotationWarnings
+	w := &rt.warnings
 	for _, uid := range order {
 		p := byPod[uid]
 		w.mu.Lock()
 		done := w.warned[uid]
 		if !done {
-			if len(w.warned) >= maxWarnedPods {
+			if w.warned == nil || len(w.warned) >= maxWarnedPods {
 				w.warned = map[types.UID]bool{}
 			}
 			w.warned[uid] = true

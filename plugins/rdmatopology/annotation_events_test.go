@@ -61,9 +61,10 @@ func TestReportRebuildErrors(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			rec := &capturingRecorder{}
+			rt := NewRuntime(topology.Config{}, WithRecorder(rec))
 			for _, pods := range tc.rounds {
 				_, errs := ledger.Rebuild(topology.Config{}, pods, nil)
-				reportRebuildErrors(rec, append(errs, errors.New("an error naming no pod")))
+				rt.reportRebuildErrors(append(errs, errors.New("an error naming no pod")))
 			}
 			if diff := cmp.Diff(tc.want, rec.events); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
@@ -80,5 +81,5 @@ func TestReportRebuildErrors(t *testing.T) {
 	}
 	// A nil recorder only logs.
 	_, errs := ledger.Rebuild(topology.Config{}, []*corev1.Pod{unreadable("d")}, nil)
-	reportRebuildErrors(nil, errs)
+	NewRuntime(topology.Config{}).reportRebuildErrors(errs)
 }

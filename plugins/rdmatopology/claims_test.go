@@ -12,6 +12,7 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
 	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/preemption"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
@@ -59,8 +60,8 @@ func TestClaimedAgainst(t *testing.T) {
 			if tc.claimer != nil {
 				jobs[tc.claimer.UID] = tc.claimer
 			}
-			s := &Session{rt: NewRuntime(topology.Config{}), ssn: &framework.Session{Jobs: jobs}}
-			s.Claim(&Claim{Job: "claimer", Name: "ns/claimer", Priority: 100, Created: claimer.CreationTimestamp,
+			s := testSession(nil, &framework.Session{Jobs: jobs}, nil)
+			s.Claim(&preemption.Claim{Job: "claimer", Name: "ns/claimer", Priority: 100, Created: claimer.CreationTimestamp,
 				Room: "s0 A", S0s: map[topology.S0ID]bool{"A": true}, Nodes: map[string]bool{"n1": true, "n2": true}})
 			got := len(s.ClaimedAgainst(tc.job)) > 0
 			if got != tc.want {
@@ -80,16 +81,16 @@ func TestKeepOffClaims(t *testing.T) {
 	for _, id := range []string{"c1", "c2"} {
 		jobs[api.JobID(id)] = claimJob(id, 100, 10, 0, 4)
 	}
-	s := &Session{rt: NewRuntime(topology.Config{}), ssn: &framework.Session{Jobs: jobs}}
-	s.Claim(&Claim{Job: "c1", Name: "ns/c1", Priority: 100, Created: jobs["c1"].CreationTimestamp,
+	s := testSession(nil, &framework.Session{Jobs: jobs}, nil)
+	s.Claim(&preemption.Claim{Job: "c1", Name: "ns/c1", Priority: 100, Created: jobs["c1"].CreationTimestamp,
 		Room: "s0 A", S0s: map[topology.S0ID]bool{"A": true}, Nodes: map[string]bool{"n1": true}})
-	s.Claim(&Claim{Job: "c2", Name: "ns/c2", Priority: 100, Created: jobs["c2"].CreationTimestamp,
+	s.Claim(&preemption.Claim{Job: "c2", Name: "ns/c2", Priority: 100, Created: jobs["c2"].CreationTimestamp,
 		Room: "node n9", Nodes: map[string]bool{"n9": true}})
 
 	g := placement.Gang{}
-	by, n := s.KeepOffClaims(young, &g)
+	by, n := preemption.KeepOff(&g, s.ClaimedAgainst(young))
 	if by != "ns/c1" || n != 2 {
-		t.Errorf("KeepOffClaims = %q, %d; want ns/c1, 2", by, n)
+		t.Errorf("KeepOff = %q, %d; want ns/c1, 2", by, n)
 	}
 	if diff := cmp.Diff(map[topology.S0ID]bool{"A": true}, g.ExcludeS0s); diff != "" {
 		t.Errorf("excluded S0s (-want,+got):\n%s", diff)
@@ -97,16 +98,16 @@ func TestKeepOffClaims(t *testing.T) {
 	if diff := cmp.Diff(map[string]bool{"n9": true}, g.Exclude); diff != "" {
 		t.Errorf("excluded nodes (-want,+got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]string{"n1": "ns/c1", "n9": "ns/c2"}, s.ClaimedNodes(young)); diff != "" {
+	if diff := cmp.Diff(map[string]string{"n1": "ns/c1", "n9": "ns/c2"}, preemption.ClaimedNodes(s.ClaimedAgainst(young))); diff != "" {
 		t.Errorf("claimed nodes (-want,+got):\n%s", diff)
 	}
-	f := ClaimedFailure(&placement.Failure{Code: placement.ReasonNoCapacity, Message: "no S0 holds 2 pods"}, by, n)
+	f := preemption.ClaimedFailure(&placement.Failure{Code: placement.ReasonNoCapacity, Message: "no S0 holds 2 pods"}, by, n)
 	if want := "no S0 holds 2 pods (2 rooms kept for ns/c1, an older waiting gang of the same priority)"; f.Message != want {
 		t.Errorf("failure message %q, want %q", f.Message, want)
 	}
 
 	s.RetainClaims(map[api.JobID]bool{"c2": true})
-	if got := s.Claims(); len(got) != 1 || got[0].Name != "ns/c2" {
+	if got := s.claims(); len(got) != 1 || got[0].Name != "ns/c2" {
 		t.Errorf("claims after RetainClaims(c2): %v, want only ns/c2", got)
 	}
 }

@@ -19,12 +19,12 @@ type contractOf struct {
 	err error
 }
 
-// Contract reads the job's contract from its PodGroup or, when the PodGroup
+// contract reads the job's contract from its PodGroup or, when the PodGroup
 // states none, from its pods (placement.ParseGangContract), strictly. An
 // error means the gang must not be placed: it wraps
 // placement.ErrInvalidContract and names the PodGroup and every bad
 // annotation (or the pods that disagree). Read once per session.
-func (s *Session) Contract(job *api.JobInfo) (placement.Contract, error) {
+func (s *Session) contract(job *api.JobInfo) (placement.Contract, error) {
 	s.mu.Lock()
 	r, ok := s.contracts[job.UID]
 	s.mu.Unlock()
@@ -45,7 +45,7 @@ func (s *Session) Contract(job *api.JobInfo) (placement.Contract, error) {
 }
 
 // JobContract reads a job's contract from its PodGroup and its pods (see
-// Session.Contract), without a session's cache.
+// Session.contract), without a session's cache.
 func JobContract(job *api.JobInfo) (placement.Contract, error) {
 	if job.PodGroup == nil {
 		return placement.DefaultContract(), nil

@@ -37,11 +37,11 @@ func TestMeasureFabric(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got := measureFabric(s.Fabric, s.rt.Ledger)
+			got := measureFabric(s.fabric, s.rt.Ledger)
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(fabricUse{})); diff != "" {
 				t.Errorf("measureFabric (-want,+got):\n%s", diff)
 			}
-			observeFabric(s.Fabric, s.rt.Ledger)
+			observeFabric(s.fabric, s.rt.Ledger)
 			if fr := testutil.ToFloat64(leafFragmentation); fr != tc.wantFr {
 				t.Errorf("rdmatopo_leaf_fragmentation = %v, want %v", fr, tc.wantFr)
 			}

@@ -56,19 +56,19 @@ func TestHeldKeepsThePlanOfAHardGang(t *testing.T) {
 				s.indexLocked(r)
 			}
 			if tc.plan != nil {
-				s.rt.truthOf().planned[job] = *tc.plan
+				s.rt.truth.planned[job] = *tc.plan
 			}
-			if diff := cmp.Diff(tc.wantHeld, heldStrings(s.Held(job))); diff != "" {
-				t.Errorf("Held (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tc.wantHeld, heldStrings(s.occupancy(job))); diff != "" {
+				t.Errorf("Occupancy (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.wantReal, heldStrings(s.Realized(job))); diff != "" {
+			if diff := cmp.Diff(tc.wantReal, heldStrings(s.realized(job))); diff != "" {
 				t.Errorf("Realized (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
-func heldStrings(h *placement.Held) []string {
+func heldStrings(h *placement.Occupancy) []string {
 	var out []string
 	for n := range h.Nodes {
 		out = append(out, "node:"+n)

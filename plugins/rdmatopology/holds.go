@@ -13,123 +13,53 @@
 // nodes have the idle resources, or drops it. A hold is dropped when the
 // gang's job is gone, when one of its pods was placed otherwise, when a
 // NIC it keeps is held by another pod, when a node it uses left the
-// session, or after HoldTimeout; a scheduler restart forgets every hold
-// (the gang then competes by priority like any other).
+// session, or after preemption.Timeout; a scheduler restart forgets every
+// hold (the gang then competes by priority like any other). The holds
+// themselves, and each session's view of them, are package
+// framework/preemption's; this file checks them against the session.
 
 package rdmatopology
 
 import (
 	"fmt"
-	"slices"
-	"sort"
-	"strings"
-	"sync"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	"volcano.sh/volcano/pkg/scheduler/api"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/framework/preemption"
 )
-
-// HoldTimeout is how long a preempting gang's hold lasts without the gang
-// binding: long enough for evicted pods to terminate (their grace period),
-// short enough that a plan that cannot be realized does not keep NICs idle.
-const HoldTimeout = 5 * time.Minute
-
-// holdUIDPrefix prefixes the holder name of a held NIC in the free view.
-const holdUIDPrefix = "hold/"
-
-// HeldTask is one task of a preempting gang and where it goes.
-type HeldTask struct {
-	UID api.TaskID
-	// Name is "namespace/name", for messages.
-	Name string
-	Node string
-	// RDMA is true for a task requesting RDMA; Assignment is then its
-	// planned NICs.
-	RDMA       bool
-	Assignment placement.Assignment
-	// Resreq is what the task needs on Node (its InitResreq).
-	Resreq *api.Resource
-}
-
-// Hold is what a preempting gang keeps while its victims terminate.
-type Hold struct {
-	Job api.JobID
-	// Name is the job's "namespace/name".
-	Name  string
-	Tasks []HeldTask
-	// Victims are the evicted pods, "namespace/name".
-	Victims []string
-	// Since is when the victims were evicted (the runtime's clock).
-	Since time.Time
-	// Rebind marks the hold of a partial gang's failed binds (rebind.go):
-	// the gang's other pods are bound, it evicted nobody for Tasks, and
-	// Tasks go back to the slots their binds failed on.
-	Rebind bool
-}
-
-// sessionHolds is a session's view of the holds: those applied to its
-// free view, and the jobs the action lets pipeline.
-type sessionHolds struct {
-	mu         sync.Mutex
-	applied    map[api.JobID]*Hold
-	pipelineOK map[api.JobID]bool
-	// taken are the holds taken off the free view in this session, for
-	// their gang's tasks to be allocated (TakeHold).
-	taken map[api.JobID]*Hold
-}
-
-// holdStateMu guards the lazy creation of a session's sessionHolds.
-var holdStateMu sync.Mutex
-
-func (s *Session) holdState() *sessionHolds {
-	holdStateMu.Lock()
-	defer holdStateMu.Unlock()
-	if s.holds == nil {
-		s.holds = &sessionHolds{applied: map[api.JobID]*Hold{}, pipelineOK: map[api.JobID]bool{}, taken: map[api.JobID]*Hold{}}
-	}
-	return s.holds
-}
 
 // applyHolds checks every hold of the runtime against the session and
 // applies those that still stand to the free view. It runs when the
 // session opens, after reconcile.
 func (s *Session) applyHolds() {
-	st := s.holdState()
 	now := s.rt.Now()
-	s.rt.holds.retain(func(_ api.JobID, h *Hold) bool {
+	s.rt.preemption.Holds.Retain(func(_ string, h *preemption.Hold) bool {
 		if why := s.holdBroken(h, now); why != "" {
 			klog.InfoS("Dropped NIC hold of a preempting gang", "job", h.Name, "reason", why, "victims", len(h.Victims))
 			return false
 		}
-		for _, t := range h.Tasks {
-			if t.RDMA {
-				s.State.Apply(holdUIDPrefix+string(t.UID), t.Assignment)
-			}
-		}
-		st.mu.Lock()
-		st.applied[h.Job] = h
-		st.mu.Unlock()
+		s.holds.Apply(h)
 		klog.V(3).InfoS("Holding NICs for a preempting gang", "job", h.Name, "tasks", len(h.Tasks), "since", h.Since)
 		return true
 	})
 }
 
 // holdBroken says why a hold no longer stands ("" when it does).
-func (s *Session) holdBroken(h *Hold, now time.Time) string {
-	job := s.ssn.Jobs[h.Job]
+func (s *Session) holdBroken(h *preemption.Hold, now time.Time) string {
+	job := s.ssn.Jobs[api.JobID(h.Job)]
 	if job == nil {
 		return "job is gone"
 	}
-	if now.Sub(h.Since) > HoldTimeout {
-		return fmt.Sprintf("gang did not bind within %s", HoldTimeout)
+	if now.Sub(h.Since) > preemption.Timeout {
+		return fmt.Sprintf("gang did not bind within %s", preemption.Timeout)
 	}
 	for _, t := range h.Tasks {
-		task := job.Tasks[t.UID]
+		task := job.Tasks[api.TaskID(t.UID)]
 		if task == nil {
 			return "pod " + t.Name + " is gone"
 		}
@@ -143,10 +73,10 @@ func (s *Session) holdBroken(h *Hold, now time.Time) string {
 			continue
 		}
 		for _, nic := range t.Assignment.NICs() {
-			if holder, held := s.State.HolderOf(t.Node, nic); held {
+			if holder, held := s.state.HolderOf(t.Node, nic); held {
 				return fmt.Sprintf("NIC %s on %s is held by pod %s", nic, t.Node, holder)
 			}
-			if c := listedFor(s.Fabric, t.Node, nic, h); c != "" && (!h.Rebind || s.livePod(c)) {
+			if c := h.ListedOther(s.fabric, t.Node, nic); c != "" && (!h.Rebind || s.livePod(c)) {
 				// A rebind hold waits out the listing of a pod that is gone
 				// (Listed); a live pod listed there has the NIC.
 				return fmt.Sprintf("NIC %s on %s is listed by the node's KCNR for %s", nic, t.Node, c)
@@ -156,136 +86,42 @@ func (s *Session) holdBroken(h *Hold, now time.Time) string {
 	return ""
 }
 
-// listedFor returns a KCNR consumer the node lists on nic that is neither
-// one of the hold's victims (whose listing outlives them by the KCNR's lag)
-// nor one of the held pods; "" when there is none. A node agent that lists
-// another consumer there has given the NIC away, or not yet taken it back
-// from a pod gone since the preemption was planned: either way the held
-// plan no longer matches the node.
-func listedFor(f *topology.Fabric, node string, nic topology.NICID, h *Hold) string {
-	n, ok := f.Node(node)
-	if !ok {
-		return ""
-	}
-	for _, z := range n.Zones {
-		for _, x := range z.NICs {
-			if x.ID != nic {
-				continue
-			}
-			for _, c := range x.Consumers {
-				if !holdOwns(h, c) {
-					return c
-				}
-			}
-		}
-	}
-	return ""
-}
-
-// holdOwns reports whether a KCNR consumer ("namespace/name/uid") is one of
-// the hold's victims or held pods.
-func holdOwns(h *Hold, consumer string) bool {
-	i := strings.LastIndex(consumer, "/")
-	if i < 0 {
-		return false
-	}
-	pod := consumer[:i]
-	if slices.Contains(h.Victims, pod) {
-		return true
-	}
-	for _, t := range h.Tasks {
-		if t.Name == pod {
-			return true
-		}
-	}
-	return false
-}
-
-// Hold records h in the runtime, to be applied from the next session on
-// (in this one, the gang's pipelined tasks hold the NICs). A hold already
-// recorded for the job is replaced.
-func (s *Session) Hold(h *Hold) {
-	s.rt.holds.put(h.Job, h)
-}
-
-// Holds returns the holds applied in this session, by job name.
-func (s *Session) Holds() []*Hold {
-	st := s.holdState()
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	out := make([]*Hold, 0, len(st.applied))
-	for _, h := range st.applied {
-		out = append(out, h)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+// appliedHolds returns the holds applied in this session, by job name.
+func (s *Session) appliedHolds() []*preemption.Hold {
+	return s.holds.Applied()
 }
 
 // HasHold reports whether the runtime holds resources for the job (applied
 // in this session or recorded in it).
 func (s *Session) HasHold(job api.JobID) bool {
-	return s.rt.holds.has(job)
+	return s.rt.preemption.Holds.Has(string(job))
 }
 
-// TakeHold removes the job's hold from the free view, so its NICs can be
+// takeHold removes the job's hold from the free view, so its NICs can be
 // allocated to the gang's tasks, and returns it. The hold stays recorded
-// until DropHold.
-func (s *Session) TakeHold(job api.JobID) *Hold {
-	st := s.holdState()
-	st.mu.Lock()
-	h := st.applied[job]
-	delete(st.applied, job)
-	if h != nil {
-		st.taken[job] = h
-	}
-	st.mu.Unlock()
-	if h == nil {
-		return nil
-	}
-	for _, t := range h.Tasks {
-		if t.RDMA {
-			s.State.Unapply(holdUIDPrefix+string(t.UID), t.Assignment)
-		}
-	}
-	return h
+// until dropHold.
+func (s *Session) takeHold(job api.JobID) *preemption.Hold {
+	return s.holds.Take(string(job))
 }
 
-// DropHold forgets the job's hold (bound, or abandoned), releasing what it
+// dropHold forgets the job's hold (bound, or abandoned), releasing what it
 // keeps in this session's free view.
-func (s *Session) DropHold(job api.JobID, why string) {
-	if h := s.TakeHold(job); h != nil {
+func (s *Session) dropHold(job api.JobID, why string) {
+	if h := s.takeHold(job); h != nil {
 		klog.V(3).InfoS("Released NIC hold of a preempting gang", "job", h.Name, "reason", why)
 	}
-	s.rt.holds.remove(job)
-}
-
-// AllowPipeline lets (ok) or stops letting the job's tasks be pipelined:
-// the plugin otherwise vetoes pipelining an RDMA gang, which must be whole.
-// The topology-preempt action allows it for the gang it pipelines onto the
-// resources its victims release.
-func (s *Session) AllowPipeline(job api.JobID, ok bool) {
-	st := s.holdState()
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if ok {
-		st.pipelineOK[job] = true
-	} else {
-		delete(st.pipelineOK, job)
-	}
+	s.rt.preemption.Holds.Remove(string(job))
 }
 
 func (s *Session) pipelineAllowed(job api.JobID) bool {
-	st := s.holdState()
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.pipelineOK[job]
+	return s.holds.PipelineAllowed(string(job))
 }
 
 // holdPredicate refuses a task of another job on a node where an applied
 // hold keeps resources the task would need: what the node will have free
 // once its releasing pods are gone, less what the holds keep there.
 func (s *Session) holdPredicate(task *api.TaskInfo, node *api.NodeInfo) error {
-	kept, holder := s.HeldOn(task.Job, node.Name)
+	kept, holder := s.KeptOn(task.Job, node.Name)
 	if kept == nil || task.InitResreq == nil {
 		return nil
 	}
@@ -296,33 +132,53 @@ func (s *Session) holdPredicate(task *api.TaskInfo, node *api.NodeInfo) error {
 	return s.fitError(task, node, "resources on the node are held for preempting gang "+holder)
 }
 
-// HeldOn returns what the holds of gangs other than job keep on node (nil
+// KeptOn returns what the holds of gangs other than job keep on node (nil
 // when none does) and the first of those gangs by name: what a pod of job
 // may not take there, beside the node's future idle resources.
-func (s *Session) HeldOn(job api.JobID, node string) (*api.Resource, string) {
-	st := s.holdState()
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	var kept *api.Resource
-	first := ""
-	for _, h := range st.applied {
-		if h.Job == job {
-			continue
-		}
-		for _, t := range h.Tasks {
-			if t.Node != node || t.Resreq == nil {
-				continue
-			}
-			if kept == nil {
-				kept = api.EmptyResource()
-			}
-			kept.Add(t.Resreq)
-			if first == "" || h.Name < first {
-				first = h.Name
-			}
-		}
+func (s *Session) KeptOn(job api.JobID, node string) (*api.Resource, string) {
+	tasks, first := s.holds.KeptOn(string(job), node)
+	if len(tasks) == 0 {
+		return nil, ""
+	}
+	kept := api.EmptyResource()
+	for _, t := range tasks {
+		kept.Add(ResourceOf(t.Resreq))
 	}
 	return kept, first
+}
+
+// HoldTaskOf is the hold's entry of a task going to node (a the NICs
+// planned for it when it requests RDMA).
+func HoldTaskOf(task *api.TaskInfo, node string, a *placement.Assignment) preemption.HoldTask {
+	t := preemption.HoldTask{UID: string(task.UID), Name: task.Namespace + "/" + task.Name, Node: node, Resreq: resourcesOf(task.InitResreq)}
+	if a != nil {
+		t.RDMA, t.Assignment = true, *a
+	}
+	return t
+}
+
+// resourcesOf is a Volcano resource request as a hold keeps it.
+func resourcesOf(r *api.Resource) preemption.Resources {
+	out := preemption.Resources{MilliCPU: r.MilliCPU, Memory: r.Memory}
+	if len(r.ScalarResources) > 0 {
+		out.Scalars = make(map[string]float64, len(r.ScalarResources))
+		for name, v := range r.ScalarResources {
+			out.Scalars[string(name)] = v
+		}
+	}
+	return out
+}
+
+// ResourceOf is what a hold keeps as a Volcano resource.
+func ResourceOf(r preemption.Resources) *api.Resource {
+	out := &api.Resource{MilliCPU: r.MilliCPU, Memory: r.Memory}
+	if len(r.Scalars) > 0 {
+		out.ScalarResources = make(map[v1.ResourceName]float64, len(r.Scalars))
+		for name, v := range r.Scalars {
+			out.ScalarResources[v1.ResourceName(name)] = v
+		}
+	}
+	return out
 }
 
 // predicateWithHolds is the plugin's predicate: holds first, then NIC fit.
@@ -333,8 +189,8 @@ func (s *Session) predicateWithHolds(task *api.TaskInfo, node *api.NodeInfo) err
 	return s.predicate(task, node)
 }
 
-// Reservation returns the ledger's reservation of a pod, if any.
-func (s *Session) Reservation(uid api.TaskID) (ledger.Reservation, bool) {
+// reservation returns the ledger's reservation of a pod, if any.
+func (s *Session) reservation(uid api.TaskID) (ledger.Reservation, bool) {
 	return s.rt.Ledger.Get(string(uid))
 }
 

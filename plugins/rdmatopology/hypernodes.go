@@ -21,11 +21,16 @@ const informerHyperNode = "hypernodes"
 // s1Source: hypernode): the nodes whose S1 changes are rebuilt. Members that
 // cannot be read are logged and ignored.
 func (rt *Runtime) SetHyperNodes(hns []*topology.HyperNode) {
-	idx, problems := topology.NewHyperNodeIndex(rt.cfg.S1HyperNodeTier, hns)
+	setHyperNodes(rt.Fabric, rt.cfg, hns)
+}
+
+// setHyperNodes gives fabric, built for cfg, the S1s of the HyperNodes.
+func setHyperNodes(fabric *topology.Cache, cfg topology.Config, hns []*topology.HyperNode) {
+	idx, problems := topology.NewHyperNodeIndex(cfg.S1HyperNodeTier, hns)
 	for _, p := range problems {
 		klog.InfoS("Unreadable HyperNode member; ignored", "hypernode", p.HyperNode, "field", p.Field, "problem", p.Msg)
 	}
-	rt.Fabric.SetHyperNodes(idx)
+	fabric.SetHyperNodes(idx)
 }
 
 // startHyperNodeInformer watches HyperNodes through a dynamic client (their
@@ -41,6 +46,7 @@ func (rt *Runtime) startHyperNodeInformer(cfg *rest.Config) error {
 	if rt.stop == nil {
 		rt.stop = make(chan struct{})
 	}
+	fabric, topo := rt.Fabric, rt.cfg
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(client, 0)
 	inf := factory.ForResource(topology.HyperNodeResource).Informer()
 	resync := func(interface{}) {
@@ -57,7 +63,7 @@ func (rt *Runtime) startHyperNodeInformer(cfg *rest.Config) error {
 			}
 			hns = append(hns, hn)
 		}
-		rt.SetHyperNodes(hns)
+		setHyperNodes(fabric, topo, hns)
 	}
 	_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    resync,

@@ -129,7 +129,7 @@ func (s *Session) observeSession() {
 		}
 	})
 	nicsUnconfirmed.Set(float64(unconfirmed))
-	observeFabric(s.Fabric, s.rt.Ledger)
+	observeFabric(s.fabric, s.rt.Ledger)
 	gangsPending.Reset()
 	s.mu.Lock()
 	defer s.mu.Unlock()

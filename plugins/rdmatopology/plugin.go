@@ -10,8 +10,6 @@
 package rdmatopology
 
 import (
-	"sync"
-
 	"k8s.io/klog/v2"
 	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/framework"
@@ -32,39 +30,34 @@ const (
 	ErrReasonTierLimit = "node is outside the gang's hard topology tier"
 )
 
-func init() {
-	framework.RegisterPluginBuilder(PluginName, New)
-}
-
 // plugin is one session's instance.
 type plugin struct {
+	rt      *Runtime
 	args    *Args
 	argsErr error
 }
 
-// New builds the plugin from its conf arguments. Invalid arguments are
-// reported at session open and make the plugin refuse every RDMA pod (rather
-// than silently use defaults).
-func New(arguments framework.Arguments) framework.Plugin {
-	args, err := ParseArgs(arguments)
-	if err != nil {
-		klog.ErrorS(err, "Invalid rdma-topology arguments; RDMA pods will not be scheduled")
+var _ framework.Plugin = (*plugin)(nil)
+
+// Builder returns the plugin builder Volcano calls every session (the
+// registry registers it under PluginName): each plugin it builds keeps its
+// state in rt. Invalid arguments are reported at session open and make the
+// plugin refuse every RDMA pod (rather than silently use defaults).
+func Builder(rt *Runtime) framework.PluginBuilder {
+	return func(arguments framework.Arguments) framework.Plugin {
+		args, err := ParseArgs(arguments)
+		if err != nil {
+			klog.ErrorS(err, "Invalid rdma-topology arguments; RDMA pods will not be scheduled")
+		}
+		return &plugin{rt: rt, args: args, argsErr: err}
 	}
-	return &plugin{args: args, argsErr: err}
 }
 
 func (p *plugin) Name() string { return PluginName }
 
-// logArgs logs the effective arguments once per process.
-var logArgs sync.Once
-
 // ForSession returns the plugin's state in ssn, or nil if the plugin is not
-// enabled in the session.
-func ForSession(ssn *framework.Session) *Session {
-	rt := CurrentRuntime()
-	if rt == nil {
-		return nil
-	}
+// enabled in the session (or its arguments are invalid).
+func (rt *Runtime) ForSession(ssn *framework.Session) *Session {
 	return rt.session(string(ssn.UID))
 }
 
@@ -79,8 +72,8 @@ func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 		})
 		return
 	}
-	logArgs.Do(func() { klog.InfoS("rdma-topology plugin configured", "args", p.args.String()) })
-	s := openSession(ssn, p.args)
+	p.rt.logArgs(p.args)
+	s := openSession(p.rt, ssn, p.args)
 	s.holdFailedBinds()
 	s.applyHolds()
 	s.rt.addSession(string(ssn.UID), s)
@@ -108,11 +101,7 @@ func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 }
 
 func (p *plugin) OnSessionClose(ssn *framework.Session) {
-	var s *Session
-	if rt := CurrentRuntime(); rt != nil {
-		s = rt.removeSession(string(ssn.UID))
-	}
-	if s != nil {
+	if s := p.rt.removeSession(string(ssn.UID)); s != nil {
 		s.close()
 	}
 }

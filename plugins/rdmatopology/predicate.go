@@ -27,7 +27,7 @@ func (s *Session) predicate(task *api.TaskInfo, node *api.NodeInfo) error {
 	}
 	if planned && a.Node == node.Name {
 		for _, nic := range a.NICs() {
-			if holder, held := s.State.HolderOf(node.Name, nic); held && holder != string(task.UID) {
+			if holder, held := s.state.HolderOf(node.Name, nic); held && holder != string(task.UID) {
 				return s.fitError(task, node, fmt.Sprintf("planned NIC %s is held by pod %s", nic, holder))
 			}
 		}
@@ -41,7 +41,7 @@ func (s *Session) predicate(task *api.TaskInfo, node *api.NodeInfo) error {
 			return s.fitError(task, node, ErrReasonTierLimit)
 		}
 	}
-	if _, ok := s.State.Fit(node.Name, s.Shape(task), allowed); !ok {
+	if _, ok := s.state.Fit(node.Name, s.Shape(task), allowed); !ok {
 		if allowed != nil {
 			return s.fitError(task, node, ErrReasonNoNICFit+" under the gang's S0s")
 		}
@@ -97,11 +97,11 @@ func (s *Session) nodeOrder(task *api.TaskInfo, node *api.NodeInfo) (float64, er
 	if planned && a.Node == node.Name {
 		return scorePlanned * w, nil
 	}
-	h := s.Held(task.Job)
+	h := s.occupancy(task.Job)
 	if h.Nodes[node.Name] {
 		return scoreHeldNode * w, nil
 	}
-	if n, ok := s.Fabric.Node(node.Name); ok {
+	if n, ok := s.fabric.Node(node.Name); ok {
 		for _, z := range n.Zones {
 			for _, nic := range z.NICs {
 				if h.S0s[nic.S0] {

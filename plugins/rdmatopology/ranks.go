@@ -32,7 +32,12 @@ type taskOrders struct {
 // SetVolcanoJobTasks records the task names of Volcano Job namespace/name
 // in spec.tasks order (nil forgets the job).
 func (rt *Runtime) SetVolcanoJobTasks(namespace, name string, tasks []string) {
-	o := &rt.tasks
+	rt.tasks.set(namespace, name, tasks)
+}
+
+// set records the task names of Volcano Job namespace/name (nil forgets
+// the job).
+func (o *taskOrders) set(namespace, name string, tasks []string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	key := namespace + "/" + name
@@ -82,9 +87,10 @@ func (rt *Runtime) startJobInformer(cfg *rest.Config) error {
 	if err := inf.SetTransform(stripJob); err != nil {
 		return fmt.Errorf("job informer transform: %w", err)
 	}
+	orders := rt.tasks
 	set := func(obj interface{}) {
 		if job, ok := obj.(*batchv1alpha1.Job); ok {
-			rt.SetVolcanoJobTasks(job.Namespace, job.Name, taskNames(job))
+			orders.set(job.Namespace, job.Name, taskNames(job))
 		}
 	}
 	_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -95,7 +101,7 @@ func (rt *Runtime) startJobInformer(cfg *rest.Config) error {
 				obj = t.Obj
 			}
 			if job, ok := obj.(*batchv1alpha1.Job); ok {
-				rt.SetVolcanoJobTasks(job.Namespace, job.Name, nil)
+				orders.set(job.Namespace, job.Name, nil)
 			}
 		},
 	})
@@ -143,17 +149,17 @@ func (s *Session) taskRanks(tasks []*api.TaskInfo) ([]int, error) {
 	return s.rt.PodRanks(pods)
 }
 
-// RankGang ranks a gang's pods to plan, tasks (tasks[i] is the task of
+// rankGang ranks a gang's pods to plan, tasks (tasks[i] is the task of
 // pods[i]), together with the job's other pending RDMA pods and its pods
 // that hold NICs, so that ranks number the whole gang: it sets each pod's
 // Rank and sorts pods by rank, and returns what the gang
-// holds (Held) with the held pods' ranks and places (placement.Held.Ranks),
+// holds (Occupancy) with the held pods' ranks and places (placement.Occupancy.Ranks),
 // and how many pods the ranks number (placement.Gang.Members). A held pod
 // whose task the session does not list is left out of the ranks. An
 // invalid rdmatopo.io/rank is an error wrapping
 // placement.ErrInvalidContract.
-func (s *Session) RankGang(job *api.JobInfo, tasks []*api.TaskInfo, pods []placement.Pod) (*placement.Held, int, error) {
-	h := s.Held(job.UID)
+func (s *Session) rankGang(job *api.JobInfo, tasks []*api.TaskInfo, pods []placement.Pod) (*placement.Occupancy, int, error) {
+	h := s.occupancy(job.UID)
 	all := append([]*api.TaskInfo(nil), tasks...)
 	given := make(map[api.TaskID]bool, len(tasks))
 	for _, t := range tasks {
@@ -189,11 +195,11 @@ func (s *Session) RankGang(job *api.JobInfo, tasks []*api.TaskInfo, pods []place
 	if len(held) == 0 {
 		return h, len(all), nil
 	}
-	out := &placement.Held{Nodes: h.Nodes, S0s: h.S0s, S1s: h.S1s, Pods: h.Pods}
+	out := &placement.Occupancy{Nodes: h.Nodes, S0s: h.S0s, S1s: h.S1s, Pods: h.Pods}
 	for i, r := range held {
-		leaves := s.Fabric.NICLeaves(r.Node, r.NICs())
+		leaves := s.fabric.NICLeaves(r.Node, r.NICs())
 		sort.Slice(leaves, func(a, b int) bool { return leaves[a] < leaves[b] })
-		out.Ranks = append(out.Ranks, placement.HeldRank{Rank: ranks[heldAt+i], Node: r.Node, Leaves: leaves})
+		out.Ranks = append(out.Ranks, placement.OccupiedRank{Rank: ranks[heldAt+i], Node: r.Node, Leaves: leaves})
 	}
 	sort.SliceStable(out.Ranks, func(i, j int) bool { return out.Ranks[i].Rank < out.Ranks[j].Rank })
 	return out, len(all), nil

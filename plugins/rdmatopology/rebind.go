@@ -32,6 +32,7 @@ import (
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/preemption"
 )
 
 // sentBind is a pod of an RDMA gang allocated in a session: where it goes,
@@ -39,7 +40,7 @@ import (
 // on its NICs are the lag of their eviction).
 type sentBind struct {
 	job     api.JobID
-	task    HeldTask
+	task    preemption.HoldTask
 	victims []string
 }
 
@@ -50,17 +51,11 @@ func (s *Session) noteAllocated(task *api.TaskInfo, a *placement.Assignment) {
 	if job == nil || !s.IsRDMAJob(job) || task.InitResreq == nil {
 		return
 	}
-	t := HeldTask{UID: task.UID, Name: task.Namespace + "/" + task.Name, Node: task.NodeName, Resreq: task.InitResreq.Clone()}
-	if a != nil {
-		t.RDMA, t.Assignment = true, *a
-	}
+	t := HoldTaskOf(task, task.NodeName, a)
 	var victims []string
-	st := s.holdState()
-	st.mu.Lock()
-	if h := st.taken[task.Job]; h != nil {
+	if h, ok := s.holds.Taken(string(task.Job)); ok {
 		victims = h.Victims
 	}
-	st.mu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.allocated == nil {
@@ -103,7 +98,7 @@ func (s *Session) noteSent() {
 func (s *Session) holdFailedBinds() {
 	sent := s.rt.sent
 	s.rt.sent = nil
-	failed := map[api.JobID][]HeldTask{}
+	failed := map[api.JobID][]preemption.HoldTask{}
 	victims := map[api.JobID][]string{}
 	var jobs []api.JobID
 	for _, b := range sent {
@@ -111,7 +106,7 @@ func (s *Session) holdFailedBinds() {
 		if job == nil {
 			continue
 		}
-		if t := job.Tasks[b.task.UID]; t == nil || t.Status != api.Pending || nodeOf(t) != "" {
+		if t := job.Tasks[api.TaskID(b.task.UID)]; t == nil || t.Status != api.Pending || nodeOf(t) != "" {
 			continue // bound, gone, or placed by someone else
 		}
 		if _, seen := failed[b.job]; !seen {
@@ -131,12 +126,12 @@ func (s *Session) holdFailedBinds() {
 			// again), or the gang is whole without them.
 			continue
 		}
-		if s.rt.holds.has(id) {
+		if s.rt.preemption.Holds.Has(string(id)) {
 			continue // the gang's pending pods are held already
 		}
-		h := &Hold{Job: id, Name: job.Namespace + "/" + job.Name, Tasks: failed[id], Victims: victims[id],
+		h := &preemption.Hold{Job: string(id), Name: job.Namespace + "/" + job.Name, Tasks: failed[id], Victims: victims[id],
 			Since: s.rt.Now(), Rebind: true}
-		s.rt.holds.put(id, h)
+		s.rt.preemption.Holds.Put(h.Job, h)
 		names := make([]string, 0, len(h.Tasks))
 		for _, t := range h.Tasks {
 			names = append(names, t.Name+" on "+t.Node)
@@ -177,16 +172,6 @@ func (s *Session) livePod(consumer string) bool {
 // none): a rebind hold's pods wait until the node agent has dropped such a
 // listing (a pod gone, which the KCNR still shows for its lag) before they
 // are bound there.
-func (s *Session) Listed(h *Hold) string {
-	for _, t := range h.Tasks {
-		if !t.RDMA {
-			continue
-		}
-		for _, nic := range t.Assignment.NICs() {
-			if c := listedFor(s.Fabric, t.Node, nic, h); c != "" {
-				return c
-			}
-		}
-	}
-	return ""
+func (s *Session) Listed(h *preemption.Hold) string {
+	return h.Listed(s.fabric)
 }

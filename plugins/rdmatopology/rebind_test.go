@@ -13,6 +13,7 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
 	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/preemption"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
@@ -36,8 +37,8 @@ func rebindJob(minMember int32, pods int, running ...int) *api.JobInfo {
 // numa, with the victims of the hold it came from.
 func sentTo(i int, node string, numa int, victims ...string) sentBind {
 	a := placement.Assignment{PodUID: fmt.Sprintf("u-g-%d", i), Node: node, Zones: zoneRes("u", "ns/g", node, numa).Zones}
-	return sentBind{job: "ns/g", victims: victims, task: HeldTask{UID: api.TaskID(a.PodUID), Name: fmt.Sprintf("ns/g-%d", i),
-		Node: node, RDMA: true, Assignment: a, Resreq: api.EmptyResource()}}
+	return sentBind{job: "ns/g", victims: victims, task: preemption.HoldTask{UID: a.PodUID, Name: fmt.Sprintf("ns/g-%d", i),
+		Node: node, RDMA: true, Assignment: a}}
 }
 
 // TestHoldFailedBinds: the last session's binds that failed become a
@@ -48,7 +49,7 @@ func TestHoldFailedBinds(t *testing.T) {
 	cases := map[string]struct {
 		job      *api.JobInfo // nil: the job is gone
 		sent     []sentBind
-		existing *Hold
+		existing *preemption.Hold
 		want     []string // held pods, "name on node"
 		victims  []string
 	}{
@@ -74,7 +75,7 @@ func TestHoldFailedBinds(t *testing.T) {
 		},
 		"a hold the gang has already stays": {
 			job: rebindJob(2, 2, 0), sent: []sentBind{sentTo(1, "n2", 0)},
-			existing: &Hold{Job: "ns/g", Name: "ns/g", Tasks: []HeldTask{{Name: "ns/g-1", Node: "n3"}}},
+			existing: &preemption.Hold{Job: "ns/g", Name: "ns/g", Tasks: []preemption.HoldTask{{Name: "ns/g-1", Node: "n3"}}},
 			want:     []string{"ns/g-1 on n3"},
 		},
 	}
@@ -84,9 +85,9 @@ func TestHoldFailedBinds(t *testing.T) {
 			if tc.job != nil {
 				jobs[tc.job.UID] = tc.job
 			}
-			s := &Session{rt: NewRuntime(topology.Config{}), ssn: &framework.Session{Jobs: jobs}}
+			s := testSession(nil, &framework.Session{Jobs: jobs}, nil)
 			if tc.existing != nil {
-				s.rt.holds.put(tc.existing.Job, tc.existing)
+				s.rt.preemption.Holds.Put(tc.existing.Job, tc.existing)
 			}
 			s.rt.sent = tc.sent
 			s.holdFailedBinds()
@@ -94,7 +95,7 @@ func TestHoldFailedBinds(t *testing.T) {
 				t.Errorf("sent binds kept after the session opened: %v", s.rt.sent)
 			}
 			var got, victims []string
-			for _, h := range s.rt.holds.values() {
+			for _, h := range s.rt.preemption.Holds.Values() {
 				for _, task := range h.Tasks {
 					got = append(got, task.Name+" on "+task.Node)
 				}
@@ -148,11 +149,10 @@ func TestRebindHoldAndListings(t *testing.T) {
 				t.Fatal(err)
 			}
 			rt := NewRuntime(topology.Config{})
-			s := &Session{rt: rt, Fabric: f, State: placement.NewState(f, rt.Ledger),
-				ssn: &framework.Session{Jobs: map[api.JobID]*api.JobInfo{job.UID: job}, Nodes: map[string]*api.NodeInfo{"n1": ni}}}
+			s := testSession(rt, &framework.Session{Jobs: map[api.JobID]*api.JobInfo{job.UID: job}, Nodes: map[string]*api.NodeInfo{"n1": ni}}, f)
 			task := sentTo(1, "n1", 0).task
 			for _, rebind := range []bool{true, false} {
-				h := &Hold{Job: job.UID, Name: "ns/g", Tasks: []HeldTask{task}, Victims: []string{"ns/v-0"}, Since: rt.Now(), Rebind: rebind}
+				h := &preemption.Hold{Job: string(job.UID), Name: "ns/g", Tasks: []preemption.HoldTask{task}, Victims: []string{"ns/v-0"}, Since: rt.Now(), Rebind: rebind}
 				broken := s.holdBroken(h, rt.Now()) != ""
 				want := tc.broken
 				if !rebind {
@@ -166,8 +166,8 @@ func TestRebindHoldAndListings(t *testing.T) {
 						t.Errorf("Listed = %q, want %q", got, tc.waitsFor)
 					}
 				}
-				if late := s.holdBroken(h, rt.Now().Add(HoldTimeout+time.Second)); late == "" {
-					t.Errorf("rebind=%v: hold outlives HoldTimeout", rebind)
+				if late := s.holdBroken(h, rt.Now().Add(preemption.Timeout+time.Second)); late == "" {
+					t.Errorf("rebind=%v: hold outlives preemption.Timeout", rebind)
 				}
 			}
 		})

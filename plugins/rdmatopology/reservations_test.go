@@ -9,7 +9,6 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/api"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
-	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
@@ -31,10 +30,7 @@ func reservationSession(t *testing.T) *Session {
 	}
 	f := topology.Build(cfg, nodes, cnrs)
 	rt := NewRuntime(cfg)
-	return &Session{rt: rt, Fabric: f, State: placement.NewState(f, rt.Ledger),
-		planned: map[api.TaskID]placement.Assignment{}, broken: map[api.JobID]string{},
-		failures: map[api.JobID]*placement.Failure{}, held: map[api.JobID]*placement.Held{},
-		byJob: map[api.JobID]map[string]ledger.Reservation{}}
+	return testSession(rt, nil, f)
 }
 
 func zoneRes(uid, job, node string, numa int) ledger.Reservation {
@@ -46,24 +42,24 @@ func zoneRes(uid, job, node string, numa int) ledger.Reservation {
 // views summarizes what the session's views say: the holder of every NIC
 // in the free view, and each job's held nodes and leaves.
 type views struct {
-	Holders map[string]string
-	Held    map[string][]string
+	Holders   map[string]string
+	Occupancy map[string][]string
 }
 
 func viewsOf(s *Session, jobs ...string) views {
-	v := views{Holders: map[string]string{}, Held: map[string][]string{}}
-	for _, n := range s.Fabric.NodeNames() {
-		node, _ := s.Fabric.Node(n)
+	v := views{Holders: map[string]string{}, Occupancy: map[string][]string{}}
+	for _, n := range s.fabric.NodeNames() {
+		node, _ := s.fabric.Node(n)
 		for _, z := range node.Zones {
 			for _, nic := range z.NICs {
-				if uid, ok := s.State.HolderOf(n, nic.ID); ok {
+				if uid, ok := s.state.HolderOf(n, nic.ID); ok {
 					v.Holders[n+"/"+string(nic.ID)] = uid
 				}
 			}
 		}
 	}
 	for _, j := range jobs {
-		h := s.Held(api.JobID(j))
+		h := s.occupancy(api.JobID(j))
 		var out []string
 		for n := range h.Nodes {
 			out = append(out, "node:"+n)
@@ -72,7 +68,7 @@ func viewsOf(s *Session, jobs ...string) views {
 			out = append(out, "s0:"+string(id))
 		}
 		if len(out) > 0 {
-			v.Held[j] = sortedStrings(out)
+			v.Occupancy[j] = sortedStrings(out)
 		}
 	}
 	return v
@@ -89,9 +85,7 @@ func sortedStrings(in []string) []string {
 // rebuiltViews derives the views afresh from the ledger, as the next
 // session would: the session's views must always equal them.
 func rebuiltViews(s *Session, jobs ...string) views {
-	fresh := &Session{rt: s.rt, Fabric: s.Fabric, State: placement.NewState(s.Fabric, s.rt.Ledger),
-		held: map[api.JobID]*placement.Held{}, byJob: map[api.JobID]map[string]ledger.Reservation{}}
-	s.rt.Ledger.Each(fresh.indexLocked)
+	fresh := testSession(s.rt, nil, s.fabric)
 	return viewsOf(fresh, jobs...)
 }
 
@@ -113,29 +107,29 @@ func TestReserveRelease(t *testing.T) {
 		"reserve two pods of one gang": {
 			steps: []step{{reserve: r("p1", "ns/g", "n1", 0)}, {reserve: r("p2", "ns/g", "n2", 0)}},
 			want: views{
-				Holders: map[string]string{"n1/0000:1a:00.0": "p1", "n1/0000:3f:00.0": "p1", "n2/0000:1a:00.0": "p2", "n2/0000:3f:00.0": "p2"},
-				Held:    map[string][]string{"ns/g": {"node:n1", "node:n2", "s0:A"}},
+				Holders:   map[string]string{"n1/0000:1a:00.0": "p1", "n1/0000:3f:00.0": "p1", "n2/0000:1a:00.0": "p2", "n2/0000:3f:00.0": "p2"},
+				Occupancy: map[string][]string{"ns/g": {"node:n1", "node:n2", "s0:A"}},
 			},
 		},
 		"a held NIC is refused and changes nothing": {
 			steps: []step{{reserve: r("p1", "ns/g", "n1", 0)}, {reserve: r("p2", "ns/h", "n1", 0), wantErr: true}},
 			want: views{
-				Holders: map[string]string{"n1/0000:1a:00.0": "p1", "n1/0000:3f:00.0": "p1"},
-				Held:    map[string][]string{"ns/g": {"node:n1", "s0:A"}},
+				Holders:   map[string]string{"n1/0000:1a:00.0": "p1", "n1/0000:3f:00.0": "p1"},
+				Occupancy: map[string][]string{"ns/g": {"node:n1", "s0:A"}},
 			},
 		},
 		"release frees the NICs and the job's held placement": {
 			steps: []step{{reserve: r("p1", "ns/g", "n1", 0)}, {reserve: r("p2", "ns/g", "n2", 1)}, {release: "p1", job: "ns/g"}},
 			want: views{
-				Holders: map[string]string{"n2/0000:d1:00.0": "p2", "n2/0000:e7:00.0": "p2"},
-				Held:    map[string][]string{"ns/g": {"node:n2", "s0:B"}},
+				Holders:   map[string]string{"n2/0000:d1:00.0": "p2", "n2/0000:e7:00.0": "p2"},
+				Occupancy: map[string][]string{"ns/g": {"node:n2", "s0:B"}},
 			},
 		},
 		"release of an unknown pod is a no-op": {
 			steps: []step{{reserve: r("p1", "ns/g", "n1", 0)}, {release: "nope", job: "ns/g"}},
 			want: views{
-				Holders: map[string]string{"n1/0000:1a:00.0": "p1", "n1/0000:3f:00.0": "p1"},
-				Held:    map[string][]string{"ns/g": {"node:n1", "s0:A"}},
+				Holders:   map[string]string{"n1/0000:1a:00.0": "p1", "n1/0000:3f:00.0": "p1"},
+				Occupancy: map[string][]string{"ns/g": {"node:n1", "s0:A"}},
 			},
 		},
 	}

@@ -23,58 +23,86 @@ import (
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/preemption"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
 
-// Runtime is the process-wide state that outlives sessions: the fabric cache
-// (fed by Node and KCNR events) and the NIC ledger. Volcano rebuilds plugins
-// every session; the Runtime is what they share.
+// Runtime is the state that outlives sessions: the fabric cache (fed by
+// Node and KCNR events), the NIC ledger, and what the plugin and the actions
+// keep from one session to the next (holds, claims, adoption memory). Volcano
+// rebuilds plugins every session; the plugin builder (Builder) and the
+// actions (topologyallocate.New, topologypreempt.New, topologyreclaim.New)
+// are handed the Runtime when they are registered, and find the plugin's
+// state in an open session through it (ForSession).
 //
-// In the vc-scheduler binary the first session starts a KCNR informer from
-// the session's client config and feeds the cache. Simulators and tests build
-// their own Runtime, feed it directly and install it with SetRuntime.
+// NewRuntime builds a Runtime whose fabric the caller feeds (the simulator,
+// tests). NewClusterRuntime builds the scheduler's: the first session starts
+// the KCNR, Job and HyperNode informers from its client config, and a
+// session whose plugin arguments change the topology configuration rebuilds
+// it in place (the same Runtime, every state in it new).
 type Runtime struct {
 	// Fabric is the long-lived, incrementally updated fabric cache.
 	Fabric *topology.Cache
 	// Ledger is the only record of NIC reservations.
 	Ledger *ledger.Ledger
 
-	// external is true when the fabric is fed by the caller (simulate,
-	// tests) rather than by an informer this package starts.
+	// Options, fixed when the runtime is built.
+
+	// clock is the time max-wait deadlines and holds are measured on (nil:
+	// the wall clock); the simulator gives its simulated clock (wait.go).
+	clock func() time.Time
+	// patch writes a mismatched pod's real annotations (truth.go); nil:
+	// the session's kube client, if any.
+	patch PodPatcher
+	// recorder emits Events on PodGroups, pods and KCNRs (nil: events are
+	// not recorded, unless the cluster runtime makes one on the session's
+	// kube client).
+	recorder record.EventRecorder
+
+	// external is true when the fabric is fed by the caller (NewRuntime)
+	// rather than by informers this runtime starts (NewClusterRuntime).
 	external bool
+	// buildMu guards building and rebuilding the cluster runtime, and the
+	// arguments last logged.
+	buildMu sync.Mutex
+	// built is true once the state below belongs to cfg (always for
+	// NewRuntime; from the first session on for NewClusterRuntime).
+	built bool
+	// loggedArgs are the plugin arguments last logged (logged again when
+	// they change).
+	loggedArgs string
+	// warnings remembers the pods warned about for unreadable annotations,
+	// across rebuilds (annotation_events.go).
+	warnings annotationWarnings
+
+	// State of one topology configuration, made new by reset.
+
+	// cfg is the topology configuration the state was built with; a conf
+	// reload with other plugin arguments rebuilds the cluster runtime.
+	cfg topology.Config
 	// nodes remembers the Node object last fed to the fabric per name, so an
 	// unchanged node is not rebuilt every session.
 	nodes map[string]*v1.Node
-	// recorder emits Events on PodGroups (nil: events are not recorded).
-	recorder record.EventRecorder
-	// stop ends the informer started by this runtime.
+	// stop ends the informers started by this runtime.
 	stop chan struct{}
 	// truth remembers adoptions of what the KCNRs list (truth.go).
 	truth *truth
-	// clock is the time max-wait deadlines are measured on (nil: the wall
-	// clock); the simulator installs its simulated clock (wait.go).
-	clock func() time.Time
-	// holds are the preempting gangs' holds (holds.go).
-	holds jobBook[*Hold]
+	// preemption keeps the holds (holds.go) and the claims (claims.go).
+	preemption *preemption.Store
 	// sent are the tasks of RDMA gangs the last session sent to bind, for
 	// the next one to find their failed binds (rebind.go). Only session
 	// open and close read and write it, one session at a time.
 	sent []sentBind
-	// claims are the rooms kept for waiting hard gangs (claims.go).
-	claims jobBook[*Claim]
 	// tasks is the spec.tasks order of Volcano Jobs, for ranks (ranks.go).
-	tasks taskOrders
+	tasks *taskOrders
 	// aliases remembers the PodGroups warned about for Volcano
 	// network-topology annotations their rdmatopo.io ones overrode
 	// (contract.go).
-	aliases aliasWarnings
+	aliases *aliasWarnings
 	// topology reports the fabric's KCNR problems (Events, the gauge
 	// rdmatopo_topology_unknown_nics) each time the fabric is synced
 	// (topology_events.go).
-	topology topologyReporter
-	// cfg is the topology configuration the runtime was built with; a conf
-	// reload with other plugin arguments rebuilds the production runtime.
-	cfg topology.Config
+	topology *topologyReporter
 	// lastState is the planner state of the last session opened, as that
 	// session left it: the next session takes over what is unchanged
 	// (placement.State.Inherit). Only session open reads and writes it,
@@ -89,18 +117,67 @@ type Runtime struct {
 	sessions   map[string]*Session
 }
 
+// Option sets a Runtime's option when it is built.
+type Option func(*Runtime)
+
+// WithClock measures max-wait deadlines and holds on now (the simulator's
+// simulated time) instead of the wall clock.
+func WithClock(now func() time.Time) Option { return func(rt *Runtime) { rt.clock = now } }
+
+// WithPodPatcher writes the real annotations of pods the node agent gave
+// other NICs than reserved with p, instead of the session's kube client.
+func WithPodPatcher(p PodPatcher) Option { return func(rt *Runtime) { rt.patch = p } }
+
+// WithRecorder records the runtime's Events with r. Without it the cluster
+// runtime records them on the first session's kube client, and a runtime
+// from NewRuntime records none.
+func WithRecorder(r record.EventRecorder) Option { return func(rt *Runtime) { rt.recorder = r } }
+
 // NewRuntime returns a Runtime whose fabric the caller feeds (UpsertNode,
 // UpsertCNR, ...). cfg selects resources and the S1 node label.
-func NewRuntime(cfg topology.Config) *Runtime {
-	cfg = cfg.WithDefaults()
-	return &Runtime{
-		Fabric:   topology.NewCache(cfg),
-		Ledger:   ledger.New(),
-		external: true,
-		nodes:    map[string]*v1.Node{},
-		cfg:      cfg,
-		sessions: map[string]*Session{},
+func NewRuntime(cfg topology.Config, opts ...Option) *Runtime {
+	rt := &Runtime{external: true, built: true}
+	for _, o := range opts {
+		o(rt)
 	}
+	rt.reset(cfg.WithDefaults())
+	return rt
+}
+
+// NewClusterRuntime returns the scheduler's Runtime. It is empty until the
+// first session, which builds it from the plugin's arguments and the
+// session's client config (informers, and an event recorder unless one is
+// given); a session whose arguments change the topology configuration
+// rebuilds it (ensure).
+func NewClusterRuntime(opts ...Option) *Runtime {
+	rt := &Runtime{}
+	for _, o := range opts {
+		o(rt)
+	}
+	rt.reset(topology.Config{}.WithDefaults())
+	return rt
+}
+
+// reset gives the runtime a new, empty state for cfg: fabric, ledger and
+// every memory that depends on them. The options and the warnings already
+// given are kept.
+func (rt *Runtime) reset(cfg topology.Config) {
+	rt.cfg = cfg
+	rt.Fabric = topology.NewCache(cfg)
+	rt.Ledger = ledger.New()
+	rt.nodes = map[string]*v1.Node{}
+	rt.stop = nil
+	rt.truth = newTruth()
+	rt.preemption = &preemption.Store{}
+	rt.sent = nil
+	rt.tasks = &taskOrders{}
+	rt.aliases = &aliasWarnings{}
+	rt.topology = &topologyReporter{}
+	rt.lastState = nil
+	rt.sessionsMu.Lock()
+	rt.carried = map[any]any{}
+	rt.sessions = map[string]*Session{}
+	rt.sessionsMu.Unlock()
 }
 
 // addSession registers the plugin's state of an open session.
@@ -149,28 +226,27 @@ func (rt *Runtime) removeSession(uid string) *Session {
 // whose KCNR has not arrived are topology-unknown until it does.
 const informerSyncTimeout = 30 * time.Second
 
-// ensureRuntime returns the installed runtime, creating the production one on
-// first use: a KCNR informer built with the katalyst clientset from the
-// session's client config, and an event recorder on its kube client. When
-// Volcano reloads a conf whose rdma-topology arguments change the topology
-// configuration, the production runtime is rebuilt (its informer stopped;
+// ensure builds the cluster runtime for the plugin's arguments: on the
+// first session, a KCNR informer built with the katalyst clientset from the
+// session's client config (and the Job and HyperNode informers), and an
+// event recorder on its kube client unless one was given. When Volcano
+// reloads a conf whose rdma-topology arguments change the topology
+// configuration, the runtime is rebuilt in place (its informers stopped;
 // the new ledger is restored from the pods' annotations and the KCNRs by
-// the next reconcile). A runtime installed with SetRuntime is kept as is.
-//
-// The informer is started, and its first sync awaited, outside the lock, so
-// other callers (ForSession, CurrentRuntime) never wait on the API server.
-func ensureRuntime(ssn *framework.Session, args *Args) *Runtime {
+// the next reconcile). A runtime from NewRuntime is kept as it is.
+func (rt *Runtime) ensure(ssn *framework.Session, args *Args) {
 	cfg := args.TopologyConfig().WithDefaults()
-	runtimeMu.Lock()
-	old := current
-	if old != nil && (old.external || old.cfg == cfg) {
-		runtimeMu.Unlock()
-		return old
+	rt.buildMu.Lock()
+	defer rt.buildMu.Unlock()
+	if rt.external || rt.built && rt.cfg == cfg {
+		return
 	}
-	runtimeMu.Unlock()
-
-	rt := NewRuntime(cfg)
-	rt.external = false
+	if rt.built {
+		klog.InfoS("rdma-topology arguments changed; rebuilding the topology runtime", "old", fmt.Sprintf("%+v", rt.cfg), "new", fmt.Sprintf("%+v", cfg))
+		rt.Stop()
+	}
+	rt.reset(cfg)
+	rt.built = true
 	if c := ssn.ClientConfig(); c != nil {
 		if err := rt.startInformer(c); err != nil {
 			klog.ErrorS(err, "Cannot watch CustomNodeResources; RDMA nodes are topology-unknown")
@@ -181,26 +257,24 @@ func ensureRuntime(ssn *framework.Session, args *Args) *Runtime {
 			}
 		}
 	}
-	if kc := ssn.KubeClient(); kc != nil {
+	if kc := ssn.KubeClient(); kc != nil && rt.recorder == nil {
 		b := record.NewBroadcaster()
 		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kc.CoreV1().Events("")})
 		rt.recorder = b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "vc-scheduler-" + PluginName})
 	}
+}
 
-	runtimeMu.Lock()
-	defer runtimeMu.Unlock()
-	if current != old {
-		// Installed meanwhile (SetRuntime, or a concurrent first session):
-		// keep that one.
-		rt.Stop()
-		return current
+// logArgs logs the plugin's effective arguments when they differ from those
+// last logged.
+func (rt *Runtime) logArgs(args *Args) {
+	s := args.String()
+	rt.buildMu.Lock()
+	defer rt.buildMu.Unlock()
+	if s == rt.loggedArgs {
+		return
 	}
-	if old != nil {
-		klog.InfoS("rdma-topology arguments changed; rebuilding the topology runtime", "old", fmt.Sprintf("%+v", old.cfg), "new", fmt.Sprintf("%+v", cfg))
-		old.Stop()
-	}
-	current = rt
-	return rt
+	rt.loggedArgs = s
+	klog.InfoS("rdma-topology plugin configured", "args", s)
 }
 
 // Stop ends the runtime's informer, if it started one.
@@ -218,17 +292,18 @@ func (rt *Runtime) startInformer(cfg *rest.Config) error {
 		return err
 	}
 	rt.stop = make(chan struct{})
+	fabric := rt.Fabric
 	factory := katalystinformers.NewSharedInformerFactory(client, 0)
 	inf := factory.Node().V1alpha1().CustomNodeResources().Informer()
 	_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { rt.upsertCNR(obj) },
-		UpdateFunc: func(_, obj interface{}) { rt.upsertCNR(obj) },
+		AddFunc:    func(obj interface{}) { upsertCNR(fabric, obj) },
+		UpdateFunc: func(_, obj interface{}) { upsertCNR(fabric, obj) },
 		DeleteFunc: func(obj interface{}) {
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = t.Obj
 			}
 			if cnr, ok := obj.(*nodev1alpha1.CustomNodeResource); ok {
-				rt.Fabric.DeleteCNR(cnr.Name)
+				fabric.DeleteCNR(cnr.Name)
 			}
 		},
 	})
@@ -250,9 +325,11 @@ func (rt *Runtime) startInformer(cfg *rest.Config) error {
 	return nil
 }
 
-func (rt *Runtime) upsertCNR(obj interface{}) {
+// upsertCNR feeds a KCNR event to the fabric cache the informer was
+// started for (a rebuilt runtime has another).
+func upsertCNR(fabric *topology.Cache, obj interface{}) {
 	if cnr, ok := obj.(*nodev1alpha1.CustomNodeResource); ok {
-		rt.Fabric.UpsertCNR(cnr)
+		fabric.UpsertCNR(cnr)
 	}
 }
 
@@ -263,11 +340,6 @@ func (rt *Runtime) upsertCNR(obj interface{}) {
 // Event per node and reason code on the node's KCNR, not repeated while the
 // same problems persist, and the gauge rdmatopo_topology_unknown_nics.
 func (rt *Runtime) syncNodes(ssn *framework.Session) {
-	runtimeMu.Lock()
-	defer runtimeMu.Unlock()
-	if rt.nodes == nil {
-		rt.nodes = map[string]*v1.Node{}
-	}
 	for name, ni := range ssn.Nodes {
 		if ni.Node == nil || rt.nodes[name] == ni.Node {
 			continue
@@ -300,7 +372,7 @@ func nodeLister(ssn *framework.Session) (corelisters.NodeLister, bool) {
 // topology-unknown NICs) and the planner's view. A node missing from the
 // session is not necessarily gone: Volcano's snapshot also leaves out the
 // nodes that are not Ready, which stay in the fabric (unusable, see
-// LimitNodes); the lister tells the two apart. Callers hold runtimeMu.
+// LimitNodes); the lister tells the two apart.
 func (rt *Runtime) forgetDeleted(session map[string]*api.NodeInfo, lister corelisters.NodeLister) {
 	for name := range rt.nodes {
 		if _, ok := session[name]; ok {
@@ -313,31 +385,4 @@ func (rt *Runtime) forgetDeleted(session map[string]*api.NodeInfo, lister coreli
 		rt.Fabric.DeleteNode(name)
 		klog.V(3).InfoS("Node deleted; dropped from the fabric", "node", klog.KRef("", name))
 	}
-}
-
-// The one process-wide registry: the installed runtime, which owns
-// everything else (fabric, ledger, open sessions, holds, adoption memory).
-// Volcano v1.10 builds plugins and actions per session and gives them no
-// shared context, so this pointer is how sessions find the state that
-// outlives them.
-var (
-	runtimeMu sync.Mutex
-	// current is the installed runtime; nil until the first session or
-	// SetRuntime.
-	current *Runtime
-)
-
-// SetRuntime installs rt as the process-wide runtime (nil uninstalls it, so
-// the next session starts from nothing, as after a scheduler restart).
-func SetRuntime(rt *Runtime) {
-	runtimeMu.Lock()
-	defer runtimeMu.Unlock()
-	current = rt
-}
-
-// CurrentRuntime returns the installed runtime, or nil.
-func CurrentRuntime() *Runtime {
-	runtimeMu.Lock()
-	defer runtimeMu.Unlock()
-	return current
 }

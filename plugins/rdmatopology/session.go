@@ -11,6 +11,7 @@ import (
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/preemption"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
 
@@ -26,26 +27,29 @@ type Session struct {
 	args *Args
 	rt   *Runtime
 
-	// Fabric is the snapshot taken when the session opened.
-	Fabric *topology.Fabric
-	// State is the free view after the ledger, kept in step with it.
-	State *placement.State
+	// fabric is the snapshot taken when the session opened.
+	fabric *topology.Fabric
+	// state is the free view after the ledger, kept in step with it.
+	state *placement.State
 
 	mu sync.Mutex
 	// planned holds the assignment the action chose for a task, consumed by
 	// the Allocate handler.
 	planned map[api.TaskID]placement.Assignment
+	// pipelined are the tasks a preempting gang's statement pipelined, for
+	// its hold (Pipeline, Hold).
+	pipelined map[api.JobID][]preemption.HoldTask
 	// broken marks jobs with a task allocated without NICs: never ready.
 	broken map[api.JobID]string
 	// failures records why a gang was not placed in this session.
 	failures map[api.JobID]*placement.Failure
 	// held caches each job's current placement; dropped on change.
-	held map[api.JobID]*placement.Held
+	held map[api.JobID]*placement.Occupancy
 	// byJob indexes the ledger's reservations by job (pod UID ->
 	// reservation), kept in step by allocate and deallocate.
 	byJob map[api.JobID]map[string]ledger.Reservation
-	// holds is the session's view of preempting gangs' holds (holds.go).
-	holds *sessionHolds
+	// holds is the session's view of the holds (holds.go).
+	holds *preemption.View
 	// probing counts, per task, the predicate walks in progress that ask
 	// the other plugins only (WithoutNICCheck).
 	probing map[api.TaskID]int
@@ -65,28 +69,36 @@ type Session struct {
 // openSession builds the session state: the runtime (started on first use),
 // nodes synced into the fabric, the ledger reconciled with the session's
 // pods, and the free view.
-func openSession(ssn *framework.Session, args *Args) *Session {
-	rt := ensureRuntime(ssn, args)
+func openSession(rt *Runtime, ssn *framework.Session, args *Args) *Session {
+	rt.ensure(ssn, args)
 	rt.syncNodes(ssn)
 	f := rt.Fabric.Snapshot()
-	s := &Session{
-		ssn: ssn, args: args, rt: rt, Fabric: f,
-		planned:  map[api.TaskID]placement.Assignment{},
-		broken:   map[api.JobID]string{},
-		failures: map[api.JobID]*placement.Failure{},
-		held:     map[api.JobID]*placement.Held{},
-		byJob:    map[api.JobID]map[string]ledger.Reservation{},
-	}
+	s := newSession(rt, ssn, args, f)
 	s.reconcile()
 	rt.Ledger.Each(s.indexLocked)
-	s.State = placement.NewState(f, rt.Ledger)
-	LimitNodes(s.State, ssn.Nodes, v1.ResourceName(args.GPUResource), v1.ResourceName(args.RDMAResource))
+	s.state = placement.NewState(f, rt.Ledger)
+	s.holds = preemption.NewView(s.state)
+	LimitNodes(s.state, ssn.Nodes, v1.ResourceName(args.GPUResource), v1.ResourceName(args.RDMAResource))
 	// What the last session computed about nodes nothing changed on since
 	// (their views, their leaves' statistics) holds in this one.
-	views, leaves := s.State.Inherit(rt.lastState)
+	views, leaves := s.state.Inherit(rt.lastState)
 	klog.V(5).InfoS("Planner state carried over from the last session", "nodeViews", views, "leafStatistics", leaves)
-	rt.lastState = s.State
+	rt.lastState = s.state
 	return s
+}
+
+// newSession returns the plugin's state in ssn over the fabric snapshot f,
+// before the ledger is reconciled and indexed (State is nil until then).
+func newSession(rt *Runtime, ssn *framework.Session, args *Args, f *topology.Fabric) *Session {
+	return &Session{
+		ssn: ssn, args: args, rt: rt, fabric: f,
+		planned:   map[api.TaskID]placement.Assignment{},
+		pipelined: map[api.JobID][]preemption.HoldTask{},
+		broken:    map[api.JobID]string{},
+		failures:  map[api.JobID]*placement.Failure{},
+		held:      map[api.JobID]*placement.Occupancy{},
+		byJob:     map[api.JobID]map[string]ledger.Reservation{},
+	}
 }
 
 // reconcile brings the long-lived ledger in line with the session's pods:
@@ -161,7 +173,7 @@ func (s *Session) reconcile() {
 	s.restore(tasks, missing)
 	s.restoreListed(unannotated)
 	s.adopt(tasks)
-	s.rt.truthOf().forget(tasks, s.ssn.Jobs)
+	s.rt.truth.forget(tasks, s.ssn.Jobs)
 }
 
 // restore gives bound pods that carry the scheduler's annotations but have
@@ -176,8 +188,8 @@ func (s *Session) restore(tasks map[string]*api.TaskInfo, bound []*api.TaskInfo)
 		missing = append(missing, t.Pod)
 	}
 	sort.Slice(missing, func(i, j int) bool { return missing[i].UID < missing[j].UID })
-	rebuilt, errs := ledger.Rebuild(s.args.TopologyConfig(), missing, s.Fabric)
-	reportRebuildErrors(s.rt.recorder, errs)
+	rebuilt, errs := ledger.Rebuild(s.args.TopologyConfig(), missing, s.fabric)
+	s.rt.reportRebuildErrors(errs)
 	for _, r := range rebuilt.All() {
 		if job, ok := tasks[r.UID]; ok {
 			r.Job = string(job.Job)
@@ -196,7 +208,7 @@ func (s *Session) restore(tasks map[string]*api.TaskInfo, bound []*api.TaskInfo)
 func (s *Session) restoreListed(bound []*api.TaskInfo) {
 	sort.Slice(bound, func(i, j int) bool { return bound[i].UID < bound[j].UID })
 	for _, t := range bound {
-		r, ok := ledger.Listed(s.args.TopologyConfig(), t.Pod, s.Fabric)
+		r, ok := ledger.Listed(s.args.TopologyConfig(), t.Pod, s.fabric)
 		if !ok || r.Node != nodeOf(t) {
 			continue
 		}
@@ -258,14 +270,14 @@ func (s *Session) Shape(task *api.TaskInfo) placement.Shape {
 	return ShapeOf(task.Pod, task.InitResreq, v1.ResourceName(s.args.GPUResource), v1.ResourceName(s.args.RDMAResource))
 }
 
-// Held returns the placement the job's further pods are planned next to:
+// occupancy returns the placement the job's further pods are planned next to:
 // Realized, except that a hard gang the nodes placed otherwise than
 // planned keeps the leaves (and S1s) of its plan. Hard mode bounds what
 // the scheduler plans, not what the nodes did: the leaves a node added
 // are its doing, and counting them would leave no leaf that holds the
 // gang's remaining pods within its tier.
-func (s *Session) Held(jobID api.JobID) *placement.Held {
-	h := s.Realized(jobID)
+func (s *Session) occupancy(jobID api.JobID) *placement.Occupancy {
+	h := s.realized(jobID)
 	if s.ssn == nil || h.Empty() {
 		return h
 	}
@@ -273,46 +285,46 @@ func (s *Session) Held(jobID api.JobID) *placement.Held {
 	if !ok {
 		return h
 	}
-	if c, err := s.Contract(job); err != nil || c.Mode != placement.ModeHard {
+	if c, err := s.contract(job); err != nil || c.Mode != placement.ModeHard {
 		return h
 	}
 	plan, ok := s.plannedOf(job)
 	if !ok || len(plan.S0) == 0 {
 		return h
 	}
-	out := &placement.Held{Nodes: h.Nodes, Pods: h.Pods, S0s: map[topology.S0ID]bool{}, S1s: map[topology.S1ID]bool{}}
+	out := &placement.Occupancy{Nodes: h.Nodes, Pods: h.Pods, S0s: map[topology.S0ID]bool{}, S1s: map[topology.S1ID]bool{}}
 	for _, id := range plan.S0 {
 		leaf := topology.S0ID(id)
 		out.S0s[leaf] = true
-		if l, ok := s.Fabric.Leaf(leaf); ok {
+		if l, ok := s.fabric.Leaf(leaf); ok {
 			out.S1s[l.S1] = true
 		}
 	}
 	return out
 }
 
-// Realized returns the placement the job currently holds: its reservations
+// realized returns the placement the job currently holds: its reservations
 // in the ledger (bound pods, as their KCNRs list them once they do, and
 // pods allocated in this session).
-func (s *Session) Realized(jobID api.JobID) *placement.Held {
+func (s *Session) realized(jobID api.JobID) *placement.Occupancy {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.heldLocked(jobID)
+	return s.occupancyLocked(jobID)
 }
 
-func (s *Session) heldLocked(jobID api.JobID) *placement.Held {
+func (s *Session) occupancyLocked(jobID api.JobID) *placement.Occupancy {
 	if h, ok := s.held[jobID]; ok {
 		return h
 	}
-	h := heldOf(s.Fabric, s.byJob[jobID])
+	h := occupancyOf(s.fabric, s.byJob[jobID])
 	s.held[jobID] = h
 	return h
 }
 
 // heldOf is the placement the reservations hold: their nodes, the leaves of
 // their NICs and those leaves' S1s.
-func heldOf(f *topology.Fabric, rs map[string]ledger.Reservation) *placement.Held {
-	h := &placement.Held{Nodes: map[string]bool{}, S0s: map[topology.S0ID]bool{}, S1s: map[topology.S1ID]bool{}}
+func occupancyOf(f *topology.Fabric, rs map[string]ledger.Reservation) *placement.Occupancy {
+	h := &placement.Occupancy{Nodes: map[string]bool{}, S0s: map[topology.S0ID]bool{}, S1s: map[topology.S1ID]bool{}}
 	for _, r := range rs {
 		h.Pods++
 		h.Nodes[r.Node] = true
@@ -328,7 +340,7 @@ func heldOf(f *topology.Fabric, rs map[string]ledger.Reservation) *placement.Hel
 
 // summarize is a held placement as the PodGroup annotation writes it: its
 // tier, and its S0s and (known) S1s, sorted.
-func summarize(h *placement.Held) PlannedPlacement {
+func summarize(h *placement.Occupancy) PlannedPlacement {
 	p := PlannedPlacement{Tier: placement.TierOf(len(h.Nodes), len(h.S0s), len(h.S1s)).String(), S0: []string{}, S1: []string{}}
 	for id := range h.S0s {
 		p.S0 = append(p.S0, string(id))
@@ -364,7 +376,7 @@ func (s *Session) tierLimit(job *api.JobInfo, node string) (map[topology.S0ID]bo
 	if mode != placement.ModeHard {
 		return nil, true
 	}
-	h := s.Held(job.UID)
+	h := s.occupancy(job.UID)
 	if h.Empty() {
 		return nil, true
 	}
@@ -377,7 +389,7 @@ func (s *Session) tierLimit(job *api.JobInfo, node string) (map[topology.S0ID]bo
 	case placement.TierS1:
 		allowed := map[topology.S0ID]bool{}
 		for s1 := range h.S1s {
-			for _, id := range s.Fabric.LeavesOf(s1) {
+			for _, id := range s.fabric.LeavesOf(s1) {
 				allowed[id] = true
 			}
 		}
@@ -386,27 +398,29 @@ func (s *Session) tierLimit(job *api.JobInfo, node string) (map[topology.S0ID]bo
 	return nil, true
 }
 
-// SetPlanned hands the Allocate handler the assignment chosen for a task.
-func (s *Session) SetPlanned(uid api.TaskID, a placement.Assignment) {
+// setPlanned hands the Allocate handler the assignment chosen for a task.
+func (s *Session) setPlanned(uid api.TaskID, a placement.Assignment) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.planned[uid] = a
 }
 
-// ClearPlanned forgets planned assignments (after a commit or discard).
-func (s *Session) ClearPlanned() {
+// clearPlanned forgets planned assignments and pipelined tasks (after a
+// commit or discard).
+func (s *Session) clearPlanned() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.planned = map[api.TaskID]placement.Assignment{}
+	s.pipelined = map[api.JobID][]preemption.HoldTask{}
 }
 
-// RecordFailure notes why a gang was not placed; shown on its PodGroup.
+// Report notes why a gang was not placed; shown on its PodGroup.
 //
 // The reason also becomes the job's fit error, so Volcano's own reports
 // carry it where users look: the PodGroup's Unschedulable condition and
 // event ("... Origin reason is: rdma-topology: ..."), and the pending pods'
 // PodScheduled condition.
-func (s *Session) RecordFailure(job *api.JobInfo, f *placement.Failure) {
+func (s *Session) Report(job *api.JobInfo, f *placement.Failure) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failures[job.UID] = f

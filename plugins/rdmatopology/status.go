@@ -62,7 +62,7 @@ func (s *Session) close() {
 			}
 			continue
 		}
-		h := s.Realized(job.UID)
+		h := s.realized(job.UID)
 		if h.Empty() {
 			s.setPlacement(job, "")
 		} else {
@@ -71,12 +71,12 @@ func (s *Session) close() {
 			ann.Planned = s.plannedFor(job, ann)
 			data, _ := json.Marshal(ann)
 			s.setPlacement(job, string(data))
-			if _, err := s.Contract(job); err == nil && int32(h.Pods) > 0 && job.ReadyTaskNum() >= job.MinAvailable {
+			if _, err := s.contract(job); err == nil && int32(h.Pods) > 0 && job.ReadyTaskNum() >= job.MinAvailable {
 				s.setCondition(job, v1.ConditionTrue, ReasonPlaced,
 					fmt.Sprintf("placed at tier %s on %d node(s) under S0 %s", ann.Tier, len(h.Nodes), strings.Join(ann.S0, ",")))
 			}
 		}
-		_, cerr := s.Contract(job)
+		_, cerr := s.contract(job)
 		s.mu.Lock()
 		f := s.failures[job.UID]
 		s.mu.Unlock()
@@ -115,7 +115,7 @@ func (s *Session) ringCrossings(job *api.JobInfo) *int {
 			continue
 		}
 		var leaves []string
-		for _, l := range s.Fabric.NICLeaves(r.Node, r.NICs()) {
+		for _, l := range s.fabric.NICLeaves(r.Node, r.NICs()) {
 			leaves = append(leaves, string(l))
 		}
 		sort.Strings(leaves)

@@ -153,9 +153,8 @@ func TestTopologyEventMessageIsBounded(t *testing.T) {
 // TestSyncNodesReportsTopology runs the runtime's fabric sync: Events go to
 // the runtime's recorder and the gauge follows every sync.
 func TestSyncNodesReportsTopology(t *testing.T) {
-	rt := NewRuntime(topology.Config{})
 	rec := &refRecorder{}
-	rt.recorder = rec
+	rt := NewRuntime(topology.Config{}, WithRecorder(rec))
 	ssn := &framework.Session{Nodes: map[string]*api.NodeInfo{}}
 	for _, n := range []*corev1.Node{eventNode("n1"), eventNode("n2"), builders.MakeNode("n3").GPU(8).RDMA(2).Obj()} {
 		ssn.Nodes[n.Name] = &api.NodeInfo{Name: n.Name, Node: n}

@@ -75,9 +75,6 @@ func KubePodPatcher(kc kubernetes.Interface) PodPatcher {
 // truth is the runtime's memory of adoptions, across sessions.
 type truth struct {
 	mu sync.Mutex
-	// patch writes a mismatched pod's real annotations; nil: the session's
-	// kube client, if any.
-	patch PodPatcher
 	// evented marks pods whose NICMismatch Event was recorded.
 	evented map[string]bool
 	// planned is the placement each gang was planned at, kept while the
@@ -96,25 +93,9 @@ type PlannedPlacement struct {
 	S1   []string `json:"s1"`
 }
 
-// truthOf returns the runtime's adoption memory, creating it on first use.
-func (rt *Runtime) truthOf() *truth {
-	truthMu.Lock()
-	defer truthMu.Unlock()
-	if rt.truth == nil {
-		rt.truth = &truth{evented: map[string]bool{}, planned: map[api.JobID]PlannedPlacement{}, wider: map[api.JobID]bool{}}
-	}
-	return rt.truth
-}
-
-var truthMu sync.Mutex
-
-// SetPodPatcher installs how mismatched pods' annotations are written (the
-// simulator and tests install their own; the scheduler uses its kube client).
-func (rt *Runtime) SetPodPatcher(p PodPatcher) {
-	t := rt.truthOf()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.patch = p
+// newTruth returns an empty adoption memory.
+func newTruth() *truth {
+	return &truth{evented: map[string]bool{}, planned: map[api.JobID]PlannedPlacement{}, wider: map[api.JobID]bool{}}
 }
 
 // adopt is reconcile's last step: confirm reservations the KCNRs list and
@@ -127,8 +108,8 @@ func (s *Session) adopt(tasks map[string]*api.TaskInfo) {
 		live[t.Namespace+"/"+t.Name+"/"+string(t.UID)] = true
 	}
 	gone := func(consumer string) bool { return !live[consumer] }
-	mismatches, displaced := s.rt.Ledger.Adopt(s.Fabric, gone)
-	t := s.rt.truthOf()
+	mismatches, displaced := s.rt.Ledger.Adopt(s.fabric, gone)
+	t := s.rt.truth
 	byJob := map[api.JobID][]ledger.Mismatch{}
 	// A pod whose reserved NIC went to a pod the KCNR lists holds another
 	// free NIC of its node instead: its annotations follow its reservation
@@ -178,11 +159,11 @@ func (s *Session) adopt(tasks map[string]*api.TaskInfo) {
 		if planned == nil {
 			planned = map[string]ledger.Reservation{}
 		}
-		realized := placementOf(s.Fabric, planned)
+		realized := placementOf(s.fabric, planned)
 		for _, m := range byJob[jobID] {
 			planned[m.Planned.UID] = m.Planned
 		}
-		plan := placementOf(s.Fabric, planned)
+		plan := placementOf(s.fabric, planned)
 		t.mu.Lock()
 		if _, ok := t.planned[jobID]; !ok {
 			t.planned[jobID] = plan
@@ -200,9 +181,7 @@ func (s *Session) adopt(tasks map[string]*api.TaskInfo) {
 // container split the plan had and r lost is overwritten with "" (a merge
 // patch of string values cannot remove a key; "" reads as no split).
 func (s *Session) patchPod(t *truth, planned, r ledger.Reservation) {
-	t.mu.Lock()
-	patch := t.patch
-	t.mu.Unlock()
+	patch := s.rt.patch
 	if patch == nil {
 		kc := s.ssn.KubeClient()
 		if kc == nil {
@@ -210,7 +189,7 @@ func (s *Session) patchPod(t *truth, planned, r ledger.Reservation) {
 		}
 		patch = KubePodPatcher(kc)
 	}
-	ann := r.Annotations(s.Fabric)
+	ann := r.Annotations(s.fabric)
 	if _, ok := ann[ledger.AnnotationContainers]; !ok && len(planned.Containers) > 0 {
 		ann[ledger.AnnotationContainers] = ""
 	}
@@ -272,7 +251,7 @@ func (s *Session) plannedFor(job *api.JobInfo, realized PlacementAnnotation) *Pl
 // ever placed one of its pods otherwise: the runtime's record, else (after
 // a restart) the one the PodGroup carries.
 func (s *Session) plannedOf(job *api.JobInfo) (PlannedPlacement, bool) {
-	t := s.rt.truthOf()
+	t := s.rt.truth
 	t.mu.Lock()
 	p, ok := t.planned[job.UID]
 	t.mu.Unlock()
@@ -289,7 +268,7 @@ func (s *Session) plannedOf(job *api.JobInfo) (PlannedPlacement, bool) {
 
 // placementOf summarizes reservations as a placement: tier, S0s, S1s.
 func placementOf(f *topology.Fabric, rs map[string]ledger.Reservation) PlannedPlacement {
-	return summarize(heldOf(f, rs))
+	return summarize(occupancyOf(f, rs))
 }
 
 // tierRank orders tier names, tightest first; unknown names rank last.

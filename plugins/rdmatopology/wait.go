@@ -16,23 +16,12 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 )
 
-// SetClock sets the clock max-wait deadlines are measured on (the
-// simulator's simulated time); nil restores the wall clock.
-func (rt *Runtime) SetClock(now func() time.Time) {
-	runtimeMu.Lock()
-	defer runtimeMu.Unlock()
-	rt.clock = now
-}
-
-// Now is the runtime's current time.
+// Now is the runtime's current time (WithClock's, else the wall clock).
 func (rt *Runtime) Now() time.Time {
-	runtimeMu.Lock()
-	now := rt.clock
-	runtimeMu.Unlock()
-	if now == nil {
+	if rt.clock == nil {
 		return time.Now()
 	}
-	return now()
+	return rt.clock()
 }
 
 // waitingSince reads the PodGroup's rdmatopo.io/waiting-since; false when
@@ -58,7 +47,7 @@ func waitingSince(job *api.JobInfo) (time.Time, bool) {
 // or, once a hard gang's max-wait has passed since it started waiting, the
 // same as soft (relaxed true). The error is Contract's.
 func (s *Session) EffectiveContract(job *api.JobInfo) (c placement.Contract, relaxed bool, err error) {
-	c, err = s.Contract(job)
+	c, err = s.contract(job)
 	if err != nil || c.Mode != placement.ModeHard || c.MaxWait <= 0 {
 		return c, false, err
 	}
@@ -90,7 +79,7 @@ func (s *Session) waitNote(job *api.JobInfo, waiting, whole bool) string {
 		since = now
 		s.setAnnotation(job, ledger.AnnotationWaitingSince, now.UTC().Format(time.RFC3339))
 	}
-	c, err := s.Contract(job)
+	c, err := s.contract(job)
 	if err != nil || c.Mode != placement.ModeHard || c.MaxWait <= 0 {
 		return ""
 	}

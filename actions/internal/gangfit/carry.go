@@ -29,7 +29,7 @@ import (
 // terms reach other nodes; Nodes.labelsMatter), pods whose verdict depends
 // on other pods' placement (dependsOnPods), pods with volumes whose
 // checks read PersistentVolumes (claims, ephemeral and CSI volumes), and
-// plugins other than carryPlugins with predicates enabled in the conf (a
+// plugins other than those carryPlugin names with predicates enabled in the conf (a
 // plugin's predicate may read anything, a clock included).
 type carry struct {
 	// seq counts the New calls that used the carry; inputsAt[node] is the
@@ -63,11 +63,15 @@ const carryKeep = 4
 // carryKey identifies a mode's carry in the plugin's runtime.
 type carryKey struct{ mode Mode }
 
-// carryPlugins are the plugins whose predicates (if any) read only the
-// pod, the node and the pods on it, or none at all.
-var carryPlugins = map[string]bool{
-	"priority": true, "gang": true, "conformance": true, "drf": true, "proportion": true,
-	"nodeorder": true, "binpack": true, "predicates": true, "rdma-topology": true,
+// carryPlugin reports whether the plugin's predicates (if any) read only
+// the pod, the node and the pods on it, or none at all.
+func carryPlugin(name string) bool {
+	switch name {
+	case "priority", "gang", "conformance", "drf", "proportion",
+		"nodeorder", "binpack", "predicates", "rdma-topology":
+		return true
+	}
+	return false
 }
 
 // carryAllowed reports whether the session's conf lets node sets be carried.
@@ -76,7 +80,7 @@ func carryAllowed(ssn *framework.Session) bool {
 		for _, p := range tier.Plugins {
 			// Volcano calls a plugin's predicates only when the conf
 			// enables them (defaults fill in true when it is loaded).
-			if p.EnabledPredicate != nil && *p.EnabledPredicate && !carryPlugins[p.Name] {
+			if p.EnabledPredicate != nil && *p.EnabledPredicate && !carryPlugin(p.Name) {
 				return false
 			}
 		}

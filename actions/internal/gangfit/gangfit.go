@@ -61,7 +61,7 @@ type Nodes struct {
 	groups       map[[32]byte]int
 	sets         []*group
 	// heldOn says what other gangs' preemption holds keep on a node
-	// (rdmatopology.Session.HeldOn); nil: nothing.
+	// (rdmatopology.Session.KeptOn); nil: nothing.
 	heldOn func(job api.JobID, node string) (*api.Resource, string)
 	// touched logs, in order, the node of every task allocated, pipelined,
 	// evicted or taken back in the session since New (the session's event
@@ -104,7 +104,7 @@ type group struct {
 
 // New returns the node sets of one session, read with mode.
 func New(ssn *framework.Session, topo *rdmatopology.Session, mode Mode) *Nodes {
-	n := &Nodes{ssn: ssn, topo: topo, mode: mode, groups: map[[32]byte]int{}, heldOn: topo.HeldOn}
+	n := &Nodes{ssn: ssn, topo: topo, mode: mode, groups: map[[32]byte]int{}, heldOn: topo.KeptOn}
 	touch := func(e *framework.Event) {
 		if e.Task == nil {
 			return
@@ -119,7 +119,7 @@ func New(ssn *framework.Session, topo *rdmatopology.Session, mode Mode) *Nodes {
 		}
 	}
 	ssn.AddEventHandler(&framework.EventHandler{AllocateFunc: touch, DeallocateFunc: touch})
-	for _, name := range topo.Fabric.NodeNames() {
+	for _, name := range topo.Fabric().NodeNames() {
 		ni, ok := ssn.Nodes[name]
 		if !ok {
 			continue
@@ -232,6 +232,23 @@ func (n *Nodes) Filter(pods []placement.Pod, scope map[string]bool) func(node st
 		}
 		return n.Allowed(node, g)
 	}
+}
+
+// Request is the planner request of the job's pending RDMA tasks rdma
+// under contract c (rdmatopology.Session.GangRequest), with what the
+// session's predicates admit (Allowed, Admit) and how many of the pods the
+// gang needs beside its others pending tasks without RDMA (Need). Both
+// actions plan a gang from it.
+func (n *Nodes) Request(job *api.JobInfo, c placement.Contract, rdma []*api.TaskInfo, others int) (placement.Gang, error) {
+	g, err := n.topo.GangRequest(job, c, rdma, n.Group)
+	if err != nil {
+		return g, err
+	}
+	g.Allowed = n.Filter(g.Pods, nil)
+	g.Admit = n.Admit(rdma, nil)
+	need := int(job.MinAvailable) - int(job.ReadyTaskNum()) - others
+	g.Need = max(0, min(need, len(rdma)))
+	return g, nil
 }
 
 // Refused explains, for a group no node admits, why (Volcano's "0/N nodes

@@ -1,10 +1,10 @@
-// Package heldgang allocates the pods a hold of the rdma-topology plugin
-// keeps resources for (plugins/rdmatopology holds.go) where the hold keeps
-// them: a preempting gang where its victims were (topology-preempt), the
-// pods of a partial gang where their binds failed (topology-allocate). Both
-// actions realize holds through Realize, so a gang is allocated from a hold
-// in one way only.
-package heldgang
+// Realizing holds: the pods a hold keeps resources for are allocated where
+// the hold keeps them, a preempting gang where its victims were
+// (topology-preempt), the pods of a partial gang where their binds failed
+// (topology-allocate). Both actions realize holds through RealizeHold, so a
+// gang is allocated from a hold in one way only.
+
+package rdmatopology
 
 import (
 	"fmt"
@@ -13,10 +13,24 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
-	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
+	"github.com/rdmatopo/rdmatopo/framework/preemption"
 )
 
-// Realize allocates the hold's tasks on their nodes (an RDMA task on its
+// RealizeHolds realizes the holds applied in this session (realizeHold),
+// by job name; only rebind holds when rebindOnly. placed, when set, is
+// told the tasks each hold allocated.
+func (s *Session) RealizeHolds(rebindOnly bool, placed func([]*api.TaskInfo)) {
+	for _, h := range s.appliedHolds() {
+		if rebindOnly && !h.Rebind {
+			continue
+		}
+		if tasks := s.realizeHold(h); len(tasks) > 0 && placed != nil {
+			placed(tasks)
+		}
+	}
+}
+
+// realizeHold allocates the hold's tasks on their nodes (an RDMA task on its
 // held NICs) in one statement, committed when the gang is then ready, and
 // returns the tasks allocated (nil when none was).
 //
@@ -34,18 +48,20 @@ import (
 // rest of their gang is running and waits for them. Proportion recomputes
 // deserved shares every session; refusing the pods now would make the
 // evictions futile, or leave a gang partial.
-func Realize(ssn *framework.Session, topo *rdmatopology.Session, h *rdmatopology.Hold) []*api.TaskInfo {
-	job := ssn.Jobs[h.Job]
+func (s *Session) realizeHold(h *preemption.Hold) []*api.TaskInfo {
+	ssn := s.ssn
+	jobID := api.JobID(h.Job)
+	job := ssn.Jobs[jobID]
 	if job == nil {
 		return nil
 	}
 	for _, t := range h.Tasks {
-		if task := job.Tasks[t.UID]; task != nil && task.Status != api.Pending {
+		if task := job.Tasks[api.TaskID(t.UID)]; task != nil && task.Status != api.Pending {
 			// An earlier action placed the pod elsewhere this session (the
 			// hold's NICs are not free to it, other capacity was).
 			// Allocating the task again, and discarding that, would take
 			// the node off a task already sent to bind.
-			topo.DropHold(h.Job, "gang placed elsewhere")
+			s.dropHold(jobID, "gang placed elsewhere")
 			klog.V(3).InfoS("Dropped the hold of a gang placed elsewhere", "job", h.Name,
 				"task", klog.KRef(task.Namespace, task.Name), "status", task.Status)
 			return nil
@@ -58,7 +74,7 @@ func Realize(ssn *framework.Session, topo *rdmatopology.Session, h *rdmatopology
 			need[t.Node] = api.EmptyResource()
 			nodes = append(nodes, t.Node)
 		}
-		need[t.Node].Add(t.Resreq)
+		need[t.Node].Add(ResourceOf(t.Resreq))
 	}
 	for _, name := range nodes {
 		node := ssn.Nodes[name]
@@ -66,7 +82,7 @@ func Realize(ssn *framework.Session, topo *rdmatopology.Session, h *rdmatopology
 			continue
 		}
 		if h.Rebind && (node == nil || !need[name].LessEqual(node.FutureIdle(), api.Zero)) {
-			topo.DropHold(h.Job, "node "+name+" no longer has the resources of the failed binds")
+			s.dropHold(jobID, "node "+name+" no longer has the resources of the failed binds")
 			klog.InfoS("Dropped the slots of a partial gang's failed binds; planning the pods anew", "job", h.Name, "node", name)
 			return nil
 		}
@@ -74,24 +90,24 @@ func Realize(ssn *framework.Session, topo *rdmatopology.Session, h *rdmatopology
 		return nil
 	}
 	if h.Rebind {
-		if c := topo.Listed(h); c != "" {
+		if c := h.Listed(s.fabric); c != "" {
 			klog.V(4).InfoS("Held pods wait for the node's KCNR to drop a pod gone", "job", h.Name, "listed", c)
 			return nil
 		}
 	}
-	topo.TakeHold(h.Job)
-	defer topo.ClearPlanned()
+	s.takeHold(jobID)
+	defer s.clearPlanned()
 	stmt := framework.NewStatement(ssn)
 	var err error
 	var placed []*api.TaskInfo
 	for _, t := range h.Tasks {
-		task, node := job.Tasks[t.UID], ssn.Nodes[t.Node]
+		task, node := job.Tasks[api.TaskID(t.UID)], ssn.Nodes[t.Node]
 		if task == nil || node == nil {
 			err = fmt.Errorf("task %s or node %s is gone", t.Name, t.Node)
 			break
 		}
 		if t.RDMA {
-			topo.SetPlanned(task.UID, t.Assignment)
+			s.setPlanned(task.UID, t.Assignment)
 		}
 		if err = ssn.PrePredicateFn(task); err != nil {
 			break
@@ -106,13 +122,13 @@ func Realize(ssn *framework.Session, topo *rdmatopology.Session, h *rdmatopology
 	}
 	if err == nil && job.CheckTaskReady() && job.IsReady() && ssn.JobReady(job) {
 		stmt.Commit()
-		topo.DropHold(h.Job, "gang allocated where it was held")
+		s.dropHold(jobID, "gang allocated where it was held")
 		if h.Rebind {
 			klog.InfoS("Allocated the pods of a partial gang where their binds failed", "job", h.Name, "pods", len(h.Tasks),
-				"waited", topo.Now().Sub(h.Since))
+				"waited", s.rt.Now().Sub(h.Since))
 		} else {
 			klog.InfoS("Allocated preempting gang where its victims were", "job", h.Name, "pods", len(h.Tasks),
-				"waited", topo.Now().Sub(h.Since))
+				"waited", s.rt.Now().Sub(h.Since))
 		}
 		return placed
 	}
@@ -120,7 +136,7 @@ func Realize(ssn *framework.Session, topo *rdmatopology.Session, h *rdmatopology
 	if err == nil {
 		err = fmt.Errorf("gang is not ready")
 	}
-	topo.DropHold(h.Job, "held placement cannot be allocated: "+err.Error())
+	s.dropHold(jobID, "held placement cannot be allocated: "+err.Error())
 	klog.InfoS("Abandoned the hold of a gang", "job", h.Name, "rebind", h.Rebind, "err", err)
 	return nil
 }

@@ -1,4 +1,4 @@
-package rdmatopology
+package preemption
 
 import (
 	"testing"
@@ -10,13 +10,13 @@ import (
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
 
-// TestListedFor: a held NIC the node's KCNR lists for a consumer other
+// TestListedOther: a held NIC the node's KCNR lists for a consumer other
 // than the hold's victims and held pods breaks the hold's plan; listings of
 // the victims (the KCNR lags their eviction) and of the held pods do not.
-func TestListedFor(t *testing.T) {
+func TestListedOther(t *testing.T) {
 	nic := builders.NUMANICs[0][0]
 	hold := &Hold{Name: "ns/big", Victims: []string{"ns/victim-0"},
-		Tasks: []HeldTask{{Name: "ns/big-0", Node: "n1", RDMA: true}}}
+		Tasks: []HoldTask{{Name: "ns/big-0", Node: "n1", RDMA: true}}}
 	cases := map[string]struct {
 		consumer string // "" lists nobody on the NIC
 		want     string
@@ -38,11 +38,11 @@ func TestListedFor(t *testing.T) {
 			}
 			node := builders.MakeNode("n1").Shared().GPU(8).RDMA(4).CPU("128").Obj()
 			f := topology.Build(topology.Config{}.WithDefaults(), []*corev1.Node{node}, []*v1alpha1.CustomNodeResource{w.Obj()})
-			if got := listedFor(f, "n1", topology.NICID(nic), hold); got != tc.want {
-				t.Errorf("listedFor = %q, want %q", got, tc.want)
+			if got := hold.ListedOther(f, "n1", topology.NICID(nic)); got != tc.want {
+				t.Errorf("ListedOther = %q, want %q", got, tc.want)
 			}
-			if got := listedFor(f, "n9", topology.NICID(nic), hold); got != "" {
-				t.Errorf("listedFor on an unknown node = %q, want none", got)
+			if got := hold.ListedOther(f, "n9", topology.NICID(nic)); got != "" {
+				t.Errorf("ListedOther on an unknown node = %q, want none", got)
 			}
 		})
 	}

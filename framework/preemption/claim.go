@@ -1,0 +1,98 @@
+package preemption
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+)
+
+// Claim is the room a waiting hard gang is kept: younger gangs of its
+// priority are not placed there while it waits.
+type Claim struct {
+	// Job is the claiming job's UID; Name its "namespace/name".
+	Job  string
+	Name string
+	// Priority and Created are the job's, when it claimed: the claim keeps
+	// out jobs of that priority created later.
+	Priority int32
+	Created  metav1.Time
+	// Room names the room ("s1 <id>", "s0 <id>", "node <name>"). S0s are
+	// its leaves (none for a node room): RDMA gangs kept out of it do not
+	// use their NICs. Nodes are its nodes: a node room keeps RDMA gangs off
+	// the node, and every room keeps pods without RDMA off its nodes.
+	Room  string
+	S0s   map[topology.S0ID]bool
+	Nodes map[string]bool
+}
+
+// Older reports whether job a (created at ca) is ahead of job b in age:
+// created earlier, or at the same time with the smaller UID.
+func Older(ca metav1.Time, a string, cb metav1.Time, b string) bool {
+	if !ca.Equal(&cb) {
+		return ca.Before(&cb)
+	}
+	return a < b
+}
+
+// KeepOff keeps gang g out of the claims' rooms: their leaves go to its
+// excluded S0s, node rooms to its excluded nodes. It returns the first
+// claim's gang name and how many claims there are ("", 0 when none).
+func KeepOff(g *placement.Gang, claims []*Claim) (string, int) {
+	for _, c := range claims {
+		if len(c.S0s) == 0 {
+			if g.Exclude == nil {
+				g.Exclude = map[string]bool{}
+			}
+			for n := range c.Nodes {
+				g.Exclude[n] = true
+			}
+			continue
+		}
+		if g.ExcludeS0s == nil {
+			g.ExcludeS0s = map[topology.S0ID]bool{}
+		}
+		for id := range c.S0s {
+			g.ExcludeS0s[id] = true
+		}
+	}
+	if len(claims) == 0 {
+		return "", 0
+	}
+	return claims[0].Name, len(claims)
+}
+
+// ClaimedNodes returns the nodes of the claims' rooms, each with the first
+// claim's gang name that keeps it (nil when there is none).
+func ClaimedNodes(claims []*Claim) map[string]string {
+	var out map[string]string
+	for _, c := range claims {
+		if out == nil {
+			out = map[string]string{}
+		}
+		for n := range c.Nodes {
+			if _, ok := out[n]; !ok {
+				out[n] = c.Name
+			}
+		}
+	}
+	return out
+}
+
+// ClaimedFailure returns f with a note that n rooms are kept for older
+// waiting gangs of the same priority, by first, so the PodGroup says why
+// its gang waits behind them.
+func ClaimedFailure(f *placement.Failure, by string, n int) *placement.Failure {
+	if f == nil || by == "" {
+		return f
+	}
+	out := *f
+	rooms := "a room"
+	if n > 1 {
+		rooms = fmt.Sprintf("%d rooms", n)
+	}
+	out.Message = fmt.Sprintf("%s (%s kept for %s, an older waiting gang of the same priority)", f.Message, rooms, by)
+	return &out
+}

@@ -1,0 +1,145 @@
+// The actions' side of a session: planning a gang on the free view, and
+// applying a plan through a Statement. The plugin hands each planned task
+// its NICs (the Allocate handler reserves them), lifts its veto on
+// pipelining a gang the topology-preempt action pipelines, records the
+// preempting gang's hold, and forgets what it was handed once the statement
+// is settled; the actions never do these steps themselves.
+
+package rdmatopology
+
+import (
+	"fmt"
+
+	"volcano.sh/volcano/pkg/scheduler/api"
+	"volcano.sh/volcano/pkg/scheduler/framework"
+
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/preemption"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+)
+
+// GangRequest turns the job's pending RDMA tasks into a planner request
+// under contract c, the pods in rank order, each in the predicate group
+// group gives it. Ranks number the whole gang, the pods it holds included,
+// and the occupancy carries theirs, so that late pods go next to their rank
+// neighbours and into their segments (rankGang). It fails on an invalid
+// rank annotation (an error wrapping placement.ErrInvalidContract). The
+// caller sets what the session's predicates admit (Allowed, Admit) and how
+// many pods are needed (Need).
+func (s *Session) GangRequest(job *api.JobInfo, c placement.Contract, rdma []*api.TaskInfo, group func(*api.TaskInfo) int) (placement.Gang, error) {
+	g := placement.Gang{Job: string(job.UID), Mode: c.Mode, HighestTier: c.HighestTier,
+		Exclude: map[string]bool{}, Segment: c.Segment}
+	for _, t := range rdma {
+		g.Pods = append(g.Pods, placement.Pod{UID: string(t.UID), Name: t.Namespace + "/" + t.Name,
+			Shape: s.Shape(t), Group: group(t)})
+	}
+	occ, members, err := s.rankGang(job, rdma, g.Pods)
+	g.Occupancy, g.Members = occ, members
+	return g, err
+}
+
+// Plan plans gang g on the session's free view (evicted nil) or on a
+// what-if copy of it in which the pods of the evicted reservations (none,
+// for an empty slice) are gone, their NICs, GPUs and CPUs free: what
+// evicting them would let the gang do.
+func (s *Session) Plan(g placement.Gang, evicted []ledger.Reservation) (*placement.Plan, *placement.Failure) {
+	if evicted == nil {
+		return s.state.Plan(g)
+	}
+	st := s.state.Clone()
+	for _, r := range evicted {
+		st.Release(r.UID, placement.Assignment{PodUID: r.UID, Node: r.Node, Zones: r.Zones})
+	}
+	return st.Plan(g)
+}
+
+// Allocate allocates task on node in stmt once the session's predicates
+// admit it there, a being its planned NICs (nil for a task without RDMA).
+func (s *Session) Allocate(stmt *framework.Statement, task *api.TaskInfo, node *api.NodeInfo, a *placement.Assignment) error {
+	if a != nil {
+		s.setPlanned(task.UID, *a)
+	}
+	if err := s.ssn.PredicateForAllocateAction(task, node); err != nil {
+		return fmt.Errorf("predicates refuse %s/%s on %s: %w", task.Namespace, task.Name, node.Name, err)
+	}
+	if err := stmt.Allocate(task, node); err != nil {
+		return fmt.Errorf("allocate %s/%s on %s: %w", task.Namespace, task.Name, node.Name, err)
+	}
+	return nil
+}
+
+// Pipeline pipelines a preempting gang's task onto node in stmt (onto the
+// resources its victims release) once the session's preempt predicates
+// admit it there, a being its planned NICs (nil for a task without RDMA),
+// and notes it for the gang's hold (Hold).
+func (s *Session) Pipeline(stmt *framework.Statement, task *api.TaskInfo, node *api.NodeInfo, a *placement.Assignment) error {
+	if a != nil {
+		s.setPlanned(task.UID, *a)
+	}
+	if err := s.ssn.PredicateForPreemptAction(task, node); err != nil {
+		return fmt.Errorf("predicates refuse %s/%s on %s: %w", task.Namespace, task.Name, node.Name, err)
+	}
+	if err := stmt.Pipeline(task, node.Name, true); err != nil {
+		return fmt.Errorf("pipeline %s/%s on %s: %w", task.Namespace, task.Name, node.Name, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pipelined[task.Job] = append(s.pipelined[task.Job], HoldTaskOf(task, node.Name, a))
+	return nil
+}
+
+// Evict evicts victim in stmt. Should stmt be discarded, the victim is
+// allocated back onto the NICs res reserved for it.
+func (s *Session) Evict(stmt *framework.Statement, victim *api.TaskInfo, res ledger.Reservation, reason string) error {
+	s.setPlanned(victim.UID, placement.Assignment{PodUID: string(victim.UID), Node: res.Node, Zones: res.Zones, Containers: res.Containers})
+	return stmt.Evict(victim, reason)
+}
+
+// Hold records the hold of a preempting gang whose tasks were pipelined
+// (Pipeline) onto the resources of the victims it evicts, if the gang is
+// complete with them (the session's JobPipelined, asked with the plugin's
+// veto on pipelining an RDMA gang lifted for this gang), and reports
+// whether it is. The hold is applied from the next session on (in this
+// one, the pipelined tasks hold the NICs); one already recorded for the
+// job is replaced.
+func (s *Session) Hold(job *api.JobInfo, victims []string) bool {
+	if !s.jobPipelined(job) {
+		return false
+	}
+	s.mu.Lock()
+	tasks := s.pipelined[job.UID]
+	s.mu.Unlock()
+	h := &preemption.Hold{Job: string(job.UID), Name: job.Namespace + "/" + job.Name, Tasks: tasks, Victims: victims, Since: s.rt.Now()}
+	s.rt.preemption.Holds.Put(h.Job, h)
+	return true
+}
+
+// jobPipelined reports whether the job is complete once its pipelined
+// tasks count (the session's JobPipelined), the plugin's veto on
+// pipelining an RDMA gang, which must be whole, lifted for it.
+func (s *Session) jobPipelined(job *api.JobInfo) bool {
+	s.holds.AllowPipeline(string(job.UID), true)
+	defer s.holds.AllowPipeline(string(job.UID), false)
+	return s.ssn.JobPipelined(job)
+}
+
+// Settle ends a statement the action applied a plan through: committed
+// (commit), else discarded unless keep (the job's tasks stay pipelined).
+// The planned assignments and pipelined tasks handed to the plugin are
+// forgotten. On a nil Session (no rdma-topology plugin) only the statement
+// is settled.
+func (s *Session) Settle(stmt *framework.Statement, commit, keep bool) {
+	switch {
+	case commit:
+		stmt.Commit()
+	case !keep:
+		stmt.Discard()
+	}
+	if s != nil {
+		s.clearPlanned()
+	}
+}
+
+// Fabric is the fabric snapshot the session plans on (read-only).
+func (s *Session) Fabric() *topology.Fabric { return s.fabric }
