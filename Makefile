@@ -3,7 +3,7 @@
 
 GO        ?= go
 BIN       ?= bin
-PKGS      := ./framework/... ./plugins/... ./actions/... ./cmd/... ./internal/... ./hack/...
+PKGS      := ./framework/... ./plugins/... ./actions/... ./cmd/... ./internal/... ./hack/... ./registry/...
 # Version stamped into kubectl-rdmatopo and rdmatopo_build_info.
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GIT_SHA   ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
