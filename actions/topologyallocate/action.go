@@ -66,8 +66,8 @@ func (a *Action) UnInitialize() {}
 func (a *Action) Execute(ssn *framework.Session) {
 	klog.V(5).InfoS("Enter topology-allocate")
 	defer klog.V(5).InfoS("Leave topology-allocate")
-	topo := a.rt.ForSession(ssn)
-	st := &run{ssn: ssn, topo: topo, refuse: checkConf(ssn, topo),
+	topo, missing := a.rt.ForSession(ssn)
+	st := &run{ssn: ssn, topo: topo, refuse: checkConf(missing),
 		jobs:   map[api.QueueID]*util.PriorityQueue{},
 		tasks:  map[api.JobID]*util.PriorityQueue{},
 		claims: map[api.JobID]claimedNodes{},

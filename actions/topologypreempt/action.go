@@ -128,10 +128,10 @@ func (a *Action) UnInitialize() {}
 func (a *Action) Execute(ssn *framework.Session) {
 	klog.V(5).InfoS("Enter action", "action", a.policy.action)
 	defer klog.V(5).InfoS("Leave action", "action", a.policy.action)
-	topo := a.rt.ForSession(ssn)
+	topo, err := a.rt.ForSession(ssn)
 	if topo == nil {
-		klog.ErrorS(nil, "Scheduler conf enables the action without a working rdma-topology plugin; nothing is evicted",
-			"action", a.policy.action, "plugin", rdmatopology.PluginName)
+		klog.ErrorS(err, "Scheduler conf enables the action without a working rdma-topology plugin; nothing is evicted",
+			"action", a.policy.action)
 		return
 	}
 	r := &run{ssn: ssn, topo: topo, policy: a.policy, fit: gangfit.New(ssn, topo, gangfit.ForPreempt), claimed: map[api.JobID]bool{}}

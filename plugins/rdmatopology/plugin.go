@@ -10,6 +10,7 @@
 package rdmatopology
 
 import (
+	"errors"
 	"k8s.io/klog/v2"
 	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/framework"
@@ -55,10 +56,32 @@ func Builder(rt *Runtime) framework.PluginBuilder {
 
 func (p *plugin) Name() string { return PluginName }
 
-// ForSession returns the plugin's state in ssn, or nil if the plugin is not
-// enabled in the session (or its arguments are invalid).
-func (rt *Runtime) ForSession(ssn *framework.Session) *Session {
-	return rt.session(string(ssn.UID))
+// Why an action finds no plugin state in a session.
+var (
+	// ErrNoPlugin: the conf's tiers do not enable rdma-topology.
+	ErrNoPlugin = errors.New("the scheduler conf enables topology-allocate without the " + PluginName +
+		" plugin: pods requesting RDMA are not placed")
+	// ErrInvalidArgs: rdma-topology is enabled but its arguments do not
+	// parse, so it has no session state.
+	ErrInvalidArgs = errors.New("the " + PluginName +
+		" plugin's arguments are invalid: pods requesting RDMA are not placed")
+)
+
+// ForSession returns the plugin's state in ssn, or nil and why it has none:
+// ErrNoPlugin when the session's tiers do not enable the plugin,
+// ErrInvalidArgs when they do but its arguments are invalid.
+func (rt *Runtime) ForSession(ssn *framework.Session) (*Session, error) {
+	if s := rt.session(string(ssn.UID)); s != nil {
+		return s, nil
+	}
+	for _, tier := range ssn.Tiers {
+		for _, p := range tier.Plugins {
+			if p.Name == PluginName {
+				return nil, ErrInvalidArgs
+			}
+		}
+	}
+	return nil, ErrNoPlugin
 }
 
 func (p *plugin) OnSessionOpen(ssn *framework.Session) {
