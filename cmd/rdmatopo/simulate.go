@@ -9,6 +9,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/examples"
 	"github.com/rdmatopo/rdmatopo/internal/fabricmap"
 	"github.com/rdmatopo/rdmatopo/internal/sim"
+	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
 
@@ -46,7 +47,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "read the cluster (Nodes, CustomNodeResources, bound Pods) from a live cluster, read-only")
 	fs.IntVar(&o.maxCycles, "max-cycles", 1000, "stop with an error if the scheduler still binds after this many cycles (and stop waiting for max-wait deadlines)")
 	fs.DurationVar(&o.period, "period", sim.DefaultPeriod, "simulated time between two scheduling cycles (vc-scheduler's schedule period); max-wait deadlines are measured on this clock")
-	fs.StringVar(&o.nodeAgent, "node-agent", string(sim.DefaultNodeAgent),
+	fs.StringVar(&o.nodeAgent, "node-agent", string(nodeagent.Default),
 		"how the simulated katalyst node agent hands out devices after each bind: exact (the annotated NICs), numa (the numa_bind_result zone, its free NICs by name) or blind (the first zone with room)")
 	if err := fs.parse(args, 0); err != nil {
 		return err
@@ -63,7 +64,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	if o.period <= 0 {
 		return badInputf("simulate: --period must be positive, got %s", o.period)
 	}
-	agent, err := sim.ParseNodeAgent(o.nodeAgent)
+	agent, err := nodeagent.ParseMode(o.nodeAgent)
 	if err != nil {
 		return badInputf("simulate: --node-agent: %v", err)
 	}

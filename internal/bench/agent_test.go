@@ -12,7 +12,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
-	"github.com/rdmatopo/rdmatopo/internal/sim"
+	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
@@ -21,12 +21,12 @@ func TestParseNodeAgentFlag(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
-		want sim.NodeAgent
+		want nodeagent.Mode
 	}{
-		{name: "default", args: nil, want: sim.AgentNUMA},
-		{name: "numa", args: []string{"--node-agent", "numa"}, want: sim.AgentNUMA},
-		{name: "exact", args: []string{"--node-agent", "exact"}, want: sim.AgentExact},
-		{name: "blind", args: []string{"--node-agent=blind"}, want: sim.AgentBlind},
+		{name: "default", args: nil, want: nodeagent.NUMA},
+		{name: "numa", args: []string{"--node-agent", "numa"}, want: nodeagent.NUMA},
+		{name: "exact", args: []string{"--node-agent", "exact"}, want: nodeagent.Exact},
+		{name: "blind", args: []string{"--node-agent=blind"}, want: nodeagent.Blind},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -75,7 +75,7 @@ func TestExactAgentRealizesThePlan(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.fabric, func(t *testing.T) {
-			rep, err := Run(Options{Nodes: tc.nodes, Gangs: tc.gangs, Seed: 3, Fabric: tc.fabric, NodeAgent: sim.AgentExact})
+			rep, err := Run(Options{Nodes: tc.nodes, Gangs: tc.gangs, Seed: 3, Fabric: tc.fabric, NodeAgent: nodeagent.Exact})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,8 +86,8 @@ func TestExactAgentRealizesThePlan(t *testing.T) {
 				if diff := cmp.Diff(plannedOf(r), realizedOf(r)); diff != "" {
 					t.Errorf("%s: realized figures differ from the planned ones (-planned +realized):\n%s", name, diff)
 				}
-				if got := rep.Details[name].NodeAgent; got != string(sim.AgentExact) {
-					t.Errorf("%s: details.nodeAgent = %q, want %q", name, got, sim.AgentExact)
+				if got := rep.Details[name].NodeAgent; got != string(nodeagent.Exact) {
+					t.Errorf("%s: details.nodeAgent = %q, want %q", name, got, nodeagent.Exact)
 				}
 			}
 		})
@@ -124,12 +124,12 @@ func TestNodeAgentMovesAPod(t *testing.T) {
 	trace := &Trace{Cycles: 3, Gangs: []GangSpec{{Name: "g0", Pods: 3, Kind: KindHalf,
 		Mode: placement.ModeHard, HighestTier: placement.TierS0, Arrive: 1, Duration: 10}}}
 	tests := []struct {
-		agent sim.NodeAgent
+		agent nodeagent.Mode
 		want  figures
 	}{
-		{agent: sim.AgentExact, want: figures{MeanS0: 1, AtOptimumFrac: 1}},
-		{agent: sim.AgentNUMA, want: figures{MeanS0: 1, AtOptimumFrac: 1}},
-		{agent: sim.AgentBlind, want: figures{MeanS0: 2, AtOptimumFrac: 0, NICMismatches: 1}},
+		{agent: nodeagent.Exact, want: figures{MeanS0: 1, AtOptimumFrac: 1}},
+		{agent: nodeagent.NUMA, want: figures{MeanS0: 1, AtOptimumFrac: 1}},
+		{agent: nodeagent.Blind, want: figures{MeanS0: 2, AtOptimumFrac: 0, NICMismatches: 1}},
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.agent), func(t *testing.T) {
@@ -160,12 +160,12 @@ func TestAgentAssignWithoutHint(t *testing.T) {
 		return placement.Assignment{Node: builders.NodeName(0), Zones: []ledger.ZoneUse{{NUMA: numa, GPU: 1, NICs: []topology.NICID{nic(numa, k)}}}}
 	}
 	tests := []struct {
-		agent sim.NodeAgent
+		agent nodeagent.Mode
 		want  placement.Assignment
 	}{
-		{agent: sim.AgentNUMA, want: small(0, 0)},
-		{agent: sim.AgentBlind, want: small(0, 0)},
-		{agent: sim.AgentExact, want: small(1, 1)},
+		{agent: nodeagent.NUMA, want: small(0, 0)},
+		{agent: nodeagent.Blind, want: small(0, 0)},
+		{agent: nodeagent.Exact, want: small(1, 1)},
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.agent), func(t *testing.T) {
@@ -222,7 +222,7 @@ func TestListRunning(t *testing.T) {
 					t.Errorf("listed assignment (-want +got):\n%s", diff)
 				}
 			}
-			if len(c.CNRs[tc.node].Status.TopologyZone) > 0 && len(sim.ListedNICs(c.CNRs[tc.node])) != 0 {
+			if len(c.CNRs[tc.node].Status.TopologyZone) > 0 && len(nodeagent.ListedNICs(c.CNRs[tc.node])) != 0 {
 				t.Errorf("listRunning modified the cluster's KCNR of %s", name)
 			}
 		})

@@ -14,6 +14,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/actions/topologypreempt"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/internal/sim"
+	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
@@ -237,7 +238,7 @@ func ReplayLoad(conf *sim.Conf, cluster *workload.Cluster, trace *LoadTrace, opt
 		return nil, fmt.Errorf("eviction grace must be >= 0, got %d", opts.EvictionGrace)
 	}
 	if opts.NodeAgent == "" {
-		opts.NodeAgent = sim.DefaultNodeAgent
+		opts.NodeAgent = nodeagent.Default
 	}
 	simCluster := &workload.Cluster{Nodes: cluster.Nodes, CNRs: cluster.CNRs}
 	s, err := sim.New(conf, simCluster, opts)

@@ -14,7 +14,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/rdmatopo/rdmatopo/internal/quiet"
-	"github.com/rdmatopo/rdmatopo/internal/sim"
+	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
@@ -65,7 +65,7 @@ type RunDetails struct {
 	// (rdmatopo_plan_refused_total over the run): 0 when the planner's view
 	// of Kubernetes' admission is exact.
 	PlanRefused int `json:"planRefused"`
-	// NodeAgent is the simulated node agent (sim.AgentExact, AgentNUMA,
+	// NodeAgent is the simulated node agent (nodeagent.Exact, AgentNUMA,
 	// AgentBlind) whose choices the realized figures count.
 	NodeAgent string `json:"nodeAgent"`
 	// RealizedOracleUnknown, RealizedOracleInfeasible, RealizedBelowOptimum
@@ -104,9 +104,9 @@ type Options struct {
 	// Fabric is the generated fabric (CheckFabric); empty means
 	// FabricProvider.
 	Fabric string
-	// NodeAgent is the simulated node agent of both confs (sim.NodeAgents);
-	// empty means sim.DefaultNodeAgent.
-	NodeAgent sim.NodeAgent
+	// NodeAgent is the simulated node agent of both confs (nodeagent.Modes);
+	// empty means nodeagent.Default.
+	NodeAgent nodeagent.Mode
 	// Load is LoadNormal (empty) or LoadHigh (RunLoad; Gangs is then
 	// ignored: the trace's size follows Nodes).
 	Load string
@@ -159,7 +159,7 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--load %s runs on the %s fabric only, got --fabric %s", LoadHigh, FabricProvider, o.Fabric)
 	}
 	if o.NodeAgent != "" {
-		if _, err := sim.ParseNodeAgent(string(o.NodeAgent)); err != nil {
+		if _, err := nodeagent.ParseMode(string(o.NodeAgent)); err != nil {
 			return fmt.Errorf("--node-agent: %w", err)
 		}
 	}
@@ -191,7 +191,7 @@ func Run(o Options) (*Report, error) {
 	}
 	agent := o.NodeAgent
 	if agent == "" {
-		agent = sim.DefaultNodeAgent
+		agent = nodeagent.Default
 	}
 	trace := NewFabricTrace(fabric, o.Gangs, o.Seed)
 	constraints := ConstraintsOff
@@ -269,7 +269,7 @@ func parseArgs(args []string, stderr io.Writer) (c cliArgs, code int, done bool)
 	pct := fs.Int("nodes-to-find-percent", 0, "Volcano's percentage-nodes-to-find for both confs: 0 (Volcano's adaptive default) to 100 (every node)")
 	only := fs.String("conf", "both", "confs to replay: rdmatopo, baseline or both")
 	fabric := fs.String("fabric", FabricProvider, "generated fabric: provider (every NIC of a NUMA zone under one S0), rail (NIC i of every node of a 32-node unit on rail S0 i) or mixed (thirds of provider, rail and topology-unknown nodes)")
-	agent := fs.String("node-agent", string(sim.DefaultNodeAgent), "simulated node agent of both confs: numa (honours katalyst's numa_bind_result, picks NICs in the zone itself), exact (gives the annotated NICs) or blind (ignores the hint, takes the first NUMA zone with room)")
+	agent := fs.String("node-agent", string(nodeagent.Default), "simulated node agent of both confs: numa (honours katalyst's numa_bind_result, picks NICs in the zone itself), exact (gives the annotated NICs) or blind (ignores the hint, takes the first NUMA zone with room)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	memProfile := fs.String("memprofile", "", "write a heap profile to this file when the run ends: the allocations of the whole run (alloc_space, alloc_objects) and what is still live (inuse_space)")
 	grace := fs.Int("eviction-grace", DefaultEvictionGrace, "with --load high: cycles an evicted pod terminates on its node (its resources releasing) before it is gone")
@@ -299,7 +299,7 @@ func parseArgs(args []string, stderr io.Writer) (c cliArgs, code int, done bool)
 		fmt.Fprintf(stderr, "rdmatopo-dev bench: -o must be %s or %s, got %q\n", outputTable, outputJSON, *out)
 		return c, exitUsage, true
 	}
-	a, err := sim.ParseNodeAgent(*agent)
+	a, err := nodeagent.ParseMode(*agent)
 	if err != nil {
 		fmt.Fprintln(stderr, "rdmatopo-dev bench: --node-agent:", err)
 		return c, exitUsage, true

@@ -15,6 +15,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/sim"
+	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
 
@@ -116,7 +117,7 @@ type RunResult struct {
 	// Cycles run.
 	Cycles int `json:"-"`
 	// NodeAgent is the simulated node agent of the run.
-	NodeAgent sim.NodeAgent `json:"-"`
+	NodeAgent nodeagent.Mode `json:"-"`
 	// RealizedOracleUnknown, RealizedOracleInfeasible, RealizedBelowOptimum
 	// and RealizedOneNode are OracleUnknown, OracleInfeasible, BelowOptimum
 	// and OneNode for the realized grading.
@@ -176,7 +177,7 @@ func SimOptions(percent int32) sim.Options {
 // realized follows what the node agent gives the pods of a replay, apart
 // from what the scheduler planned.
 type realized struct {
-	agent sim.NodeAgent
+	agent nodeagent.Mode
 	cfg   topology.Config
 	// tr holds what the agent gave every bound pod.
 	tr *Tracker
@@ -192,7 +193,7 @@ type realized struct {
 // measures it. Cycles run even when nothing is pending, so both confs run
 // the same number of sessions.
 //
-// The simulated node agent is opts.NodeAgent (sim.DefaultNodeAgent when
+// The simulated node agent is opts.NodeAgent (nodeagent.Default when
 // empty): it confirms every bind at once, and the KCNRs the simulator gets
 // list the cluster's pre-bound pods, so the agent sees their zones taken.
 func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Options) (*RunResult, error) {
@@ -205,7 +206,7 @@ func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts s
 		return nil, err
 	}
 	if opts.NodeAgent == "" {
-		opts.NodeAgent = sim.DefaultNodeAgent
+		opts.NodeAgent = nodeagent.Default
 	}
 	tr := NewTracker(cluster.Nodes, cluster.CNRs)
 	rz := &realized{agent: opts.NodeAgent, cfg: conf.Topology, tr: tr.Empty(),
@@ -460,7 +461,7 @@ func record(s *sim.Simulator, tr *Tracker, rz *realized, byName map[string]*gang
 			var r placement.Assignment
 			if ok {
 				var listedOK bool
-				r, listedOK = listedAssignment(rz.cfg, b.Node, listed[b.Node], consumerOf(b.Pod))
+				r, listedOK = listedAssignment(rz.cfg, b.Node, listed[b.Node], nodeagent.Consumer(b.Pod))
 				if !listedOK {
 					return fmt.Errorf("pod %s/%s: node %s's KCNR lists no NIC for it after the node agent ran", b.Pod.Namespace, b.Pod.Name, b.Node)
 				}

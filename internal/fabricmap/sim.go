@@ -5,6 +5,7 @@ import (
 
 	"github.com/rdmatopo/rdmatopo/internal/fabricview"
 	"github.com/rdmatopo/rdmatopo/internal/sim"
+	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 )
 
 // FromSim is the model of a simulation's outcome: the workload's jobs in
@@ -39,7 +40,7 @@ func FromSim(rep *sim.Report, pods []sim.PodState) Model {
 		if !ps.Workload || !inReport[use.Job] {
 			use.Job = ""
 		}
-		for _, nic := range sim.NICsOf(p) {
+		for _, nic := range nodeagent.AnnotatedNICs(p) {
 			m.NICs[p.Spec.NodeName+"/"+string(nic)] = use
 		}
 	}

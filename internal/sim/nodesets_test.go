@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
 
@@ -16,7 +17,7 @@ import (
 // between two cycles is judged on what it is now, while the others keep
 // their answer.
 func TestNodeSetsFollowChangesBetweenCycles(t *testing.T) {
-	s := newSim(t, topoConf, fourNodes(), Options{NodeAgent: DefaultNodeAgent})
+	s := newSim(t, topoConf, fourNodes(), Options{NodeAgent: nodeagent.Default})
 	cycle := func() {
 		t.Helper()
 		_, err := s.RunCycle()

@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -12,6 +11,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
@@ -145,7 +145,7 @@ func BuildReport(s *Simulator) *Report {
 	f := s.Fabric()
 	listed := map[string]map[string][]topology.NICID{}
 	for name, cnr := range s.cnrs {
-		listed[name] = ListedNICs(cnr)
+		listed[name] = nodeagent.ListedNICs(cnr)
 	}
 	rep := &Report{Pods: []PodPlacement{}, Jobs: []JobPlacement{}, Evictions: []Eviction{}, Cycles: s.Cycle()}
 
@@ -195,9 +195,9 @@ func BuildReport(s *Simulator) *Report {
 			if rdma {
 				pp.Annotations = SchedulerAnnotations(p)
 			}
-			nics, ok := listed[p.Spec.NodeName][consumerOf(p)]
+			nics, ok := listed[p.Spec.NodeName][nodeagent.Consumer(p)]
 			if !ok {
-				nics = NICsOf(p)
+				nics = nodeagent.AnnotatedNICs(p)
 			}
 			fillNICs(f, p, nics, &pp, a.nodes, a.leaves, a.s1s)
 		} else if a.pendingMsg == "" {
@@ -293,20 +293,6 @@ func SchedulerAnnotations(p *corev1.Pod) map[string]string {
 	for _, k := range []string{ledger.AnnotationNICs, ledger.AnnotationNUMA, ledger.AnnotationS0, ledger.AnnotationContainers, rdmatopology.AnnotationNUMABindResult} {
 		if v, ok := p.Annotations[k]; ok && (v != "" || k != ledger.AnnotationContainers) {
 			out[k] = v
-		}
-	}
-	return out
-}
-
-// NICsOf returns the NICs of a pod's rdmatopo.io/nics annotation, lower
-// case, without empty items. It is lenient where ledger.ParseNICs is strict:
-// the NICs of topology-unknown nodes have synthetic ids that are not PCI
-// addresses, and a report must still show them.
-func NICsOf(p *corev1.Pod) []topology.NICID {
-	var out []topology.NICID
-	for _, item := range strings.Split(p.Annotations[ledger.AnnotationNICs], ",") {
-		if item = strings.ToLower(strings.TrimSpace(item)); item != "" {
-			out = append(out, topology.NICID(item))
 		}
 	}
 	return out

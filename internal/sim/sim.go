@@ -41,6 +41,7 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
 	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 	"github.com/rdmatopo/rdmatopo/registry"
@@ -64,7 +65,7 @@ type Options struct {
 	// bind: it chooses the pod's zones and NICs and its node's KCNR lists
 	// them at once (see ConfirmPod). Empty: binds reach the KCNRs only
 	// through ConfirmPod, at a lag the caller chooses.
-	NodeAgent NodeAgent
+	NodeAgent nodeagent.Mode
 	// Period is how far the simulated clock advances from one cycle to the
 	// next (vc-scheduler's schedule period); 0 means DefaultPeriod. The
 	// rdma-topology runtime measures max-wait deadlines on this clock.

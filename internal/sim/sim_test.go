@@ -16,6 +16,7 @@ import (
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
@@ -324,7 +325,7 @@ func TestConfirmPodAndRelease(t *testing.T) {
 						used++
 					}
 					for _, c := range nic.Consumers {
-						if c == consumerOf(pod) {
+						if c == nodeagent.Consumer(pod) {
 							byPod++
 						}
 					}
@@ -352,7 +353,7 @@ func TestConfirmPodAndRelease(t *testing.T) {
 		for _, socket := range c.Status.TopologyZone {
 			for _, numa := range socket.Children {
 				for _, a := range numa.Allocations {
-					if a.Consumer == consumerOf(first) {
+					if a.Consumer == nodeagent.Consumer(first) {
 						numaAlloc = a
 					}
 				}
@@ -492,7 +493,7 @@ func confirmErr(_ ledger.Reservation, err error) error { return err }
 // reservation from what its KCNR lists, on the same NICs, and the next
 // gang is placed around them.
 func TestReinstallKnowsPodsFromKCNRs(t *testing.T) {
-	s := newSim(t, minipodConf, fourNodes(), Options{NodeAgent: DefaultNodeAgent}, gang("g1", 3, 0))
+	s := newSim(t, minipodConf, fourNodes(), Options{NodeAgent: nodeagent.Default}, gang("g1", 3, 0))
 	_, err := s.Run(5)
 	require.NoError(t, err)
 	before := s.Ledger().All()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rdmatopo/rdmatopo/config"
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
@@ -72,7 +73,7 @@ func TestMaxWait(t *testing.T) {
 			}
 			// Two nodes: each leaf has two zones, the gang needs three.
 			s := newSim(t, minipodConf, withPodRoom(nodes[:2], cnrs[:2]),
-				Options{Period: tc.period, Start: workload.Epoch.Add(time.Hour), NodeAgent: AgentNUMA}, set)
+				Options{Period: tc.period, Start: workload.Epoch.Add(time.Hour), NodeAgent: nodeagent.NUMA}, set)
 			if tc.restartAfter > 0 {
 				_, err := s.Run(tc.restartAfter)
 				require.NoError(t, err)
@@ -168,7 +169,7 @@ func TestPreemptRunningWorkload(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			high := highHardGang()
 			sets := append(append([]*workload.Set(nil), tc.running...), high)
-			s := newSim(t, config.SchedulerConf, fourNodes(), Options{NodeAgent: AgentNUMA}, sets...)
+			s := newSim(t, config.SchedulerConf, fourNodes(), Options{NodeAgent: nodeagent.NUMA}, sets...)
 			_, err := s.Run(50)
 			require.NoError(t, err)
 			rep := BuildReport(s)
@@ -222,7 +223,7 @@ func TestMaxWaitSurvivesFailedBind(t *testing.T) {
 		return nil
 	}
 	s := newSim(t, minipodConf, withPodRoom(nodes[:2], cnrs[:2]),
-		Options{Start: workload.Epoch.Add(time.Hour), NodeAgent: AgentNUMA, BindHook: hook}, set)
+		Options{Start: workload.Epoch.Add(time.Hour), NodeAgent: nodeagent.NUMA, BindHook: hook}, set)
 	var placedAt []int
 	for c := 1; c <= 40; c++ {
 		rep, err := s.RunCycle()
@@ -250,7 +251,7 @@ func TestEvictionGrace(t *testing.T) {
 	for _, grace := range []int{0, 1, 3} {
 		t.Run(fmt.Sprintf("grace %d", grace), func(t *testing.T) {
 			high := highHardGang()
-			s := newSim(t, config.SchedulerConf, fourNodes(), Options{NodeAgent: AgentNUMA, EvictionGrace: grace},
+			s := newSim(t, config.SchedulerConf, fourNodes(), Options{NodeAgent: nodeagent.NUMA, EvictionGrace: grace},
 				runningGang("low-a", "low", 10, 4, 0, 0, all...), runningGang("low-b", "low", 10, 1, 1, 10, all...), high)
 			evictedAt, goneAt, boundAt := 0, 0, 0
 			evicted := 0

@@ -15,6 +15,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 )
 
 // Kind classifies a violation of the soak's invariants.
@@ -357,7 +358,7 @@ func (c *Checker) checkNICs(o *Observation, held []heldPod, add addFunc) {
 		if !o.JustBound[string(h.pod.UID)] {
 			continue
 		}
-		own := h.pod.Namespace + "/" + h.pod.Name + "/" + string(h.pod.UID)
+		own := nodeagent.Consumer(h.pod)
 		for _, n := range h.nics {
 			for _, other := range consumers[nicKey{h.pod.Spec.NodeName, n}] {
 				if other != own && !o.EvictedConsumers[other] {
@@ -682,9 +683,6 @@ func (c *Checker) breach(o *Observation, tier placement.Tier, held []heldPod) st
 	return ""
 }
 
-// consumerOf is a pod's KCNR consumer, "namespace/name/uid".
-func consumerOf(p *corev1.Pod) string { return p.Namespace + "/" + p.Name + "/" + string(p.UID) }
-
 // allNICs returns the NICs of every zone, sorted.
 func allNICs(zones map[int][]topology.NICID) []topology.NICID {
 	var out []topology.NICID
@@ -700,7 +698,7 @@ func listingKey(node, consumer string) string { return node + "|" + consumer }
 
 // listingOf returns what the pod's node's KCNR lists the pod on.
 func listingOf(listed map[string]map[int][]topology.NICID, p *corev1.Pod) (map[int][]topology.NICID, bool) {
-	zones, ok := listed[listingKey(p.Spec.NodeName, consumerOf(p))]
+	zones, ok := listed[listingKey(p.Spec.NodeName, nodeagent.Consumer(p))]
 	return zones, ok
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
 
-	"github.com/rdmatopo/rdmatopo/internal/sim"
+	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 )
 
 // Exit codes of Main.
@@ -50,7 +50,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.Priorities, "priorities", true, "give gangs priority classes, some hard gangs a max-wait, and bring bursts of high-priority gangs, so the scheduler preempts; victims are resubmitted")
 	constraints := fs.String("constraints", "on", "on: a third of the nodes GPU-tainted, node pools, memory-tight nodes, and soft gangs that do not all tolerate the taint, with masters of other shapes on their own pool, memory and host ports; off: GPUs and NICs alone")
 	fs.IntVar(&cfg.BurstEvery, "burst-every", 30, "with --priorities, cycles between bursts of high-priority hard gangs")
-	agent := fs.String("node-agent", string(sim.DefaultNodeAgent), "how the simulated node agent hands out devices: exact, numa or blind")
+	agent := fs.String("node-agent", string(nodeagent.Default), "how the simulated node agent hands out devices: exact, numa or blind")
 	verbose := fs.Bool("verbose", false, "keep the scheduler's logs (on stderr)")
 	dump := fs.Bool("dump-violations", false, fmt.Sprintf("print every violation found (the first %d) on stderr", maxRecorded))
 	output := fs.String("o", outputTable, "output format: table or json")
@@ -72,7 +72,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rdmatopo-dev soak: -o: must be table or json, got %q\n", *output)
 		return ExitUsage
 	}
-	cfg.NodeAgent = sim.NodeAgent(*agent)
+	cfg.NodeAgent = nodeagent.Mode(*agent)
 	switch *constraints {
 	case "on":
 		cfg.Constraints = true

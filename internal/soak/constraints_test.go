@@ -6,7 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/rdmatopo/rdmatopo/internal/sim"
+	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
 
@@ -64,7 +64,7 @@ func TestConstrainPod(t *testing.T) {
 // no plan the predicates refuse.
 func TestSoakConstraints(t *testing.T) {
 	res, err := Run(Config{Jobs: 300, BindFailureRate: 0.05, KCNRLag: 3, RestartEvery: 100, DrainEvery: 25, Seed: 2,
-		NodeAgent: sim.AgentNUMA, Constraints: true})
+		NodeAgent: nodeagent.NUMA, Constraints: true})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}

@@ -1,15 +1,11 @@
 package soak
 
 import (
-	"sort"
-	"strconv"
-
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 )
 
 // kcnrChange is one pending KCNR update: a consumer's allocations appear
@@ -111,59 +107,17 @@ func (a *kcnrAgent) due(next int) []string {
 func (a *kcnrAgent) pending() bool { return len(a.queue) > 0 }
 
 // object returns the node's KCNR with the allocations it currently lists,
-// the way katalyst reports them: on each NIC zone one RDMA unit per
-// consumer, and on the NUMA zone the consumer's GPUs, CPU and NICs.
+// written by the node agent (nodeagent.Record) in consumer order: on each
+// NIC zone one RDMA unit per consumer, and on the NUMA zone the consumer's
+// GPUs, CPU and NICs.
 func (a *kcnrAgent) object(node string) *v1alpha1.CustomNodeResource {
 	base, ok := a.base[node]
 	if !ok {
 		return nil
 	}
 	cnr := base.DeepCopy()
-	consumers := make([]string, 0, len(a.shown[node]))
-	for c := range a.shown[node] {
-		consumers = append(consumers, c)
-	}
-	sort.Strings(consumers)
-	numaZones, nicZones := map[int]*v1alpha1.TopologyZone{}, map[topology.NICID]*v1alpha1.TopologyZone{}
-	var walk func(zones []*v1alpha1.TopologyZone, numa int)
-	walk = func(zones []*v1alpha1.TopologyZone, numa int) {
-		for _, z := range zones {
-			switch z.Type {
-			case v1alpha1.TopologyTypeNuma:
-				id, err := strconv.Atoi(z.Name)
-				if err == nil {
-					numaZones[id] = z
-					numa = id
-				}
-			case v1alpha1.TopologyTypeNIC:
-				nicZones[topology.NICID(z.Name)] = z
-			}
-			walk(z.Children, numa)
-		}
-	}
-	walk(cnr.Status.TopologyZone, -1)
-	rdma := corev1.ResourceName(a.cfg.RDMAResource)
-	gpu := corev1.ResourceName(a.cfg.GPUResource)
-	for _, c := range consumers {
-		r := a.shown[node][c]
-		for _, z := range r.Zones {
-			nz, ok := numaZones[z.NUMA]
-			if !ok {
-				continue
-			}
-			req := corev1.ResourceList{
-				gpu:                *resource.NewQuantity(z.GPU, resource.DecimalSI),
-				corev1.ResourceCPU: *resource.NewMilliQuantity(z.CPUMilli, resource.DecimalSI),
-				rdma:               *resource.NewQuantity(int64(len(z.NICs)), resource.DecimalSI),
-			}
-			nz.Allocations = append(nz.Allocations, &v1alpha1.Allocation{Consumer: c, Requests: &req})
-			for _, n := range z.NICs {
-				if zone, ok := nicZones[n]; ok {
-					one := corev1.ResourceList{rdma: *resource.NewQuantity(1, resource.DecimalSI)}
-					zone.Allocations = append(zone.Allocations, &v1alpha1.Allocation{Consumer: c, Requests: &one})
-				}
-			}
-		}
+	for _, c := range sortedKeys(boolSetOf(a.shown[node])) {
+		nodeagent.Record(cnr, a.cfg, c, a.shown[node][c])
 	}
 	return cnr
 }

@@ -77,6 +77,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/config"
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/internal/sim"
+	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
@@ -123,8 +124,8 @@ type Config struct {
 	// SchedulerConf is the volcano-scheduler.conf (default: the project's).
 	SchedulerConf string
 	// NodeAgent chooses each bound pod's zones and NICs before its KCNR
-	// lists them (see sim.NodeAgent; default sim.DefaultNodeAgent).
-	NodeAgent sim.NodeAgent
+	// lists them (see nodeagent.Mode; default nodeagent.Default).
+	NodeAgent nodeagent.Mode
 	// Constraints gives the cluster GPU taints, node pools and memory-tight
 	// nodes, and soft gangs tolerations, masters of other shapes on their
 	// own pool, memory and host ports (constraints.go).
@@ -167,7 +168,7 @@ func (c Config) WithDefaults() Config {
 		c.SchedulerConf = config.SchedulerConf
 	}
 	if c.NodeAgent == "" {
-		c.NodeAgent = sim.DefaultNodeAgent
+		c.NodeAgent = nodeagent.Default
 	}
 	return c
 }
@@ -189,7 +190,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("nodes: must be in [1, 4096], got %d", c.Nodes)
 	}
 	if c.NodeAgent != "" {
-		if _, err := sim.ParseNodeAgent(string(c.NodeAgent)); err != nil {
+		if _, err := nodeagent.ParseMode(string(c.NodeAgent)); err != nil {
 			return fmt.Errorf("node-agent: %w", err)
 		}
 	}
@@ -338,7 +339,7 @@ func Run(cfg Config) (*Result, error) {
 		evictedConsumers: map[string]bool{},
 		marks:            queueMarks{queue: map[string]string{}, nonPreemptable: map[string]bool{}},
 	}
-	r.checker.NodeFollowsPlan = cfg.NodeAgent == sim.AgentExact
+	r.checker.NodeFollowsPlan = cfg.NodeAgent == nodeagent.Exact
 	for _, n := range nodes {
 		n.Status.Allocatable[corev1.ResourcePods] = resource.MustParse("110")
 		n.Status.Capacity[corev1.ResourcePods] = resource.MustParse("110")
@@ -742,9 +743,9 @@ func mix64(x uint64) uint64 {
 // agent the reservation its annotations record; otherwise what the agent
 // gives it on the node, given what it already handed out there.
 func (r *runner) allot(p *corev1.Pod, o *Observation) (ledger.Reservation, bool) {
-	if r.cfg.NodeAgent == sim.AgentExact {
+	if r.cfg.NodeAgent == nodeagent.Exact {
 		rebuilt, _ := ledger.Rebuild(r.checker.Config, []*corev1.Pod{p}, o.Fabric)
 		return rebuilt.Get(string(p.UID))
 	}
-	return sim.Allot(r.cfg.NodeAgent, r.checker.Config, r.agent.base[p.Spec.NodeName], r.agent.given(p.Spec.NodeName), p)
+	return nodeagent.Allot(r.cfg.NodeAgent, r.checker.Config, r.agent.base[p.Spec.NodeName], r.agent.given(p.Spec.NodeName), p)
 }

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/rdmatopo/rdmatopo/internal/sim"
+	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 )
 
 // TestSoakSmall is the `make test` soak: 300 gangs on 16 nodes with 5% bind
@@ -22,7 +22,7 @@ import (
 // test covers the scheduler's faults, not a node that decides otherwise.
 func TestSoakSmall(t *testing.T) {
 	res, err := Run(Config{Jobs: 300, BindFailureRate: 0.05, KCNRLag: 3, RestartEvery: 100, DrainEvery: 25, Seed: 1,
-		NodeAgent: sim.AgentExact})
+		NodeAgent: nodeagent.Exact})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -50,7 +50,7 @@ func TestSoakSmall(t *testing.T) {
 // KCNR entry, and the node's choices actually differ from the plan.
 func TestSoakBlindAgent(t *testing.T) {
 	res, err := Run(Config{Jobs: 200, BindFailureRate: 0.05, KCNRLag: 3, RestartEvery: 100, DrainEvery: 25, Seed: 1,
-		NodeAgent: sim.AgentBlind})
+		NodeAgent: nodeagent.Blind})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}

@@ -1,4 +1,4 @@
-package sim
+package nodeagent
 
 import (
 	"testing"
@@ -65,7 +65,7 @@ func TestAllot(t *testing.T) {
 	nic := builders.NUMANICs
 	cases := []struct {
 		name   string
-		agent  NodeAgent
+		agent  Mode
 		cnr    *v1alpha1.CustomNodeResource
 		held   []ledger.Reservation
 		pod    *corev1.Pod
@@ -74,79 +74,79 @@ func TestAllot(t *testing.T) {
 	}{
 		{
 			name:  "numa: hinted zone 0, its first free NIC by name, not the annotated one",
-			agent: AgentNUMA, cnr: agentCNR(0),
+			agent: NUMA, cnr: agentCNR(0),
 			pod:  agentPod("2", "1", "0", nic[0][1]),
 			want: []ledger.ZoneUse{use(0, 2, 4000, nic[0][0])}, wantOK: true,
 		},
 		{
 			name:  "numa: hinted zone 1 although zone 0 has room",
-			agent: AgentNUMA, cnr: agentCNR(0),
+			agent: NUMA, cnr: agentCNR(0),
 			pod:  agentPod("4", "2", "1", nic[1][0], nic[1][1]),
 			want: []ledger.ZoneUse{use(1, 4, 4000, nic[1][0], nic[1][1])}, wantOK: true,
 		},
 		{
 			name:  "numa: the NICs the agent handed out before are not free",
-			agent: AgentNUMA, cnr: agentCNR(0),
+			agent: NUMA, cnr: agentCNR(0),
 			held: []ledger.Reservation{{UID: "u-q", Node: "n1", Zones: []ledger.ZoneUse{use(0, 1, 1000, nic[0][0])}}},
 			pod:  agentPod("1", "1", "0", nic[0][0]),
 			want: []ledger.ZoneUse{use(0, 1, 4000, nic[0][1])}, wantOK: true,
 		},
 		{
 			name:  "numa: hinted zone full, first zone with room",
-			agent: AgentNUMA, cnr: agentCNR(4),
+			agent: NUMA, cnr: agentCNR(4),
 			pod:  agentPod("2", "1", "0", nic[0][0]),
 			want: []ledger.ZoneUse{use(1, 2, 4000, nic[1][0])}, wantOK: true,
 		},
 		{
 			name:  "numa: no hint, first zone with room",
-			agent: AgentNUMA, cnr: agentCNR(0),
+			agent: NUMA, cnr: agentCNR(0),
 			pod:  agentPod("1", "1", "", nic[1][1]),
 			want: []ledger.ZoneUse{use(0, 1, 4000, nic[0][0])}, wantOK: true,
 		},
 		{
 			name:  "numa: spanning hint",
-			agent: AgentNUMA, cnr: agentCNR(0),
+			agent: NUMA, cnr: agentCNR(0),
 			pod:  agentPod("8", "4", "0,1", nic[0][0], nic[0][1], nic[1][0], nic[1][1]),
 			want: []ledger.ZoneUse{use(0, 4, 4000, nic[0][0], nic[0][1]), use(1, 4, 0, nic[1][0], nic[1][1])}, wantOK: true,
 		},
 		{
 			name:  "blind: ignores the hint, takes zone 0",
-			agent: AgentBlind, cnr: agentCNR(0),
+			agent: Blind, cnr: agentCNR(0),
 			pod:  agentPod("4", "2", "1", nic[1][0], nic[1][1]),
 			want: []ledger.ZoneUse{use(0, 4, 4000, nic[0][0], nic[0][1])}, wantOK: true,
 		},
 		{
 			name:  "blind: zone 0 lacks GPUs, takes zone 1",
-			agent: AgentBlind, cnr: agentCNR(3),
+			agent: Blind, cnr: agentCNR(3),
 			pod:  agentPod("2", "1", "0", nic[0][1]),
 			want: []ledger.ZoneUse{use(1, 2, 4000, nic[1][0])}, wantOK: true,
 		},
 		{
 			name:  "blind: no zone holds the pod, spread over both",
-			agent: AgentBlind, cnr: agentCNR(0),
+			agent: Blind, cnr: agentCNR(0),
 			pod:  agentPod("8", "4", "0,1", nic[0][0], nic[0][1], nic[1][0], nic[1][1]),
 			want: []ledger.ZoneUse{use(0, 4, 4000, nic[0][0], nic[0][1]), use(1, 4, 0, nic[1][0], nic[1][1])}, wantOK: true,
 		},
 		{
 			name:  "exact: the annotated NICs",
-			agent: AgentExact, cnr: agentCNR(0),
+			agent: Exact, cnr: agentCNR(0),
 			pod:  agentPod("2", "1", "0", nic[0][1]),
 			want: []ledger.ZoneUse{use(0, 2, 4000, nic[0][1])}, wantOK: true,
 		},
 		{
 			name:  "exact: annotated NICs over two zones, GPUs and CPU split evenly",
-			agent: AgentExact, cnr: agentCNR(0),
+			agent: Exact, cnr: agentCNR(0),
 			pod:  agentPod("8", "2", "0,1", nic[0][0], nic[1][0]),
 			want: []ledger.ZoneUse{use(0, 4, 2000, nic[0][0]), use(1, 4, 2000, nic[1][0])}, wantOK: true,
 		},
 		{
 			name:  "no RDMA requested: nothing to report",
-			agent: AgentNUMA, cnr: agentCNR(0),
+			agent: NUMA, cnr: agentCNR(0),
 			pod: agentPod("1", "", "0"),
 		},
 		{
 			name:  "no KCNR: nothing to report",
-			agent: AgentBlind,
+			agent: Blind,
 			pod:   agentPod("1", "1", "0", nic[0][0]),
 		},
 	}
@@ -184,23 +184,23 @@ func TestAllotPerContainer(t *testing.T) {
 	}
 	cases := []struct {
 		name  string
-		agent NodeAgent
+		agent Mode
 		cnr   *v1alpha1.CustomNodeResource
 		pod   *corev1.Pod
 		want  []ledger.ZoneUse
 	}{
 		{
-			name: "blind: each container in the first zone with room", agent: AgentBlind, cnr: containerLevel(0),
+			name: "blind: each container in the first zone with room", agent: Blind, cnr: containerLevel(0),
 			pod:  twoContainers(""),
 			want: []ledger.ZoneUse{use(0, 4, 4000, nic[0][0], nic[0][1]), use(1, 4, 4000, nic[1][0], nic[1][1])},
 		},
 		{
-			name: "numa: a hint naming two zones prefers none", agent: AgentNUMA, cnr: containerLevel(0),
+			name: "numa: a hint naming two zones prefers none", agent: NUMA, cnr: containerLevel(0),
 			pod:  twoContainers("0,1"),
 			want: []ledger.ZoneUse{use(0, 4, 4000, nic[0][0], nic[0][1]), use(1, 4, 4000, nic[1][0], nic[1][1])},
 		},
 		{
-			name: "numa: containers that fit the hinted zone together stay in it", agent: AgentNUMA, cnr: containerLevel(0),
+			name: "numa: containers that fit the hinted zone together stay in it", agent: NUMA, cnr: containerLevel(0),
 			pod: func() *corev1.Pod {
 				p := agentPod("2", "1", "1", nic[1][0], nic[1][1])
 				p.Spec.Containers = append(p.Spec.Containers, *p.Spec.Containers[0].DeepCopy())
@@ -210,7 +210,7 @@ func TestAllotPerContainer(t *testing.T) {
 			want: []ledger.ZoneUse{use(1, 4, 8000, nic[1][0], nic[1][1])},
 		},
 		{
-			name: "exact: the annotated NICs, each zone with its containers' GPUs and CPU", agent: AgentExact, cnr: containerLevel(0),
+			name: "exact: the annotated NICs, each zone with its containers' GPUs and CPU", agent: Exact, cnr: containerLevel(0),
 			pod: func() *corev1.Pod {
 				p := agentPod("3", "1", "0,1", nic[0][0], nic[1][0])
 				p.Spec.Containers = append(p.Spec.Containers, *p.Spec.Containers[0].DeepCopy())
@@ -222,7 +222,7 @@ func TestAllotPerContainer(t *testing.T) {
 			want: []ledger.ZoneUse{use(0, 3, 4000, nic[0][0]), use(1, 1, 4000, nic[1][0])},
 		},
 		{
-			name: "spanning node: the whole pod, spread when no zone holds it", agent: AgentBlind, cnr: agentCNR(0),
+			name: "spanning node: the whole pod, spread when no zone holds it", agent: Blind, cnr: agentCNR(0),
 			pod:  twoContainers(""),
 			want: []ledger.ZoneUse{use(0, 4, 8000, nic[0][0], nic[0][1]), use(1, 4, 0, nic[1][0], nic[1][1])},
 		},
@@ -243,19 +243,19 @@ func TestAllotPerContainer(t *testing.T) {
 func TestParseNodeAgent(t *testing.T) {
 	cases := []struct {
 		in      string
-		want    NodeAgent
+		want    Mode
 		wantErr bool
 	}{
-		{in: "exact", want: AgentExact},
-		{in: "numa", want: AgentNUMA},
-		{in: "blind", want: AgentBlind},
+		{in: "exact", want: Exact},
+		{in: "numa", want: NUMA},
+		{in: "blind", want: Blind},
 		{in: "NUMA", wantErr: true},
 		{in: "", wantErr: true},
 	}
 	for _, tc := range cases {
-		got, err := ParseNodeAgent(tc.in)
+		got, err := ParseMode(tc.in)
 		if (err != nil) != tc.wantErr || got != tc.want {
-			t.Errorf("ParseNodeAgent(%q) = %q, %v; want %q, error %v", tc.in, got, err, tc.want, tc.wantErr)
+			t.Errorf("ParseMode(%q) = %q, %v; want %q, error %v", tc.in, got, err, tc.want, tc.wantErr)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package sim
+package nodeagent
 
 import (
 	"fmt"
@@ -15,46 +15,48 @@ import (
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
 
-// NodeAgent says how the simulated katalyst node agent hands a bound pod
-// its NUMA zone(s) and NICs. The node, not the scheduler, has the last
-// word: the KCNR then lists what the agent chose, and the scheduler adopts
-// it where it differs from the plan.
-type NodeAgent string
+// Mode says how the agent hands a bound pod its NUMA zone(s) and NICs.
+// The node, not the scheduler, has the last word: the KCNR then lists what
+// the agent chose, and the scheduler adopts it where it differs from the
+// plan. Stock Volcano writes no numa_bind_result, so under NUMA its pods
+// take the unhinted path (as under Blind).
+type Mode string
 
 const (
-	// AgentExact gives the pod the NICs of its rdmatopo.io/nics annotation
+	// Exact gives the pod the NICs of its rdmatopo.io/nics annotation
 	// (a node that follows the plan to the NIC).
-	AgentExact NodeAgent = "exact"
-	// AgentNUMA honours katalyst's numa_bind_result: the pod gets the hinted
+	Exact Mode = "exact"
+	// NUMA honours katalyst's numa_bind_result: the pod gets the hinted
 	// zone(s) when they have room, and inside them the free NICs in the
 	// agent's own order (by name), whatever NICs the scheduler annotated.
 	// Without a usable hint, or without room in the hinted zones, it acts
-	// as AgentBlind. On a container-level node a pod of several containers
+	// as Blind. On a container-level node a pod of several containers
 	// is placed container by container (perContainer).
-	AgentNUMA NodeAgent = "numa"
-	// AgentBlind ignores the hint and takes the first NUMA zone (lowest id)
+	NUMA Mode = "numa"
+	// Blind ignores the hint and takes the first NUMA zone (lowest id)
 	// with room for the pod's GPUs, CPU and NICs, as a kubelet topology
 	// manager without hints would; on a container-level node, the first
 	// zone with room for each container in turn.
-	AgentBlind NodeAgent = "blind"
+	Blind Mode = "blind"
 )
 
-// DefaultNodeAgent is the agent of `rdmatopo simulate`, bench and soak
-// unless told otherwise: a node that honours the NUMA hint only.
-const DefaultNodeAgent = AgentNUMA
+// Default is the mode of `rdmatopo simulate`, bench, soak and the
+// end-to-end driver unless told otherwise: a node that honours the NUMA
+// hint only.
+const Default = NUMA
 
-// NodeAgents lists every agent, the default first.
-var NodeAgents = []NodeAgent{AgentNUMA, AgentExact, AgentBlind}
+// Modes lists every mode, the default first.
+var Modes = []Mode{NUMA, Exact, Blind}
 
-// ParseNodeAgent reads a --node-agent value.
-func ParseNodeAgent(s string) (NodeAgent, error) {
-	for _, a := range NodeAgents {
+// ParseMode reads a --node-agent value.
+func ParseMode(s string) (Mode, error) {
+	for _, a := range Modes {
 		if string(a) == s {
 			return a, nil
 		}
 	}
-	names := make([]string, len(NodeAgents))
-	for i, a := range NodeAgents {
+	names := make([]string, len(Modes))
+	for i, a := range Modes {
 		names[i] = string(a)
 	}
 	return "", fmt.Errorf("unknown node agent %q: must be one of %s", s, strings.Join(names, ", "))
@@ -76,7 +78,7 @@ type podAsk struct {
 	cpu  int64
 }
 
-// Allot returns what agent a gives pod p on the node whose KCNR is cnr.
+// Allot returns what the agent in mode a gives pod p on the node whose KCNR is cnr.
 // Free capacity is the KCNR's allocatable minus its allocations, minus
 // held: what the agent already handed out on that node that the KCNR does
 // not list yet (nil when the KCNR is current). The second result is false
@@ -87,7 +89,7 @@ type podAsk struct {
 // order if together they hold it, and otherwise gives it the NICs it was
 // annotated with (a real kubelet would reject the pod; the simulation keeps
 // the scheduler's accounting).
-func Allot(a NodeAgent, cfg topology.Config, cnr *v1alpha1.CustomNodeResource, held []ledger.Reservation, p *corev1.Pod) (ledger.Reservation, bool) {
+func Allot(a Mode, cfg topology.Config, cnr *v1alpha1.CustomNodeResource, held []ledger.Reservation, p *corev1.Pod) (ledger.Reservation, bool) {
 	cfg = cfg.WithDefaults()
 	r := ledger.Reservation{UID: string(p.UID), Namespace: p.Namespace, Name: p.Name,
 		Job: p.Namespace + "/" + p.Annotations[ledger.GroupNameAnnotation], Node: p.Spec.NodeName}
@@ -115,17 +117,17 @@ func Allot(a NodeAgent, cfg topology.Config, cnr *v1alpha1.CustomNodeResource, h
 	zones := freeZones(node, held, r.UID)
 
 	var uses []ledger.ZoneUse
-	if asks := containerAsks(cfg, p); a != AgentExact && node.Policy == topology.PolicySingleNUMAContainer && len(asks) > 1 {
+	if asks := containerAsks(cfg, p); a != Exact && node.Policy == topology.PolicySingleNUMAContainer && len(asks) > 1 {
 		hint := ""
-		if a == AgentNUMA {
+		if a == NUMA {
 			hint = p.Annotations[consts.PodAnnotationNUMABindResultKey]
 		}
 		uses = perContainer(zones, asks, hint)
 	}
-	if uses == nil && a == AgentNUMA {
+	if uses == nil && a == NUMA {
 		uses = hinted(zones, p.Annotations[consts.PodAnnotationNUMABindResultKey], ask)
 	}
-	if uses == nil && a != AgentExact {
+	if uses == nil && a != Exact {
 		uses = firstWithRoom(zones, ask)
 		if uses == nil {
 			uses = spread(zones, ask)
@@ -337,7 +339,8 @@ func spread(zones []agentZone, ask podAsk) []ledger.ZoneUse {
 // annotated gives the pod the NICs of its rdmatopo.io/nics annotation that
 // the node has, in their zones (first seen first), with the GPUs and CPU of
 // the containers rdmatopo.io/containers puts in each zone, or, without it,
-// the pod's GPUs and CPU split evenly over those zones.
+// the pod's GPUs and CPU split evenly over those zones (the first zones
+// taking the remainder, as ledger.Rebuild splits them).
 func annotated(cfg topology.Config, node *topology.Node, p *corev1.Pod, ask podAsk) []ledger.ZoneUse {
 	zoneOf := map[topology.NICID]int{}
 	for _, z := range node.Zones {
@@ -347,7 +350,7 @@ func annotated(cfg topology.Config, node *topology.Node, p *corev1.Pod, ask podA
 	}
 	var out []ledger.ZoneUse
 	at := map[int]int{}
-	for _, nic := range NICsOf(p) {
+	for _, nic := range AnnotatedNICs(p) {
 		id, ok := zoneOf[nic]
 		if !ok {
 			continue
@@ -365,9 +368,9 @@ func annotated(cfg topology.Config, node *topology.Node, p *corev1.Pod, ask podA
 	if byContainer(cfg, p, out) {
 		return out
 	}
+	gpus, cpus := ledger.SplitEvenly(ask.gpu, len(out)), ledger.SplitEvenly(ask.cpu, len(out))
 	for i := range out {
-		out[i].GPU = ask.gpu / int64(len(out))
-		out[i].CPUMilli = ask.cpu / int64(len(out))
+		out[i].GPU, out[i].CPUMilli = gpus[i], cpus[i]
 	}
 	return out
 }
@@ -408,13 +411,4 @@ func byContainer(cfg topology.Config, p *corev1.Pod, uses []ledger.ZoneUse) bool
 		uses[i].GPU, uses[i].CPUMilli = gpu[uses[i].NUMA], cpu[uses[i].NUMA]
 	}
 	return true
-}
-
-func containsNIC(list []topology.NICID, id topology.NICID) bool {
-	for _, n := range list {
-		if n == id {
-			return true
-		}
-	}
-	return false
 }
