@@ -65,8 +65,8 @@ type RunDetails struct {
 	// (rdmatopo_plan_refused_total over the run): 0 when the planner's view
 	// of Kubernetes' admission is exact.
 	PlanRefused int `json:"planRefused"`
-	// NodeAgent is the simulated node agent (nodeagent.Exact, AgentNUMA,
-	// AgentBlind) whose choices the realized figures count.
+	// NodeAgent is the simulated node agent (nodeagent.Exact, nodeagent.NUMA,
+	// nodeagent.Blind) whose choices the realized figures count.
 	NodeAgent string `json:"nodeAgent"`
 	// RealizedOracleUnknown, RealizedOracleInfeasible, RealizedBelowOptimum
 	// and RealizedOneNodeGangs are the oracle's counts of the realized

@@ -394,7 +394,7 @@ func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts s
 // of the node agent would pick them), after the gang's optimum was computed
 // on the state before them; and in the realized tracker the NICs the node
 // agent gave them (what the simulated KCNRs list; for pods without NIC
-// annotations, which no KCNR lists, what sim.Allot gives). Gangs are
+// annotations, which no KCNR lists, what nodeagent.Allot gives). Gangs are
 // handled in the order Volcano bound them.
 func record(s *sim.Simulator, tr *Tracker, rz *realized, byName map[string]*gangState, rep *sim.CycleReport, cycle int,
 	ends map[int][]*gangState, res *RunResult) error {
