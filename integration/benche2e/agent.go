@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
@@ -78,8 +79,6 @@ func newAgent(client katalystclient.Interface, lag time.Duration, cnrs []*v1alph
 }
 
 func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
-
-func consumerOf(p *corev1.Pod) string { return p.Namespace + "/" + p.Name + "/" + string(p.UID) }
 
 // preallocate lists a running pod on exactly the NICs its rdmatopo.io/nics
 // annotation names (the pods running before the trace starts). It only
@@ -148,7 +147,7 @@ func (a *agent) forget(p *corev1.Pod) {
 		return
 	}
 	delete(a.held, k)
-	if cnr := a.cnrs[h.node]; cnr != nil && removeConsumer(cnr.Status.TopologyZone, h.consumer) {
+	if nodeagent.Release(a.cnrs[h.node], h.consumer) {
 		a.dirty[h.node] = true
 	}
 }
@@ -347,7 +346,7 @@ func (a *agent) allocate(p *corev1.Pod) {
 // record lists pod p on the chosen NICs and, on their NUMA zones, the NICs
 // and the pod's GPU and CPU requests split over the zones (a.mu held).
 func (a *agent) record(p *corev1.Pod, cnr *v1alpha1.CustomNodeResource, order []*numaZone, take map[*numaZone][]*v1alpha1.TopologyZone) {
-	consumer := consumerOf(p)
+	consumer := nodeagent.Consumer(p)
 	req := workload.PodRequests(&p.Spec)
 	h := &heldPod{node: cnr.Name, consumer: consumer}
 	for _, z := range order {
@@ -377,29 +376,6 @@ func (a *agent) record(p *corev1.Pod, cnr *v1alpha1.CustomNodeResource, order []
 		}
 	}
 	a.realized[podKey(p)] = leaves
-}
-
-// removeConsumer deletes a consumer's allocations from a zone tree.
-func removeConsumer(zones []*v1alpha1.TopologyZone, consumer string) bool {
-	removed := false
-	for _, z := range zones {
-		if z == nil {
-			continue
-		}
-		kept := z.Allocations[:0]
-		for _, al := range z.Allocations {
-			if al != nil && al.Consumer == consumer {
-				removed = true
-				continue
-			}
-			kept = append(kept, al)
-		}
-		z.Allocations = kept
-		if removeConsumer(z.Children, consumer) {
-			removed = true
-		}
-	}
-	return removed
 }
 
 // flush writes every changed KCNR's status, 8 at a time.
