@@ -1,6 +1,9 @@
 package soak
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
@@ -116,7 +119,7 @@ func (a *kcnrAgent) object(node string) *v1alpha1.CustomNodeResource {
 		return nil
 	}
 	cnr := base.DeepCopy()
-	for _, c := range sortedKeys(boolSetOf(a.shown[node])) {
+	for _, c := range slices.Sorted(maps.Keys(a.shown[node])) {
 		nodeagent.Record(cnr, a.cfg, c, a.shown[node][c])
 	}
 	return cnr
