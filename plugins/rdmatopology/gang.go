@@ -85,7 +85,7 @@ func (s *Session) Pipeline(stmt *framework.Statement, task *api.TaskInfo, node *
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.pipelined[task.Job] = append(s.pipelined[task.Job], HoldTaskOf(task, node.Name, a))
+	s.pipelined[task.Job] = append(s.pipelined[task.Job], holdTaskOf(task, node.Name, a))
 	return nil
 }
 

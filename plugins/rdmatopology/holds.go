@@ -142,14 +142,14 @@ func (s *Session) KeptOn(job api.JobID, node string) (*api.Resource, string) {
 	}
 	kept := api.EmptyResource()
 	for _, t := range tasks {
-		kept.Add(ResourceOf(t.Resreq))
+		kept.Add(resourceOf(t.Resreq))
 	}
 	return kept, first
 }
 
-// HoldTaskOf is the hold's entry of a task going to node (a the NICs
+// holdTaskOf is the hold's entry of a task going to node (a the NICs
 // planned for it when it requests RDMA).
-func HoldTaskOf(task *api.TaskInfo, node string, a *placement.Assignment) preemption.HoldTask {
+func holdTaskOf(task *api.TaskInfo, node string, a *placement.Assignment) preemption.HoldTask {
 	t := preemption.HoldTask{UID: string(task.UID), Name: task.Namespace + "/" + task.Name, Node: node, Resreq: resourcesOf(task.InitResreq)}
 	if a != nil {
 		t.RDMA, t.Assignment = true, *a
@@ -169,8 +169,8 @@ func resourcesOf(r *api.Resource) preemption.Resources {
 	return out
 }
 
-// ResourceOf is what a hold keeps as a Volcano resource.
-func ResourceOf(r preemption.Resources) *api.Resource {
+// resourceOf is what a hold keeps as a Volcano resource.
+func resourceOf(r preemption.Resources) *api.Resource {
 	out := &api.Resource{MilliCPU: r.MilliCPU, Memory: r.Memory}
 	if len(r.Scalars) > 0 {
 		out.ScalarResources = make(map[v1.ResourceName]float64, len(r.Scalars))

@@ -74,7 +74,7 @@ func (s *Session) realizeHold(h *preemption.Hold) []*api.TaskInfo {
 			need[t.Node] = api.EmptyResource()
 			nodes = append(nodes, t.Node)
 		}
-		need[t.Node].Add(ResourceOf(t.Resreq))
+		need[t.Node].Add(resourceOf(t.Resreq))
 	}
 	for _, name := range nodes {
 		node := ssn.Nodes[name]

@@ -51,7 +51,7 @@ func (s *Session) noteAllocated(task *api.TaskInfo, a *placement.Assignment) {
 	if job == nil || !s.IsRDMAJob(job) || task.InitResreq == nil {
 		return
 	}
-	t := HoldTaskOf(task, task.NodeName, a)
+	t := holdTaskOf(task, task.NodeName, a)
 	var victims []string
 	if h, ok := s.holds.Taken(string(task.Job)); ok {
 		victims = h.Victims

@@ -29,8 +29,8 @@ import (
 // terms reach other nodes; Nodes.labelsMatter), pods whose verdict depends
 // on other pods' placement (dependsOnPods), pods with volumes whose
 // checks read PersistentVolumes (claims, ephemeral and CSI volumes), and
-// plugins other than those carryPlugin names with predicates enabled in the conf (a
-// plugin's predicate may read anything, a clock included).
+// plugins carryPlugin does not accept with predicates enabled in the conf
+// (a plugin's predicate may read anything, a clock included).
 type carry struct {
 	// seq counts the New calls that used the carry; inputsAt[node] is the
 	// seq at which the node's inputs were last seen to change.
