@@ -52,7 +52,7 @@ integration:
 
 ## bench: Go benchmarks (planner, fabric build, sessions)
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./framework/... ./internal/bench/...
+	$(GO) test -run '^$$' -bench . -benchmem ./framework/... ./internal/devtools/bench/...
 
 ## bench-full: rdmatopo against stock Volcano at 1k, 4k and 10k nodes with
 ## Volcano's default (adaptive) nodes-to-find, and at 1k with every node
@@ -69,7 +69,7 @@ bench-full: build-dev
 
 ## bench-plot: redraw docs/bench-plot.svg from the committed bench JSON
 bench-plot:
-	$(GO) run ./internal/bench/plot -o docs/bench-plot.svg $(wildcard docs/bench-[0-9]*.json)
+	$(GO) run ./internal/devtools/bench/plot -o docs/bench-plot.svg $(wildcard docs/bench-[0-9]*.json)
 
 ## bench-e2e: rdmatopo's vc-scheduler against stock vc-scheduler v1.10.0 and
 ## Kueue v0.17.0 TAS with kube-scheduler v1.30.2 on a real kube-apiserver

@@ -17,8 +17,8 @@ import (
 	// Initialises before Volcano's packages and silences klog (see its doc).
 	_ "github.com/rdmatopo/rdmatopo/internal/quiet"
 
-	"github.com/rdmatopo/rdmatopo/internal/bench"
-	"github.com/rdmatopo/rdmatopo/internal/soak"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/soak"
 )
 
 const exitUsage = 2

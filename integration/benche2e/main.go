@@ -26,7 +26,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rdmatopo/rdmatopo/internal/bench"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
 

@@ -15,7 +15,7 @@ import (
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
-	"github.com/rdmatopo/rdmatopo/internal/bench"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench"
 )
 
 // Job objects of the trace.

@@ -2,7 +2,7 @@
 // `rdmatopo-dev bench -o json`, one file per cluster size) as an SVG chart of
 // session seconds and atOptimumFrac against the node count:
 //
-//	go run ./internal/bench/plot -o docs/bench-plot.svg docs/bench-1000.json docs/bench-4000.json
+//	go run ./internal/devtools/bench/plot -o docs/bench-plot.svg docs/bench-1000.json docs/bench-4000.json
 package main
 
 import (
@@ -11,7 +11,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/rdmatopo/rdmatopo/internal/bench"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench"
 )
 
 func main() {
