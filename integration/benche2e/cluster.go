@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rdmatopo/rdmatopo/internal/bench"
+	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
 
@@ -24,7 +25,7 @@ const setupWorkers = 16
 // writeCluster creates the generated Nodes, their KCNRs (object, then
 // status with the running pods' allocations) and the running pods, bound.
 // It returns the agent, which owns the KCNR status from then on.
-func writeCluster(ctx context.Context, s *stack, c *workload.Cluster, lag time.Duration) (*agent, error) {
+func writeCluster(ctx context.Context, s *stack, c *workload.Cluster, lag time.Duration, mode nodeagent.Mode) (*agent, error) {
 	start := time.Now()
 	if err := errors.Join(parallel(ctx, len(c.Nodes), setupWorkers, func(i int) error {
 		n := c.Nodes[i].DeepCopy()
@@ -55,7 +56,7 @@ func writeCluster(ctx context.Context, s *stack, c *workload.Cluster, lag time.D
 	logf("%d running pods created in %s", len(c.Pods), time.Since(start).Round(time.Millisecond))
 
 	// The KCNRs list the running pods (with their real UIDs) from the start.
-	ag := newAgent(s.katalyst, lag, c.CNRs)
+	ag := newAgent(s.katalyst, lag, mode, c.CNRs)
 	for _, p := range running {
 		if err := ag.preallocate(p); err != nil {
 			return nil, err
