@@ -226,13 +226,13 @@ func runOne(ctx context.Context, o options, name string, spec schedulerSpec, clu
 	// and peak RSS as the sum of each one's peak.
 	r.Details.Schedulers = map[string]componentUsage{}
 	for _, p := range s.schedulers {
-		u, err := p.usage()
+		u, err := p.Usage()
 		if err != nil {
-			return nil, fmt.Errorf("%s usage: %w", p.name, err)
+			return nil, fmt.Errorf("%s usage: %w", p.Name, err)
 		}
 		r.CPUSeconds += u.CPUSeconds
 		r.PeakRSSBytes += u.PeakRSSBytes
-		r.Details.Schedulers[p.name] = componentUsage{CPUSeconds: u.CPUSeconds, PeakRSSBytes: u.PeakRSSBytes}
+		r.Details.Schedulers[p.Name] = componentUsage{CPUSeconds: u.CPUSeconds, PeakRSSBytes: u.PeakRSSBytes}
 	}
 	ag.mu.Lock()
 	r.Details.PodsWithNUMAHint, r.Details.PodsWithoutNUMAHint = ag.hinted, ag.unhinted
@@ -246,7 +246,7 @@ func runOne(ctx context.Context, o options, name string, spec schedulerSpec, clu
 	// Stop the schedulers before reading the audit log, so that every one
 	// of their requests is in it.
 	for _, p := range s.schedulers {
-		p.stop()
+		p.Stop()
 	}
 	users := []string{schedulerUser}
 	if spec.kueue {
@@ -271,7 +271,7 @@ func runOne(ctx context.Context, o options, name string, spec schedulerSpec, clu
 // net/http/pprof on its metrics address).
 func profile(s *stack, path string, d time.Duration) {
 	addr := ""
-	for _, a := range s.scheduler.cmd.Args {
+	for _, a := range s.scheduler.Args {
 		if v, ok := strings.CutPrefix(a, "--listen-address="); ok {
 			addr = v
 		}
