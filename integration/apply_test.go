@@ -2,15 +2,10 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/rdmatopo/rdmatopo/integration/internal/harness"
 )
@@ -63,28 +58,7 @@ func (e *Env) installCRDs(ctx context.Context) error {
 // binding from the module's installer, plus config/rbac), and the training
 // operator's namespace, Secret and webhook configuration.
 func (e *Env) createClusterObjects(ctx context.Context) error {
-	queue := &schedulingv1beta1.Queue{
-		ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec:       schedulingv1beta1.QueueSpec{Weight: 1, Reclaimable: ptrTo(true)},
-	}
-	if _, err := e.Volcano.SchedulingV1beta1().Queues().Create(ctx, queue, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create Queue default: %w", err)
-	}
-	for _, ns := range []string{"volcano-system", operatorNamespace} {
-		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
-		if _, err := e.Kube.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create Namespace %s: %w", ns, err)
-		}
-	}
-	volcano, err := harness.ModuleDir(ctx, e.RepoRoot, harness.VolcanoModule)
-	if err != nil {
-		return err
-	}
-	rbac, err := harness.SchedulerRBAC(volcano, e.RepoRoot)
-	if err != nil {
-		return err
-	}
-	if err := e.create(ctx, rbac); err != nil {
+	if err := e.CreateVolcanoBasics(ctx, e.RepoRoot, operatorNamespace); err != nil {
 		return err
 	}
 	return e.createOperatorPrerequisites(ctx)

@@ -12,12 +12,7 @@ import (
 	"strings"
 	"time"
 
-	katalystclient "github.com/kubewharf/katalyst-api/pkg/client/clientset/versioned"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
 	"github.com/rdmatopo/rdmatopo/integration/internal/harness"
 )
@@ -55,14 +50,9 @@ type Env struct {
 	// RepoRoot is the root of the rdmatopo module.
 	RepoRoot string
 
-	// Kube, Volcano, Katalyst and Dynamic talk to the API server as the
-	// admin user.
-	Kube     kubernetes.Interface
-	Volcano  vcclient.Interface
-	Katalyst katalystclient.Interface
-	Dynamic  dynamic.Interface
-	// Config is the admin client configuration.
-	Config *rest.Config
+	// Clients (Kube, Volcano, Katalyst, Dynamic and their Config) talk
+	// to the API server as the admin user.
+	harness.Clients
 
 	adminKubeconfig     string
 	schedulerKubeconfig string
@@ -141,30 +131,22 @@ func StartEnv(ctx context.Context, binDir, repoRoot string) (*Env, error) {
 	if e.webhookCerts, err = writeWebhookCerts(filepath.Join(dir, "certs", "webhook")); err != nil {
 		return e, err
 	}
-	steps := []struct {
-		name string
-		run  func(context.Context) error
-	}{
-		{"etcd", e.startEtcd},
-		{"kube-apiserver", e.startAPIServer},
-		{"clients", e.makeClients},
-		{"CRDs", e.installCRDs},
-		{"cluster objects", e.createClusterObjects},
-		{"vc-controller-manager", e.startControllers},
-		{"vc-scheduler", e.StartScheduler},
-		{"training-operator", e.startOperator},
-		{"kube-controller-manager", e.startKubeControllerManager},
-		{"jobset-controller", e.startJobSet},
-		{"trainer-controller-manager", e.startTrainer},
+	steps := []harness.Step{
+		{Name: "etcd", Run: e.startEtcd},
+		{Name: "kube-apiserver", Run: e.startAPIServer},
+		{Name: "clients", Run: e.makeClients},
+		{Name: "CRDs", Run: e.installCRDs},
+		{Name: "cluster objects", Run: e.createClusterObjects},
+		{Name: "vc-controller-manager", Run: e.startControllers},
+		{Name: "vc-scheduler", Run: e.StartScheduler},
+		{Name: "training-operator", Run: e.startOperator},
+		{Name: "kube-controller-manager", Run: e.startKubeControllerManager},
+		{Name: "jobset-controller", Run: e.startJobSet},
+		{Name: "trainer-controller-manager", Run: e.startTrainer},
 	}
-	for _, s := range steps {
-		start := time.Now()
-		if err := s.run(ctx); err != nil {
-			return e, fmt.Errorf("start %s: %w", s.name, err)
-		}
-		fmt.Fprintf(os.Stderr, "integration: %s ready in %s\n", s.name, time.Since(start).Round(time.Millisecond))
-	}
-	return e, nil
+	return e, harness.RunSteps(ctx, steps, func(name string, took time.Duration) {
+		fmt.Fprintf(os.Stderr, "integration: %s ready in %s\n", name, took)
+	})
 }
 
 func (e *Env) startEtcd(ctx context.Context) (err error) {
@@ -202,24 +184,11 @@ func (e *Env) startAPIServer(ctx context.Context) error {
 	return err
 }
 
-func (e *Env) makeClients(context.Context) error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", e.adminKubeconfig)
-	if err != nil {
-		return err
-	}
-	cfg.QPS, cfg.Burst = 200, 400
-	cfg.WarningHandler = templateWarningFilter{}
-	e.Config = cfg
-	if e.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
-		return err
-	}
-	if e.Volcano, err = vcclient.NewForConfig(cfg); err != nil {
-		return err
-	}
-	if e.Katalyst, err = katalystclient.NewForConfig(cfg); err != nil {
-		return err
-	}
-	e.Dynamic, err = dynamic.NewForConfig(cfg)
+func (e *Env) makeClients(context.Context) (err error) {
+	e.Clients, err = harness.NewClients(e.adminKubeconfig, func(cfg *rest.Config) {
+		cfg.QPS, cfg.Burst = 200, 400
+		cfg.WarningHandler = templateWarningFilter{}
+	})
 	return err
 }
 

@@ -182,7 +182,7 @@ func kueuePod(g bench.GangSpec, i int) *corev1.Pod {
 // the group is admitted).
 func createKueueGang(ctx context.Context, s *stack, g bench.GangSpec) error {
 	errs := parallel(ctx, g.Pods, 8, func(i int) error {
-		_, err := s.kube.CoreV1().Pods(jobNamespace).Create(ctx, kueuePod(g, i), metav1.CreateOptions{})
+		_, err := s.Kube.CoreV1().Pods(jobNamespace).Create(ctx, kueuePod(g, i), metav1.CreateOptions{})
 		return err
 	})
 	if err := errors.Join(errs...); err != nil {
@@ -195,7 +195,7 @@ func createKueueGang(ctx context.Context, s *stack, g bench.GangSpec) error {
 // (what kubelet reports), so that Kueue finishes the group's Workload and
 // releases its quota and topology usage; the caller then deletes the pods.
 func finishKueueGang(ctx context.Context, s *stack, name string) error {
-	pods, err := s.kube.CoreV1().Pods(jobNamespace).List(ctx, metav1.ListOptions{LabelSelector: gangLabel + "=" + name})
+	pods, err := s.Kube.CoreV1().Pods(jobNamespace).List(ctx, metav1.ListOptions{LabelSelector: gangLabel + "=" + name})
 	if err != nil {
 		return err
 	}
@@ -211,9 +211,9 @@ func finishKueueGang(ctx context.Context, s *stack, name string) error {
 					p.Status.Conditions[j].Status = corev1.ConditionFalse
 				}
 			}
-			_, err := s.kube.CoreV1().Pods(jobNamespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+			_, err := s.Kube.CoreV1().Pods(jobNamespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
 			if apierrors.IsConflict(err) {
-				fresh, gerr := s.kube.CoreV1().Pods(jobNamespace).Get(ctx, p.Name, metav1.GetOptions{})
+				fresh, gerr := s.Kube.CoreV1().Pods(jobNamespace).Get(ctx, p.Name, metav1.GetOptions{})
 				if gerr != nil {
 					return gerr
 				}
@@ -237,24 +237,16 @@ func (s *stack) startKueue(ctx context.Context, c *workload.Cluster) error {
 	if err != nil {
 		return err
 	}
-	steps := []struct {
-		name string
-		run  func(context.Context) error
-	}{
-		{"Kueue CRDs", func(ctx context.Context) error { return s.installKueueCRDs(ctx, dir) }},
-		{"Kueue RBAC", func(ctx context.Context) error { return s.createKueueRBAC(ctx, dir) }},
-		{"kueue", func(ctx context.Context) error { return s.startKueueManager(ctx, dir) }},
-		{"Kueue queues", func(ctx context.Context) error { return s.createKueueQueues(ctx, c) }},
-		{"kube-scheduler", s.startKubeScheduler},
+	steps := []harness.Step{
+		{Name: "Kueue CRDs", Run: func(ctx context.Context) error { return s.installKueueCRDs(ctx, dir) }},
+		{Name: "Kueue RBAC", Run: func(ctx context.Context) error { return s.createKueueRBAC(ctx, dir) }},
+		{Name: "kueue", Run: func(ctx context.Context) error { return s.startKueueManager(ctx, dir) }},
+		{Name: "Kueue queues", Run: func(ctx context.Context) error { return s.createKueueQueues(ctx, c) }},
+		{Name: "kube-scheduler", Run: s.startKubeScheduler},
 	}
-	for _, st := range steps {
-		start := time.Now()
-		if err := st.run(ctx); err != nil {
-			return fmt.Errorf("start %s: %w", st.name, err)
-		}
-		logf("kueue: %s ready in %s", st.name, time.Since(start).Round(time.Millisecond))
-	}
-	return nil
+	return harness.RunSteps(ctx, steps, func(name string, took time.Duration) {
+		logf("kueue: %s ready in %s", name, took)
+	})
 }
 
 // installKueueCRDs installs every CRD of Kueue's module (the manager
@@ -278,7 +270,7 @@ var kueueRBACFiles = []string{"role.yaml", "role_binding.yaml", "manager_secrets
 // manifests name them (prefix "kueue-", namespace kueue-system).
 func (s *stack) createKueueRBAC(ctx context.Context, dir string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kueueNamespace}}
-	if _, err := s.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := s.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create Namespace %s: %w", kueueNamespace, err)
 	}
 	sa := strings.TrimPrefix(kueueUser, "system:serviceaccount:"+kueueNamespace+":")
@@ -425,7 +417,7 @@ func (s *stack) installKueueWebhooks(ctx context.Context, manifest string, port 
 	if err != nil {
 		return err
 	}
-	return harness.InstallWebhooks(ctx, s.dynamic, manifest, objs, harness.Webhooks{Prefix: "kueue-", Port: port, CA: ca, Keep: keepKueueWebhook})
+	return harness.InstallWebhooks(ctx, s.Dynamic, manifest, objs, harness.Webhooks{Prefix: "kueue-", Port: port, CA: ca, Keep: keepKueueWebhook})
 }
 
 // keepKueueWebhook keeps the webhooks of pods, limited to the namespaces
@@ -534,7 +526,7 @@ func (s *stack) createKueueQueues(ctx context.Context, c *workload.Cluster) erro
 	cq := kueueGV.WithResource("clusterqueues")
 	deadline := time.Now().Add(readyTimeout)
 	for {
-		u, err := s.dynamic.Resource(cq).Get(ctx, kueueCQ, metav1.GetOptions{})
+		u, err := s.Dynamic.Resource(cq).Get(ctx, kueueCQ, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}

@@ -10,17 +10,8 @@ import (
 	"path/filepath"
 	"time"
 
-	katalystclient "github.com/kubewharf/katalyst-api/pkg/client/clientset/versioned"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
-	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
 	"github.com/rdmatopo/rdmatopo/integration/internal/harness"
 )
@@ -48,11 +39,8 @@ const readyTimeout = 2 * time.Minute
 type stack struct {
 	dir, binDir, repoRoot string
 
-	kube     kubernetes.Interface
-	volcano  vcclient.Interface
-	katalyst katalystclient.Interface
-	dynamic  dynamic.Interface
-	config   *rest.Config
+	// Clients talk to the API server as the admin user.
+	harness.Clients
 
 	etcdURL, serverURL, adminToken string
 	kueueToken, kubeSchedulerToken string
@@ -76,24 +64,19 @@ func newStack(ctx context.Context, parent, name, binDir, repoRoot string, o opti
 			return s, err
 		}
 	}
-	steps := []struct {
-		name string
-		run  func(context.Context) error
-	}{
-		{"etcd", s.startEtcd},
-		{"kube-apiserver", s.startAPIServer},
-		{"clients", s.makeClients},
-		{"CRDs", s.installCRDs},
-		{"cluster objects", s.createClusterObjects},
-		{"vc-controller-manager", func(ctx context.Context) error { return s.startControllers(ctx, o) }},
-		{"kwok", s.startKwok},
+	steps := []harness.Step{
+		{Name: "etcd", Run: s.startEtcd},
+		{Name: "kube-apiserver", Run: s.startAPIServer},
+		{Name: "clients", Run: s.makeClients},
+		{Name: "CRDs", Run: s.installCRDs},
+		{Name: "cluster objects", Run: s.createClusterObjects},
+		{Name: "vc-controller-manager", Run: func(ctx context.Context) error { return s.startControllers(ctx, o) }},
+		{Name: "kwok", Run: s.startKwok},
 	}
-	for _, st := range steps {
-		start := time.Now()
-		if err := st.run(ctx); err != nil {
-			return s, fmt.Errorf("%s: start %s: %w", name, st.name, err)
-		}
-		logf("%s: %s ready in %s", name, st.name, time.Since(start).Round(time.Millisecond))
+	if err := harness.RunSteps(ctx, steps, func(step string, took time.Duration) {
+		logf("%s: %s ready in %s", name, step, took)
+	}); err != nil {
+		return s, fmt.Errorf("%s: %w", name, err)
 	}
 	return s, nil
 }
@@ -176,25 +159,12 @@ func (s *stack) startAPIServer(ctx context.Context) error {
 	return err
 }
 
-func (s *stack) makeClients(context.Context) error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", s.adminKubeconfig)
-	if err != nil {
-		return err
-	}
-	cfg.QPS, cfg.Burst = 1000, 2000
-	cfg.UserAgent = "rdmatopo-bench-e2e"
-	cfg.WarningHandler = rest.NoWarnings{}
-	s.config = cfg
-	if s.kube, err = kubernetes.NewForConfig(cfg); err != nil {
-		return err
-	}
-	if s.volcano, err = vcclient.NewForConfig(cfg); err != nil {
-		return err
-	}
-	if s.katalyst, err = katalystclient.NewForConfig(cfg); err != nil {
-		return err
-	}
-	s.dynamic, err = dynamic.NewForConfig(cfg)
+func (s *stack) makeClients(context.Context) (err error) {
+	s.Clients, err = harness.NewClients(s.adminKubeconfig, func(cfg *rest.Config) {
+		cfg.QPS, cfg.Burst = 1000, 2000
+		cfg.UserAgent = "rdmatopo-bench-e2e"
+		cfg.WarningHandler = rest.NoWarnings{}
+	})
 	return err
 }
 
@@ -221,41 +191,19 @@ func (s *stack) installCRDs(ctx context.Context) error {
 // installCRDFiles creates the CRDs of the files and waits until they are
 // established.
 func (s *stack) installCRDFiles(ctx context.Context, files []string) error {
-	return harness.InstallCRDs(ctx, s.dynamic, files, nil, readyTimeout)
+	return harness.InstallCRDs(ctx, s.Dynamic, files, nil, readyTimeout)
 }
 
 // createClusterObjects creates the default Queue, the namespaces and the
 // scheduler's RBAC: Volcano's stock ClusterRole and binding plus
 // config/rbac.
 func (s *stack) createClusterObjects(ctx context.Context) error {
-	reclaimable := true
-	queue := &schedulingv1beta1.Queue{
-		ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec:       schedulingv1beta1.QueueSpec{Weight: 1, Reclaimable: &reclaimable},
-	}
-	if _, err := s.volcano.SchedulingV1beta1().Queues().Create(ctx, queue, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create Queue default: %w", err)
-	}
-	for _, ns := range []string{"volcano-system", preboundNamespace} {
-		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
-		if _, err := s.kube.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create Namespace %s: %w", ns, err)
-		}
-	}
-	volcano, err := harness.ModuleDir(ctx, s.repoRoot, harness.VolcanoModule)
-	if err != nil {
-		return err
-	}
-	rbac, err := harness.SchedulerRBAC(volcano, s.repoRoot)
-	if err != nil {
-		return err
-	}
-	return s.create(ctx, rbac)
+	return s.CreateVolcanoBasics(ctx, s.repoRoot, preboundNamespace)
 }
 
 // create creates objects through the dynamic client.
 func (s *stack) create(ctx context.Context, objs []*unstructured.Unstructured) error {
-	return harness.CreateObjects(ctx, s.kube.Discovery(), s.dynamic, objs)
+	return harness.CreateObjects(ctx, s.Kube.Discovery(), s.Dynamic, objs)
 }
 
 func (s *stack) startControllers(ctx context.Context, o options) error {
