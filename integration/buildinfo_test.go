@@ -13,6 +13,8 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rdmatopo/rdmatopo/integration/internal/harness"
 )
 
 // dockerMake returns the arguments of the `make` call the Dockerfile builds
@@ -101,11 +103,11 @@ func TestBuildInfoStamped(t *testing.T) {
 	t.Cleanup(func() {
 		_ = e.Kube.CoordinationV1().Leases("volcano-system").Delete(context.Background(), lease, metav1.DeleteOptions{})
 	})
-	metrics, err := freePort()
+	metrics, err := harness.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := e.start(processSpec{
+	p, err := e.start(harness.Spec{
 		Name: "vc-scheduler-buildinfo",
 		Path: filepath.Join(bin, "vc-scheduler"),
 		Args: []string{
@@ -116,18 +118,18 @@ func TestBuildInfoStamped(t *testing.T) {
 			"--leader-elect-resource-namespace=volcano-system",
 			"--leader-elect-resource-name=" + lease,
 			"--enable-metrics=true",
-			"--listen-address=" + hostPort(metrics),
+			"--listen-address=" + harness.HostPort(metrics),
 			"--enable-healthz=false",
 		},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(p.stop)
-	r := &replica{proc: p, metrics: "http://" + hostPort(metrics) + "/metrics"}
+	t.Cleanup(p.Stop)
+	r := &replica{proc: p, metrics: "http://" + harness.HostPort(metrics) + "/metrics"}
 	want := map[string]string{"version": version, "git_sha": commit, "volcano_version": "v1.10.0"}
 	eventually(t, 30*time.Second, func() (bool, string) {
-		if err := p.alive(); err != nil {
+		if err := p.Alive(); err != nil {
 			t.Fatal(err)
 		}
 		s, err := r.scrape(ctx)

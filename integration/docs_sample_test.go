@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/rdmatopo/rdmatopo/integration/internal/harness"
 	"github.com/rdmatopo/rdmatopo/internal/fabricview"
 )
 
@@ -90,7 +91,7 @@ func TestDocsSampleCluster(t *testing.T) {
 		}
 	})
 	apply := func(file string) {
-		objs, err := readManifests(filepath.Join(e.RepoRoot, file))
+		objs, err := harness.ReadManifests(filepath.Join(e.RepoRoot, file))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +122,7 @@ func TestDocsSampleCluster(t *testing.T) {
 	if err != nil {
 		t.Fatalf("sed: %v", err)
 	}
-	objs, err := decodeManifests("sed output", out)
+	objs, err := harness.DecodeManifests("sed output", out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmatopo/rdmatopo/integration/internal/harness"
 	"github.com/rdmatopo/rdmatopo/internal/monitoring"
 )
 
 // replica is one vc-scheduler process of a leader-elected pair.
 type replica struct {
-	proc    *process
+	proc    *harness.Process
 	metrics string
 }
 
@@ -23,41 +24,25 @@ type replica struct {
 // health endpoint, which a standby serves too.
 func startReplica(ctx context.Context, t *testing.T, e *Env, name string) *replica {
 	t.Helper()
-	health, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := e.start(processSpec{
-		Name: name,
-		Path: e.binary("vc-scheduler"),
-		Args: []string{
-			"--kubeconfig=" + e.schedulerKubeconfig,
-			"--scheduler-conf=" + e.SchedulerConf(),
-			"--scheduler-name=volcano",
+	p, metrics, err := e.procs.StartVCScheduler(ctx, harness.VCScheduler{
+		Name:       name,
+		Binary:     e.binary("vc-scheduler"),
+		Kubeconfig: e.schedulerKubeconfig,
+		Conf:       e.SchedulerConf(),
+		LeaderElection: []string{
 			"--leader-elect=true",
 			"--leader-elect-resource-namespace=volcano-system",
 			"--leader-elect-lease-duration=4s",
 			"--leader-elect-renew-deadline=3s",
 			"--leader-elect-retry-period=1s",
-			"--enable-healthz=true",
-			"--healthz-address=" + hostPort(health),
-			"--enable-metrics=true",
-			"--listen-address=" + hostPort(metrics),
-			"--logtostderr",
-			"-v=3",
 		},
+		Verbosity: 3,
+		Timeout:   componentReadyTimeout,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := waitHTTP(ctx, p, http.DefaultClient, "http://"+hostPort(health)+"/healthz", "", componentReadyTimeout); err != nil {
-		t.Fatal(err)
-	}
-	return &replica{proc: p, metrics: "http://" + hostPort(metrics) + "/metrics"}
+	return &replica{proc: p, metrics: "http://" + metrics + "/metrics"}
 }
 
 // scrape reads the replica's metrics.
@@ -78,7 +63,7 @@ func (r *replica) scrape(ctx context.Context) (monitoring.Scrape, error) {
 	if err != nil {
 		return monitoring.Scrape{}, fmt.Errorf("%s: %w", r.metrics, err)
 	}
-	return monitoring.Scrape{Instance: r.proc.name, Time: time.Now(), Samples: samples}, nil
+	return monitoring.Scrape{Instance: r.proc.Name, Time: time.Now(), Samples: samples}, nil
 }
 
 // value is the value of the series name{labels} in a scrape.
@@ -123,7 +108,7 @@ func TestHAReplicasAlerts(t *testing.T) {
 	replicas := []*replica{startReplica(ctx, t, e, "vc-scheduler-a"), startReplica(ctx, t, e, "vc-scheduler-b")}
 	t.Cleanup(func() {
 		for _, r := range replicas {
-			r.proc.stop()
+			r.proc.Stop()
 		}
 	})
 
@@ -146,7 +131,7 @@ func TestHAReplicasAlerts(t *testing.T) {
 				history = append(history, s)
 				lead, ok := value(s, "rdmatopo_leader", map[string]string{})
 				if !ok {
-					return false, r.proc.name + ": no rdmatopo_leader"
+					return false, r.proc.Name + ": no rdmatopo_leader"
 				}
 				if lead == 1 {
 					if leader != nil {
@@ -156,18 +141,18 @@ func TestHAReplicasAlerts(t *testing.T) {
 					synced, _ := value(s, "rdmatopo_informer_synced", map[string]string{"resource": "customnoderesources"})
 					conf, _ := value(s, "rdmatopo_conf_valid", map[string]string{})
 					if synced != 1 || conf != 1 {
-						return false, fmt.Sprintf("%s leads, informer_synced %v conf_valid %v", r.proc.name, synced, conf)
+						return false, fmt.Sprintf("%s leads, informer_synced %v conf_valid %v", r.proc.Name, synced, conf)
 					}
 				} else {
 					for _, name := range []string{"rdmatopo_informer_synced", "rdmatopo_conf_valid", "rdmatopo_free_nics", "rdmatopo_topology_unknown_nics"} {
 						for _, x := range s.Samples {
 							if x.Name == name {
-								return false, fmt.Sprintf("standby %s exports %s %v", r.proc.name, name, x.Labels)
+								return false, fmt.Sprintf("standby %s exports %s %v", r.proc.Name, name, x.Labels)
 							}
 						}
 					}
 				}
-				roles = append(roles, fmt.Sprintf("%s leader=%v", r.proc.name, lead))
+				roles = append(roles, fmt.Sprintf("%s leader=%v", r.proc.Name, lead))
 			}
 			if leader == nil {
 				return false, "no leader yet: " + strings.Join(roles, ", ")
@@ -193,7 +178,7 @@ func TestHAReplicasAlerts(t *testing.T) {
 
 	leader := checkRoles(replicas)
 	// The leader dies; the standby takes the lease once it expires.
-	leader.proc.stop()
+	leader.proc.Stop()
 	var rest []*replica
 	for _, r := range replicas {
 		if r != leader {

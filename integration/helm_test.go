@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
+
+	"github.com/rdmatopo/rdmatopo/integration/internal/harness"
 )
 
 // The Helm release config/helm/values-rdmatopo.yaml is written for.
@@ -96,7 +98,7 @@ func TestHelmTemplate(t *testing.T) {
 	helm := helmBinary(t, root)
 	ctx, cancel := context.WithTimeout(context.Background(), helmRenderTimeout)
 	defer cancel()
-	volcano, err := moduleDir(ctx, root, volcanoModule)
+	volcano, err := harness.ModuleDir(ctx, root, harness.VolcanoModule)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +232,7 @@ func renderChart(ctx context.Context, t *testing.T, helm, root, chart string, va
 	if err := os.WriteFile(manifest, out, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	objs, err := readManifests(manifest)
+	objs, err := harness.ReadManifests(manifest)
 	if err != nil {
 		t.Fatalf("decode the output of helm %s: %v", strings.Join(args, " "), err)
 	}
@@ -394,7 +396,7 @@ func chartImage(files ...chartValues) string {
 // the ClusterRoleBinding in file binds.
 func rbacServiceAccount(t *testing.T, file string) string {
 	t.Helper()
-	objs, err := readManifests(file)
+	objs, err := harness.ReadManifests(file)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rdmatopo/rdmatopo/integration/internal/harness"
 )
 
 // binEnv names the directory with prebuilt binaries (set by the Makefile).
@@ -103,7 +105,7 @@ func repoRoot() (string, error) {
 		return "", err
 	}
 	root := filepath.Dir(wd)
-	if !fileExists(filepath.Join(root, "go.mod")) || !fileExists(filepath.Join(root, "config", "volcano-scheduler.conf")) {
+	if !harness.FileExists(filepath.Join(root, "go.mod")) || !harness.FileExists(filepath.Join(root, "config", "volcano-scheduler.conf")) {
 		return "", fmt.Errorf("%s is not the rdmatopo module root", root)
 	}
 	return root, nil

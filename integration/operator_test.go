@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rdmatopo/rdmatopo/integration/internal/harness"
 )
 
 // The training operator (v1.8.1) manages its webhook certificates itself:
@@ -57,7 +59,7 @@ func (e *Env) createOperatorPrerequisites(ctx context.Context) error {
 func (e *Env) startOperator(ctx context.Context) error {
 	ports := make([]int, 3)
 	for i := range ports {
-		p, err := freePort()
+		p, err := harness.FreePort()
 		if err != nil {
 			return err
 		}
@@ -65,15 +67,15 @@ func (e *Env) startOperator(ctx context.Context) error {
 	}
 	webhookPort, metricsPort, probePort := ports[0], ports[1], ports[2]
 	var err error
-	e.operator, err = e.start(processSpec{
+	e.operator, err = e.start(harness.Spec{
 		Name: "training-operator",
 		Path: e.binary("training-operator"),
 		Args: []string{
 			"--gang-scheduler-name=volcano",
 			"--enable-scheme=pytorchjob",
 			fmt.Sprintf("--webhook-server-port=%d", webhookPort),
-			"--metrics-bind-address=" + hostPort(metricsPort),
-			"--health-probe-bind-address=" + hostPort(probePort),
+			"--metrics-bind-address=" + harness.HostPort(metricsPort),
+			"--health-probe-bind-address=" + harness.HostPort(probePort),
 			"--leader-elect=false",
 		},
 		Env: []string{
@@ -91,7 +93,7 @@ func (e *Env) startOperator(ctx context.Context) error {
 	if err := e.installWebhookCerts(ctx); err != nil {
 		return err
 	}
-	return waitHTTP(ctx, e.operator, http.DefaultClient, "http://"+hostPort(probePort)+"/readyz", "", componentReadyTimeout)
+	return harness.WaitHTTP(ctx, e.operator, http.DefaultClient, "http://"+harness.HostPort(probePort)+"/readyz", "", componentReadyTimeout)
 }
 
 // installWebhookCerts waits for the operator to fill its Secret and writes
@@ -101,7 +103,7 @@ func (e *Env) installWebhookCerts(ctx context.Context) error {
 	defer cancel()
 	var data map[string][]byte
 	for {
-		if err := e.operator.alive(); err != nil {
+		if err := e.operator.Alive(); err != nil {
 			return err
 		}
 		s, err := e.Kube.CoreV1().Secrets(operatorNamespace).Get(ctx, webhookSecretName, metav1.GetOptions{})
@@ -115,7 +117,7 @@ func (e *Env) installWebhookCerts(ctx context.Context) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	if !fileExists(filepath.Dir(webhookCertDir)) {
+	if !harness.FileExists(filepath.Dir(webhookCertDir)) {
 		e.removeWebhookCertDir = true
 	}
 	if err := os.MkdirAll(webhookCertDir, 0o700); err != nil {

@@ -2,8 +2,6 @@ package integration
 
 import (
 	"context"
-	"crypto/tls"
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"os"
@@ -11,12 +9,11 @@ import (
 	"strconv"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/rdmatopo/rdmatopo/integration/internal/harness"
 	"github.com/rdmatopo/rdmatopo/integration/internal/webhookcert"
 )
 
@@ -49,8 +46,6 @@ var (
 	trainJobGVR               = schema.GroupVersionResource{Group: "trainer.kubeflow.org", Version: "v1alpha1", Resource: "trainjobs"}
 	clusterTrainingRuntimeGVR = schema.GroupVersionResource{Group: "trainer.kubeflow.org", Version: "v1alpha1", Resource: "clustertrainingruntimes"}
 	jobSetGVR                 = schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"}
-	validatingWebhookGVR      = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
-	mutatingWebhookGVR        = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}
 )
 
 // trainerCRDFiles returns the CRD manifests of Trainer (TrainJob,
@@ -73,10 +68,10 @@ func (e *Env) trainerCRDFiles(ctx context.Context) ([]string, error) {
 // the tool module resolves them.
 func (e *Env) trainerModuleDirs(ctx context.Context) (trainer, jobset string, err error) {
 	tool := filepath.Join(e.RepoRoot, "integration", "tools", trainerToolModule)
-	if trainer, err = moduleDir(ctx, tool, trainerModule); err != nil {
+	if trainer, err = harness.ModuleDir(ctx, tool, trainerModule); err != nil {
 		return "", "", err
 	}
-	jobset, err = moduleDir(ctx, tool, jobsetModule)
+	jobset, err = harness.ModuleDir(ctx, tool, jobsetModule)
 	return trainer, jobset, err
 }
 
@@ -84,11 +79,11 @@ func (e *Env) trainerModuleDirs(ctx context.Context) (trainer, jobset string, er
 // Job controller (JobSet's Jobs need it to get pods). Its secure port
 // serves /healthz without authentication.
 func (e *Env) startKubeControllerManager(ctx context.Context) error {
-	port, err := freePort()
+	port, err := harness.FreePort()
 	if err != nil {
 		return err
 	}
-	e.kcm, err = e.start(processSpec{
+	e.kcm, err = e.start(harness.Spec{
 		Name: "kube-controller-manager",
 		Path: e.binary("kube-controller-manager"),
 		Args: []string{
@@ -104,13 +99,7 @@ func (e *Env) startKubeControllerManager(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return waitHTTP(ctx, e.kcm, insecureHTTP(), "https://"+hostPort(port)+"/healthz", "", componentReadyTimeout)
-}
-
-// insecureHTTP is a client for components' self-signed health endpoints on
-// loopback.
-func insecureHTTP() *http.Client {
-	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	return harness.WaitHTTP(ctx, e.kcm, harness.InsecureHTTP(), "https://"+harness.HostPort(port)+"/healthz", "", componentReadyTimeout)
 }
 
 // webhookCerts is the CA and serving certificate the harness gives the
@@ -140,7 +129,7 @@ func (e *Env) startJobSet(ctx context.Context) error {
 		return err
 	}
 	dir := filepath.Join(jobset, "config", "components", "webhook")
-	e.jobset, err = e.startWithWebhooks(ctx, func(probePort, webhookPort int) (processSpec, error) {
+	e.jobset, err = e.startWithWebhooks(ctx, func(probePort, webhookPort int) (harness.Spec, error) {
 		conf := filepath.Join(e.Dir, "certs", "jobset-config.yaml")
 		if err := os.WriteFile(conf, []byte(fmt.Sprintf(`apiVersion: config.jobset.x-k8s.io/v1alpha1
 kind: Configuration
@@ -156,10 +145,10 @@ metrics:
   certDir: %s
 internalCertManagement:
   enable: false
-`, hostPort(probePort), webhookPort, e.webhookCerts.Dir, e.webhookCerts.Dir)), 0o600); err != nil {
-			return processSpec{}, err
+`, harness.HostPort(probePort), webhookPort, e.webhookCerts.Dir, e.webhookCerts.Dir)), 0o600); err != nil {
+			return harness.Spec{}, err
 		}
-		return processSpec{
+		return harness.Spec{
 			Name: "jobset-controller",
 			Path: e.binary("jobset-controller"),
 			Args: []string{
@@ -184,7 +173,7 @@ func (e *Env) startTrainer(ctx context.Context) error {
 		return err
 	}
 	manifest := filepath.Join(trainer, "manifests", "base", "webhook", "manifests.yaml")
-	e.trainer, err = e.startWithWebhooks(ctx, func(probePort, webhookPort int) (processSpec, error) {
+	e.trainer, err = e.startWithWebhooks(ctx, func(probePort, webhookPort int) (harness.Spec, error) {
 		conf := filepath.Join(e.Dir, "certs", "trainer-config.yaml")
 		if err := os.WriteFile(conf, []byte(fmt.Sprintf(`apiVersion: config.trainer.kubeflow.org/v1alpha1
 kind: Configuration
@@ -199,26 +188,26 @@ webhook:
   port: %d
 certManagement:
   enable: false
-`, hostPort(probePort), webhookPort)), 0o600); err != nil {
-			return processSpec{}, err
+`, harness.HostPort(probePort), webhookPort)), 0o600); err != nil {
+			return harness.Spec{}, err
 		}
 		// Trainer has no setting for its certificate directory: the webhook
 		// server reads $TMPDIR/k8s-webhook-server/serving-certs.
 		tmp := filepath.Join(e.Dir, "trainer-tmp")
 		certDir := filepath.Join(tmp, "k8s-webhook-server", "serving-certs")
 		if err := os.MkdirAll(certDir, 0o700); err != nil {
-			return processSpec{}, err
+			return harness.Spec{}, err
 		}
 		for _, name := range []string{"tls.crt", "tls.key"} {
 			data, err := os.ReadFile(filepath.Join(e.webhookCerts.Dir, name))
 			if err != nil {
-				return processSpec{}, err
+				return harness.Spec{}, err
 			}
 			if err := os.WriteFile(filepath.Join(certDir, name), data, 0o600); err != nil {
-				return processSpec{}, err
+				return harness.Spec{}, err
 			}
 		}
-		return processSpec{
+		return harness.Spec{
 			Name: "trainer-controller-manager",
 			Path: e.binary("trainer-controller-manager"),
 			Args: []string{"--config=" + conf, "--kubeconfig=" + e.adminKubeconfig},
@@ -233,12 +222,12 @@ certManagement:
 // and a free webhook port and says how to run it. Once its probe answers,
 // the manifest's webhook configurations (after patches) are installed,
 // named with prefix and calling that port.
-func (e *Env) startWithWebhooks(ctx context.Context, spec func(probePort, webhookPort int) (processSpec, error), prefix, manifest string, patches []string) (*process, error) {
-	webhookPort, err := freePort()
+func (e *Env) startWithWebhooks(ctx context.Context, spec func(probePort, webhookPort int) (harness.Spec, error), prefix, manifest string, patches []string) (*harness.Process, error) {
+	webhookPort, err := harness.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	probePort, err := freePort()
+	probePort, err := harness.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +239,7 @@ func (e *Env) startWithWebhooks(ctx context.Context, spec func(probePort, webhoo
 	if err != nil {
 		return nil, err
 	}
-	if err := waitHTTP(ctx, p, http.DefaultClient, "http://"+hostPort(probePort)+"/readyz", "", componentReadyTimeout); err != nil {
+	if err := harness.WaitHTTP(ctx, p, http.DefaultClient, "http://"+harness.HostPort(probePort)+"/readyz", "", componentReadyTimeout); err != nil {
 		return p, err
 	}
 	return p, e.installWebhooks(ctx, prefix, manifest, patches, webhookPort)
@@ -261,7 +250,7 @@ func (e *Env) startWithWebhooks(ctx context.Context, spec func(probePort, webhoo
 // form the modules use), named with prefix, each webhook calling
 // https://127.0.0.1:<port><its path> with the harness's CA.
 func (e *Env) installWebhooks(ctx context.Context, prefix, manifest string, patches []string, port int) error {
-	objs, err := readManifests(manifest)
+	objs, err := harness.ReadManifests(manifest)
 	if err != nil {
 		return err
 	}
@@ -270,41 +259,7 @@ func (e *Env) installWebhooks(ctx context.Context, prefix, manifest string, patc
 			return err
 		}
 	}
-	for _, o := range objs {
-		var gvr schema.GroupVersionResource
-		switch o.GetKind() {
-		case "ValidatingWebhookConfiguration":
-			gvr = validatingWebhookGVR
-		case "MutatingWebhookConfiguration":
-			gvr = mutatingWebhookGVR
-		default:
-			return fmt.Errorf("%s: unexpected %s %s", manifest, o.GetKind(), o.GetName())
-		}
-		hooks, _, err := unstructured.NestedSlice(o.Object, "webhooks")
-		if err != nil || len(hooks) == 0 {
-			return fmt.Errorf("%s: %s %s has no webhooks (%v)", manifest, o.GetKind(), o.GetName(), err)
-		}
-		for i, h := range hooks {
-			hook, _ := h.(map[string]interface{})
-			path, ok, _ := unstructured.NestedString(hook, "clientConfig", "service", "path")
-			if !ok {
-				return fmt.Errorf("%s: %s %s webhook %d has no clientConfig.service.path", manifest, o.GetKind(), o.GetName(), i)
-			}
-			hook["clientConfig"] = map[string]interface{}{
-				"url":      fmt.Sprintf("https://%s%s", hostPort(port), path),
-				"caBundle": base64.StdEncoding.EncodeToString(e.webhookCerts.CA),
-			}
-			hooks[i] = hook
-		}
-		if err := unstructured.SetNestedSlice(o.Object, hooks, "webhooks"); err != nil {
-			return err
-		}
-		o.SetName(prefix + o.GetName())
-		if _, err := e.Dynamic.Resource(gvr).Create(ctx, o, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create %s %s: %w", o.GetKind(), o.GetName(), err)
-		}
-	}
-	return nil
+	return harness.InstallWebhooks(ctx, e.Dynamic, manifest, objs, harness.Webhooks{Prefix: prefix, Port: port, CA: e.webhookCerts.CA})
 }
 
 // applyWebhookPatch applies a kustomize JSON 6902 patch of the form

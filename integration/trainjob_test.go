@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/rdmatopo/rdmatopo/integration/internal/harness"
 )
 
 // trainJobPlaceTimeout bounds the wait for a TrainJob's pods: Trainer
@@ -204,7 +206,7 @@ type trainJobRef struct {
 func createTrainJobExample(t *testing.T, e *Env, ns string, c contract) trainJobRef {
 	t.Helper()
 	ctx := context.Background()
-	objs, err := readManifests(filepath.Join(e.RepoRoot, trainJobExample))
+	objs, err := harness.ReadManifests(filepath.Join(e.RepoRoot, trainJobExample))
 	if err != nil {
 		t.Fatal(err)
 	}

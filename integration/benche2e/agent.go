@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -13,10 +13,10 @@ import (
 	katalystclient "github.com/kubewharf/katalyst-api/pkg/client/clientset/versioned"
 	"github.com/kubewharf/katalyst-api/pkg/consts"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
@@ -30,19 +30,20 @@ const (
 	rdmaTorPrefix = builders.RDMATorPrefix
 )
 
-// agent plays katalyst's node agent: a while after a pod is bound
-// (lag), it hands the pod GPUs and NICs on its node and lists them in the
-// node's KCNR status, which is what the scheduler reads back. It honours
-// katalyst's numa_bind_result (the NUMA zones the scheduler planned) and
-// takes that zone's free NICs in name order, whatever NICs the scheduler
-// annotated; a pod without the hint gets the one zone that fits and is left
-// with the fewest free NICs, as kubelet's topology manager with katalyst's
-// QRM plugins picks, or, when no single zone fits, NICs from the zones in id
-// order (NUMA-misaligned: kubelet would reject it on a single-NUMA node).
-// The agent is the only writer of KCNR status.
+// agent plays katalyst's node agent: a while after a pod is bound (lag), it
+// hands the pod GPUs and NICs on its node and lists them in the node's KCNR
+// status, which is what the scheduler reads back. What a pod gets is
+// nodeagent.Decide's choice in the agent's mode (nodeagent.Default: honour
+// katalyst's numa_bind_result, and without it the lowest zone with room, as
+// kubelet's topology manager admits a stock Volcano pod), and the KCNR
+// lists it as nodeagent.Record writes it. This type only decides when the
+// agent acts and writes the KCNRs to the API server; it is the only writer
+// of KCNR status.
 type agent struct {
 	client katalystclient.Interface
 	lag    time.Duration
+	mode   nodeagent.Mode
+	cfg    topology.Config
 
 	mu      sync.Mutex
 	cnrs    map[string]*v1alpha1.CustomNodeResource
@@ -65,13 +66,12 @@ type pendingPod struct {
 // heldPod is what the agent handed a pod.
 type heldPod struct {
 	node, consumer string
-	nics           []string
 }
 
-func newAgent(client katalystclient.Interface, lag time.Duration, cnrs []*v1alpha1.CustomNodeResource) *agent {
-	a := &agent{client: client, lag: lag, cnrs: map[string]*v1alpha1.CustomNodeResource{},
-		pending: map[string]*pendingPod{}, held: map[string]*heldPod{}, dirty: map[string]bool{},
-		realized: map[string][]string{}}
+func newAgent(client katalystclient.Interface, lag time.Duration, mode nodeagent.Mode, cnrs []*v1alpha1.CustomNodeResource) *agent {
+	a := &agent{client: client, lag: lag, mode: mode, cfg: topology.Config{}.WithDefaults(),
+		cnrs: map[string]*v1alpha1.CustomNodeResource{}, pending: map[string]*pendingPod{},
+		held: map[string]*heldPod{}, dirty: map[string]bool{}, realized: map[string][]string{}}
 	for _, c := range cnrs {
 		a.cnrs[c.Name] = c.DeepCopy()
 	}
@@ -81,12 +81,16 @@ func newAgent(client katalystclient.Interface, lag time.Duration, cnrs []*v1alph
 func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 
 // preallocate lists a running pod on exactly the NICs its rdmatopo.io/nics
-// annotation names (the pods running before the trace starts). It only
-// changes the agent's copy; the KCNRs are written after.
+// annotation names (the pods running before the trace starts), as
+// nodeagent.Exact gives them. It only changes the agent's copy; the KCNRs
+// are written after.
 func (a *agent) preallocate(p *corev1.Pod) error {
 	nics, err := ledger.ParseNICs(p.Annotations[ledger.AnnotationNICs])
 	if err != nil {
 		return fmt.Errorf("pod %s: %w", podKey(p), err)
+	}
+	if len(nics) == 0 {
+		return nil
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -94,24 +98,17 @@ func (a *agent) preallocate(p *corev1.Pod) error {
 	if cnr == nil {
 		return fmt.Errorf("pod %s: no KCNR for node %s", podKey(p), p.Spec.NodeName)
 	}
-	names := make([]string, len(nics))
-	for i, n := range nics {
-		names[i] = string(n)
+	r, how := nodeagent.Decide(nodeagent.Exact, a.cfg, cnr, nil, p)
+	if how == nodeagent.Unplaced {
+		return fmt.Errorf("pod %s: annotation %s=%q: the pod requests no %s or node %s lists none of these NICs",
+			podKey(p), ledger.AnnotationNICs, p.Annotations[ledger.AnnotationNICs], a.cfg.RDMAResource, p.Spec.NodeName)
 	}
-	zones := nodeZones(cnr)
-	take := map[*numaZone][]*v1alpha1.TopologyZone{}
-	var order []*numaZone
-	for _, name := range names {
-		z, nic := zones.find(name)
-		if nic == nil {
-			return fmt.Errorf("pod %s: NIC %s not on node %s", podKey(p), name, p.Spec.NodeName)
+	for _, n := range nics {
+		if !slices.ContainsFunc(r.Zones, func(u ledger.ZoneUse) bool { return slices.Contains(u.NICs, n) }) {
+			return fmt.Errorf("pod %s: annotation %s names NIC %s, which node %s does not list", podKey(p), ledger.AnnotationNICs, n, p.Spec.NodeName)
 		}
-		if _, ok := take[z]; !ok {
-			order = append(order, z)
-		}
-		take[z] = append(take[z], nic)
 	}
-	a.record(p, cnr, order, take)
+	a.record(p, cnr, r)
 	return nil
 }
 
@@ -120,7 +117,7 @@ func (a *agent) observe(p *corev1.Pod) {
 	if p.Spec.NodeName == "" || p.DeletionTimestamp != nil {
 		return
 	}
-	if q := workload.PodRequests(&p.Spec)[rdmaResource]; q.Value() == 0 {
+	if q := workload.PodRequests(&p.Spec)[corev1.ResourceName(a.cfg.RDMAResource)]; q.Value() == 0 {
 		return // the agent reports RDMA pods only
 	}
 	a.mu.Lock()
@@ -185,193 +182,43 @@ func (a *agent) confirmDue(now time.Time) {
 	}
 }
 
-// numaZone is one NUMA zone of a KCNR with its NICs in name order.
-type numaZone struct {
-	id   int
-	zone *v1alpha1.TopologyZone
-	nics []*v1alpha1.TopologyZone
-}
-
-type zoneList []*numaZone
-
-func nodeZones(cnr *v1alpha1.CustomNodeResource) zoneList {
-	var out zoneList
-	var walk func([]*v1alpha1.TopologyZone)
-	walk = func(zs []*v1alpha1.TopologyZone) {
-		for _, z := range zs {
-			if z == nil {
-				continue
-			}
-			if z.Type == v1alpha1.TopologyTypeNuma {
-				id, err := strconv.Atoi(z.Name)
-				if err != nil {
-					continue
-				}
-				nz := &numaZone{id: id, zone: z}
-				for _, c := range z.Children {
-					if c != nil && c.Type == v1alpha1.TopologyTypeNIC {
-						nz.nics = append(nz.nics, c)
-					}
-				}
-				sort.Slice(nz.nics, func(i, j int) bool { return nz.nics[i].Name < nz.nics[j].Name })
-				out = append(out, nz)
-				continue
-			}
-			walk(z.Children)
-		}
-	}
-	walk(cnr.Status.TopologyZone)
-	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
-	return out
-}
-
-func (zs zoneList) find(nic string) (*numaZone, *v1alpha1.TopologyZone) {
-	for _, z := range zs {
-		for _, n := range z.nics {
-			if strings.EqualFold(n.Name, nic) {
-				return z, n
-			}
-		}
-	}
-	return nil, nil
-}
-
-func (zs zoneList) byID(id int) *numaZone {
-	for _, z := range zs {
-		if z.id == id {
-			return z
-		}
-	}
-	return nil
-}
-
-// free returns allocatable minus allocated of a resource in a zone.
-func free(z *v1alpha1.TopologyZone, name corev1.ResourceName) int64 {
-	if z.Resources.Allocatable == nil {
-		return 0
-	}
-	q := (*z.Resources.Allocatable)[name]
-	n := q.MilliValue()
-	for _, al := range z.Allocations {
-		if al != nil && al.Requests != nil {
-			u := (*al.Requests)[name]
-			n -= u.MilliValue()
-		}
-	}
-	return max(n, 0)
-}
-
-func (z *numaZone) freeNICs() []*v1alpha1.TopologyZone {
-	var out []*v1alpha1.TopologyZone
-	for _, n := range z.nics {
-		if free(n, rdmaResource) >= 1000 {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// allocate hands a bound pod its devices (a.mu held).
+// allocate hands a bound pod its devices (a.mu held). The agent's copy of
+// the KCNR is current (it lists every pod the agent confirmed), so nothing
+// is held beside it.
 func (a *agent) allocate(p *corev1.Pod) {
 	cnr := a.cnrs[p.Spec.NodeName]
 	if cnr == nil {
 		return
 	}
-	req := workload.PodRequests(&p.Spec)
-	rq := req[rdmaResource]
-	gq := req[gpuResource]
-	want, gpus := int(rq.Value()), gq.MilliValue()
-	zones := nodeZones(cnr)
-	take := map[*numaZone][]*v1alpha1.TopologyZone{}
-	var order []*numaZone
-
-	if hint, ok := p.Annotations[consts.PodAnnotationNUMABindResultKey]; ok {
+	if _, ok := p.Annotations[consts.PodAnnotationNUMABindResultKey]; ok {
 		a.hinted++
-		var hinted []*numaZone
-		avail := 0
-		for _, f := range strings.Split(hint, ",") {
-			id, err := strconv.Atoi(strings.TrimSpace(f))
-			if z := zones.byID(id); err == nil && z != nil {
-				hinted = append(hinted, z)
-				avail += len(z.freeNICs())
-			}
-		}
-		if avail >= want {
-			left := want
-			for _, z := range hinted {
-				fn := z.freeNICs()
-				n := min(left, len(fn))
-				if n > 0 {
-					take[z] = fn[:n]
-					order = append(order, z)
-					left -= n
-				}
-			}
-		}
 	} else {
 		a.unhinted++
 	}
-	if len(order) == 0 {
-		// One zone that holds the pod, fewest free NICs left, lowest id.
-		var best *numaZone
-		for _, z := range zones {
-			fn := len(z.freeNICs())
-			if fn < want || free(z.zone, gpuResource) < gpus {
-				continue
-			}
-			if best == nil || fn < len(best.freeNICs()) {
-				best = z
-			}
-		}
-		if best != nil {
-			take[best] = best.freeNICs()[:want]
-			order = []*numaZone{best}
-		} else {
-			a.misaligned++
-			left := want
-			for _, z := range zones {
-				fn := z.freeNICs()
-				n := min(left, len(fn))
-				if n > 0 {
-					take[z] = fn[:n]
-					order = append(order, z)
-					left -= n
-				}
-			}
-		}
+	r, how := nodeagent.Decide(a.mode, a.cfg, cnr, nil, p)
+	if how == nodeagent.Unplaced {
+		return
 	}
-	a.record(p, cnr, order, take)
+	if how.Misaligned() {
+		a.misaligned++
+	}
+	a.record(p, cnr, r)
 }
 
-// record lists pod p on the chosen NICs and, on their NUMA zones, the NICs
-// and the pod's GPU and CPU requests split over the zones (a.mu held).
-func (a *agent) record(p *corev1.Pod, cnr *v1alpha1.CustomNodeResource, order []*numaZone, take map[*numaZone][]*v1alpha1.TopologyZone) {
+// record lists pod p's reservation r in the agent's copy of its node's
+// KCNR and keeps the leaves of its NICs (a.mu held).
+func (a *agent) record(p *corev1.Pod, cnr *v1alpha1.CustomNodeResource, r ledger.Reservation) {
 	consumer := nodeagent.Consumer(p)
-	req := workload.PodRequests(&p.Spec)
-	h := &heldPod{node: cnr.Name, consumer: consumer}
-	for _, z := range order {
-		for _, nic := range take[z] {
-			nic.Allocations = append(nic.Allocations, &v1alpha1.Allocation{
-				Consumer: consumer,
-				Requests: &corev1.ResourceList{rdmaResource: *resource.NewQuantity(1, resource.DecimalSI)},
-			})
-			h.nics = append(h.nics, nic.Name)
-		}
-		share := corev1.ResourceList{rdmaResource: *resource.NewQuantity(int64(len(take[z])), resource.DecimalSI)}
-		for _, name := range []corev1.ResourceName{gpuResource, corev1.ResourceCPU} {
-			if q, ok := req[name]; ok {
-				share[name] = *resource.NewMilliQuantity(q.MilliValue()/int64(len(order)), q.Format)
-			}
-		}
-		z.zone.Allocations = append(z.zone.Allocations, &v1alpha1.Allocation{Consumer: consumer, Requests: &share})
-	}
-	a.held[podKey(p)] = h
+	nodeagent.Record(cnr, a.cfg, consumer, r)
+	a.held[podKey(p)] = &heldPod{node: cnr.Name, consumer: consumer}
 	a.dirty[cnr.Name] = true
 	var leaves []string
-	for _, nic := range h.nics {
-		for _, prop := range cnr.Spec.NodeResourceProperties {
-			if prop != nil && strings.EqualFold(prop.PropertyName, rdmaTorPrefix+nic) && len(prop.PropertyValues) > 0 {
-				leaves = append(leaves, prop.PropertyValues[0])
+	for _, u := range r.Zones {
+		for _, nic := range u.NICs {
+			for _, prop := range cnr.Spec.NodeResourceProperties {
+				if prop != nil && strings.EqualFold(prop.PropertyName, rdmaTorPrefix+string(nic)) && len(prop.PropertyValues) > 0 {
+					leaves = append(leaves, prop.PropertyValues[0])
+				}
 			}
 		}
 	}

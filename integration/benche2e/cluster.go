@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rdmatopo/rdmatopo/internal/devtools/bench"
+	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
 
@@ -24,12 +25,12 @@ const setupWorkers = 16
 // writeCluster creates the generated Nodes, their KCNRs (object, then
 // status with the running pods' allocations) and the running pods, bound.
 // It returns the agent, which owns the KCNR status from then on.
-func writeCluster(ctx context.Context, s *stack, c *workload.Cluster, lag time.Duration) (*agent, error) {
+func writeCluster(ctx context.Context, s *stack, c *workload.Cluster, lag time.Duration, mode nodeagent.Mode) (*agent, error) {
 	start := time.Now()
 	if err := errors.Join(parallel(ctx, len(c.Nodes), setupWorkers, func(i int) error {
 		n := c.Nodes[i].DeepCopy()
 		n.ResourceVersion = ""
-		_, err := s.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+		_, err := s.Kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
 		return err
 	})...); err != nil {
 		return nil, fmt.Errorf("create Nodes: %w", err)
@@ -46,7 +47,7 @@ func writeCluster(ctx context.Context, s *stack, c *workload.Cluster, lag time.D
 		for j := range p.Spec.Containers {
 			p.Spec.Containers[j].Image = podImage
 		}
-		out, err := s.kube.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
+		out, err := s.Kube.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
 		running[i] = out
 		return err
 	})...); err != nil {
@@ -55,7 +56,7 @@ func writeCluster(ctx context.Context, s *stack, c *workload.Cluster, lag time.D
 	logf("%d running pods created in %s", len(c.Pods), time.Since(start).Round(time.Millisecond))
 
 	// The KCNRs list the running pods (with their real UIDs) from the start.
-	ag := newAgent(s.katalyst, lag, c.CNRs)
+	ag := newAgent(s.Katalyst, lag, mode, c.CNRs)
 	for _, p := range running {
 		if err := ag.preallocate(p); err != nil {
 			return nil, err
@@ -67,12 +68,12 @@ func writeCluster(ctx context.Context, s *stack, c *workload.Cluster, lag time.D
 		cnr := ag.cnrs[c.CNRs[i].Name].DeepCopy()
 		ag.mu.Unlock()
 		obj := &v1alpha1.CustomNodeResource{ObjectMeta: metav1.ObjectMeta{Name: cnr.Name, Labels: cnr.Labels, Annotations: cnr.Annotations}, Spec: cnr.Spec}
-		out, err := s.katalyst.NodeV1alpha1().CustomNodeResources().Create(ctx, obj, metav1.CreateOptions{})
+		out, err := s.Katalyst.NodeV1alpha1().CustomNodeResources().Create(ctx, obj, metav1.CreateOptions{})
 		if err != nil {
 			return err
 		}
 		out.Status = cnr.Status
-		out, err = s.katalyst.NodeV1alpha1().CustomNodeResources().UpdateStatus(ctx, out, metav1.UpdateOptions{})
+		out, err = s.Katalyst.NodeV1alpha1().CustomNodeResources().UpdateStatus(ctx, out, metav1.UpdateOptions{})
 		if err != nil {
 			return err
 		}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -26,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/integration/internal/harness"
 	"github.com/rdmatopo/rdmatopo/integration/internal/webhookcert"
 	"github.com/rdmatopo/rdmatopo/internal/devtools/bench"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
@@ -182,7 +182,7 @@ func kueuePod(g bench.GangSpec, i int) *corev1.Pod {
 // the group is admitted).
 func createKueueGang(ctx context.Context, s *stack, g bench.GangSpec) error {
 	errs := parallel(ctx, g.Pods, 8, func(i int) error {
-		_, err := s.kube.CoreV1().Pods(jobNamespace).Create(ctx, kueuePod(g, i), metav1.CreateOptions{})
+		_, err := s.Kube.CoreV1().Pods(jobNamespace).Create(ctx, kueuePod(g, i), metav1.CreateOptions{})
 		return err
 	})
 	if err := errors.Join(errs...); err != nil {
@@ -195,7 +195,7 @@ func createKueueGang(ctx context.Context, s *stack, g bench.GangSpec) error {
 // (what kubelet reports), so that Kueue finishes the group's Workload and
 // releases its quota and topology usage; the caller then deletes the pods.
 func finishKueueGang(ctx context.Context, s *stack, name string) error {
-	pods, err := s.kube.CoreV1().Pods(jobNamespace).List(ctx, metav1.ListOptions{LabelSelector: gangLabel + "=" + name})
+	pods, err := s.Kube.CoreV1().Pods(jobNamespace).List(ctx, metav1.ListOptions{LabelSelector: gangLabel + "=" + name})
 	if err != nil {
 		return err
 	}
@@ -211,9 +211,9 @@ func finishKueueGang(ctx context.Context, s *stack, name string) error {
 					p.Status.Conditions[j].Status = corev1.ConditionFalse
 				}
 			}
-			_, err := s.kube.CoreV1().Pods(jobNamespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+			_, err := s.Kube.CoreV1().Pods(jobNamespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
 			if apierrors.IsConflict(err) {
-				fresh, gerr := s.kube.CoreV1().Pods(jobNamespace).Get(ctx, p.Name, metav1.GetOptions{})
+				fresh, gerr := s.Kube.CoreV1().Pods(jobNamespace).Get(ctx, p.Name, metav1.GetOptions{})
 				if gerr != nil {
 					return gerr
 				}
@@ -233,28 +233,20 @@ func finishKueueGang(ctx context.Context, s *stack, name string) error {
 // Topology, ResourceFlavor, ClusterQueue and LocalQueue, then
 // kube-scheduler.
 func (s *stack) startKueue(ctx context.Context, c *workload.Cluster) error {
-	dir, err := moduleDir(ctx, filepath.Join(s.repoRoot, "integration", "tools", "kueue"), kueueModule)
+	dir, err := harness.ModuleDir(ctx, filepath.Join(s.repoRoot, "integration", "tools", "kueue"), kueueModule)
 	if err != nil {
 		return err
 	}
-	steps := []struct {
-		name string
-		run  func(context.Context) error
-	}{
-		{"Kueue CRDs", func(ctx context.Context) error { return s.installKueueCRDs(ctx, dir) }},
-		{"Kueue RBAC", func(ctx context.Context) error { return s.createKueueRBAC(ctx, dir) }},
-		{"kueue", func(ctx context.Context) error { return s.startKueueManager(ctx, dir) }},
-		{"Kueue queues", func(ctx context.Context) error { return s.createKueueQueues(ctx, c) }},
-		{"kube-scheduler", s.startKubeScheduler},
+	steps := []harness.Step{
+		{Name: "Kueue CRDs", Run: func(ctx context.Context) error { return s.installKueueCRDs(ctx, dir) }},
+		{Name: "Kueue RBAC", Run: func(ctx context.Context) error { return s.createKueueRBAC(ctx, dir) }},
+		{Name: "kueue", Run: func(ctx context.Context) error { return s.startKueueManager(ctx, dir) }},
+		{Name: "Kueue queues", Run: func(ctx context.Context) error { return s.createKueueQueues(ctx, c) }},
+		{Name: "kube-scheduler", Run: s.startKubeScheduler},
 	}
-	for _, st := range steps {
-		start := time.Now()
-		if err := st.run(ctx); err != nil {
-			return fmt.Errorf("start %s: %w", st.name, err)
-		}
-		logf("kueue: %s ready in %s", st.name, time.Since(start).Round(time.Millisecond))
-	}
-	return nil
+	return harness.RunSteps(ctx, steps, func(name string, took time.Duration) {
+		logf("kueue: %s ready in %s", name, took)
+	})
 }
 
 // installKueueCRDs installs every CRD of Kueue's module (the manager
@@ -278,7 +270,7 @@ var kueueRBACFiles = []string{"role.yaml", "role_binding.yaml", "manager_secrets
 // manifests name them (prefix "kueue-", namespace kueue-system).
 func (s *stack) createKueueRBAC(ctx context.Context, dir string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kueueNamespace}}
-	if _, err := s.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := s.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create Namespace %s: %w", kueueNamespace, err)
 	}
 	sa := strings.TrimPrefix(kueueUser, "system:serviceaccount:"+kueueNamespace+":")
@@ -288,7 +280,7 @@ func (s *stack) createKueueRBAC(ctx context.Context, dir string) error {
 	}}}
 	for _, f := range kueueRBACFiles {
 		path := filepath.Join(dir, "config", "components", "rbac", f)
-		read, err := readManifests(path)
+		read, err := harness.ReadManifests(path)
 		if err != nil {
 			return err
 		}
@@ -345,7 +337,7 @@ func kueueConfig(healthPort, webhookPort int, certDir string) map[string]interfa
 		"apiVersion": "config.kueue.x-k8s.io/v1beta2",
 		"kind":       "Configuration",
 		"namespace":  kueueNamespace,
-		"health":     map[string]interface{}{"healthProbeBindAddress": hostPort(healthPort)},
+		"health":     map[string]interface{}{"healthProbeBindAddress": harness.HostPort(healthPort)},
 		"metrics":    map[string]interface{}{"bindAddress": "0"},
 		"webhook": map[string]interface{}{
 			"host": "127.0.0.1", "port": webhookPort, "certDir": certDir,
@@ -384,11 +376,11 @@ func (s *stack) startKueueManager(ctx context.Context, dir string) error {
 			return err
 		}
 	}
-	hp, err := freePort()
+	hp, err := harness.FreePort()
 	if err != nil {
 		return err
 	}
-	wp, err := freePort()
+	wp, err := harness.FreePort()
 	if err != nil {
 		return err
 	}
@@ -401,7 +393,7 @@ func (s *stack) startKueueManager(ctx context.Context, dir string) error {
 		return err
 	}
 	kc := filepath.Join(s.dir, "certs", "kueue.kubeconfig")
-	if err := writeKubeconfig(kc, s.serverURL, "kueue", s.kueueToken); err != nil {
+	if err := harness.WriteKubeconfig(kc, s.serverURL, "kueue", s.kueueToken); err != nil {
 		return err
 	}
 	p, err := s.start("kueue", "kueue", []string{"--config=" + cfgPath, "--zap-log-level=1"}, []string{"KUBECONFIG=" + kc})
@@ -409,16 +401,11 @@ func (s *stack) startKueueManager(ctx context.Context, dir string) error {
 		return err
 	}
 	s.schedulers = append(s.schedulers, p)
-	if err := waitHTTP(ctx, p, http.DefaultClient, "http://"+hostPort(hp)+"/readyz", ""); err != nil {
+	if err := harness.WaitHTTP(ctx, p, http.DefaultClient, "http://"+harness.HostPort(hp)+"/readyz", "", readyTimeout); err != nil {
 		return err
 	}
 	return s.installKueueWebhooks(ctx, filepath.Join(dir, "config", "components", "webhook", "manifests.yaml"), wp, ca)
 }
-
-var (
-	validatingWebhookGVR = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
-	mutatingWebhookGVR   = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}
-)
 
 // installKueueWebhooks creates the webhook configurations of Kueue's
 // manifest keeping the webhooks of pods and of Kueue's own kinds (the other
@@ -426,61 +413,30 @@ var (
 // with the CA made here; the pod webhooks skip kube-system and
 // kueue-system, as Kueue's release manifests do.
 func (s *stack) installKueueWebhooks(ctx context.Context, manifest string, port int, ca []byte) error {
-	objs, err := readManifests(manifest)
+	objs, err := harness.ReadManifests(manifest)
 	if err != nil {
 		return err
 	}
-	for _, o := range objs {
-		var gvr schema.GroupVersionResource
-		switch o.GetKind() {
-		case "ValidatingWebhookConfiguration":
-			gvr = validatingWebhookGVR
-		case "MutatingWebhookConfiguration":
-			gvr = mutatingWebhookGVR
-		default:
-			continue
-		}
-		hooks, _, err := unstructured.NestedSlice(o.Object, "webhooks")
-		if err != nil {
-			return fmt.Errorf("%s: %s %s: %w", manifest, o.GetKind(), o.GetName(), err)
-		}
-		var kept []interface{}
-		for i, h := range hooks {
-			hook, _ := h.(map[string]interface{})
-			kind, err := webhookTarget(hook)
-			if err != nil {
-				return fmt.Errorf("%s: %s %s webhook %d: %w", manifest, o.GetKind(), o.GetName(), i, err)
-			}
-			if kind != "pods" && kind != kueueGV.Group {
-				continue
-			}
-			path, ok, _ := unstructured.NestedString(hook, "clientConfig", "service", "path")
-			if !ok {
-				return fmt.Errorf("%s: %s %s webhook %d has no clientConfig.service.path", manifest, o.GetKind(), o.GetName(), i)
-			}
-			hook["clientConfig"] = map[string]interface{}{
-				"url":      fmt.Sprintf("https://%s%s", hostPort(port), path),
-				"caBundle": base64.StdEncoding.EncodeToString(ca),
-			}
-			if kind == "pods" {
-				hook["namespaceSelector"] = map[string]interface{}{"matchExpressions": []interface{}{
-					map[string]interface{}{"key": corev1.LabelMetadataName, "operator": "NotIn", "values": []interface{}{"kube-system", kueueNamespace}},
-				}}
-			}
-			kept = append(kept, hook)
-		}
-		if len(kept) == 0 {
-			continue
-		}
-		if err := unstructured.SetNestedSlice(o.Object, kept, "webhooks"); err != nil {
-			return err
-		}
-		o.SetName("kueue-" + o.GetName())
-		if _, err := s.dynamic.Resource(gvr).Create(ctx, o, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create %s %s: %w", o.GetKind(), o.GetName(), err)
-		}
+	return harness.InstallWebhooks(ctx, s.Dynamic, manifest, objs, harness.Webhooks{Prefix: "kueue-", Port: port, CA: ca, Keep: keepKueueWebhook})
+}
+
+// keepKueueWebhook keeps the webhooks of pods, limited to the namespaces
+// Kueue manages, and of Kueue's own kinds.
+func keepKueueWebhook(hook map[string]interface{}) (bool, error) {
+	kind, err := webhookTarget(hook)
+	if err != nil {
+		return false, err
 	}
-	return nil
+	switch kind {
+	case "pods":
+		hook["namespaceSelector"] = map[string]interface{}{"matchExpressions": []interface{}{
+			map[string]interface{}{"key": corev1.LabelMetadataName, "operator": "NotIn", "values": []interface{}{"kube-system", kueueNamespace}},
+		}}
+		return true, nil
+	case kueueGV.Group:
+		return true, nil
+	}
+	return false, nil
 }
 
 // webhookTarget says what a webhook admits: "pods" for core pods, the API
@@ -570,7 +526,7 @@ func (s *stack) createKueueQueues(ctx context.Context, c *workload.Cluster) erro
 	cq := kueueGV.WithResource("clusterqueues")
 	deadline := time.Now().Add(readyTimeout)
 	for {
-		u, err := s.dynamic.Resource(cq).Get(ctx, kueueCQ, metav1.GetOptions{})
+		u, err := s.Dynamic.Resource(cq).Get(ctx, kueueCQ, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -599,12 +555,12 @@ func (s *stack) createKueueQueues(ctx context.Context, c *workload.Cluster) erro
 // startKubeScheduler starts kube-scheduler with its defaults (client QPS
 // 50, burst 100); its secure port serves /healthz without authentication.
 func (s *stack) startKubeScheduler(ctx context.Context) error {
-	port, err := freePort()
+	port, err := harness.FreePort()
 	if err != nil {
 		return err
 	}
 	kc := filepath.Join(s.dir, "certs", "kube-scheduler.kubeconfig")
-	if err := writeKubeconfig(kc, s.serverURL, kubeSchedulerUser, s.kubeSchedulerToken); err != nil {
+	if err := harness.WriteKubeconfig(kc, s.serverURL, kubeSchedulerUser, s.kubeSchedulerToken); err != nil {
 		return err
 	}
 	p, err := s.start("kube-scheduler", "kube-scheduler", []string{
@@ -619,5 +575,5 @@ func (s *stack) startKubeScheduler(ctx context.Context) error {
 		return err
 	}
 	s.schedulers = append(s.schedulers, p)
-	return waitHTTP(ctx, p, insecureHTTP(), "https://"+hostPort(port)+"/healthz", "")
+	return harness.WaitHTTP(ctx, p, harness.InsecureHTTP(), "https://"+harness.HostPort(port)+"/healthz", "", readyTimeout)
 }

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/rdmatopo/rdmatopo/internal/devtools/bench"
+	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
 
@@ -38,6 +39,7 @@ type options struct {
 	workDir       string
 	keep          bool
 	lag, period   time.Duration
+	nodeAgent     nodeagent.Mode
 	runTimeout    time.Duration
 	stallTimeout  time.Duration
 	settle        time.Duration
@@ -67,6 +69,7 @@ func main() {
 	flag.StringVar(&o.workDir, "dir", "", "directory for data and logs (default: a new temporary directory)")
 	flag.BoolVar(&o.keep, "keep", false, "keep data and logs after a successful run")
 	flag.DurationVar(&o.lag, "agent-lag", 2*time.Second, "how long after a bind the node agent lists the pod in its KCNR")
+	agentMode := flag.String("node-agent", string(nodeagent.Default), "how the node agent hands bound pods their NUMA zones and NICs: numa, exact or blind (as rdmatopo-dev bench)")
 	flag.DurationVar(&o.period, "period", time.Second, "one trace cycle (arrival spacing and run-time unit); the schedulers' default --schedule-period")
 	flag.DurationVar(&o.runTimeout, "run-timeout", 10*time.Minute, "give up on gangs not placed this long after the first submit")
 	flag.DurationVar(&o.stallTimeout, "stall-timeout", 0, "end a run in which no gang was placed this long after the first submit: something in the stack is broken (default 90s, 5 minutes with --burst: a thousand jobs submitted at once take minutes to reach the scheduler on a loaded machine)")
@@ -80,6 +83,12 @@ func main() {
 	flag.StringVar(&o.schedulerArgs, "scheduler-args", "", "extra flags for both schedulers, space-separated")
 	flag.StringVar(&o.schedulerEnv, "scheduler-env", "", "extra environment for both schedulers, space-separated NAME=VALUE")
 	flag.Parse()
+	mode, err := nodeagent.ParseMode(*agentMode)
+	if err != nil {
+		logf("--node-agent: %v", err)
+		os.Exit(2)
+	}
+	o.nodeAgent = mode
 	if o.gangs == 0 {
 		o.gangs = o.nodes / 5
 	}
@@ -189,7 +198,7 @@ func runOne(ctx context.Context, o options, name string, spec schedulerSpec, clu
 			return nil, err
 		}
 	}
-	ag, err := writeCluster(ctx, s, cluster, o.lag)
+	ag, err := writeCluster(ctx, s, cluster, o.lag, o.nodeAgent)
 	if err != nil {
 		return nil, err
 	}
@@ -217,13 +226,13 @@ func runOne(ctx context.Context, o options, name string, spec schedulerSpec, clu
 	// and peak RSS as the sum of each one's peak.
 	r.Details.Schedulers = map[string]componentUsage{}
 	for _, p := range s.schedulers {
-		u, err := p.usage()
+		u, err := p.Usage()
 		if err != nil {
-			return nil, fmt.Errorf("%s usage: %w", p.name, err)
+			return nil, fmt.Errorf("%s usage: %w", p.Name, err)
 		}
 		r.CPUSeconds += u.CPUSeconds
 		r.PeakRSSBytes += u.PeakRSSBytes
-		r.Details.Schedulers[p.name] = componentUsage{CPUSeconds: u.CPUSeconds, PeakRSSBytes: u.PeakRSSBytes}
+		r.Details.Schedulers[p.Name] = componentUsage{CPUSeconds: u.CPUSeconds, PeakRSSBytes: u.PeakRSSBytes}
 	}
 	ag.mu.Lock()
 	r.Details.PodsWithNUMAHint, r.Details.PodsWithoutNUMAHint = ag.hinted, ag.unhinted
@@ -237,7 +246,7 @@ func runOne(ctx context.Context, o options, name string, spec schedulerSpec, clu
 	// Stop the schedulers before reading the audit log, so that every one
 	// of their requests is in it.
 	for _, p := range s.schedulers {
-		p.stop()
+		p.Stop()
 	}
 	users := []string{schedulerUser}
 	if spec.kueue {
@@ -262,7 +271,7 @@ func runOne(ctx context.Context, o options, name string, spec schedulerSpec, clu
 // net/http/pprof on its metrics address).
 func profile(s *stack, path string, d time.Duration) {
 	addr := ""
-	for _, a := range s.scheduler.cmd.Args {
+	for _, a := range s.scheduler.Args {
 		if v, ok := strings.CutPrefix(a, "--listen-address="); ok {
 			addr = v
 		}

@@ -152,7 +152,7 @@ func createGang(ctx context.Context, s *stack, spec bench.GangSpec) error {
 	for _, pg := range set.PodGroups {
 		pg = pg.DeepCopy()
 		pg.UID, pg.CreationTimestamp = "", metav1.Time{}
-		if _, err := s.volcano.SchedulingV1beta1().PodGroups(jobNamespace).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+		if _, err := s.Volcano.SchedulingV1beta1().PodGroups(jobNamespace).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create PodGroup %s: %w", pg.Name, err)
 		}
 	}
@@ -167,7 +167,7 @@ func createGang(ctx context.Context, s *stack, spec bench.GangSpec) error {
 		for j := range p.Spec.Containers {
 			p.Spec.Containers[j].Image = podImage
 		}
-		_, err := s.kube.CoreV1().Pods(jobNamespace).Create(ctx, p, metav1.CreateOptions{})
+		_, err := s.Kube.CoreV1().Pods(jobNamespace).Create(ctx, p, metav1.CreateOptions{})
 		return err
 	})
 	for _, err := range errs {
@@ -191,7 +191,7 @@ func replay(ctx context.Context, s *stack, ag *agent, trace *bench.Trace, o opti
 		t.order = append(t.order, g)
 	}
 
-	factory := informers.NewSharedInformerFactory(s.kube, 0)
+	factory := informers.NewSharedInformerFactory(s.Kube, 0)
 	pods := factory.Core().V1().Pods().Informer()
 	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { t.onPod(obj.(*corev1.Pod)) },
@@ -230,23 +230,23 @@ func replay(ctx context.Context, s *stack, ag *agent, trace *bench.Trace, o opti
 			report("pod status", finishKueueGang(dctx, s, g.spec.Name))
 			zero := int64(0)
 			sel := metav1.ListOptions{LabelSelector: gangLabel + "=" + g.spec.Name}
-			report("pods", s.kube.CoreV1().Pods(jobNamespace).DeleteCollection(dctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, sel))
+			report("pods", s.Kube.CoreV1().Pods(jobNamespace).DeleteCollection(dctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, sel))
 			return
 		}
 		if !o.direct {
-			report("VolcanoJob", s.volcano.BatchV1alpha1().Jobs(jobNamespace).Delete(dctx, g.spec.Name, metav1.DeleteOptions{PropagationPolicy: &bg}))
+			report("VolcanoJob", s.Volcano.BatchV1alpha1().Jobs(jobNamespace).Delete(dctx, g.spec.Name, metav1.DeleteOptions{PropagationPolicy: &bg}))
 		}
 		// No garbage collector runs: the driver removes the job's pods
 		// (as kubelet would once they stop, hence no grace period) and
 		// its PodGroup itself.
 		zero := int64(0)
 		sel := metav1.ListOptions{LabelSelector: gangLabel + "=" + g.spec.Name}
-		report("pods", s.kube.CoreV1().Pods(jobNamespace).DeleteCollection(dctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, sel))
+		report("pods", s.Kube.CoreV1().Pods(jobNamespace).DeleteCollection(dctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, sel))
 		pg := g.spec.Name + "-" + g.uid // the job controller's name
 		if o.direct {
 			pg = g.spec.Name
 		}
-		report("PodGroup", s.volcano.SchedulingV1beta1().PodGroups(jobNamespace).Delete(dctx, pg, metav1.DeleteOptions{}))
+		report("PodGroup", s.Volcano.SchedulingV1beta1().PodGroups(jobNamespace).Delete(dctx, pg, metav1.DeleteOptions{}))
 	}
 	go func() {
 		for {
@@ -255,7 +255,7 @@ func replay(ctx context.Context, s *stack, ag *agent, trace *bench.Trace, o opti
 				return
 			case p := <-t.strayCh:
 				zero := int64(0)
-				_ = s.kube.CoreV1().Pods(p.Namespace).Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+				_ = s.Kube.CoreV1().Pods(p.Namespace).Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 			}
 		}
 	}()
@@ -291,7 +291,7 @@ func replay(ctx context.Context, s *stack, ag *agent, trace *bench.Trace, o opti
 				}
 				continue
 			}
-			out, err := s.volcano.BatchV1alpha1().Jobs(jobNamespace).Create(runCtx, volcanoJob(g.spec), metav1.CreateOptions{})
+			out, err := s.Volcano.BatchV1alpha1().Jobs(jobNamespace).Create(runCtx, volcanoJob(g.spec), metav1.CreateOptions{})
 			if err != nil {
 				submitErr <- fmt.Errorf("create VolcanoJob %s: %w", g.spec.Name, err)
 				return

@@ -78,23 +78,73 @@ type podAsk struct {
 	cpu  int64
 }
 
-// Allot returns what the agent in mode a gives pod p on the node whose KCNR is cnr.
-// Free capacity is the KCNR's allocatable minus its allocations, minus
-// held: what the agent already handed out on that node that the KCNR does
-// not list yet (nil when the KCNR is current). The second result is false
-// when there is nothing to report: the pod requests no RDMA, or the KCNR
-// lists no NIC the pod could get.
-//
-// When no zone has room, the agent spreads the pod over the zones in id
-// order if together they hold it, and otherwise gives it the NICs it was
-// annotated with (a real kubelet would reject the pod; the simulation keeps
-// the scheduler's accounting).
+// Outcome says which of the agent's rules placed a pod (see Decide).
+type Outcome int
+
+const (
+	// Unplaced: nothing to report (no RDMA asked, no KCNR, no NIC listed).
+	Unplaced Outcome = iota
+	// Followed: the NICs of the pod's rdmatopo.io/nics annotation, as
+	// Exact asks.
+	Followed
+	// Hinted: the zone(s) katalyst's numa_bind_result names (NUMA).
+	Hinted
+	// PerContainer: each container in one zone, on a container-level node.
+	PerContainer
+	// OneZone: the lowest zone that holds the whole pod, as kubelet's
+	// topology manager admits a pod without a hint.
+	OneZone
+	// Spread: no one zone holds the pod, so it is spread over the zones in
+	// id order; a kubelet with the single-numa-node policy would reject it.
+	Spread
+	// Overflow: not even all zones together hold the pod, so the agent
+	// keeps the scheduler's annotated NICs (a kubelet would reject it;
+	// the simulation keeps the scheduler's accounting).
+	Overflow
+)
+
+var outcomeNames = [...]string{"unplaced", "followed", "hinted", "per-container", "one-zone", "spread", "overflow"}
+
+func (o Outcome) String() string {
+	if o >= 0 && int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// Misaligned reports whether the pod was given NUMA zones no kubelet with
+// the single-numa-node policy would admit it to: spread or overflowing,
+// without a hint asking for it.
+func (o Outcome) Misaligned() bool { return o == Spread || o == Overflow }
+
+// Allot returns what the agent in mode a gives pod p on the node whose
+// KCNR is cnr; the second result is false when there is nothing to report
+// (see Decide, which also says which rule placed the pod).
 func Allot(a Mode, cfg topology.Config, cnr *v1alpha1.CustomNodeResource, held []ledger.Reservation, p *corev1.Pod) (ledger.Reservation, bool) {
+	r, how := Decide(a, cfg, cnr, held, p)
+	return r, how != Unplaced
+}
+
+// Decide returns what the agent in mode a gives pod p on the node whose
+// KCNR is cnr, and the rule that placed it. Free capacity is the KCNR's
+// allocatable minus its allocations, minus held: what the agent already
+// handed out on that node that the KCNR does not list yet (nil when the
+// KCNR is current). The outcome is Unplaced when there is nothing to
+// report: the pod requests no RDMA, or the KCNR lists no NIC the pod could
+// get.
+//
+// A pod without a usable hint gets the lowest zone with room for its GPUs,
+// CPU and NICs: katalyst's QRM plugins offer every zone with room as an
+// equally preferred single-zone hint, in id order, and kubelet's topology
+// manager keeps the first of equally narrow hints. When no zone has room,
+// the agent spreads the pod over the zones in id order if together they
+// hold it, and otherwise gives it the NICs it was annotated with.
+func Decide(a Mode, cfg topology.Config, cnr *v1alpha1.CustomNodeResource, held []ledger.Reservation, p *corev1.Pod) (ledger.Reservation, Outcome) {
 	cfg = cfg.WithDefaults()
 	r := ledger.Reservation{UID: string(p.UID), Namespace: p.Namespace, Name: p.Name,
 		Job: p.Namespace + "/" + p.Annotations[ledger.GroupNameAnnotation], Node: p.Spec.NodeName}
 	if cnr == nil {
-		return r, false
+		return r, Unplaced
 	}
 	req := workload.PodRequests(&p.Spec)
 	ask := podAsk{}
@@ -108,36 +158,43 @@ func Allot(a Mode, cfg topology.Config, cnr *v1alpha1.CustomNodeResource, held [
 		ask.cpu = q.MilliValue()
 	}
 	if ask.nics <= 0 {
-		return r, false
+		return r, Unplaced
 	}
 	node := topology.BuildNode(cfg, nil, cnr)
 	if node == nil || !listsNICs(cnr) {
-		return r, false
+		return r, Unplaced
 	}
 	zones := freeZones(node, held, r.UID)
 
 	var uses []ledger.ZoneUse
+	how := Unplaced
 	if asks := containerAsks(cfg, p); a != Exact && node.Policy == topology.PolicySingleNUMAContainer && len(asks) > 1 {
 		hint := ""
 		if a == NUMA {
 			hint = p.Annotations[consts.PodAnnotationNUMABindResultKey]
 		}
-		uses = perContainer(zones, asks, hint)
+		uses, how = perContainer(zones, asks, hint), PerContainer
 	}
 	if uses == nil && a == NUMA {
-		uses = hinted(zones, p.Annotations[consts.PodAnnotationNUMABindResultKey], ask)
+		uses, how = hinted(zones, p.Annotations[consts.PodAnnotationNUMABindResultKey], ask), Hinted
 	}
 	if uses == nil && a != Exact {
-		uses = firstWithRoom(zones, ask)
+		uses, how = firstWithRoom(zones, ask), OneZone
 		if uses == nil {
-			uses = spread(zones, ask)
+			uses, how = spread(zones, ask), Spread
 		}
 	}
 	if uses == nil {
-		uses = annotated(cfg, node, p, ask)
+		uses, how = annotated(cfg, node, p, ask), Followed
+		if a != Exact {
+			how = Overflow
+		}
 	}
 	r.Zones = uses
-	return r, len(uses) > 0
+	if len(uses) == 0 {
+		return r, Unplaced
+	}
+	return r, how
 }
 
 // containerAsks lists what each of the pod's containers that run side by

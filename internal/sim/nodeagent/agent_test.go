@@ -71,73 +71,85 @@ func TestAllot(t *testing.T) {
 		pod    *corev1.Pod
 		want   []ledger.ZoneUse
 		wantOK bool
+		how    Outcome
 	}{
 		{
-			name:  "numa: hinted zone 0, its first free NIC by name, not the annotated one",
+			name: "numa: hinted zone 0, its first free NIC by name, not the annotated one", how: Hinted,
 			agent: NUMA, cnr: agentCNR(0),
 			pod:  agentPod("2", "1", "0", nic[0][1]),
 			want: []ledger.ZoneUse{use(0, 2, 4000, nic[0][0])}, wantOK: true,
 		},
 		{
-			name:  "numa: hinted zone 1 although zone 0 has room",
+			name: "numa: hinted zone 1 although zone 0 has room", how: Hinted,
 			agent: NUMA, cnr: agentCNR(0),
 			pod:  agentPod("4", "2", "1", nic[1][0], nic[1][1]),
 			want: []ledger.ZoneUse{use(1, 4, 4000, nic[1][0], nic[1][1])}, wantOK: true,
 		},
 		{
-			name:  "numa: the NICs the agent handed out before are not free",
+			name: "numa: the NICs the agent handed out before are not free", how: Hinted,
 			agent: NUMA, cnr: agentCNR(0),
 			held: []ledger.Reservation{{UID: "u-q", Node: "n1", Zones: []ledger.ZoneUse{use(0, 1, 1000, nic[0][0])}}},
 			pod:  agentPod("1", "1", "0", nic[0][0]),
 			want: []ledger.ZoneUse{use(0, 1, 4000, nic[0][1])}, wantOK: true,
 		},
 		{
-			name:  "numa: hinted zone full, first zone with room",
+			name: "numa: hinted zone full, first zone with room", how: OneZone,
 			agent: NUMA, cnr: agentCNR(4),
 			pod:  agentPod("2", "1", "0", nic[0][0]),
 			want: []ledger.ZoneUse{use(1, 2, 4000, nic[1][0])}, wantOK: true,
 		},
 		{
-			name:  "numa: no hint, first zone with room",
+			name: "numa: no hint, first zone with room", how: OneZone,
 			agent: NUMA, cnr: agentCNR(0),
 			pod:  agentPod("1", "1", "", nic[1][1]),
 			want: []ledger.ZoneUse{use(0, 1, 4000, nic[0][0])}, wantOK: true,
 		},
 		{
-			name:  "numa: spanning hint",
+			name: "numa: spanning hint", how: Hinted,
 			agent: NUMA, cnr: agentCNR(0),
 			pod:  agentPod("8", "4", "0,1", nic[0][0], nic[0][1], nic[1][0], nic[1][1]),
 			want: []ledger.ZoneUse{use(0, 4, 4000, nic[0][0], nic[0][1]), use(1, 4, 0, nic[1][0], nic[1][1])}, wantOK: true,
 		},
 		{
-			name:  "blind: ignores the hint, takes zone 0",
+			name: "blind: ignores the hint, takes zone 0", how: OneZone,
 			agent: Blind, cnr: agentCNR(0),
 			pod:  agentPod("4", "2", "1", nic[1][0], nic[1][1]),
 			want: []ledger.ZoneUse{use(0, 4, 4000, nic[0][0], nic[0][1])}, wantOK: true,
 		},
 		{
-			name:  "blind: zone 0 lacks GPUs, takes zone 1",
+			name: "blind: zone 0 lacks GPUs, takes zone 1", how: OneZone,
 			agent: Blind, cnr: agentCNR(3),
 			pod:  agentPod("2", "1", "0", nic[0][1]),
 			want: []ledger.ZoneUse{use(1, 2, 4000, nic[1][0])}, wantOK: true,
 		},
 		{
-			name:  "blind: no zone holds the pod, spread over both",
+			name: "blind: no zone holds the pod, spread over both", how: Spread,
 			agent: Blind, cnr: agentCNR(0),
 			pod:  agentPod("8", "4", "0,1", nic[0][0], nic[0][1], nic[1][0], nic[1][1]),
 			want: []ledger.ZoneUse{use(0, 4, 4000, nic[0][0], nic[0][1]), use(1, 4, 0, nic[1][0], nic[1][1])}, wantOK: true,
 		},
 		{
-			name:  "exact: the annotated NICs",
+			name: "exact: the annotated NICs", how: Followed,
 			agent: Exact, cnr: agentCNR(0),
 			pod:  agentPod("2", "1", "0", nic[0][1]),
 			want: []ledger.ZoneUse{use(0, 2, 4000, nic[0][1])}, wantOK: true,
 		},
 		{
-			name:  "exact: annotated NICs over two zones, GPUs and CPU split evenly",
+			name: "exact: annotated NICs over two zones, GPUs and CPU split evenly", how: Followed,
 			agent: Exact, cnr: agentCNR(0),
 			pod:  agentPod("8", "2", "0,1", nic[0][0], nic[1][0]),
 			want: []ledger.ZoneUse{use(0, 4, 2000, nic[0][0]), use(1, 4, 2000, nic[1][0])}, wantOK: true,
+		},
+		{
+			name: "numa: not even both zones hold the pod, the annotated NICs", how: Overflow,
+			agent: NUMA, cnr: agentCNR(0),
+			pod:  agentPod("10", "1", "", nic[1][1]),
+			want: []ledger.ZoneUse{use(1, 10, 4000, nic[1][1])}, wantOK: true,
+		},
+		{
+			name:  "exact: no annotated NIC on the node, nothing to report",
+			agent: Exact, cnr: agentCNR(0),
+			pod: agentPod("1", "1", "0", "0000:ff:00.0"),
 		},
 		{
 			name:  "no RDMA requested: nothing to report",
@@ -155,6 +167,9 @@ func TestAllot(t *testing.T) {
 			got, ok := Allot(tc.agent, topology.Config{}, tc.cnr, tc.held, tc.pod)
 			if ok != tc.wantOK {
 				t.Fatalf("ok = %v, want %v", ok, tc.wantOK)
+			}
+			if _, how := Decide(tc.agent, topology.Config{}, tc.cnr, tc.held, tc.pod); how != tc.how {
+				t.Errorf("outcome %v, want %v", how, tc.how)
 			}
 			if diff := cmp.Diff(tc.want, got.Zones); diff != "" {
 				t.Errorf("zones (-want +got):\n%s", diff)
@@ -188,19 +203,20 @@ func TestAllotPerContainer(t *testing.T) {
 		cnr   *v1alpha1.CustomNodeResource
 		pod   *corev1.Pod
 		want  []ledger.ZoneUse
+		how   Outcome
 	}{
 		{
-			name: "blind: each container in the first zone with room", agent: Blind, cnr: containerLevel(0),
+			name: "blind: each container in the first zone with room", how: PerContainer, agent: Blind, cnr: containerLevel(0),
 			pod:  twoContainers(""),
 			want: []ledger.ZoneUse{use(0, 4, 4000, nic[0][0], nic[0][1]), use(1, 4, 4000, nic[1][0], nic[1][1])},
 		},
 		{
-			name: "numa: a hint naming two zones prefers none", agent: NUMA, cnr: containerLevel(0),
+			name: "numa: a hint naming two zones prefers none", how: PerContainer, agent: NUMA, cnr: containerLevel(0),
 			pod:  twoContainers("0,1"),
 			want: []ledger.ZoneUse{use(0, 4, 4000, nic[0][0], nic[0][1]), use(1, 4, 4000, nic[1][0], nic[1][1])},
 		},
 		{
-			name: "numa: containers that fit the hinted zone together stay in it", agent: NUMA, cnr: containerLevel(0),
+			name: "numa: containers that fit the hinted zone together stay in it", how: PerContainer, agent: NUMA, cnr: containerLevel(0),
 			pod: func() *corev1.Pod {
 				p := agentPod("2", "1", "1", nic[1][0], nic[1][1])
 				p.Spec.Containers = append(p.Spec.Containers, *p.Spec.Containers[0].DeepCopy())
@@ -210,7 +226,7 @@ func TestAllotPerContainer(t *testing.T) {
 			want: []ledger.ZoneUse{use(1, 4, 8000, nic[1][0], nic[1][1])},
 		},
 		{
-			name: "exact: the annotated NICs, each zone with its containers' GPUs and CPU", agent: Exact, cnr: containerLevel(0),
+			name: "exact: the annotated NICs, each zone with its containers' GPUs and CPU", how: Followed, agent: Exact, cnr: containerLevel(0),
 			pod: func() *corev1.Pod {
 				p := agentPod("3", "1", "0,1", nic[0][0], nic[1][0])
 				p.Spec.Containers = append(p.Spec.Containers, *p.Spec.Containers[0].DeepCopy())
@@ -222,21 +238,33 @@ func TestAllotPerContainer(t *testing.T) {
 			want: []ledger.ZoneUse{use(0, 3, 4000, nic[0][0]), use(1, 1, 4000, nic[1][0])},
 		},
 		{
-			name: "spanning node: the whole pod, spread when no zone holds it", agent: Blind, cnr: agentCNR(0),
+			name: "spanning node: the whole pod, spread when no zone holds it", how: Spread, agent: Blind, cnr: agentCNR(0),
 			pod:  twoContainers(""),
 			want: []ledger.ZoneUse{use(0, 4, 8000, nic[0][0], nic[0][1]), use(1, 4, 0, nic[1][0], nic[1][1])},
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := Allot(tc.agent, topology.Config{}, tc.cnr, nil, tc.pod)
-			if !ok {
-				t.Fatal("nothing allotted")
+			got, how := Decide(tc.agent, topology.Config{}, tc.cnr, nil, tc.pod)
+			if how != tc.how {
+				t.Fatalf("outcome %v, want %v", how, tc.how)
 			}
 			if diff := cmp.Diff(tc.want, got.Zones); diff != "" {
 				t.Errorf("zones (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestOutcomeMisaligned(t *testing.T) {
+	for o := Unplaced; o <= Overflow; o++ {
+		want := o == Spread || o == Overflow
+		if got := o.Misaligned(); got != want {
+			t.Errorf("%v.Misaligned() = %v, want %v", o, got, want)
+		}
+	}
+	if got := Outcome(42).String(); got != "Outcome(42)" {
+		t.Errorf("unknown outcome prints %q", got)
 	}
 }
 
