@@ -295,6 +295,9 @@ func (rt *Runtime) startInformer(cfg *rest.Config) error {
 	fabric := rt.Fabric
 	factory := katalystinformers.NewSharedInformerFactory(client, 0)
 	inf := factory.Node().V1alpha1().CustomNodeResources().Informer()
+	if err := inf.SetTransform(trimCNR); err != nil {
+		return fmt.Errorf("KCNR informer transform: %w", err)
+	}
 	_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { upsertCNR(fabric, obj) },
 		UpdateFunc: func(_, obj interface{}) { upsertCNR(fabric, obj) },
@@ -323,6 +326,16 @@ func (rt *Runtime) startInformer(cfg *rest.Config) error {
 	}
 	klog.InfoS("Watching CustomNodeResources for RDMA topology")
 	return nil
+}
+
+// trimCNR keeps in the informer's store only the part of each KCNR the
+// fabric reads (topology.TrimCNR): managedFields, attributes, siblings,
+// capacities and metrics are most of a KCNR and are never read.
+func trimCNR(obj interface{}) (interface{}, error) {
+	if cnr, ok := obj.(*nodev1alpha1.CustomNodeResource); ok {
+		return topology.TrimCNR(cnr), nil
+	}
+	return obj, nil
 }
 
 // upsertCNR feeds a KCNR event to the fabric cache the informer was
