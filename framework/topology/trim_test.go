@@ -141,12 +141,21 @@ func TestTrimCNR(t *testing.T) {
 		"malformed child zone, flat zones": {cnr: provider("n1").Flat().ChildZone(0, &v1alpha1.TopologyZone{Name: "1", Type: v1alpha1.TopologyTypeNuma}).Obj(), node: sharedNode("n1").Obj()},
 	}
 	cfg := topology.Config{S1NodeLabel: builders.S1Label}
+	// One trimmer for every case, so lists are shared across KCNRs.
+	trimmer := topology.NewCNRTrimmer()
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			trimmed := topology.TrimCNR(tc.cnr)
 			want := topology.BuildNode(cfg, tc.node, tc.cnr)
 			if diff := cmp.Diff(want, topology.BuildNode(cfg, tc.node, trimmed)); diff != "" {
 				t.Errorf("BuildNode (-full +trimmed):\n%s", diff)
+			}
+			shared := trimmer.Trim(tc.cnr)
+			if diff := cmp.Diff(trimmed, shared); diff != "" {
+				t.Errorf("CNRTrimmer.Trim (-TrimCNR +Trim):\n%s", diff)
+			}
+			if diff := cmp.Diff(want, topology.BuildNode(cfg, tc.node, shared)); diff != "" {
+				t.Errorf("BuildNode (-full +shared lists):\n%s", diff)
 			}
 			if diff := cmp.Diff(trimmed, topology.TrimCNR(trimmed)); diff != "" {
 				t.Errorf("TrimCNR twice (-once +twice):\n%s", diff)
@@ -187,5 +196,36 @@ func TestTrimCNR(t *testing.T) {
 	}
 	if topology.TrimCNR(nil) != nil {
 		t.Error("TrimCNR(nil) is not nil")
+	}
+}
+
+// TestCNRTrimmerShares checks that equal resource lists of different KCNRs
+// become one list and that lists differing in a name or a quantity do not.
+func TestCNRTrimmerShares(t *testing.T) {
+	trimmer := topology.NewCNRTrimmer()
+	a := trimmer.Trim(provider("n1").UseNIC(nicA0, "ns/p/u").Obj())
+	b := trimmer.Trim(provider("n2").UseNIC(nicA0, "ns/q/u").Obj())
+	c := trimmer.Trim(provider("n3").Allocatable(0, corev1.ResourceCPU, "63").Allocatable(1, builders.GPUResource, "3").Obj())
+	numa := func(cnr *v1alpha1.CustomNodeResource, i int) *v1alpha1.TopologyZone {
+		return cnr.Status.TopologyZone[i].Children[0]
+	}
+	nicA, nicB := numa(a, 0).Children[0], numa(b, 0).Children[0]
+	if numa(a, 0).Resources.Allocatable == nil || nicA.Resources.Allocatable == nil || nicA.Allocations[0].Requests == nil {
+		t.Fatal("builder KCNR without the lists this test compares")
+	}
+	if numa(a, 0).Resources.Allocatable != numa(b, 0).Resources.Allocatable {
+		t.Error("equal NUMA allocatable of n1 and n2 not shared")
+	}
+	if nicA.Resources.Allocatable != nicB.Resources.Allocatable || nicA.Allocations[0].Requests != nicB.Allocations[0].Requests {
+		t.Error("equal NIC allocatable or requests of n1 and n2 not shared")
+	}
+	if numa(a, 0).Resources.Allocatable == numa(c, 0).Resources.Allocatable {
+		t.Error("NUMA 0 allocatable with another cpu quantity shared")
+	}
+	if numa(a, 1).Resources.Allocatable == numa(c, 1).Resources.Allocatable {
+		t.Error("NUMA 1 allocatable with another GPU quantity shared")
+	}
+	if numa(a, 0).Resources.Allocatable == nicA.Resources.Allocatable {
+		t.Error("lists with other names shared")
 	}
 }

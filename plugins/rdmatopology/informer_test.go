@@ -29,7 +29,7 @@ func TestTrimCNRTransform(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := trimCNR(tc.in)
+			got, err := trimCNR(topology.NewCNRTrimmer())(tc.in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -38,7 +38,7 @@ func TestTrimCNRTransform(t *testing.T) {
 			}
 		})
 	}
-	got, _ := trimCNR(full)
+	got, _ := trimCNR(topology.NewCNRTrimmer())(full)
 	if cnr := got.(*nodev1alpha1.CustomNodeResource); cnr.ManagedFields != nil || cnr.Labels != nil {
 		t.Errorf("stored KCNR keeps managedFields %v, labels %v", cnr.ManagedFields, cnr.Labels)
 	}

@@ -295,7 +295,7 @@ func (rt *Runtime) startInformer(cfg *rest.Config) error {
 	fabric := rt.Fabric
 	factory := katalystinformers.NewSharedInformerFactory(client, 0)
 	inf := factory.Node().V1alpha1().CustomNodeResources().Informer()
-	if err := inf.SetTransform(trimCNR); err != nil {
+	if err := inf.SetTransform(trimCNR(topology.NewCNRTrimmer())); err != nil {
 		return fmt.Errorf("KCNR informer transform: %w", err)
 	}
 	_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -328,14 +328,17 @@ func (rt *Runtime) startInformer(cfg *rest.Config) error {
 	return nil
 }
 
-// trimCNR keeps in the informer's store only the part of each KCNR the
-// fabric reads (topology.TrimCNR): managedFields, attributes, siblings,
-// capacities and metrics are most of a KCNR and are never read.
-func trimCNR(obj interface{}) (interface{}, error) {
-	if cnr, ok := obj.(*nodev1alpha1.CustomNodeResource); ok {
-		return topology.TrimCNR(cnr), nil
+// trimCNR returns the KCNR informer's transform: its store keeps only the
+// part of each KCNR the fabric reads (topology.CNRTrimmer), with equal
+// resource lists shared; managedFields, attributes, siblings, capacities
+// and metrics are most of a KCNR and are never read.
+func trimCNR(t *topology.CNRTrimmer) cache.TransformFunc {
+	return func(obj interface{}) (interface{}, error) {
+		if cnr, ok := obj.(*nodev1alpha1.CustomNodeResource); ok {
+			return t.Trim(cnr), nil
+		}
+		return obj, nil
 	}
-	return obj, nil
 }
 
 // upsertCNR feeds a KCNR event to the fabric cache the informer was
