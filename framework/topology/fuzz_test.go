@@ -3,6 +3,7 @@ package topology_test
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -58,11 +59,16 @@ func FuzzBuildNode(f *testing.F) {
 			return
 		}
 		node := builders.MakeNode(cnr.Name).Shared().GPU(8).RDMA(4).S1("s1-0").Obj()
-		for _, n := range []*topology.Node{
-			topology.BuildNode(cfg, node, cnr),
-			topology.BuildNode(cfg, nil, cnr),
-		} {
+		trimmed := topology.TrimCNR(cnr)
+		for _, on := range []*corev1.Node{node, nil} {
+			n := topology.BuildNode(cfg, on, cnr)
 			checkNode(t, n)
+			if !reflect.DeepEqual(n, topology.BuildNode(cfg, on, trimmed)) {
+				t.Fatalf("BuildNode of the trimmed KCNR differs:\nfull    %+v\ntrimmed %+v", n, topology.BuildNode(cfg, on, trimmed))
+			}
+		}
+		if again := topology.TrimCNR(trimmed); !reflect.DeepEqual(again, trimmed) {
+			t.Fatalf("TrimCNR is not idempotent:\nonce  %+v\ntwice %+v", trimmed, again)
 		}
 		other := provider("zz-other").Obj()
 		fab := topology.Build(cfg, []*corev1.Node{node}, []*v1alpha1.CustomNodeResource{cnr, other})

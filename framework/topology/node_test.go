@@ -369,6 +369,12 @@ func TestBuildNodeReasons(t *testing.T) {
 			if got == nil {
 				t.Fatal("BuildNode returned nil")
 			}
+			if tc.cnr != nil {
+				trimmed := topology.BuildNode(topology.Config{}, tc.node, topology.TrimCNR(tc.cnr))
+				if diff := cmp.Diff(got, trimmed); diff != "" {
+					t.Errorf("BuildNode of the trimmed KCNR differs (-full +trimmed):\n%s", diff)
+				}
+			}
 			if diff := cmp.Diff(tc.wantCodes, codesOf(got.Reasons), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("reason codes (-want +got):\n%s\nreasons: %v", diff, got.Reasons)
 			}

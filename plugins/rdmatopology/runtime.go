@@ -295,6 +295,9 @@ func (rt *Runtime) startInformer(cfg *rest.Config) error {
 	fabric := rt.Fabric
 	factory := katalystinformers.NewSharedInformerFactory(client, 0)
 	inf := factory.Node().V1alpha1().CustomNodeResources().Informer()
+	if err := inf.SetTransform(trimCNR(topology.NewCNRTrimmer())); err != nil {
+		return fmt.Errorf("KCNR informer transform: %w", err)
+	}
 	_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { upsertCNR(fabric, obj) },
 		UpdateFunc: func(_, obj interface{}) { upsertCNR(fabric, obj) },
@@ -323,6 +326,19 @@ func (rt *Runtime) startInformer(cfg *rest.Config) error {
 	}
 	klog.InfoS("Watching CustomNodeResources for RDMA topology")
 	return nil
+}
+
+// trimCNR returns the KCNR informer's transform: its store keeps only the
+// part of each KCNR the fabric reads (topology.CNRTrimmer), with equal
+// resource lists shared; managedFields, attributes, siblings, capacities
+// and metrics are most of a KCNR and are never read.
+func trimCNR(t *topology.CNRTrimmer) cache.TransformFunc {
+	return func(obj interface{}) (interface{}, error) {
+		if cnr, ok := obj.(*nodev1alpha1.CustomNodeResource); ok {
+			return t.Trim(cnr), nil
+		}
+		return obj, nil
+	}
 }
 
 // upsertCNR feeds a KCNR event to the fabric cache the informer was

@@ -1,0 +1,151 @@
+package topology
+
+import (
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// TrimCNR returns a KCNR holding only what BuildNode and Cache read: the
+// name, uid, resourceVersion and generation; spec.nodeResourceProperties
+// with the values of the RDMATOR/ properties only (every entry keeps its
+// place, so problems name the same index); status.topologyPolicy; and the
+// zone tree with each zone's type, name, allocation consumers and children,
+// plus the allocatable and the allocation requests of Numa and NIC zones.
+// Labels, annotations, managedFields, taints, status resources, conditions,
+// metrics, zone attributes and siblings are dropped. BuildNode gives the same
+// Node for the trimmed KCNR as for the full one.
+//
+// The result shares resource lists, property values and strings with cnr,
+// which must not be modified afterwards. Nil gives nil; TrimCNR of a trimmed
+// KCNR is an equal KCNR.
+func TrimCNR(cnr *v1alpha1.CustomNodeResource) *v1alpha1.CustomNodeResource {
+	return trimCNR(cnr, nil)
+}
+
+// maxSharedLists bounds the resource lists a CNRTrimmer keeps for sharing.
+const maxSharedLists = 4096
+
+// CNRTrimmer trims KCNRs like TrimCNR and, in addition, makes the KCNRs it
+// trimmed share one resource list wherever their lists are equal (the same
+// names with the same quantity strings): the zones of a node shape and the
+// allocations of a pod shape repeat on every node, and a decoded resource
+// list costs several hundred bytes however few entries it has. It keeps at
+// most maxSharedLists distinct lists; lists beyond those are kept as they
+// are. A KCNR informer sets Trim as its transform so that its store keeps
+// only what the fabric reads. Safe for concurrent use.
+type CNRTrimmer struct {
+	mu    sync.Mutex
+	lists map[string]*corev1.ResourceList
+	key   []byte
+	names []string
+}
+
+// NewCNRTrimmer returns a trimmer sharing no lists yet.
+func NewCNRTrimmer() *CNRTrimmer {
+	return &CNRTrimmer{lists: map[string]*corev1.ResourceList{}}
+}
+
+// Trim returns TrimCNR(cnr), its resource lists shared with those of the
+// KCNRs trimmed before. The lists must not be modified.
+func (t *CNRTrimmer) Trim(cnr *v1alpha1.CustomNodeResource) *v1alpha1.CustomNodeResource {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return trimCNR(cnr, t.share)
+}
+
+// share returns the kept list equal to l, keeping l if none is. t.mu must
+// be held.
+func (t *CNRTrimmer) share(l *corev1.ResourceList) *corev1.ResourceList {
+	if l == nil {
+		return nil
+	}
+	t.names = t.names[:0]
+	for name := range *l {
+		t.names = append(t.names, string(name))
+	}
+	slices.Sort(t.names)
+	t.key = t.key[:0]
+	for _, name := range t.names {
+		q := (*l)[corev1.ResourceName(name)]
+		t.key = append(t.key, name...)
+		t.key = append(t.key, '=')
+		t.key = append(t.key, q.String()...)
+		t.key = append(t.key, 0)
+	}
+	if kept, ok := t.lists[string(t.key)]; ok {
+		return kept
+	}
+	if len(t.lists) < maxSharedLists {
+		t.lists[string(t.key)] = l
+	}
+	return l
+}
+
+// trimCNR is TrimCNR with every kept resource list passed through share
+// (nil: kept as they are).
+func trimCNR(cnr *v1alpha1.CustomNodeResource, share func(*corev1.ResourceList) *corev1.ResourceList) *v1alpha1.CustomNodeResource {
+	if share == nil {
+		share = func(l *corev1.ResourceList) *corev1.ResourceList { return l }
+	}
+	if cnr == nil {
+		return nil
+	}
+	out := &v1alpha1.CustomNodeResource{}
+	out.Name, out.UID = cnr.Name, cnr.UID
+	out.ResourceVersion, out.Generation = cnr.ResourceVersion, cnr.Generation
+	if props := cnr.Spec.NodeResourceProperties; props != nil {
+		out.Spec.NodeResourceProperties = make([]*v1alpha1.Property, len(props))
+		for i, p := range props {
+			if p == nil {
+				continue
+			}
+			q := &v1alpha1.Property{PropertyName: p.PropertyName}
+			if strings.HasPrefix(p.PropertyName, RDMATorPrefix) {
+				q.PropertyValues = p.PropertyValues
+			}
+			out.Spec.NodeResourceProperties[i] = q
+		}
+	}
+	out.Status.TopologyPolicy = cnr.Status.TopologyPolicy
+	out.Status.TopologyZone = trimZones(cnr.Status.TopologyZone, share)
+	return out
+}
+
+// trimZones trims a zone list, keeping nil entries in place.
+func trimZones(zones []*v1alpha1.TopologyZone, share func(*corev1.ResourceList) *corev1.ResourceList) []*v1alpha1.TopologyZone {
+	if zones == nil {
+		return nil
+	}
+	out := make([]*v1alpha1.TopologyZone, len(zones))
+	for i, z := range zones {
+		if z == nil {
+			continue
+		}
+		// Only Numa and NIC zones are read for quantities (readNUMA,
+		// readNIC); every zone is read for its consumers.
+		quantities := z.Type == v1alpha1.TopologyTypeNuma || z.Type == v1alpha1.TopologyTypeNIC
+		t := &v1alpha1.TopologyZone{Type: z.Type, Name: z.Name, Children: trimZones(z.Children, share)}
+		if quantities {
+			t.Resources.Allocatable = share(z.Resources.Allocatable)
+		}
+		if z.Allocations != nil {
+			t.Allocations = make([]*v1alpha1.Allocation, len(z.Allocations))
+			for j, a := range z.Allocations {
+				if a == nil {
+					continue
+				}
+				b := &v1alpha1.Allocation{Consumer: a.Consumer}
+				if quantities {
+					b.Requests = share(a.Requests)
+				}
+				t.Allocations[j] = b
+			}
+		}
+		out[i] = t
+	}
+	return out
+}
