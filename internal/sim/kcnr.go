@@ -53,7 +53,7 @@ func (s *Simulator) ConfirmPod(namespace, name string) (ledger.Reservation, erro
 	if !nodeagent.Record(next, s.conf.Topology, consumer, r) {
 		return ledger.Reservation{}, nil
 	}
-	s.UpsertCNR(next)
+	s.putCNR(next)
 	return r, nil
 }
 
@@ -66,6 +66,6 @@ func (s *Simulator) releaseFromCNR(p *corev1.Pod) {
 	}
 	next := cnr.DeepCopy()
 	if nodeagent.Release(next, nodeagent.Consumer(p)) {
-		s.UpsertCNR(next)
+		s.putCNR(next)
 	}
 }

@@ -437,7 +437,10 @@ func (s *Simulator) UpsertNode(n *corev1.Node) {
 		s.nodeOrder = append(s.nodeOrder, obj.Name)
 	}
 	s.nodes[obj.Name] = obj
-	_ = s.cache.AddOrUpdateNode(obj.DeepCopy()) // never fails
+	// The store, Volcano's cache and the fabric share the object, as
+	// vc-scheduler's informers hand their cache one object per update:
+	// none of them modifies it, and an update replaces it.
+	_ = s.cache.AddOrUpdateNode(obj) // never fails
 	s.runtime.Fabric.UpsertNode(obj)
 }
 
@@ -454,7 +457,12 @@ func (s *Simulator) DeleteNode(name string) error {
 
 // UpsertCNR adds or replaces a KCNR in the rdma-topology fabric.
 func (s *Simulator) UpsertCNR(cnr *v1alpha1.CustomNodeResource) {
-	obj := cnr.DeepCopy()
+	s.putCNR(cnr.DeepCopy())
+}
+
+// putCNR stores a KCNR the simulator owns (a copy no caller holds) with a
+// new resourceVersion, and hands it to the fabric.
+func (s *Simulator) putCNR(obj *v1alpha1.CustomNodeResource) {
 	obj.ResourceVersion = s.nextRV()
 	if _, ok := s.cnrs[obj.Name]; !ok {
 		s.cnrOrder = append(s.cnrOrder, obj.Name)

@@ -132,3 +132,47 @@ func TestAdmitUnknownPod(t *testing.T) {
 		t.Error("unknown pod admitted")
 	}
 }
+
+// TestScratchResource checks that the reused resource of the admission is a
+// copy of its source each time, as api.Resource.Clone makes one: the
+// source is never written through it, nothing of an earlier source is left,
+// and a source without scalars gives none (Volcano's Sub skips scalars then).
+func TestScratchResource(t *testing.T) {
+	gpu := corev1.ResourceName(builders.GPUResource)
+	rdma := corev1.ResourceName(builders.RDMAResource)
+	withScalars := &api.Resource{MilliCPU: 1000, Memory: 2, MaxTaskNum: 3,
+		ScalarResources: map[corev1.ResourceName]float64{gpu: 4000, rdma: 2000}}
+	onlyGPU := &api.Resource{MilliCPU: 5, ScalarResources: map[corev1.ResourceName]float64{gpu: 1000}}
+	plain := &api.Resource{MilliCPU: 7, Memory: 8}
+	var s scratchResource
+	for i, tc := range []struct {
+		src  *api.Resource
+		also *api.Resource // added after the copy, as the admission adds
+	}{
+		{src: withScalars, also: onlyGPU},
+		{src: plain},
+		{src: onlyGPU},
+		{src: plain, also: withScalars},
+		{src: withScalars},
+	} {
+		want := tc.src.Clone()
+		before := tc.src.Clone()
+		got := s.set(tc.src)
+		if tc.also != nil {
+			got.Add(tc.also)
+			want.Add(tc.also)
+		}
+		if got.MilliCPU != want.MilliCPU || got.Memory != want.Memory || got.MaxTaskNum != want.MaxTaskNum ||
+			(got.ScalarResources == nil) != (want.ScalarResources == nil) || len(got.ScalarResources) != len(want.ScalarResources) {
+			t.Fatalf("step %d: got %+v, want %+v", i, got, want)
+		}
+		for k, v := range want.ScalarResources {
+			if got.ScalarResources[k] != v {
+				t.Fatalf("step %d: %s = %v, want %v", i, k, got.ScalarResources[k], v)
+			}
+		}
+		if !tc.src.Equal(before, api.Zero) || len(tc.src.ScalarResources) != len(before.ScalarResources) {
+			t.Fatalf("step %d: the source changed: %+v, was %+v", i, tc.src, before)
+		}
+	}
+}

@@ -430,6 +430,10 @@ func (n *Nodes) Admit(tasks, victims []*api.TaskInfo) func(node string, pod plac
 		infos[string(t.UID)] = pi
 		return pi
 	}
+	// The planner calls the admission for every candidate node of every
+	// pod, one call at a time: the sums are made in two resources reused
+	// from call to call, not in fresh copies.
+	var roomBuf, sumBuf scratchResource
 	return func(node string, pod placement.Pod, on []placement.Pod) bool {
 		ni := n.ssn.Nodes[node]
 		t := byUID[pod.UID]
@@ -438,9 +442,11 @@ func (n *Nodes) Admit(tasks, victims []*api.TaskInfo) func(node string, pod plac
 		}
 		room := ni.Idle
 		if n.mode == ForPreempt {
-			room = ni.FutureIdle()
+			// The node's future idle resources (NodeInfo.FutureIdle) and
+			// what its victims free.
+			room = roomBuf.set(ni.Idle).Add(ni.Releasing).SubWithoutAssert(ni.Pipelined)
 			if f := freed[node]; f != nil {
-				room = room.Clone().Add(f)
+				room.Add(f)
 			}
 		}
 		// A node that declares no pod limit is not limited here (the
@@ -448,7 +454,7 @@ func (n *Nodes) Admit(tasks, victims []*api.TaskInfo) func(node string, pod plac
 		if limit := ni.Allocatable.MaxTaskNum; limit > 0 && len(ni.Tasks)-freedPods[node]+len(on)+1 > limit {
 			return false
 		}
-		sum := t.InitResreq.Clone()
+		sum := sumBuf.set(t.InitResreq)
 		for _, o := range on {
 			ot := byUID[o.UID]
 			if ot == nil {
@@ -468,14 +474,42 @@ func (n *Nodes) Admit(tasks, victims []*api.TaskInfo) func(node string, pod plac
 			return true
 		}
 		if kept, _ := n.heldOn(t.Job, node); kept != nil {
-			limit := ni.FutureIdle()
-			if n.mode == ForPreempt {
-				limit = room
+			limit := room
+			if n.mode != ForPreempt {
+				limit = roomBuf.set(ni.Idle).Add(ni.Releasing).SubWithoutAssert(ni.Pipelined)
 			}
 			return sum.Add(kept).LessEqual(limit, api.Zero)
 		}
 		return true
 	}
+}
+
+// scratchResource is an api.Resource reused from one computation to the
+// next, its scalar map with it.
+type scratchResource struct {
+	r api.Resource
+	m map[v1.ResourceName]float64
+}
+
+// set makes the scratch resource a copy of src (as src.Clone would: no
+// scalar map when src has none) and returns it.
+func (s *scratchResource) set(src *api.Resource) *api.Resource {
+	if s.r.ScalarResources != nil {
+		// Kept, or made by an Add since the last set.
+		s.m = s.r.ScalarResources
+	}
+	s.r = api.Resource{MilliCPU: src.MilliCPU, Memory: src.Memory, MaxTaskNum: src.MaxTaskNum}
+	if src.ScalarResources != nil {
+		if s.m == nil {
+			s.m = make(map[v1.ResourceName]float64, len(src.ScalarResources))
+		}
+		clear(s.m)
+		for k, v := range src.ScalarResources {
+			s.m[k] = v
+		}
+		s.r.ScalarResources = s.m
+	}
+	return &s.r
 }
 
 // conflict reports whether two pods of a gang may not share a node: they
