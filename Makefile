@@ -69,7 +69,7 @@ bench-full: build-dev
 
 ## bench-plot: redraw docs/bench-plot.svg from the committed bench JSON
 bench-plot:
-	$(GO) run ./internal/devtools/bench/plot -o docs/bench-plot.svg $(wildcard docs/bench-[0-9]*.json)
+	$(GO) run ./hack/bench-plot -o docs/bench-plot.svg $(wildcard docs/bench-[0-9]*.json)
 
 ## bench-e2e: rdmatopo's vc-scheduler against stock vc-scheduler v1.10.0 and
 ## Kueue v0.17.0 TAS with kube-scheduler v1.30.2 on a real kube-apiserver

@@ -8,8 +8,8 @@
 // scheduler cache). For every placed multi-pod RDMA gang the package counts
 // the S0 leaf switches its NICs span and compares that with the fewest S0s
 // the gang could have used at the moment it was placed, computed by an
-// exact search written apart from the placement planner (MinLeaves, in
-// oracle.go) on the benchmark's own record of the fabric state.
+// exact search written apart from the placement planner (oracle.MinLeaves,
+// package oracle) on the benchmark's own record of the fabric state.
 package bench
 
 import (

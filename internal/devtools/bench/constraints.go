@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/oracle"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
@@ -132,11 +133,11 @@ const (
 // oracleGangOf builds the optimum's view of gang g: each pod's shape, the
 // nodes each may use (taint and pool) and how many of its pods a node
 // admits (host port, memory left by the other pods the tracker holds).
-func oracleGangOf(g GangSpec, nodes map[string]nodeConstraint, memUsed func(string) int64) OracleGang {
-	og := OracleGang{Groups: make([]int, g.Pods)}
+func oracleGangOf(g GangSpec, nodes map[string]nodeConstraint, memUsed func(string) int64) oracle.OracleGang {
+	og := oracle.OracleGang{Groups: make([]int, g.Pods)}
 	for i := 0; i < g.Pods; i++ {
 		sh := g.ShapeOf(i)
-		og.Pods = append(og.Pods, OracleShape{GPU: sh.GPU, CPUMilli: sh.CPUMilli, NICs: sh.NICs})
+		og.Pods = append(og.Pods, oracle.OracleShape{GPU: sh.GPU, CPUMilli: sh.CPUMilli, NICs: sh.NICs})
 		if i == 0 && g.Pools {
 			og.Groups[i] = groupMaster
 		}

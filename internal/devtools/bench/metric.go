@@ -10,6 +10,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/oracle"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
 
@@ -43,7 +44,7 @@ type Tracker struct {
 	// oracleAt indexes it by node, and the entries of the nodes in stale
 	// (those Reserve and Release changed since) are rebuilt in place on
 	// the next call. Nil until the first call.
-	oracle   []OracleNode
+	oracle   []oracle.OracleNode
 	oracleAt map[string]int
 	stale    map[string]bool
 }
@@ -305,10 +306,10 @@ func (t *Tracker) S0Count(assign []placement.Assignment) int {
 // Reserve or Release: callers only read it, and entries of nodes unchanged
 // since the last call are not rebuilt (a run grades every gang over every
 // node).
-func (t *Tracker) OracleState() []OracleNode {
+func (t *Tracker) OracleState() []oracle.OracleNode {
 	if t.oracle == nil {
 		names := t.fabric.NodeNames()
-		t.oracle = make([]OracleNode, 0, len(names))
+		t.oracle = make([]oracle.OracleNode, 0, len(names))
 		t.oracleAt = make(map[string]int, len(names))
 		for _, name := range names {
 			if on, ok := t.oracleNode(name); ok {
@@ -331,14 +332,14 @@ func (t *Tracker) OracleState() []OracleNode {
 
 // oracleNode is a node's OracleState entry; false if the fabric does not
 // know the node.
-func (t *Tracker) oracleNode(name string) (OracleNode, bool) {
+func (t *Tracker) oracleNode(name string) (oracle.OracleNode, bool) {
 	zones, n, ok := t.freeZones(name)
 	if !ok {
-		return OracleNode{}, false
+		return oracle.OracleNode{}, false
 	}
-	on := OracleNode{Name: name, Spanning: n.Policy == topology.PolicySpanning, Zones: make([]OracleZone, len(zones))}
+	on := oracle.OracleNode{Name: name, Spanning: n.Policy == topology.PolicySpanning, Zones: make([]oracle.OracleZone, len(zones))}
 	for i, z := range zones {
-		oz := OracleZone{FreeGPU: z.gpu, FreeCPUMilli: n.Zones[i].FreeCPUMilli}
+		oz := oracle.OracleZone{FreeGPU: z.gpu, FreeCPUMilli: n.Zones[i].FreeCPUMilli}
 		for _, nic := range z.nics {
 			leaf, _ := t.fabric.NICLeaf(name, nic)
 			oz.FreeNICLeaves = append(oz.FreeNICLeaves, string(leaf))
@@ -350,34 +351,34 @@ func (t *Tracker) oracleNode(name string) (OracleNode, bool) {
 
 // Optimum asks the oracle for the fewest S0s pods pods of shape sh could
 // use on the tracker's current state.
-func (t *Tracker) Optimum(pods int, sh placement.Shape) OracleResult {
-	gang := make([]OracleShape, pods)
+func (t *Tracker) Optimum(pods int, sh placement.Shape) oracle.OracleResult {
+	gang := make([]oracle.OracleShape, pods)
 	for i := range gang {
-		gang[i] = OracleShape{GPU: sh.GPU, CPUMilli: sh.CPUMilli, NICs: sh.NICs}
+		gang[i] = oracle.OracleShape{GPU: sh.GPU, CPUMilli: sh.CPUMilli, NICs: sh.NICs}
 	}
-	return MinLeaves(t.OracleState(), gang, 0)
+	return oracle.MinLeaves(t.OracleState(), gang, 0)
 }
 
 // OptimumOf asks the oracle for the fewest S0s gang g could use on the
 // tracker's current state: MinLeaves for a gang of one shape on a cluster
 // without constraints, MinLeavesGang (shapes, node groups, pod limits)
 // otherwise.
-func (t *Tracker) OptimumOf(g GangSpec) OracleResult {
+func (t *Tracker) OptimumOf(g GangSpec) oracle.OracleResult {
 	return t.optimumOn(t.OracleState(), g)
 }
 
 // optimumOn is OptimumOf on the nodes of state only.
-func (t *Tracker) optimumOn(state []OracleNode, g GangSpec) OracleResult {
+func (t *Tracker) optimumOn(state []oracle.OracleNode, g GangSpec) oracle.OracleResult {
 	if g.Master == nil && !g.Pools && g.MemoryGi == 0 && g.HostPort == 0 && (g.Tolerates || !t.tainted) {
 		sh := g.Kind.Shape()
-		gang := make([]OracleShape, g.Pods)
+		gang := make([]oracle.OracleShape, g.Pods)
 		for i := range gang {
-			gang[i] = OracleShape{GPU: sh.GPU, CPUMilli: sh.CPUMilli, NICs: sh.NICs}
+			gang[i] = oracle.OracleShape{GPU: sh.GPU, CPUMilli: sh.CPUMilli, NICs: sh.NICs}
 		}
-		return MinLeaves(state, gang, 0)
+		return oracle.MinLeaves(state, gang, 0)
 	}
 	og := oracleGangOf(g, t.nodes, func(node string) int64 { return t.memUsed[node] })
-	return MinLeavesGang(state, og, 0)
+	return oracle.MinLeavesGang(state, og, 0)
 }
 
 // FitsOneS1 reports whether the oracle finds room for gang g within the
@@ -385,14 +386,14 @@ func (t *Tracker) optimumOn(state []OracleNode, g GangSpec) OracleResult {
 // decide counts as room (the answer feeds a floor, which must not be too
 // slow).
 func (t *Tracker) FitsOneS1(g GangSpec) bool {
-	byS1 := map[topology.S1ID][]OracleNode{}
+	byS1 := map[topology.S1ID][]oracle.OracleNode{}
 	for _, on := range t.OracleState() {
 		if n, ok := t.fabric.Node(on.Name); ok && n.S1 != "" {
 			byS1[n.S1] = append(byS1[n.S1], on)
 		}
 	}
 	for _, id := range t.fabric.S1IDs() {
-		if nodes := byS1[id]; len(nodes) > 0 && t.optimumOn(nodes, g).Status != OracleInfeasible {
+		if nodes := byS1[id]; len(nodes) > 0 && t.optimumOn(nodes, g).Status != oracle.OracleInfeasible {
 			return true
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/oracle"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
 
@@ -91,13 +92,13 @@ func TestTrackerOptimum(t *testing.T) {
 	for i := 16; i < 24; i++ {
 		crowded = append(crowded, zoneUse(i, 0))
 	}
-	exact := func(n int) OracleResult { return OracleResult{Status: OracleExact, Leaves: n} }
+	exact := func(n int) oracle.OracleResult { return oracle.OracleResult{Status: oracle.OracleExact, Leaves: n} }
 	tests := []struct {
 		name  string
 		held  []placement.Assignment
 		pods  int
 		shape placement.Shape
-		want  OracleResult
+		want  oracle.OracleResult
 	}{
 		{name: "two half-node pods fit under one S0 (not on one node: two S0s)", pods: 2, shape: half, want: exact(1)},
 		{name: "a full leaf of half-node pods", pods: 16, shape: half, want: exact(1)},
@@ -106,14 +107,14 @@ func TestTrackerOptimum(t *testing.T) {
 		{name: "whole-node pods need both leaves of a spanning node", pods: 2, shape: KindFull.Shape(), want: exact(2)},
 		{name: "crowded leaves force a wider placement", held: crowded, pods: 16, shape: half, want: exact(1)},
 		{name: "crowded: two leaves needed", held: crowded, pods: 17, shape: half, want: exact(2)},
-		{name: "more than the cluster holds", pods: 65, shape: half, want: OracleResult{Status: OracleInfeasible}},
+		{name: "more than the cluster holds", pods: 65, shape: half, want: oracle.OracleResult{Status: oracle.OracleInfeasible}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := smallTracker(t)
 			reserveAll(t, tr, tc.held)
 			got := tr.Optimum(tc.pods, tc.shape)
-			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(OracleResult{}, "Visited")); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(oracle.OracleResult{}, "Visited")); diff != "" {
 				t.Errorf("Optimum(%d x %s) differs (-want +got):\n%s", tc.pods, tc.shape, diff)
 			}
 		})
@@ -256,24 +257,24 @@ func TestFromAnnotations(t *testing.T) {
 }
 
 func TestGradeGang(t *testing.T) {
-	exact := func(n int) *OracleResult { return &OracleResult{Status: OracleExact, Leaves: n} }
+	exact := func(n int) *oracle.OracleResult { return &oracle.OracleResult{Status: oracle.OracleExact, Leaves: n} }
 	tests := []struct {
 		name    string
 		s0      int
 		oneNode bool
-		opt     *OracleResult
+		opt     *oracle.OracleResult
 		want    grade
 	}{
 		{name: "one node over two leaves is graded by its leaves", s0: 2, oneNode: true, opt: exact(1), want: gradeOff},
 		{name: "one node over two leaves at the minimum", s0: 2, oneNode: true, opt: exact(2), want: gradeAt},
 		{name: "one node under one leaf needs no oracle", s0: 1, oneNode: true, want: gradeOneNode},
-		{name: "one node under one leaf with an undecided oracle", s0: 1, oneNode: true, opt: &OracleResult{Status: OracleUnknown}, want: gradeOneNode},
+		{name: "one node under one leaf with an undecided oracle", s0: 1, oneNode: true, opt: &oracle.OracleResult{Status: oracle.OracleUnknown}, want: gradeOneNode},
 		{name: "at the minimum", s0: 2, opt: exact(2), want: gradeAt},
 		{name: "above the minimum", s0: 3, opt: exact(2), want: gradeOff},
 		{name: "below the minimum", s0: 1, opt: exact(2), want: gradeBelow},
-		{name: "undecided", s0: 1, opt: &OracleResult{Status: OracleUnknown}, want: gradeUnknown},
+		{name: "undecided", s0: 1, opt: &oracle.OracleResult{Status: oracle.OracleUnknown}, want: gradeUnknown},
 		{name: "not asked", s0: 1, want: gradeUnknown},
-		{name: "no aligned placement existed", s0: 4, opt: &OracleResult{Status: OracleInfeasible}, want: gradeInfeasible},
+		{name: "no aligned placement existed", s0: 4, opt: &oracle.OracleResult{Status: oracle.OracleInfeasible}, want: gradeInfeasible},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

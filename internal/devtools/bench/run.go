@@ -14,6 +14,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/oracle"
 	"github.com/rdmatopo/rdmatopo/internal/sim"
 	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
@@ -138,7 +139,7 @@ type GangMiss struct {
 	// S0 is how many S0s it spanned, Nodes how many nodes it used.
 	S0, Nodes int
 	// Optimum is the oracle's answer at its first bind.
-	Optimum OracleResult
+	Optimum oracle.OracleResult
 }
 
 // gangState follows one gang through a replay.
@@ -151,13 +152,13 @@ type gangState struct {
 	ranks []int
 	// optimum is the oracle's answer at the gang's first bind; computed is
 	// false until then (and for gangs without NICs).
-	optimum  OracleResult
+	optimum  oracle.OracleResult
 	computed bool
 	// real holds what the node agent gave each bound pod (RDMA and GPU
 	// pods), realOptimum the oracle's answer on the realized state at the
 	// gang's first bind.
 	real        []placement.Assignment
-	realOptimum OracleResult
+	realOptimum oracle.OracleResult
 	placed      int // cycle the last pod bound; 0 while not placed
 	done        bool
 }
@@ -321,7 +322,7 @@ func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts s
 				res.AllReduceFaster++
 			}
 		}
-		var opt *OracleResult
+		var opt *oracle.OracleResult
 		if g.computed {
 			opt = &g.optimum
 		}
@@ -345,7 +346,7 @@ func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts s
 
 		rn := rz.tr.S0Count(g.real)
 		realSum += float64(rn)
-		var ropt *OracleResult
+		var ropt *oracle.OracleResult
 		if g.computed {
 			ropt = &g.realOptimum
 		}
@@ -503,13 +504,13 @@ type gangFloor struct {
 // gang fits within one S1.
 func floorOf(empty *Tracker, g GangSpec) (gangFloor, error) {
 	o := empty.OptimumOf(g)
-	if o.Status != OracleExact {
+	if o.Status != oracle.OracleExact {
 		return gangFloor{}, fmt.Errorf("gang %s was placed but the oracle finds no floor on an empty fabric: %s %s", g.Name, o.Status, o.Reason)
 	}
 	fl := gangFloor{leaves: o.Leaves, ring: floorRing{cross: hopSpine}}
 	widest := 0
 	// The fewest leaves of one pod, by shape (a gang has one or two).
-	ones := map[placement.Shape]OracleResult{}
+	ones := map[placement.Shape]oracle.OracleResult{}
 	for i := 0; i < g.Pods; i++ {
 		sh := g.ShapeOf(i)
 		if sh.NICs == 0 {
@@ -521,7 +522,7 @@ func floorOf(empty *Tracker, g GangSpec) (gangFloor, error) {
 			one = empty.Optimum(1, sh)
 			ones[sh] = one
 		}
-		if one.Status != OracleExact {
+		if one.Status != oracle.OracleExact {
 			return gangFloor{}, fmt.Errorf("gang %s: the oracle finds no leaves for one pod of %s on an empty fabric: %s %s", g.Name, sh, one.Status, one.Reason)
 		}
 		widest = max(widest, one.Leaves)
@@ -569,13 +570,13 @@ const (
 
 // gradeGang grades a gang that spanned s0 S0s, all on one node or not,
 // against the oracle's answer at its first bind (nil: none).
-func gradeGang(s0 int, oneNode bool, opt *OracleResult) grade {
+func gradeGang(s0 int, oneNode bool, opt *oracle.OracleResult) grade {
 	switch {
 	case oneNode && s0 <= 1:
 		return gradeOneNode
-	case opt == nil || opt.Status == OracleUnknown:
+	case opt == nil || opt.Status == oracle.OracleUnknown:
 		return gradeUnknown
-	case opt.Status == OracleInfeasible:
+	case opt.Status == oracle.OracleInfeasible:
 		return gradeInfeasible
 	case s0 == opt.Leaves:
 		return gradeAt

@@ -1,4 +1,4 @@
-package bench
+package plot
 
 import (
 	"encoding/json"
@@ -7,14 +7,16 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench"
 )
 
 // ReadReports decodes one or more concatenated JSON reports.
-func ReadReports(r io.Reader) ([]*Report, error) {
+func ReadReports(r io.Reader) ([]*bench.Report, error) {
 	dec := json.NewDecoder(r)
-	var out []*Report
+	var out []*bench.Report
 	for {
-		rep := &Report{}
+		rep := &bench.Report{}
 		err := dec.Decode(rep)
 		if err == io.EOF {
 			return out, nil
@@ -22,7 +24,7 @@ func ReadReports(r io.Reader) ([]*Report, error) {
 		if err != nil {
 			return nil, fmt.Errorf("bench JSON: %w", err)
 		}
-		for _, name := range runOrder {
+		for _, name := range []string{bench.ConfRDMATopo, bench.ConfBaseline} {
 			if rep.Runs[name] == nil {
 				return nil, fmt.Errorf("bench JSON for %d nodes: runs.%s is missing", rep.Nodes, name)
 			}
@@ -41,13 +43,13 @@ const (
 )
 
 // seriesColors gives each conf a fixed colour.
-var seriesColors = map[string]string{ConfRDMATopo: "#1f77b4", ConfBaseline: "#d62728"}
+var seriesColors = map[string]string{bench.ConfRDMATopo: "#1f77b4", bench.ConfBaseline: "#d62728"}
 
 // panel is one chart: a metric of both confs against the node count.
 type panel struct {
 	title string
 	yName string
-	value func(*RunResult) float64
+	value func(*bench.RunResult) float64
 	// yMax, when > 0, fixes the top of the y axis.
 	yMax float64
 }
@@ -55,15 +57,15 @@ type panel struct {
 // WriteSVG renders the reports (one per cluster size) as an SVG with two
 // charts: session seconds against nodes, and atOptimumFrac against nodes,
 // one line per conf.
-func WriteSVG(w io.Writer, reports []*Report) error {
+func WriteSVG(w io.Writer, reports []*bench.Report) error {
 	if len(reports) == 0 {
 		return fmt.Errorf("no bench report to plot")
 	}
-	reps := append([]*Report(nil), reports...)
+	reps := append([]*bench.Report(nil), reports...)
 	sort.Slice(reps, func(i, j int) bool { return reps[i].Nodes < reps[j].Nodes })
 	panels := []panel{
-		{title: "Scheduling time (session seconds)", yName: "seconds", value: func(r *RunResult) float64 { return r.Seconds }},
-		{title: "Gangs at the fewest possible S0s", yName: "atOptimumFrac", value: func(r *RunResult) float64 { return r.AtOptimumFrac }, yMax: 1},
+		{title: "Scheduling time (session seconds)", yName: "seconds", value: func(r *bench.RunResult) float64 { return r.Seconds }},
+		{title: "Gangs at the fewest possible S0s", yName: "atOptimumFrac", value: func(r *bench.RunResult) float64 { return r.AtOptimumFrac }, yMax: 1},
 	}
 	width := float64(len(panels)) * (panelW + marginL + marginR)
 	height := panelH + marginT + marginB + 30
@@ -76,7 +78,7 @@ func WriteSVG(w io.Writer, reports []*Report) error {
 	}
 	// Legend.
 	x := marginL
-	for _, name := range runOrder {
+	for _, name := range []string{bench.ConfRDMATopo, bench.ConfBaseline} {
 		y := height - 14
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"/>`+"\n", x, y-4, x+24, y-4, seriesColors[name])
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", x+30, y, name)
@@ -88,7 +90,7 @@ func WriteSVG(w io.Writer, reports []*Report) error {
 }
 
 // writePanel draws one chart with its left edge at x0.
-func writePanel(b *strings.Builder, x0 float64, p panel, reps []*Report) {
+func writePanel(b *strings.Builder, x0 float64, p panel, reps []*bench.Report) {
 	left, top := x0+marginL, marginT
 	bottom := top + panelH
 	right := left + panelW
@@ -96,7 +98,7 @@ func writePanel(b *strings.Builder, x0 float64, p panel, reps []*Report) {
 	yMax := p.yMax
 	if yMax == 0 {
 		for _, r := range reps {
-			for _, name := range runOrder {
+			for _, name := range []string{bench.ConfRDMATopo, bench.ConfBaseline} {
 				yMax = math.Max(yMax, p.value(r.Runs[name]))
 			}
 		}
@@ -125,7 +127,7 @@ func writePanel(b *strings.Builder, x0 float64, p panel, reps []*Report) {
 	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">nodes</text>`+"\n", (left+right)/2, bottom+36)
 	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" transform="rotate(-90 %.1f %.1f)">%s</text>`+"\n",
 		left-50, (top+bottom)/2, left-50, (top+bottom)/2, p.yName)
-	for _, name := range runOrder {
+	for _, name := range []string{bench.ConfRDMATopo, bench.ConfBaseline} {
 		var pts []string
 		for _, r := range reps {
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", xOf(r.Nodes), yOf(p.value(r.Runs[name]))))

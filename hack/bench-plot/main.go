@@ -2,7 +2,7 @@
 // `rdmatopo-dev bench -o json`, one file per cluster size) as an SVG chart of
 // session seconds and atOptimumFrac against the node count:
 //
-//	go run ./internal/devtools/bench/plot -o docs/bench-plot.svg docs/bench-1000.json docs/bench-4000.json
+//	go run ./hack/bench-plot -o docs/bench-plot.svg docs/bench-1000.json docs/bench-4000.json
 package main
 
 import (
@@ -12,6 +12,7 @@ import (
 	"os"
 
 	"github.com/rdmatopo/rdmatopo/internal/devtools/bench"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/plot"
 )
 
 func main() {
@@ -32,7 +33,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, "plot:", err)
 			os.Exit(1)
 		}
-		reps, err := bench.ReadReports(bytes.NewReader(data))
+		reps, err := plot.ReadReports(bytes.NewReader(data))
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "plot: %s: %v\n", path, err)
 			os.Exit(1)
@@ -40,7 +41,7 @@ func main() {
 		reports = append(reports, reps...)
 	}
 	var buf bytes.Buffer
-	if err := bench.WriteSVG(&buf, reports); err != nil {
+	if err := plot.WriteSVG(&buf, reports); err != nil {
 		fmt.Fprintln(os.Stderr, "plot:", err)
 		os.Exit(1)
 	}
