@@ -13,10 +13,8 @@
 package topologyallocate
 
 import (
-	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"k8s.io/klog/v2"
 	"volcano.sh/volcano/pkg/scheduler/api"
@@ -222,7 +220,7 @@ func gangMet(job *api.JobInfo) bool {
 // its held NICs to whoever comes next. A gang whose rebind hold waits (for
 // a KCNR to drop a pod gone) is left to the next session likewise.
 func (r *run) allocateJob(queue *api.QueueInfo, job *api.JobInfo) {
-	if r.topo != nil && r.topo.HasHold(job.UID) {
+	if r.topo != nil && r.topo.Preemption().HasHold(string(job.UID)) {
 		klog.V(4).InfoS("Gang waits for the resources its victims free", "job", klog.KRef(job.Namespace, job.Name))
 		return
 	}
@@ -266,7 +264,7 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 	if err != nil {
 		// Never placed under a contract it does not have.
 		klog.InfoS("Gang not placed: invalid job contract", "job", job.UID, "err", err)
-		topo.Report(job, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
+		topo.Report(job, nil, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
 		return
 	}
 	if relaxed {
@@ -275,20 +273,18 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 	g, err := r.fit.Request(job, c, rdma, others)
 	if err != nil {
 		klog.InfoS("Gang not placed: invalid rank", "job", job.UID, "err", err)
-		topo.Report(job, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
+		topo.Report(job, nil, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
 		return
 	}
 	// An older waiting gang of the job's priority keeps the room it claimed.
 	claimedBy, claimed := preemption.KeepOff(&g, topo.ClaimedAgainst(job))
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
-		start := time.Now()
 		plan, fail := topo.Plan(g, nil)
-		rdmatopology.ObservePlan(time.Since(start))
 		if plan == nil {
 			fail = r.explainNoNodes(fail, g)
 			fail = preemption.ClaimedFailure(fail, claimedBy, claimed)
 			klog.V(3).InfoS("No placement for gang", "job", job.UID, "reason", fail.Message)
-			topo.Report(job, fail)
+			topo.Report(job, nil, fail)
 			return
 		}
 		klog.V(3).InfoS("Planned gang", "job", job.UID, "tier", plan.Tier, "s0s", len(plan.S0s), "pods", len(plan.Assignments), "attempt", attempt)
@@ -299,7 +295,7 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 				topo.Settle(stmt, true, false)
 				r.commits++
 				r.fit.Changed(all)
-				rdmatopology.ObservePlaced(plan)
+				topo.Report(job, plan, nil)
 				for _, t := range left {
 					tasks.Push(t)
 				}
@@ -313,13 +309,12 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 		topo.Settle(stmt, false, false)
 		klog.V(3).InfoS("Discarded gang plan", "job", job.UID, "attempt", attempt, "err", err)
 		if bad == "" {
-			topo.Report(job, &placement.Failure{Code: placement.ReasonNoCapacity, Message: err.Error()})
+			topo.Report(job, nil, &placement.Failure{Code: placement.ReasonNoCapacity, Message: err.Error()})
 			return
 		}
-		rdmatopology.ObservePlanRefused(refusedBy(err))
 		g.Exclude[bad] = true
 	}
-	topo.Report(job, &placement.Failure{Code: placement.ReasonNoCapacity,
+	topo.Report(job, nil, &placement.Failure{Code: placement.ReasonNoCapacity,
 		Message: fmt.Sprintf("planned nodes kept failing the session predicates after %d attempts", maxAttempts)})
 }
 
@@ -388,9 +383,6 @@ func applyAssignment(ssn *framework.Session, topo *rdmatopology.Session, queue *
 	if !ssn.Allocatable(queue, task) {
 		return "", fmt.Errorf("queue %s cannot take task %s/%s", queue.Name, task.Namespace, task.Name)
 	}
-	if !task.InitResreq.LessEqual(node.Idle, api.Zero) {
-		return a.Node, fmt.Errorf("node %s has too few idle resources for %s/%s: %w", a.Node, task.Namespace, task.Name, errIdle)
-	}
 	if err := ssn.PrePredicateFn(task); err != nil {
 		return "", fmt.Errorf("pre-predicate of %s/%s: %w", task.Namespace, task.Name, err)
 	}
@@ -398,29 +390,6 @@ func applyAssignment(ssn *framework.Session, topo *rdmatopology.Session, queue *
 		return a.Node, err
 	}
 	return "", nil
-}
-
-// errIdle marks a planned node whose idle resources do not hold the task.
-var errIdle = errors.New("idle resources")
-
-// refusedBy names what refused a planned node, for
-// rdmatopo_plan_refused_total: the plugin of the first failing predicate
-// status (Kubernetes' plugin names through Volcano's predicates plugin),
-// IdleResources, or Allocate (the statement refused the task).
-func refusedBy(err error) string {
-	var fe *api.FitError
-	if errors.As(err, &fe) {
-		for _, st := range fe.Status {
-			if st != nil && st.Code != api.Success && st.Plugin != "" {
-				return st.Plugin
-			}
-		}
-		return "predicates"
-	}
-	if errors.Is(err, errIdle) {
-		return "IdleResources"
-	}
-	return "Allocate"
 }
 
 // allocateTasks is allocate's per-task turn of a job: tasks are taken in
@@ -547,14 +516,14 @@ func (r *run) allocateRDMATask(queue *api.QueueInfo, job *api.JobInfo, stmt *fra
 	c, _, err := topo.EffectiveContract(job)
 	if err != nil {
 		klog.V(3).InfoS("Pod not placed: invalid job contract", "pod", klog.KRef(task.Namespace, task.Name), "err", err)
-		topo.Report(job, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
+		topo.Report(job, nil, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
 		setFitError(job, task, err.Error())
 		return
 	}
 	g, err := r.fit.Request(job, c, []*api.TaskInfo{task}, 0)
 	if err != nil {
 		klog.V(3).InfoS("Pod not placed: invalid rank", "pod", klog.KRef(task.Namespace, task.Name), "err", err)
-		topo.Report(job, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
+		topo.Report(job, nil, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
 		setFitError(job, task, err.Error())
 		return
 	}
@@ -581,7 +550,6 @@ func (r *run) allocateRDMATask(queue *api.QueueInfo, job *api.JobInfo, stmt *fra
 			setFitError(job, task, err.Error())
 			return
 		}
-		rdmatopology.ObservePlanRefused(refusedBy(err))
 		g.Exclude[bad] = true
 	}
 	setFitError(job, task, fmt.Sprintf("planned nodes kept failing the session predicates after %d attempts", maxAttempts))

@@ -149,7 +149,7 @@ func (a *Action) Execute(ssn *framework.Session) {
 		// Claims of gangs placed, preempting or gone since lapse here
 		// (topology-reclaim makes none: a claim keeps a room from younger
 		// gangs of the claimant's priority, which is preemption's business).
-		topo.RetainClaims(r.claimed)
+		topo.Preemption().RetainClaims(func(job string) bool { return r.claimed[api.JobID(job)] })
 	}
 }
 
@@ -188,7 +188,7 @@ func (r *run) wantsPreemption(job *api.JobInfo) bool {
 	if _, ok := r.ssn.Queues[job.Queue]; !ok {
 		return false
 	}
-	if !r.topo.IsRDMAJob(job) || gangMet(job) || r.topo.HasHold(job.UID) {
+	if !r.topo.IsRDMAJob(job) || gangMet(job) || r.topo.Preemption().HasHold(string(job.UID)) {
 		return false
 	}
 	if vr := r.ssn.JobValid(job); vr != nil && !vr.Pass {
@@ -269,7 +269,7 @@ func (r *run) preempt(job *api.JobInfo) {
 		return
 	}
 	if cl := r.room(job, g, c, cands, rdma); cl != nil {
-		r.topo.Claim(cl)
+		r.topo.Preemption().Claim(cl)
 		r.claimed[job.UID] = true
 		klog.V(3).InfoS("Waiting gang claims a room", "job", cl.Name, "room", cl.Room, "nodes", len(cl.Nodes))
 	}

@@ -414,13 +414,21 @@ func (s *Session) clearPlanned() {
 	s.pipelined = map[api.JobID][]preemption.HoldTask{}
 }
 
-// Report notes why a gang was not placed; shown on its PodGroup.
+// Report notes the outcome of a gang's turn: placed by plan (f nil: its
+// statement was committed; counted by tier and S0 count), or why it was
+// not placed (f), shown on its PodGroup.
 //
 // The reason also becomes the job's fit error, so Volcano's own reports
 // carry it where users look: the PodGroup's Unschedulable condition and
 // event ("... Origin reason is: rdma-topology: ..."), and the pending pods'
 // PodScheduled condition.
-func (s *Session) Report(job *api.JobInfo, f *placement.Failure) {
+func (s *Session) Report(job *api.JobInfo, plan *placement.Plan, f *placement.Failure) {
+	if f == nil {
+		if plan != nil {
+			observePlaced(plan)
+		}
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failures[job.UID] = f
