@@ -165,7 +165,7 @@ func partialGangs(ssn *framework.Session, topo *rdmatopology.Session, jobsByQueu
 		rest := util.NewPriorityQueue(ssn.JobOrderFn)
 		for !jobs.Empty() {
 			job := jobs.Pop().(*api.JobInfo)
-			if ready := job.ReadyTaskNum(); ready > 0 && ready < job.MinAvailable && topo.IsRDMAJob(job) {
+			if ready := job.ReadyTaskNum(); ready > 0 && ready < job.MinAvailable && isRDMAJob(topo, job) {
 				partial.Push(job)
 			} else {
 				rest.Push(job)
@@ -178,6 +178,20 @@ func partialGangs(ssn *framework.Session, topo *rdmatopology.Session, jobsByQueu
 		out = append(out, partial.Pop().(*api.JobInfo))
 	}
 	return out
+}
+
+// isRDMAJob reports whether any task of the job requests RDMA NICs
+// (rdmatopology.Session.Gang).
+func isRDMAJob(topo *rdmatopology.Session, job *api.JobInfo) bool {
+	j, _ := topo.Gang(job)
+	return j.IsRDMA()
+}
+
+// requestsRDMAOf reports whether the job's task requests RDMA NICs
+// (rdmatopology.Session.Gang).
+func requestsRDMAOf(topo *rdmatopology.Session, job *api.JobInfo, task *api.TaskInfo) bool {
+	j, _ := topo.Gang(job)
+	return j.Requests(string(task.UID))
 }
 
 // pendingTasks returns the job's task queue, built on the job's first turn
@@ -228,7 +242,7 @@ func (r *run) allocateJob(queue *api.QueueInfo, job *api.JobInfo) {
 	if tasks.Empty() {
 		return
 	}
-	if r.topo != nil && r.topo.IsRDMAJob(job) && !gangMet(job) {
+	if r.topo != nil && isRDMAJob(r.topo, job) && !gangMet(job) {
 		r.allocateGang(queue, job, tasks)
 		return
 	}
@@ -242,12 +256,13 @@ func (r *run) allocateJob(queue *api.QueueInfo, job *api.JobInfo) {
 // beyond minMember, and the job is pushed back for them.
 func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.PriorityQueue) {
 	ssn, topo := r.ssn, r.topo
+	j, err := topo.Gang(job)
 	var all, rdma []*api.TaskInfo
 	others := 0
 	for !tasks.Empty() {
 		t := tasks.Pop().(*api.TaskInfo)
 		all = append(all, t)
-		if topo.RequestsRDMA(t) {
+		if j.Requests(string(t.UID)) {
 			rdma = append(rdma, t)
 		} else {
 			others++
@@ -260,7 +275,7 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 		r.allocateTasks(queue, job, tasks)
 		return
 	}
-	c, relaxed, err := topo.EffectiveContract(job)
+	c, relaxed := j.Contract, j.Relaxed
 	if err != nil {
 		// Never placed under a contract it does not have.
 		klog.InfoS("Gang not placed: invalid job contract", "job", job.UID, "err", err)
@@ -329,6 +344,7 @@ func (r *run) applyGang(queue *api.QueueInfo, job *api.JobInfo, stmt *framework.
 	for _, a := range plan.Assignments {
 		planned[a.PodUID] = a
 	}
+	j, _ := r.topo.Gang(job)
 	var left, others []*api.TaskInfo
 	for i, task := range tasks {
 		if gangMet(job) && r.ssn.JobReady(job) {
@@ -336,7 +352,7 @@ func (r *run) applyGang(queue *api.QueueInfo, job *api.JobInfo, stmt *framework.
 			// later turn as allocate would.
 			return append(append(left, others...), tasks[i:]...), "", nil
 		}
-		if !r.topo.RequestsRDMA(task) {
+		if !j.Requests(string(task.UID)) {
 			others = append(others, task)
 			continue
 		}
@@ -439,7 +455,7 @@ func (r *run) allocateTask(queue *api.QueueInfo, job *api.JobInfo, stmt *framewo
 		job.NodesFitErrors[task.UID] = fe
 		return false
 	}
-	if r.topo != nil && r.topo.RequestsRDMA(task) {
+	if r.topo != nil && requestsRDMAOf(r.topo, job, task) {
 		r.allocateRDMATask(queue, job, stmt, task)
 		return true
 	}
@@ -513,7 +529,8 @@ type claimedNodes struct {
 // (within its hard tier), and it is allocated in stmt.
 func (r *run) allocateRDMATask(queue *api.QueueInfo, job *api.JobInfo, stmt *framework.Statement, task *api.TaskInfo) {
 	topo := r.topo
-	c, _, err := topo.EffectiveContract(job)
+	j, err := topo.Gang(job)
+	c := j.Contract
 	if err != nil {
 		klog.V(3).InfoS("Pod not placed: invalid job contract", "pod", klog.KRef(task.Namespace, task.Name), "err", err)
 		topo.Report(job, nil, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})

@@ -64,6 +64,40 @@ type Session struct {
 	// pods and contract annotations (the scheduler writes only its own
 	// keys), and the predicates ask for it per node. Made on first use.
 	contracts map[api.JobID]contractOf
+	// rdmaPods caches, per job, the UIDs of its pods that request RDMA
+	// NICs (Gang); a session's jobs keep their pods. Made on first use.
+	rdmaPods map[api.JobID]map[string]bool
+}
+
+// Gang is what the actions need to know of the job in this session: its
+// pods that request RDMA NICs and, for an RDMA gang, the contract it is
+// planned with now. The error is the contract's (an invalid annotation):
+// such a gang is never placed under a contract it does not have.
+func (s *Session) Gang(job *api.JobInfo) (placement.Job, error) {
+	s.mu.Lock()
+	rdma, ok := s.rdmaPods[job.UID]
+	s.mu.Unlock()
+	if !ok {
+		rdma = map[string]bool{}
+		for _, t := range job.Tasks {
+			if s.wantsRDMA(t) {
+				rdma[string(t.UID)] = true
+			}
+		}
+		s.mu.Lock()
+		if s.rdmaPods == nil {
+			s.rdmaPods = map[api.JobID]map[string]bool{}
+		}
+		s.rdmaPods[job.UID] = rdma
+		s.mu.Unlock()
+	}
+	j := placement.Job{RDMA: rdma}
+	if !j.IsRDMA() {
+		return j, nil
+	}
+	c, relaxed, err := s.effectiveContract(job)
+	j.Contract, j.Relaxed = c, relaxed
+	return j, err
 }
 
 // openSession builds the session state: the runtime (started on first use),
@@ -161,7 +195,7 @@ func (s *Session) reconcile() {
 		// A Binding adds annotations but cannot remove them: a pod that
 		// requests no RDMA may still carry a key a user forged. Only RDMA
 		// pods' annotations are ours.
-		if !s.RequestsRDMA(t) {
+		if !s.wantsRDMA(t) {
 			continue
 		}
 		if _, ok := t.Pod.Annotations[ledger.AnnotationNICs]; ok {
@@ -250,15 +284,15 @@ func requestsRDMA(task *api.TaskInfo, rdma string) bool {
 	return task.InitResreq != nil && task.InitResreq.ScalarResources[v1.ResourceName(rdma)] > 0
 }
 
-// RequestsRDMA reports whether the task asks for RDMA NICs.
-func (s *Session) RequestsRDMA(task *api.TaskInfo) bool {
+// wantsRDMA reports whether the task asks for RDMA NICs.
+func (s *Session) wantsRDMA(task *api.TaskInfo) bool {
 	return requestsRDMA(task, s.args.RDMAResource)
 }
 
-// IsRDMAJob reports whether any task of the job asks for RDMA NICs.
-func (s *Session) IsRDMAJob(job *api.JobInfo) bool {
+// isRDMAJob reports whether any task of the job asks for RDMA NICs.
+func (s *Session) isRDMAJob(job *api.JobInfo) bool {
 	for _, t := range job.Tasks {
-		if s.RequestsRDMA(t) {
+		if s.wantsRDMA(t) {
 			return true
 		}
 	}
@@ -371,7 +405,7 @@ func (s *Session) indexLocked(r ledger.Reservation) {
 // tierLimit returns the leaves a task of the job may use on node under its
 // hard tier (nil: any), or false if the node itself is out of bounds.
 func (s *Session) tierLimit(job *api.JobInfo, node string) (map[topology.S0ID]bool, bool) {
-	c, _, _ := s.EffectiveContract(job)
+	c, _, _ := s.effectiveContract(job)
 	mode, tier := c.Mode, c.HighestTier
 	if mode != placement.ModeHard {
 		return nil, true
