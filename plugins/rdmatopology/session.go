@@ -69,37 +69,6 @@ type Session struct {
 	rdmaPods map[api.JobID]map[string]bool
 }
 
-// Gang is what the actions need to know of the job in this session: its
-// pods that request RDMA NICs and, for an RDMA gang, the contract it is
-// planned with now. The error is the contract's (an invalid annotation):
-// such a gang is never placed under a contract it does not have.
-func (s *Session) Gang(job *api.JobInfo) (placement.Job, error) {
-	s.mu.Lock()
-	rdma, ok := s.rdmaPods[job.UID]
-	s.mu.Unlock()
-	if !ok {
-		rdma = map[string]bool{}
-		for _, t := range job.Tasks {
-			if s.wantsRDMA(t) {
-				rdma[string(t.UID)] = true
-			}
-		}
-		s.mu.Lock()
-		if s.rdmaPods == nil {
-			s.rdmaPods = map[api.JobID]map[string]bool{}
-		}
-		s.rdmaPods[job.UID] = rdma
-		s.mu.Unlock()
-	}
-	j := placement.Job{RDMA: rdma}
-	if !j.IsRDMA() {
-		return j, nil
-	}
-	c, relaxed, err := s.effectiveContract(job)
-	j.Contract, j.Relaxed = c, relaxed
-	return j, err
-}
-
 // openSession builds the session state: the runtime (started on first use),
 // nodes synced into the fabric, the ledger reconciled with the session's
 // pods, and the free view.
