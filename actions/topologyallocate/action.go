@@ -13,10 +13,8 @@
 package topologyallocate
 
 import (
-	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"k8s.io/klog/v2"
 	"volcano.sh/volcano/pkg/scheduler/api"
@@ -167,7 +165,7 @@ func partialGangs(ssn *framework.Session, topo *rdmatopology.Session, jobsByQueu
 		rest := util.NewPriorityQueue(ssn.JobOrderFn)
 		for !jobs.Empty() {
 			job := jobs.Pop().(*api.JobInfo)
-			if ready := job.ReadyTaskNum(); ready > 0 && ready < job.MinAvailable && topo.IsRDMAJob(job) {
+			if ready := job.ReadyTaskNum(); ready > 0 && ready < job.MinAvailable && isRDMAJob(topo, job) {
 				partial.Push(job)
 			} else {
 				rest.Push(job)
@@ -180,6 +178,20 @@ func partialGangs(ssn *framework.Session, topo *rdmatopology.Session, jobsByQueu
 		out = append(out, partial.Pop().(*api.JobInfo))
 	}
 	return out
+}
+
+// isRDMAJob reports whether any task of the job requests RDMA NICs
+// (rdmatopology.Session.Gang).
+func isRDMAJob(topo *rdmatopology.Session, job *api.JobInfo) bool {
+	j, _ := topo.Gang(job)
+	return j.IsRDMA()
+}
+
+// requestsRDMAOf reports whether the job's task requests RDMA NICs
+// (rdmatopology.Session.Gang).
+func requestsRDMAOf(topo *rdmatopology.Session, job *api.JobInfo, task *api.TaskInfo) bool {
+	j, _ := topo.Gang(job)
+	return j.Requests(string(task.UID))
 }
 
 // pendingTasks returns the job's task queue, built on the job's first turn
@@ -222,7 +234,7 @@ func gangMet(job *api.JobInfo) bool {
 // its held NICs to whoever comes next. A gang whose rebind hold waits (for
 // a KCNR to drop a pod gone) is left to the next session likewise.
 func (r *run) allocateJob(queue *api.QueueInfo, job *api.JobInfo) {
-	if r.topo != nil && r.topo.HasHold(job.UID) {
+	if r.topo != nil && r.topo.Preemption().HasHold(string(job.UID)) {
 		klog.V(4).InfoS("Gang waits for the resources its victims free", "job", klog.KRef(job.Namespace, job.Name))
 		return
 	}
@@ -230,7 +242,7 @@ func (r *run) allocateJob(queue *api.QueueInfo, job *api.JobInfo) {
 	if tasks.Empty() {
 		return
 	}
-	if r.topo != nil && r.topo.IsRDMAJob(job) && !gangMet(job) {
+	if r.topo != nil && isRDMAJob(r.topo, job) && !gangMet(job) {
 		r.allocateGang(queue, job, tasks)
 		return
 	}
@@ -244,12 +256,13 @@ func (r *run) allocateJob(queue *api.QueueInfo, job *api.JobInfo) {
 // beyond minMember, and the job is pushed back for them.
 func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.PriorityQueue) {
 	ssn, topo := r.ssn, r.topo
+	j, err := topo.Gang(job)
 	var all, rdma []*api.TaskInfo
 	others := 0
 	for !tasks.Empty() {
 		t := tasks.Pop().(*api.TaskInfo)
 		all = append(all, t)
-		if topo.RequestsRDMA(t) {
+		if j.Requests(string(t.UID)) {
 			rdma = append(rdma, t)
 		} else {
 			others++
@@ -262,11 +275,11 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 		r.allocateTasks(queue, job, tasks)
 		return
 	}
-	c, relaxed, err := topo.EffectiveContract(job)
+	c, relaxed := j.Contract, j.Relaxed
 	if err != nil {
 		// Never placed under a contract it does not have.
 		klog.InfoS("Gang not placed: invalid job contract", "job", job.UID, "err", err)
-		topo.Report(job, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
+		topo.Report(job, nil, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
 		return
 	}
 	if relaxed {
@@ -275,20 +288,18 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 	g, err := r.fit.Request(job, c, rdma, others)
 	if err != nil {
 		klog.InfoS("Gang not placed: invalid rank", "job", job.UID, "err", err)
-		topo.Report(job, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
+		topo.Report(job, nil, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
 		return
 	}
 	// An older waiting gang of the job's priority keeps the room it claimed.
 	claimedBy, claimed := preemption.KeepOff(&g, topo.ClaimedAgainst(job))
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
-		start := time.Now()
 		plan, fail := topo.Plan(g, nil)
-		rdmatopology.ObservePlan(time.Since(start))
 		if plan == nil {
 			fail = r.explainNoNodes(fail, g)
 			fail = preemption.ClaimedFailure(fail, claimedBy, claimed)
 			klog.V(3).InfoS("No placement for gang", "job", job.UID, "reason", fail.Message)
-			topo.Report(job, fail)
+			topo.Report(job, nil, fail)
 			return
 		}
 		klog.V(3).InfoS("Planned gang", "job", job.UID, "tier", plan.Tier, "s0s", len(plan.S0s), "pods", len(plan.Assignments), "attempt", attempt)
@@ -299,7 +310,7 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 				topo.Settle(stmt, true, false)
 				r.commits++
 				r.fit.Changed(all)
-				rdmatopology.ObservePlaced(plan)
+				topo.Report(job, plan, nil)
 				for _, t := range left {
 					tasks.Push(t)
 				}
@@ -313,13 +324,12 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 		topo.Settle(stmt, false, false)
 		klog.V(3).InfoS("Discarded gang plan", "job", job.UID, "attempt", attempt, "err", err)
 		if bad == "" {
-			topo.Report(job, &placement.Failure{Code: placement.ReasonNoCapacity, Message: err.Error()})
+			topo.Report(job, nil, &placement.Failure{Code: placement.ReasonNoCapacity, Message: err.Error()})
 			return
 		}
-		rdmatopology.ObservePlanRefused(refusedBy(err))
 		g.Exclude[bad] = true
 	}
-	topo.Report(job, &placement.Failure{Code: placement.ReasonNoCapacity,
+	topo.Report(job, nil, &placement.Failure{Code: placement.ReasonNoCapacity,
 		Message: fmt.Sprintf("planned nodes kept failing the session predicates after %d attempts", maxAttempts)})
 }
 
@@ -334,6 +344,7 @@ func (r *run) applyGang(queue *api.QueueInfo, job *api.JobInfo, stmt *framework.
 	for _, a := range plan.Assignments {
 		planned[a.PodUID] = a
 	}
+	j, _ := r.topo.Gang(job)
 	var left, others []*api.TaskInfo
 	for i, task := range tasks {
 		if gangMet(job) && r.ssn.JobReady(job) {
@@ -341,7 +352,7 @@ func (r *run) applyGang(queue *api.QueueInfo, job *api.JobInfo, stmt *framework.
 			// later turn as allocate would.
 			return append(append(left, others...), tasks[i:]...), "", nil
 		}
-		if !r.topo.RequestsRDMA(task) {
+		if !j.Requests(string(task.UID)) {
 			others = append(others, task)
 			continue
 		}
@@ -388,9 +399,6 @@ func applyAssignment(ssn *framework.Session, topo *rdmatopology.Session, queue *
 	if !ssn.Allocatable(queue, task) {
 		return "", fmt.Errorf("queue %s cannot take task %s/%s", queue.Name, task.Namespace, task.Name)
 	}
-	if !task.InitResreq.LessEqual(node.Idle, api.Zero) {
-		return a.Node, fmt.Errorf("node %s has too few idle resources for %s/%s: %w", a.Node, task.Namespace, task.Name, errIdle)
-	}
 	if err := ssn.PrePredicateFn(task); err != nil {
 		return "", fmt.Errorf("pre-predicate of %s/%s: %w", task.Namespace, task.Name, err)
 	}
@@ -398,29 +406,6 @@ func applyAssignment(ssn *framework.Session, topo *rdmatopology.Session, queue *
 		return a.Node, err
 	}
 	return "", nil
-}
-
-// errIdle marks a planned node whose idle resources do not hold the task.
-var errIdle = errors.New("idle resources")
-
-// refusedBy names what refused a planned node, for
-// rdmatopo_plan_refused_total: the plugin of the first failing predicate
-// status (Kubernetes' plugin names through Volcano's predicates plugin),
-// IdleResources, or Allocate (the statement refused the task).
-func refusedBy(err error) string {
-	var fe *api.FitError
-	if errors.As(err, &fe) {
-		for _, st := range fe.Status {
-			if st != nil && st.Code != api.Success && st.Plugin != "" {
-				return st.Plugin
-			}
-		}
-		return "predicates"
-	}
-	if errors.Is(err, errIdle) {
-		return "IdleResources"
-	}
-	return "Allocate"
 }
 
 // allocateTasks is allocate's per-task turn of a job: tasks are taken in
@@ -470,7 +455,7 @@ func (r *run) allocateTask(queue *api.QueueInfo, job *api.JobInfo, stmt *framewo
 		job.NodesFitErrors[task.UID] = fe
 		return false
 	}
-	if r.topo != nil && r.topo.RequestsRDMA(task) {
+	if r.topo != nil && requestsRDMAOf(r.topo, job, task) {
 		r.allocateRDMATask(queue, job, stmt, task)
 		return true
 	}
@@ -544,17 +529,18 @@ type claimedNodes struct {
 // (within its hard tier), and it is allocated in stmt.
 func (r *run) allocateRDMATask(queue *api.QueueInfo, job *api.JobInfo, stmt *framework.Statement, task *api.TaskInfo) {
 	topo := r.topo
-	c, _, err := topo.EffectiveContract(job)
+	j, err := topo.Gang(job)
+	c := j.Contract
 	if err != nil {
 		klog.V(3).InfoS("Pod not placed: invalid job contract", "pod", klog.KRef(task.Namespace, task.Name), "err", err)
-		topo.Report(job, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
+		topo.Report(job, nil, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
 		setFitError(job, task, err.Error())
 		return
 	}
 	g, err := r.fit.Request(job, c, []*api.TaskInfo{task}, 0)
 	if err != nil {
 		klog.V(3).InfoS("Pod not placed: invalid rank", "pod", klog.KRef(task.Namespace, task.Name), "err", err)
-		topo.Report(job, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
+		topo.Report(job, nil, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
 		setFitError(job, task, err.Error())
 		return
 	}
@@ -581,7 +567,6 @@ func (r *run) allocateRDMATask(queue *api.QueueInfo, job *api.JobInfo, stmt *fra
 			setFitError(job, task, err.Error())
 			return
 		}
-		rdmatopology.ObservePlanRefused(refusedBy(err))
 		g.Exclude[bad] = true
 	}
 	setFitError(job, task, fmt.Sprintf("planned nodes kept failing the session predicates after %d attempts", maxAttempts))

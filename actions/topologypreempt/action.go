@@ -149,7 +149,7 @@ func (a *Action) Execute(ssn *framework.Session) {
 		// Claims of gangs placed, preempting or gone since lapse here
 		// (topology-reclaim makes none: a claim keeps a room from younger
 		// gangs of the claimant's priority, which is preemption's business).
-		topo.RetainClaims(r.claimed)
+		topo.Preemption().RetainClaims(func(job string) bool { return r.claimed[api.JobID(job)] })
 	}
 }
 
@@ -188,14 +188,15 @@ func (r *run) wantsPreemption(job *api.JobInfo) bool {
 	if _, ok := r.ssn.Queues[job.Queue]; !ok {
 		return false
 	}
-	if !r.topo.IsRDMAJob(job) || gangMet(job) || r.topo.HasHold(job.UID) {
+	j, _ := r.topo.Gang(job)
+	if !j.IsRDMA() || gangMet(job) || r.topo.Preemption().HasHold(string(job.UID)) {
 		return false
 	}
 	if vr := r.ssn.JobValid(job); vr != nil && !vr.Pass {
 		return false
 	}
 	for _, t := range job.TaskStatusIndex[api.Pending] {
-		if !t.SchGated && r.topo.RequestsRDMA(t) {
+		if !t.SchGated && j.Requests(string(t.UID)) {
 			return true
 		}
 	}
@@ -212,9 +213,10 @@ func (r *run) pendingTasks(job *api.JobInfo) (rdma, others []*api.TaskInfo) {
 		}
 		pq.Push(t)
 	}
+	j, _ := r.topo.Gang(job)
 	for !pq.Empty() {
 		t := pq.Pop().(*api.TaskInfo)
-		if r.topo.RequestsRDMA(t) {
+		if j.Requests(string(t.UID)) {
 			rdma = append(rdma, t)
 		} else {
 			others = append(others, t)
@@ -225,7 +227,8 @@ func (r *run) pendingTasks(job *api.JobInfo) (rdma, others []*api.TaskInfo) {
 
 // preempt finds and applies the cheapest evictions for one gang.
 func (r *run) preempt(job *api.JobInfo) {
-	c, _, err := r.topo.EffectiveContract(job)
+	j, err := r.topo.Gang(job)
+	c := j.Contract
 	if err != nil {
 		return // never placed under a contract it does not have
 	}
@@ -269,7 +272,7 @@ func (r *run) preempt(job *api.JobInfo) {
 		return
 	}
 	if cl := r.room(job, g, c, cands, rdma); cl != nil {
-		r.topo.Claim(cl)
+		r.topo.Preemption().Claim(cl)
 		r.claimed[job.UID] = true
 		klog.V(3).InfoS("Waiting gang claims a room", "job", cl.Name, "room", cl.Room, "nodes", len(cl.Nodes))
 	}

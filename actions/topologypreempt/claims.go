@@ -35,7 +35,7 @@ func (r *run) room(job *api.JobInfo, g placement.Gang, c placement.Contract, can
 			evictable[string(uid)] = true
 		}
 	}
-	f := r.topo.Fabric()
+	f := r.topo.Preemption().Fabric()
 	var rooms []*room
 	byNode := map[string]*room{}
 	byLeaf := map[topology.S0ID][]*room{}
@@ -108,7 +108,7 @@ func (r *run) room(job *api.JobInfo, g placement.Gang, c placement.Contract, can
 // once per run until apply evicts or pipelines.
 func (r *run) reservedPods() []preemption.ReservedPod {
 	if r.reserved == nil {
-		r.reserved = preemption.Reserved(r.topo.Fabric(), r.topo.Reservations())
+		r.reserved = r.topo.Preemption().Reserved()
 		r.reservedByUID = make(map[string]int, len(r.reserved))
 		for i, rp := range r.reserved {
 			r.reservedByUID[rp.Res.UID] = i

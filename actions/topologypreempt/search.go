@@ -80,7 +80,7 @@ type scopeKey struct {
 }
 
 func (r *run) buildScopes(c placement.Contract) []scope {
-	f := r.topo.Fabric()
+	f := r.topo.Preemption().Fabric()
 	var out []scope
 	if c.Mode == placement.ModeHard && c.HighestTier == placement.TierNode {
 		for _, name := range f.NodeNames() {
@@ -157,7 +157,8 @@ func (s *searcher) fits(sc scope, units []*unit) *placement.Plan {
 	if sc.tier == placement.TierNode {
 		// The node's leaves are all it can use: spare the planner the
 		// rest of the fabric.
-		g = onLeaves(s.r.topo.Fabric(), g, roomLeaves(s.r.topo.Fabric(), sc))
+		f := s.r.topo.Preemption().Fabric()
+		g = onLeaves(f, g, roomLeaves(f, sc))
 	}
 	plan, fail := s.r.topo.Plan(g, evicted)
 	if fail != nil {

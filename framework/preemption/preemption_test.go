@@ -225,3 +225,38 @@ func TestReserved(t *testing.T) {
 		t.Errorf("reserved (-want,+got):\n%s", diff)
 	}
 }
+
+// TestAccess: a claim is recorded and dropped through the access, holds
+// are seen by job, and the reservations come from the ledger with the
+// leaves of their NICs in the access's fabric.
+func TestAccess(t *testing.T) {
+	f := viewFabric(t)
+	l := ledger.New()
+	r := ledger.Reservation{UID: "u", Node: "n1", Zones: []ledger.ZoneUse{{NUMA: 1, NICs: []topology.NICID{topology.NICID(builders.NUMANICs[1][0])}}}}
+	if err := l.Reserve(r); err != nil {
+		t.Fatalf("reserve: %v", err)
+	}
+	store := &Store{}
+	store.Holds.Put("held", &Hold{Job: "held"})
+	a := NewAccess(f, l, store)
+	if a.Fabric() != f {
+		t.Errorf("Fabric is not the fabric given")
+	}
+	got := a.Reserved()
+	if len(got) != 1 || got[0].Res.UID != "u" || !cmp.Equal(got[0].Leaves, []topology.S0ID{"B"}) {
+		t.Errorf("Reserved = %+v, want u on leaf B", got)
+	}
+	a.Claim(&Claim{Job: "c1", Name: "ns/c1"})
+	a.Claim(&Claim{Job: "c2", Name: "ns/c2"})
+	a.Claim(&Claim{Job: "c2", Name: "ns/c2", Room: "again"})
+	a.RetainClaims(func(job string) bool { return job == "c2" })
+	claims := store.Claims.Values()
+	if len(claims) != 1 || claims[0].Job != "c2" || claims[0].Room != "again" {
+		t.Errorf("claims after RetainClaims = %+v, want c2's second claim only", claims)
+	}
+	for job, want := range map[string]bool{"held": true, "c1": false, "": false} {
+		if got := a.HasHold(job); got != want {
+			t.Errorf("HasHold(%q) = %v, want %v", job, got, want)
+		}
+	}
+}

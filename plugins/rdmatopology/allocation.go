@@ -19,7 +19,7 @@ import (
 // with the bind. A task that cannot get NICs marks its job not ready, so the
 // statement is discarded.
 func (s *Session) allocate(task *api.TaskInfo) {
-	if !s.RequestsRDMA(task) {
+	if !s.wantsRDMA(task) {
 		stripAnnotations(task)
 		s.noteAllocated(task, nil)
 		return

@@ -28,17 +28,11 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/preemption"
 )
 
-// Claim records c, replacing the job's claim if it had one. It applies at
-// once (later gangs of this session) and in the next sessions, until
-// RetainClaims drops it.
-func (s *Session) Claim(c *preemption.Claim) {
-	s.rt.preemption.Claims.Put(c.Job, c)
-}
-
-// RetainClaims drops every claim whose job is not in keep: the gangs the
-// action found still waiting in this session.
-func (s *Session) RetainClaims(keep map[api.JobID]bool) {
-	s.rt.preemption.Claims.Retain(func(job string, _ *preemption.Claim) bool { return keep[api.JobID(job)] })
+// Preemption is the session's access to the runtime's holds and claims,
+// the ledger's reservations and the fabric the session plans on: what the
+// preempting actions read and record.
+func (s *Session) Preemption() *preemption.Access {
+	return preemption.NewAccess(s.fabric, s.rt.Ledger, s.rt.preemption)
 }
 
 // claims returns the recorded claims, by job name.

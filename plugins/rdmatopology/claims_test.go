@@ -61,7 +61,7 @@ func TestClaimedAgainst(t *testing.T) {
 				jobs[tc.claimer.UID] = tc.claimer
 			}
 			s := testSession(nil, &framework.Session{Jobs: jobs}, nil)
-			s.Claim(&preemption.Claim{Job: "claimer", Name: "ns/claimer", Priority: 100, Created: claimer.CreationTimestamp,
+			s.Preemption().Claim(&preemption.Claim{Job: "claimer", Name: "ns/claimer", Priority: 100, Created: claimer.CreationTimestamp,
 				Room: "s0 A", S0s: map[topology.S0ID]bool{"A": true}, Nodes: map[string]bool{"n1": true, "n2": true}})
 			got := len(s.ClaimedAgainst(tc.job)) > 0
 			if got != tc.want {
@@ -82,9 +82,9 @@ func TestKeepOffClaims(t *testing.T) {
 		jobs[api.JobID(id)] = claimJob(id, 100, 10, 0, 4)
 	}
 	s := testSession(nil, &framework.Session{Jobs: jobs}, nil)
-	s.Claim(&preemption.Claim{Job: "c1", Name: "ns/c1", Priority: 100, Created: jobs["c1"].CreationTimestamp,
+	s.Preemption().Claim(&preemption.Claim{Job: "c1", Name: "ns/c1", Priority: 100, Created: jobs["c1"].CreationTimestamp,
 		Room: "s0 A", S0s: map[topology.S0ID]bool{"A": true}, Nodes: map[string]bool{"n1": true}})
-	s.Claim(&preemption.Claim{Job: "c2", Name: "ns/c2", Priority: 100, Created: jobs["c2"].CreationTimestamp,
+	s.Preemption().Claim(&preemption.Claim{Job: "c2", Name: "ns/c2", Priority: 100, Created: jobs["c2"].CreationTimestamp,
 		Room: "node n9", Nodes: map[string]bool{"n9": true}})
 
 	g := placement.Gang{}
@@ -106,7 +106,7 @@ func TestKeepOffClaims(t *testing.T) {
 		t.Errorf("failure message %q, want %q", f.Message, want)
 	}
 
-	s.RetainClaims(map[api.JobID]bool{"c2": true})
+	s.Preemption().RetainClaims(func(job string) bool { return job == "c2" })
 	if got := s.claims(); len(got) != 1 || got[0].Name != "ns/c2" {
 		t.Errorf("claims after RetainClaims(c2): %v, want only ns/c2", got)
 	}

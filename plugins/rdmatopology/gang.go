@@ -8,7 +8,9 @@
 package rdmatopology
 
 import (
+	"errors"
 	"fmt"
+	"time"
 
 	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/framework"
@@ -16,8 +18,38 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/preemption"
-	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
+
+// Gang is what the actions need to know of the job in this session: its
+// pods that request RDMA NICs and, for an RDMA gang, the contract it is
+// planned with now. The error is the contract's (an invalid annotation):
+// such a gang is never placed under a contract it does not have.
+func (s *Session) Gang(job *api.JobInfo) (placement.Job, error) {
+	s.mu.Lock()
+	rdma, ok := s.rdmaPods[job.UID]
+	s.mu.Unlock()
+	if !ok {
+		rdma = map[string]bool{}
+		for _, t := range job.Tasks {
+			if s.wantsRDMA(t) {
+				rdma[string(t.UID)] = true
+			}
+		}
+		s.mu.Lock()
+		if s.rdmaPods == nil {
+			s.rdmaPods = map[api.JobID]map[string]bool{}
+		}
+		s.rdmaPods[job.UID] = rdma
+		s.mu.Unlock()
+	}
+	j := placement.Job{RDMA: rdma}
+	if !j.IsRDMA() {
+		return j, nil
+	}
+	c, relaxed, err := s.effectiveContract(job)
+	j.Contract, j.Relaxed = c, relaxed
+	return j, err
+}
 
 // GangRequest turns the job's pending RDMA tasks into a planner request
 // under contract c, the pods in rank order, each in the predicate group
@@ -42,9 +74,12 @@ func (s *Session) GangRequest(job *api.JobInfo, c placement.Contract, rdma []*ap
 // Plan plans gang g on the session's free view (evicted nil) or on a
 // what-if copy of it in which the pods of the evicted reservations (none,
 // for an empty slice) are gone, their NICs, GPUs and CPUs free: what
-// evicting them would let the gang do.
+// evicting them would let the gang do. A plan on the free view is timed
+// (rdmatopo_plan_duration_seconds); what-if plans are not.
 func (s *Session) Plan(g placement.Gang, evicted []ledger.Reservation) (*placement.Plan, *placement.Failure) {
 	if evicted == nil {
+		start := time.Now()
+		defer func() { observePlan(time.Since(start)) }()
 		return s.state.Plan(g)
 	}
 	st := s.state.Clone()
@@ -54,9 +89,24 @@ func (s *Session) Plan(g placement.Gang, evicted []ledger.Reservation) (*placeme
 	return st.Plan(g)
 }
 
-// Allocate allocates task on node in stmt once the session's predicates
-// admit it there, a being its planned NICs (nil for a task without RDMA).
+// Allocate allocates task on node in stmt once the node's idle resources
+// hold it and the session's predicates admit it there, a being its planned
+// NICs (nil for a task without RDMA). Every error it returns is the node's
+// refusal; for a planned task (a set), it is counted in
+// rdmatopo_plan_refused_total by what refused.
 func (s *Session) Allocate(stmt *framework.Statement, task *api.TaskInfo, node *api.NodeInfo, a *placement.Assignment) error {
+	err := s.allocatePlanned(stmt, task, node, a)
+	if err != nil && a != nil {
+		observePlanRefused(refusedBy(err))
+	}
+	return err
+}
+
+// allocatePlanned is Allocate without the refusal count.
+func (s *Session) allocatePlanned(stmt *framework.Statement, task *api.TaskInfo, node *api.NodeInfo, a *placement.Assignment) error {
+	if !task.InitResreq.LessEqual(node.Idle, api.Zero) {
+		return fmt.Errorf("node %s has too few idle resources for %s/%s: %w", node.Name, task.Namespace, task.Name, errIdle)
+	}
 	if a != nil {
 		s.setPlanned(task.UID, *a)
 	}
@@ -67,6 +117,29 @@ func (s *Session) Allocate(stmt *framework.Statement, task *api.TaskInfo, node *
 		return fmt.Errorf("allocate %s/%s on %s: %w", task.Namespace, task.Name, node.Name, err)
 	}
 	return nil
+}
+
+// errIdle marks a node whose idle resources do not hold the task.
+var errIdle = errors.New("idle resources")
+
+// refusedBy names what refused a planned node, for
+// rdmatopo_plan_refused_total: the plugin of the first failing predicate
+// status (Kubernetes' plugin names through Volcano's predicates plugin),
+// IdleResources, or Allocate (the statement refused the task).
+func refusedBy(err error) string {
+	var fe *api.FitError
+	if errors.As(err, &fe) {
+		for _, st := range fe.Status {
+			if st != nil && st.Code != api.Success && st.Plugin != "" {
+				return st.Plugin
+			}
+		}
+		return "predicates"
+	}
+	if errors.Is(err, errIdle) {
+		return "IdleResources"
+	}
+	return "Allocate"
 }
 
 // Pipeline pipelines a preempting gang's task onto node in stmt (onto the
@@ -140,6 +213,3 @@ func (s *Session) Settle(stmt *framework.Statement, commit, keep bool) {
 		s.clearPlanned()
 	}
 }
-
-// Fabric is the fabric snapshot the session plans on (read-only).
-func (s *Session) Fabric() *topology.Fabric { return s.fabric }

@@ -91,12 +91,6 @@ func (s *Session) appliedHolds() []*preemption.Hold {
 	return s.holds.Applied()
 }
 
-// HasHold reports whether the runtime holds resources for the job (applied
-// in this session or recorded in it).
-func (s *Session) HasHold(job api.JobID) bool {
-	return s.rt.preemption.Holds.Has(string(job))
-}
-
 // takeHold removes the job's hold from the free view, so its NICs can be
 // allocated to the gang's tasks, and returns it. The hold stays recorded
 // until dropHold.
@@ -192,11 +186,6 @@ func (s *Session) predicateWithHolds(task *api.TaskInfo, node *api.NodeInfo) err
 // reservation returns the ledger's reservation of a pod, if any.
 func (s *Session) reservation(uid api.TaskID) (ledger.Reservation, bool) {
 	return s.rt.Ledger.Get(string(uid))
-}
-
-// Reservations returns every reservation in the ledger, sorted by pod UID.
-func (s *Session) Reservations() []ledger.Reservation {
-	return s.rt.Ledger.All()
 }
 
 // Now is the runtime's current time (the simulator's clock in simulate).

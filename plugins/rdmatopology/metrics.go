@@ -86,13 +86,12 @@ func observeUnknownNICs(byReason map[topology.ReasonCode]int) {
 	}
 }
 
-// ObservePlan records one planner call: its duration, and for a plan that
-// was committed, its tier and S0 count.
-func ObservePlan(d time.Duration) { planDuration.Observe(d.Seconds()) }
+// observePlan records the duration of one planner call on the free view.
+func observePlan(d time.Duration) { planDuration.Observe(d.Seconds()) }
 
-// ObservePlanRefused records a planned node refused when the plan was
+// observePlanRefused records a planned node refused when the plan was
 // applied, by the predicate that refused it.
-func ObservePlanRefused(predicate string) { planRefused.WithLabelValues(predicate).Inc() }
+func observePlanRefused(predicate string) { planRefused.WithLabelValues(predicate).Inc() }
 
 // PlanRefused returns how many planned nodes were refused so far in this
 // process, whatever refused them (benchmarks report it).
@@ -112,8 +111,8 @@ func PlanRefused() float64 {
 	return total
 }
 
-// ObservePlaced records a committed gang.
-func ObservePlaced(p *placement.Plan) {
+// observePlaced records a committed gang.
+func observePlaced(p *placement.Plan) {
 	gangsPlaced.WithLabelValues(p.Tier.String()).Inc()
 	gangS0s.Observe(float64(len(p.S0s)))
 }

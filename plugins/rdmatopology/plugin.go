@@ -109,7 +109,7 @@ func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 	})
 	ssn.AddJobPipelinedFn(PluginName, func(obj interface{}) int {
 		job, ok := obj.(*api.JobInfo)
-		if ok && s.IsRDMAJob(job) && !s.pipelineAllowed(job.UID) {
+		if ok && s.isRDMAJob(job) && !s.pipelineAllowed(job.UID) {
 			// A gang that must be whole never holds resources while it
 			// waits for others to be released (except where
 			// topology-preempt pipelines it onto its victims' resources).

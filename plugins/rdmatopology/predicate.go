@@ -14,7 +14,7 @@ import (
 // predicate admits an RDMA task on a node when a NUMA zone there has the
 // free GPUs and NICs (after the ledger), within the job's hard tier.
 func (s *Session) predicate(task *api.TaskInfo, node *api.NodeInfo) error {
-	if !s.RequestsRDMA(task) {
+	if !s.wantsRDMA(task) {
 		return nil
 	}
 	s.mu.Lock()
@@ -87,7 +87,7 @@ const (
 // nodeOrder prefers the job's planned nodes, then nodes close to what the
 // job already holds.
 func (s *Session) nodeOrder(task *api.TaskInfo, node *api.NodeInfo) (float64, error) {
-	if !s.RequestsRDMA(task) {
+	if !s.wantsRDMA(task) {
 		return 0, nil
 	}
 	w := float64(s.args.Weight)

@@ -166,7 +166,7 @@ func (s *Session) rankGang(job *api.JobInfo, tasks []*api.TaskInfo, pods []place
 		given[t.UID] = true
 	}
 	for _, t := range job.TaskStatusIndex[api.Pending] {
-		if !given[t.UID] && s.RequestsRDMA(t) {
+		if !given[t.UID] && s.wantsRDMA(t) {
 			given[t.UID] = true
 			all = append(all, t)
 		}

@@ -48,7 +48,7 @@ type sentBind struct {
 // (a the NICs it reserved, for a task requesting RDMA).
 func (s *Session) noteAllocated(task *api.TaskInfo, a *placement.Assignment) {
 	job := s.ssn.Jobs[task.Job]
-	if job == nil || !s.IsRDMAJob(job) || task.InitResreq == nil {
+	if job == nil || !s.isRDMAJob(job) || task.InitResreq == nil {
 		return
 	}
 	t := holdTaskOf(task, task.NodeName, a)

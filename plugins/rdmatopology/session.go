@@ -64,6 +64,9 @@ type Session struct {
 	// pods and contract annotations (the scheduler writes only its own
 	// keys), and the predicates ask for it per node. Made on first use.
 	contracts map[api.JobID]contractOf
+	// rdmaPods caches, per job, the UIDs of its pods that request RDMA
+	// NICs (Gang); a session's jobs keep their pods. Made on first use.
+	rdmaPods map[api.JobID]map[string]bool
 }
 
 // openSession builds the session state: the runtime (started on first use),
@@ -161,7 +164,7 @@ func (s *Session) reconcile() {
 		// A Binding adds annotations but cannot remove them: a pod that
 		// requests no RDMA may still carry a key a user forged. Only RDMA
 		// pods' annotations are ours.
-		if !s.RequestsRDMA(t) {
+		if !s.wantsRDMA(t) {
 			continue
 		}
 		if _, ok := t.Pod.Annotations[ledger.AnnotationNICs]; ok {
@@ -250,15 +253,15 @@ func requestsRDMA(task *api.TaskInfo, rdma string) bool {
 	return task.InitResreq != nil && task.InitResreq.ScalarResources[v1.ResourceName(rdma)] > 0
 }
 
-// RequestsRDMA reports whether the task asks for RDMA NICs.
-func (s *Session) RequestsRDMA(task *api.TaskInfo) bool {
+// wantsRDMA reports whether the task asks for RDMA NICs.
+func (s *Session) wantsRDMA(task *api.TaskInfo) bool {
 	return requestsRDMA(task, s.args.RDMAResource)
 }
 
-// IsRDMAJob reports whether any task of the job asks for RDMA NICs.
-func (s *Session) IsRDMAJob(job *api.JobInfo) bool {
+// isRDMAJob reports whether any task of the job asks for RDMA NICs.
+func (s *Session) isRDMAJob(job *api.JobInfo) bool {
 	for _, t := range job.Tasks {
-		if s.RequestsRDMA(t) {
+		if s.wantsRDMA(t) {
 			return true
 		}
 	}
@@ -371,7 +374,7 @@ func (s *Session) indexLocked(r ledger.Reservation) {
 // tierLimit returns the leaves a task of the job may use on node under its
 // hard tier (nil: any), or false if the node itself is out of bounds.
 func (s *Session) tierLimit(job *api.JobInfo, node string) (map[topology.S0ID]bool, bool) {
-	c, _, _ := s.EffectiveContract(job)
+	c, _, _ := s.effectiveContract(job)
 	mode, tier := c.Mode, c.HighestTier
 	if mode != placement.ModeHard {
 		return nil, true
@@ -414,13 +417,21 @@ func (s *Session) clearPlanned() {
 	s.pipelined = map[api.JobID][]preemption.HoldTask{}
 }
 
-// Report notes why a gang was not placed; shown on its PodGroup.
+// Report notes the outcome of a gang's turn: placed by plan (f nil: its
+// statement was committed; counted by tier and S0 count), or why it was
+// not placed (f), shown on its PodGroup.
 //
 // The reason also becomes the job's fit error, so Volcano's own reports
 // carry it where users look: the PodGroup's Unschedulable condition and
 // event ("... Origin reason is: rdma-topology: ..."), and the pending pods'
 // PodScheduled condition.
-func (s *Session) Report(job *api.JobInfo, f *placement.Failure) {
+func (s *Session) Report(job *api.JobInfo, plan *placement.Plan, f *placement.Failure) {
+	if f == nil {
+		if plan != nil {
+			observePlaced(plan)
+		}
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failures[job.UID] = f

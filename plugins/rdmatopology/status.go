@@ -56,7 +56,7 @@ func (s *Session) close() {
 		if job.PodGroup == nil {
 			continue
 		}
-		if !s.IsRDMAJob(job) {
+		if !s.isRDMAJob(job) {
 			if _, forged := job.PodGroup.Annotations[ledger.AnnotationPlacement]; forged {
 				s.setPlacement(job, "")
 			}

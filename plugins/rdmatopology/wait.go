@@ -43,10 +43,10 @@ func waitingSince(job *api.JobInfo) (time.Time, bool) {
 	return t, true
 }
 
-// EffectiveContract is the contract the gang is planned with now: its own,
+// effectiveContract is the contract the gang is planned with now: its own,
 // or, once a hard gang's max-wait has passed since it started waiting, the
 // same as soft (relaxed true). The error is Contract's.
-func (s *Session) EffectiveContract(job *api.JobInfo) (c placement.Contract, relaxed bool, err error) {
+func (s *Session) effectiveContract(job *api.JobInfo) (c placement.Contract, relaxed bool, err error) {
 	c, err = s.contract(job)
 	if err != nil || c.Mode != placement.ModeHard || c.MaxWait <= 0 {
 		return c, false, err

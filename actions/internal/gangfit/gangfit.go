@@ -119,7 +119,7 @@ func New(ssn *framework.Session, topo *rdmatopology.Session, mode Mode) *Nodes {
 		}
 	}
 	ssn.AddEventHandler(&framework.EventHandler{AllocateFunc: touch, DeallocateFunc: touch})
-	for _, name := range topo.Fabric().NodeNames() {
+	for _, name := range topo.Preemption().Fabric().NodeNames() {
 		ni, ok := ssn.Nodes[name]
 		if !ok {
 			continue

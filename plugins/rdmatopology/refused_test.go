@@ -1,4 +1,4 @@
-package topologyallocate
+package rdmatopology
 
 import (
 	"errors"
