@@ -127,23 +127,8 @@ type span struct{ nodes, leaves, s1s int }
 func (s span) tier() Tier { return TierOf(s.nodes, s.leaves, s.s1s) }
 
 // gangSpan counts the nodes, leaves and S1s of the held pods and assign
-// together.
+// together, at least one S1.
 func (p *planner) gangSpan(assign []Assignment) span {
-	nodes := map[string]bool{}
-	leaves := map[topology.S0ID]bool{}
-	if h := p.g.Occupancy; !h.Empty() {
-		for n := range h.Nodes {
-			nodes[n] = true
-		}
-		for id := range h.S0s {
-			leaves[id] = true
-		}
-	}
-	for _, a := range assign {
-		nodes[a.Node] = true
-	}
-	for id := range p.leavesOf(assign) {
-		leaves[id] = true
-	}
-	return span{nodes: len(nodes), leaves: len(leaves), s1s: max(1, s1Count(p.s.fabric, leaves))}
+	nodes, leaves, s1s := extentOf(p.s.fabric, p.g.Occupancy, assign)
+	return span{nodes: len(nodes), leaves: len(leaves), s1s: max(1, len(s1s))}
 }

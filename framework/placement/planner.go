@@ -2,7 +2,6 @@ package placement
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
@@ -175,35 +174,8 @@ func (p *planner) tryAnywhere(pods []Pod) *candidate {
 // and its pods in rank order over the candidate's slots (rankorder.go).
 func (p *planner) finish(c *candidate) *Plan {
 	c.assign = p.inRankOrder(c.assign)
-	nodes := map[string]bool{}
-	s0s := map[topology.S0ID]bool{}
-	s1s := map[topology.S1ID]bool{}
-	if h := p.g.Occupancy; !h.Empty() {
-		for n := range h.Nodes {
-			nodes[n] = true
-		}
-		for id := range h.S0s {
-			s0s[id] = true
-		}
-		for id := range h.S1s {
-			s1s[id] = true
-		}
-	}
-	for _, a := range c.assign {
-		nodes[a.Node] = true
-	}
-	for leaf := range p.leavesOf(c.assign) {
-		s0s[leaf] = true
-		if l, ok := p.s.fabric.Leaf(leaf); ok {
-			s1s[l.S1] = true
-		}
-	}
-	plan := &Plan{Assignments: c.assign, S0s: sortedS0s(s0s), Leftover: c.leftover}
-	for id := range s1s {
-		plan.S1s = append(plan.S1s, id)
-	}
-	sort.Slice(plan.S1s, func(i, j int) bool { return plan.S1s[i] < plan.S1s[j] })
-	plan.Tier = TierOf(len(nodes), len(s0s), len(s1s))
+	plan := planOf(p.s.fabric, p.g.Occupancy, c.assign)
+	plan.Leftover = c.leftover
 	return plan
 }
 

@@ -322,6 +322,20 @@ func fewerLeaves(f *topology.Fabric, a, b *Plan) bool {
 // planOf builds the plan of a whole gang from its assignments and what it
 // holds.
 func planOf(f *topology.Fabric, held *Occupancy, assign []Assignment) *Plan {
+	nodes, s0s, s1s := extentOf(f, held, assign)
+	plan := &Plan{Assignments: assign, S0s: sortedS0s(s0s)}
+	for id := range s1s {
+		plan.S1s = append(plan.S1s, id)
+	}
+	sort.Slice(plan.S1s, func(i, j int) bool { return plan.S1s[i] < plan.S1s[j] })
+	plan.Tier = TierOf(len(nodes), len(s0s), len(s1s))
+	return plan
+}
+
+// extentOf collects the nodes, leaves and (known) S1s of the held pods and
+// assign together. An Occupancy's S1s are those of its known leaves, so the
+// S1s are those of the leaves collected.
+func extentOf(f *topology.Fabric, held *Occupancy, assign []Assignment) (map[string]bool, map[topology.S0ID]bool, map[topology.S1ID]bool) {
 	nodes := map[string]bool{}
 	s0s := map[topology.S0ID]bool{}
 	s1s := map[topology.S1ID]bool{}
@@ -345,11 +359,5 @@ func planOf(f *topology.Fabric, held *Occupancy, assign []Assignment) *Plan {
 			}
 		}
 	}
-	plan := &Plan{Assignments: assign, S0s: sortedS0s(s0s)}
-	for id := range s1s {
-		plan.S1s = append(plan.S1s, id)
-	}
-	sort.Slice(plan.S1s, func(i, j int) bool { return plan.S1s[i] < plan.S1s[j] })
-	plan.Tier = TierOf(len(nodes), len(s0s), len(s1s))
-	return plan
+	return nodes, s0s, s1s
 }
