@@ -353,3 +353,36 @@ func TestOracleStateFollowsChanges(t *testing.T) {
 		}
 	}
 }
+
+func TestGradeTally(t *testing.T) {
+	tests := []struct {
+		name   string
+		grades []grade
+		gangs  int
+		want   gradeTally
+		frac   float64
+	}{
+		{name: "none", gangs: 0, want: gradeTally{}, frac: 0},
+		{name: "one node, at and below count as at the optimum", grades: []grade{gradeOneNode, gradeAt, gradeBelow, gradeOff}, gangs: 4,
+			want: gradeTally{at: 3, oneNode: 1, below: 1}, frac: 0.75},
+		{name: "undecided gangs are left out of the share", grades: []grade{gradeAt, gradeUnknown, gradeUnknown, gradeInfeasible}, gangs: 4,
+			want: gradeTally{at: 1, unknown: 2, infeasible: 1}, frac: 0.5},
+		{name: "all undecided", grades: []grade{gradeUnknown}, gangs: 1, want: gradeTally{unknown: 1}, frac: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got gradeTally
+			for _, g := range tt.grades {
+				if back := got.add(g); back != g {
+					t.Fatalf("add(%v) returned %v", g, back)
+				}
+			}
+			if got != tt.want {
+				t.Fatalf("tally %+v, want %+v", got, tt.want)
+			}
+			if f := got.atFrac(tt.gangs); f != tt.frac {
+				t.Fatalf("atFrac(%d) = %v, want %v", tt.gangs, f, tt.frac)
+			}
+		})
+	}
+}

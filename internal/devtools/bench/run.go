@@ -288,7 +288,8 @@ func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts s
 	var s0Sum, floorSum, realSum, ringSum float64
 	floors := map[string]gangFloor{}
 	var slowdowns []float64
-	atOpt, realAt, ringAt := 0, 0, 0
+	var planGrades, realGrades gradeTally
+	ringAt := 0
 	for _, g := range gangs {
 		if g.placed == 0 {
 			continue
@@ -326,21 +327,7 @@ func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts s
 		if g.computed {
 			opt = &g.optimum
 		}
-		switch gradeGang(n, oneNode(g.assign), opt) {
-		case gradeOneNode:
-			atOpt++
-			res.OneNode++
-		case gradeAt:
-			atOpt++
-		case gradeBelow:
-			atOpt++
-			res.BelowOptimum++
-		case gradeUnknown:
-			res.OracleUnknown++
-		case gradeInfeasible:
-			res.OracleInfeasible++
-			res.OffOptimum = append(res.OffOptimum, missOf(g, n))
-		case gradeOff:
+		if gr := planGrades.add(gradeGang(n, oneNode(g.assign), opt)); gr == gradeInfeasible || gr == gradeOff {
 			res.OffOptimum = append(res.OffOptimum, missOf(g, n))
 		}
 
@@ -350,27 +337,12 @@ func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts s
 		if g.computed {
 			ropt = &g.realOptimum
 		}
-		switch gradeGang(rn, oneNode(g.real), ropt) {
-		case gradeOneNode:
-			realAt++
-			res.RealizedOneNode++
-		case gradeAt:
-			realAt++
-		case gradeBelow:
-			realAt++
-			res.RealizedBelowOptimum++
-		case gradeUnknown:
-			res.RealizedOracleUnknown++
-		case gradeInfeasible:
-			res.RealizedOracleInfeasible++
-		}
+		realGrades.add(gradeGang(rn, oneNode(g.real), ropt))
 	}
-	if decided := res.RDMAGangs - res.OracleUnknown; decided > 0 {
-		res.AtOptimumFrac = float64(atOpt) / float64(decided)
-	}
-	if decided := res.RDMAGangs - res.RealizedOracleUnknown; decided > 0 {
-		res.RealizedAtOptimumFrac = float64(realAt) / float64(decided)
-	}
+	res.OneNode, res.BelowOptimum, res.OracleUnknown, res.OracleInfeasible = planGrades.oneNode, planGrades.below, planGrades.unknown, planGrades.infeasible
+	res.RealizedOneNode, res.RealizedBelowOptimum, res.RealizedOracleUnknown, res.RealizedOracleInfeasible = realGrades.oneNode, realGrades.below, realGrades.unknown, realGrades.infeasible
+	res.AtOptimumFrac = planGrades.atFrac(res.RDMAGangs)
+	res.RealizedAtOptimumFrac = realGrades.atFrac(res.RDMAGangs)
 	if res.RDMAGangs > 0 {
 		res.MeanS0 = s0Sum / float64(res.RDMAGangs)
 		res.FloorS0 = floorSum / float64(res.RDMAGangs)
@@ -584,6 +556,38 @@ func gradeGang(s0 int, oneNode bool, opt *oracle.OracleResult) grade {
 		return gradeBelow
 	}
 	return gradeOff
+}
+
+// gradeTally counts a run's gangs by grade.
+type gradeTally struct{ at, oneNode, below, unknown, infeasible int }
+
+// add counts one gang's grade and returns it. A gang on one node, at or
+// below the optimum is at the optimum.
+func (t *gradeTally) add(gr grade) grade {
+	switch gr {
+	case gradeOneNode:
+		t.at++
+		t.oneNode++
+	case gradeAt:
+		t.at++
+	case gradeBelow:
+		t.at++
+		t.below++
+	case gradeUnknown:
+		t.unknown++
+	case gradeInfeasible:
+		t.infeasible++
+	}
+	return gr
+}
+
+// atFrac is the share of the gangs the oracle decided that are at the
+// optimum (0 when it decided none).
+func (t *gradeTally) atFrac(gangs int) float64 {
+	if decided := gangs - t.unknown; decided > 0 {
+		return float64(t.at) / float64(decided)
+	}
+	return 0
 }
 
 // missOf describes gang g, which spanned s0 S0s, off the optimum.

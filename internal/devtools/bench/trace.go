@@ -361,14 +361,7 @@ func GangSet(g GangSpec, created time.Time) *workload.Set {
 // constrainPod writes gang g's constraints on its pod i: the GPU taint's
 // toleration, the pool selector, the host port.
 func constrainPod(p *corev1.Pod, g GangSpec, i int) {
-	c := builders.PodConstraints{Tolerates: g.Tolerates, HostPort: g.HostPort}
-	if g.Pools {
-		c.Pool = builders.PoolGPU
-		if i == 0 {
-			c.Pool = builders.PoolHead
-		}
-	}
-	c.Apply(p)
+	builders.GangPodConstraints(i, g.Tolerates, g.Pools, g.HostPort).Apply(p)
 }
 
 // podName names pod i of a gang.

@@ -81,14 +81,7 @@ func (g gangSpec) shapeOf(i int) podShape {
 // constrainPod writes gang g's constraints on its pod i.
 func constrainPod(p *corev1.Pod, g gangSpec, i int) {
 	c := g.cons
-	pc := builders.PodConstraints{Tolerates: c.tolerates, HostPort: c.hostPort}
-	if c.pools {
-		pc.Pool = builders.PoolGPU
-		if i == 0 {
-			pc.Pool = builders.PoolHead
-		}
-	}
-	pc.Apply(p)
+	builders.GangPodConstraints(i, c.tolerates, c.pools, c.hostPort).Apply(p)
 	if c.memoryGi > 0 {
 		p.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = *resource.NewQuantity(c.memoryGi<<30, resource.BinarySI)
 	}

@@ -81,3 +81,27 @@ func TestMakePod(t *testing.T) {
 		t.Errorf("GPU limit = %s, want 2", q.String())
 	}
 }
+
+func TestGangPodConstraints(t *testing.T) {
+	tests := []struct {
+		name      string
+		i         int
+		tolerates bool
+		pools     bool
+		port      int32
+		want      PodConstraints
+	}{
+		{name: "none", i: 0, want: PodConstraints{}},
+		{name: "head selects the head pool", i: 0, tolerates: true, pools: true, port: 29500,
+			want: PodConstraints{Tolerates: true, Pool: PoolHead, HostPort: 29500}},
+		{name: "workers select the GPU pool", i: 3, pools: true, want: PodConstraints{Pool: PoolGPU}},
+		{name: "no pools: no selector for the head", i: 0, tolerates: true, want: PodConstraints{Tolerates: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := GangPodConstraints(tt.i, tt.tolerates, tt.pools, tt.port); got != tt.want {
+				t.Fatalf("GangPodConstraints = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}

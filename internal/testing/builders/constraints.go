@@ -63,6 +63,20 @@ type PodConstraints struct {
 	HostPort  int32
 }
 
+// GangPodConstraints are the constraints of pod i of a generated gang:
+// the toleration and host port are the gang's; with pools, pod 0 (the
+// head) selects the head pool and the others the GPU pool.
+func GangPodConstraints(i int, tolerates, pools bool, hostPort int32) PodConstraints {
+	c := PodConstraints{Tolerates: tolerates, HostPort: hostPort}
+	if pools {
+		c.Pool = PoolGPU
+		if i == 0 {
+			c.Pool = PoolHead
+		}
+	}
+	return c
+}
+
 // Apply writes the constraints on the pod.
 func (c PodConstraints) Apply(p *corev1.Pod) {
 	if c.Tolerates {
