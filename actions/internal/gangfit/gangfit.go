@@ -431,9 +431,9 @@ func (n *Nodes) Admit(tasks, victims []*api.TaskInfo) func(node string, pod plac
 		return pi
 	}
 	// The planner calls the admission for every candidate node of every
-	// pod, one call at a time: the sums are made in two resources reused
-	// from call to call, not in fresh copies.
-	var roomBuf, sumBuf scratchResource
+	// pod, one call at a time: the pods' requests are summed in one
+	// resource reused from call to call, not in a fresh copy.
+	var sumBuf scratchResource
 	return func(node string, pod placement.Pod, on []placement.Pod) bool {
 		ni := n.ssn.Nodes[node]
 		t := byUID[pod.UID]
@@ -442,9 +442,9 @@ func (n *Nodes) Admit(tasks, victims []*api.TaskInfo) func(node string, pod plac
 		}
 		room := ni.Idle
 		if n.mode == ForPreempt {
-			// The node's future idle resources (NodeInfo.FutureIdle) and
-			// what its victims free.
-			room = roomBuf.set(ni.Idle).Add(ni.Releasing).SubWithoutAssert(ni.Pipelined)
+			// The node's future idle resources (a fresh resource) and what
+			// its victims free.
+			room = ni.FutureIdle()
 			if f := freed[node]; f != nil {
 				room.Add(f)
 			}
@@ -476,7 +476,7 @@ func (n *Nodes) Admit(tasks, victims []*api.TaskInfo) func(node string, pod plac
 		if kept, _ := n.heldOn(t.Job, node); kept != nil {
 			limit := room
 			if n.mode != ForPreempt {
-				limit = roomBuf.set(ni.Idle).Add(ni.Releasing).SubWithoutAssert(ni.Pipelined)
+				limit = ni.FutureIdle()
 			}
 			return sum.Add(kept).LessEqual(limit, api.Zero)
 		}
