@@ -25,6 +25,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/actions/internal/gangfit"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/preemption"
+	"github.com/rdmatopo/rdmatopo/framework/step"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
@@ -39,6 +40,8 @@ const maxAttempts = 3
 // sessions: everything it uses lives in the session or the plugin's runtime.
 type Action struct {
 	rt *rdmatopology.Runtime
+	// carry keeps node sets from one session to the next (gangfit.Carry).
+	carry gangfit.Carry
 }
 
 var _ framework.Action = (*Action)(nil)
@@ -71,15 +74,14 @@ func (a *Action) Execute(ssn *framework.Session) {
 		claims: map[api.JobID]claimedNodes{},
 	}
 	if topo != nil {
-		// One set of node answers per session, shared by every gang and
-		// renewed only when a placed pod changes them.
-		st.fit = gangfit.New(ssn, topo, gangfit.ForAllocate)
 		// The pods of partial gangs whose binds failed go back to the
 		// slots kept for them before any job's turn (rebind holds).
-		topo.RealizeHolds(true, func(placed []*api.TaskInfo) {
-			st.commits++
-			st.fit.Changed(placed)
-		})
+		if err := topo.Apply(nil, step.RealizeHolds{RebindOnly: true}); err != nil {
+			klog.ErrorS(err, "Cannot realize rebind holds")
+		}
+		// One set of node answers per session, shared by every gang and
+		// renewed only when a placed pod changes them.
+		st.fit = gangfit.New(ssn, topo, gangfit.ForAllocate, &a.carry)
 	}
 	queues := util.NewPriorityQueue(ssn.QueueOrderFn)
 	for _, job := range ssn.Jobs {
@@ -285,14 +287,14 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 	if relaxed {
 		klog.V(3).InfoS("Gang waited max-wait for its highest tier; planning it as soft", "job", job.UID, "maxWait", c.MaxWait)
 	}
-	g, err := r.fit.Request(job, c, rdma, others)
+	g, err := r.fit.Request(job, rdma, others)
 	if err != nil {
 		klog.InfoS("Gang not placed: invalid rank", "job", job.UID, "err", err)
 		topo.Report(job, nil, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
 		return
 	}
 	// An older waiting gang of the job's priority keeps the room it claimed.
-	claimedBy, claimed := preemption.KeepOff(&g, topo.ClaimedAgainst(job))
+	claimedBy, claimed := preemption.KeepOff(&g, gangfit.ClaimedAgainst(ssn, topo.Preemption(), job))
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		plan, fail := topo.Plan(g, nil)
 		if plan == nil {
@@ -307,7 +309,7 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 		left, bad, err := r.applyGang(queue, job, stmt, plan, all)
 		if err == nil {
 			if gangMet(job) && ssn.JobReady(job) {
-				topo.Settle(stmt, true, false)
+				gangfit.Settle(topo, stmt, step.Settle{Commit: true})
 				r.commits++
 				r.fit.Changed(all)
 				topo.Report(job, plan, nil)
@@ -321,7 +323,7 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 			}
 			err = fmt.Errorf("gang is not ready after its plan was applied")
 		}
-		topo.Settle(stmt, false, false)
+		gangfit.Settle(topo, stmt, step.Settle{})
 		klog.V(3).InfoS("Discarded gang plan", "job", job.UID, "attempt", attempt, "err", err)
 		if bad == "" {
 			topo.Report(job, nil, &placement.Failure{Code: placement.ReasonNoCapacity, Message: err.Error()})
@@ -402,7 +404,7 @@ func applyAssignment(ssn *framework.Session, topo *rdmatopology.Session, queue *
 	if err := ssn.PrePredicateFn(task); err != nil {
 		return "", fmt.Errorf("pre-predicate of %s/%s: %w", task.Namespace, task.Name, err)
 	}
-	if err := topo.Allocate(stmt, task, node, &a); err != nil {
+	if err := topo.Apply(stmt, step.Allocate{Job: string(task.Job), Pod: string(task.UID), Node: node.Name, Planned: &a}); err != nil {
 		return a.Node, err
 	}
 	return "", nil
@@ -427,7 +429,7 @@ func (r *run) allocateTasks(queue *api.QueueInfo, job *api.JobInfo, tasks *util.
 		}
 	}
 	ready := ssn.JobReady(job)
-	r.topo.Settle(stmt, ready, !ready && ssn.JobPipelined(job))
+	gangfit.Settle(r.topo, stmt, step.Settle{Commit: ready, Keep: !ready && ssn.JobPipelined(job)})
 	if ready {
 		r.commits++
 	}
@@ -493,7 +495,7 @@ func (r *run) allocateTask(queue *api.QueueInfo, job *api.JobInfo, stmt *framewo
 }
 
 // claimedAgainst returns the nodes of the rooms older waiting gangs of the
-// job's priority claim (rdmatopology.Session.ClaimedAgainst), where its pods
+// job's priority claim (gangfit.ClaimedAgainst), where its pods
 // without RDMA may not go. Claims are made only in topology-preempt, but
 // whether one applies changes here: not once its gang is placed (a
 // statement committed), not against a job with pods placed (its ready
@@ -507,7 +509,7 @@ func (r *run) claimedAgainst(job *api.JobInfo) map[string]string {
 	if c, ok := r.claims[job.UID]; ok && c.key == key {
 		return c.nodes
 	}
-	c := claimedNodes{key: key, nodes: preemption.ClaimedNodes(r.topo.ClaimedAgainst(job))}
+	c := claimedNodes{key: key, nodes: preemption.ClaimedNodes(gangfit.ClaimedAgainst(r.ssn, r.topo.Preemption(), job))}
 	r.claims[job.UID] = c
 	return c.nodes
 }
@@ -529,15 +531,13 @@ type claimedNodes struct {
 // (within its hard tier), and it is allocated in stmt.
 func (r *run) allocateRDMATask(queue *api.QueueInfo, job *api.JobInfo, stmt *framework.Statement, task *api.TaskInfo) {
 	topo := r.topo
-	j, err := topo.Gang(job)
-	c := j.Contract
-	if err != nil {
+	if _, err := topo.Gang(job); err != nil {
 		klog.V(3).InfoS("Pod not placed: invalid job contract", "pod", klog.KRef(task.Namespace, task.Name), "err", err)
 		topo.Report(job, nil, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
 		setFitError(job, task, err.Error())
 		return
 	}
-	g, err := r.fit.Request(job, c, []*api.TaskInfo{task}, 0)
+	g, err := r.fit.Request(job, []*api.TaskInfo{task}, 0)
 	if err != nil {
 		klog.V(3).InfoS("Pod not placed: invalid rank", "pod", klog.KRef(task.Namespace, task.Name), "err", err)
 		topo.Report(job, nil, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})

@@ -58,14 +58,15 @@
 // sessions (package framework/preemption, plugins/rdmatopology claims.go).
 //
 // Holding. The gang's tasks are pipelined onto the planned nodes with their
-// planned NICs reserved (Session.Pipeline hands the plugin's allocate
+// planned NICs reserved (a step.Pipeline hands the plugin's allocate
 // handler each task's NICs); the plugin keeps them as a hold across
-// sessions (Session.Hold; plugins/rdmatopology holds.go, package
+// sessions (step.Hold; plugins/rdmatopology holds.go, package
 // framework/preemption) and this action allocates the gang there once its
-// nodes' resources are idle, all at once (Session.RealizeHolds).
+// nodes' resources are idle, all at once (step.RealizeHolds).
 package topologypreempt
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -81,6 +82,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/actions/internal/gangfit"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/preemption"
+	"github.com/rdmatopo/rdmatopo/framework/step"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
@@ -96,11 +98,13 @@ const (
 )
 
 // Action is the topology-preempt action, or with the reclaim policy
-// topology-reclaim (NewReclaim). It keeps no state between sessions: holds
-// and claims live in the plugin's runtime.
+// topology-reclaim (NewReclaim). Holds and claims live in the plugin's
+// runtime; between sessions the action keeps only the node sets it may
+// carry over (gangfit.Carry).
 type Action struct {
 	rt     *rdmatopology.Runtime
 	policy *policy
+	carry  gangfit.Carry
 }
 
 var _ framework.Action = (*Action)(nil)
@@ -134,8 +138,10 @@ func (a *Action) Execute(ssn *framework.Session) {
 			"action", a.policy.action)
 		return
 	}
-	r := &run{ssn: ssn, topo: topo, policy: a.policy, fit: gangfit.New(ssn, topo, gangfit.ForPreempt), claimed: map[api.JobID]bool{}}
-	topo.RealizeHolds(false, nil)
+	if err := topo.Apply(nil, step.RealizeHolds{}); err != nil {
+		klog.ErrorS(err, "Cannot realize holds", "action", a.policy.action)
+	}
+	r := &run{ssn: ssn, topo: topo, policy: a.policy, fit: gangfit.New(ssn, topo, gangfit.ForPreempt, &a.carry), claimed: map[api.JobID]bool{}}
 	jobs := util.NewPriorityQueue(ssn.JobOrderFn)
 	for _, job := range ssn.Jobs {
 		if r.wantsPreemption(job) {
@@ -238,11 +244,11 @@ func (r *run) preempt(job *api.JobInfo) {
 	}
 	// Ranked over the whole gang, held pods included, as topology-allocate
 	// plans it (so a segment holds for the evictions too).
-	g, err := r.fit.Request(job, c, rdma, len(others))
+	g, err := r.fit.Request(job, rdma, len(others))
 	if err != nil {
 		return // topology-allocate reports the invalid rank
 	}
-	claimedBy, _ := preemption.KeepOff(&g, r.topo.ClaimedAgainst(job))
+	claimedBy, _ := preemption.KeepOff(&g, gangfit.ClaimedAgainst(r.ssn, r.topo.Preemption(), job))
 	if plan, fail := r.topo.Plan(g, nil); fail == nil && plan != nil {
 		// Placeable without evictions (topology-allocate's turn, or
 		// blocked by something evictions do not change).
@@ -291,9 +297,11 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 	for _, v := range victims {
 		// A discarded statement re-allocates the victim onto the NICs it
 		// holds rather than a new fit.
-		if err := topo.Evict(stmt, v.task, v.res, reason); err != nil {
+		ev := step.Evict{Job: string(v.task.Job), Pod: string(v.task.UID), Reason: reason,
+			Reserved: placement.Assignment{Node: v.res.Node, Zones: v.res.Zones, Containers: v.res.Containers}}
+		if err := topo.Apply(stmt, ev); err != nil {
 			klog.ErrorS(err, "Cannot evict victim; preemption abandoned", "victim", klog.KRef(v.task.Namespace, v.task.Name), "job", jobName)
-			topo.Settle(stmt, false, false)
+			gangfit.Settle(topo, stmt, step.Settle{})
 			return
 		}
 	}
@@ -303,7 +311,7 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 	}
 	fail := func(err error) {
 		klog.V(3).InfoS("Gang not pipelined after evictions; nothing evicted", "job", jobName, "err", err)
-		topo.Settle(stmt, false, false)
+		gangfit.Settle(topo, stmt, step.Settle{})
 	}
 	for _, a := range ch.plan.Assignments {
 		task, node := byUID[a.PodUID], ssn.Nodes[a.Node]
@@ -334,11 +342,14 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 	for _, v := range victims {
 		names = append(names, v.name())
 	}
-	if !topo.Hold(job, names) {
-		fail(fmt.Errorf("gang is not complete after its plan was pipelined"))
+	if err := topo.Apply(stmt, step.Hold{Job: string(job.UID), Victims: names}); err != nil {
+		if errors.Is(err, step.ErrIncomplete) {
+			err = fmt.Errorf("gang is not complete after its plan was pipelined")
+		}
+		fail(err)
 		return
 	}
-	topo.Settle(stmt, true, false)
+	gangfit.Settle(topo, stmt, step.Settle{Commit: true})
 	r.policy.gangs.Inc()
 	r.policy.pods.Add(float64(len(victims)))
 	r.events(job, ch)
@@ -362,7 +373,7 @@ func (r *run) pipeline(stmt *framework.Statement, queue *api.QueueInfo, task *ap
 	if err := r.ssn.PrePredicateFn(task); err != nil {
 		return fmt.Errorf("pre-predicate of %s/%s: %w", task.Namespace, task.Name, err)
 	}
-	return r.topo.Pipeline(stmt, task, node, a)
+	return r.topo.Apply(stmt, step.Pipeline{Job: string(task.Job), Pod: string(task.UID), Node: node.Name, Planned: a})
 }
 
 // nodeFor finds a node for a gang task that requests no RDMA: the plan's

@@ -1,8 +1,9 @@
 package placement
 
 // Job is what the scheduler plugin tells the actions about one job for a
-// session: which of its pods request RDMA NICs, and the contract its gang
-// is planned with now. Both topology actions read a job through it.
+// session: which of its pods request RDMA NICs, the contract its gang is
+// planned with now and, when asked, the planner request of its pending
+// pods. Both topology actions read a job through it.
 type Job struct {
 	// RDMA holds the UIDs of the job's pods that request RDMA NICs; empty
 	// when the job is no RDMA gang.
@@ -13,6 +14,11 @@ type Job struct {
 	Contract Contract
 	// Relaxed is set when Contract is a hard contract relaxed to soft.
 	Relaxed bool
+	// Request is the planner request of the pending pods the job was asked
+	// for (each pod's shape and rank, the gang's occupancy and contract),
+	// zero when none was: the caller sets each pod's Group and what the
+	// session admits (Allowed, Admit, Need) before planning it.
+	Request Gang
 }
 
 // IsRDMA reports whether any pod of the job requests RDMA NICs.

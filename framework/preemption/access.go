@@ -1,24 +1,30 @@
 package preemption
 
 import (
+	"sort"
+
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
 
-// Access is what the preempting actions read and record in one session:
-// the fabric the session plans on, the ledger's NIC reservations, and the
-// runtime's holds and claims. The scheduler plugin that owns them hands it
-// out; the fabric and the ledger are read-only through it.
+// Access is what the topology actions read and record of preemption in one
+// session: the fabric the session plans on, the ledger's NIC reservations,
+// the runtime's holds and claims, and what the holds applied in the
+// session keep on each node. The scheduler plugin that owns them hands it
+// out; the fabric, the ledger and the session's view are read-only
+// through it.
 type Access struct {
 	fabric *topology.Fabric
 	ledger *ledger.Ledger
 	store  *Store
+	view   *View
 }
 
-// NewAccess returns the access to store, with the reservations of l and the
-// fabric f they are read on.
-func NewAccess(f *topology.Fabric, l *ledger.Ledger, store *Store) *Access {
-	return &Access{fabric: f, ledger: l, store: store}
+// NewAccess returns the access to store, with the reservations of l, the
+// fabric f they are read on and the session's view v of the holds (nil:
+// no hold is applied).
+func NewAccess(f *topology.Fabric, l *ledger.Ledger, store *Store, v *View) *Access {
+	return &Access{fabric: f, ledger: l, store: store, view: v}
 }
 
 // Fabric is the fabric snapshot the session plans on (read-only).
@@ -42,3 +48,20 @@ func (a *Access) RetainClaims(keep func(job string) bool) {
 // HasHold reports whether a hold is recorded for the job (applied in this
 // session or recorded in it).
 func (a *Access) HasHold(job string) bool { return a.store.Holds.Has(job) }
+
+// Claims returns the recorded claims, by gang name.
+func (a *Access) Claims() []*Claim {
+	out := a.store.Claims.Values()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// KeptOn returns the tasks the holds applied in the session, of gangs other
+// than job, keep on node, and the first of those gangs by name ("" when
+// none).
+func (a *Access) KeptOn(job, node string) ([]HoldTask, string) {
+	if a.view == nil {
+		return nil, ""
+	}
+	return a.view.KeptOn(job, node)
+}

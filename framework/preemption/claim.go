@@ -37,6 +37,24 @@ func Older(ca metav1.Time, a string, cb metav1.Time, b string) bool {
 	return a < b
 }
 
+// Against returns the claims that keep a waiting job (UID job, priority
+// prio, created at created, with no pod placed) out of their rooms: those
+// of older gangs of its priority (Older) that still wait, waiting telling
+// whether a claiming job is in the session at the claim's priority and
+// short of its minimum (not placed by an earlier action, not gone).
+func Against(claims []*Claim, job string, prio int32, created metav1.Time, waiting func(job string, prio int32) bool) []*Claim {
+	var out []*Claim
+	for _, c := range claims {
+		if c.Job == job || c.Priority != prio || !Older(c.Created, c.Job, created, job) {
+			continue
+		}
+		if waiting(c.Job, c.Priority) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // KeepOff keeps gang g out of the claims' rooms: their leaves go to its
 // excluded S0s, node rooms to its excluded nodes. It returns the first
 // claim's gang name and how many claims there are ("", 0 when none).

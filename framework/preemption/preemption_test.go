@@ -238,9 +238,17 @@ func TestAccess(t *testing.T) {
 	}
 	store := &Store{}
 	store.Holds.Put("held", &Hold{Job: "held"})
-	a := NewAccess(f, l, store)
+	if kept, first := NewAccess(f, l, store, nil).KeptOn("other", "n1"); kept != nil || first != "" {
+		t.Errorf("KeptOn without a view = %v, %q; want nothing", kept, first)
+	}
+	v := NewView(placement.NewState(f, ledger.New()))
+	v.Apply(&Hold{Job: "held", Name: "ns/held", Tasks: []HoldTask{{UID: "h-0", Name: "ns/held-0", Node: "n1"}}})
+	a := NewAccess(f, l, store, v)
 	if a.Fabric() != f {
 		t.Errorf("Fabric is not the fabric given")
+	}
+	if kept, first := a.KeptOn("other", "n1"); len(kept) != 1 || kept[0].UID != "h-0" || first != "ns/held" {
+		t.Errorf("KeptOn(other, n1) = %v, %q; want h-0 of ns/held", kept, first)
 	}
 	got := a.Reserved()
 	if len(got) != 1 || got[0].Res.UID != "u" || !cmp.Equal(got[0].Leaves, []topology.S0ID{"B"}) {
@@ -249,6 +257,9 @@ func TestAccess(t *testing.T) {
 	a.Claim(&Claim{Job: "c1", Name: "ns/c1"})
 	a.Claim(&Claim{Job: "c2", Name: "ns/c2"})
 	a.Claim(&Claim{Job: "c2", Name: "ns/c2", Room: "again"})
+	if got := a.Claims(); len(got) != 2 || got[0].Name != "ns/c1" || got[1].Room != "again" {
+		t.Errorf("Claims = %+v, want ns/c1 then ns/c2's second claim", got)
+	}
 	a.RetainClaims(func(job string) bool { return job == "c2" })
 	claims := store.Claims.Values()
 	if len(claims) != 1 || claims[0].Job != "c2" || claims[0].Room != "again" {

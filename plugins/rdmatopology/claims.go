@@ -15,60 +15,20 @@
 // higher priority and jobs with pods already running. A claim lasts while
 // its gang is pending and the action renews it each session; a scheduler
 // restart forgets claims, and the first session names them again. The
-// claims are package framework/preemption's; this file tells which apply to
-// a job of the session.
+// claims are package framework/preemption's (which apply to a job:
+// preemption.Against); the runtime keeps them and the session hands them
+// out.
 
 package rdmatopology
 
 import (
-	"sort"
-
-	"volcano.sh/volcano/pkg/scheduler/api"
-
 	"github.com/rdmatopo/rdmatopo/framework/preemption"
 )
 
 // Preemption is the session's access to the runtime's holds and claims,
-// the ledger's reservations and the fabric the session plans on: what the
-// preempting actions read and record.
+// what the holds applied in the session keep on each node, the ledger's
+// reservations and the fabric the session plans on: what the topology
+// actions read and record of preemption.
 func (s *Session) Preemption() *preemption.Access {
-	return preemption.NewAccess(s.fabric, s.rt.Ledger, s.rt.preemption)
-}
-
-// claims returns the recorded claims, by job name.
-func (s *Session) claims() []*preemption.Claim {
-	out := s.rt.preemption.Claims.Values()
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
-
-// ClaimedAgainst returns the claims that keep the job out of their rooms:
-// those of older pending gangs of its priority (preemption.KeepOff keeps a
-// gang out of them, preemption.ClaimedNodes names their nodes). A job with pods already
-// placed is kept out of nothing: its pods go back next to the others.
-func (s *Session) ClaimedAgainst(job *api.JobInfo) []*preemption.Claim {
-	if job == nil || job.ReadyTaskNum() > 0 {
-		return nil
-	}
-	var out []*preemption.Claim
-	for _, c := range s.claims() {
-		if s.claimApplies(c, job) {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// claimApplies reports whether claim c keeps job out of its room: the
-// claiming gang is still pending in this session (not placed by an earlier
-// action), of the job's priority and ahead of it in age.
-func (s *Session) claimApplies(c *preemption.Claim, job *api.JobInfo) bool {
-	if api.JobID(c.Job) == job.UID || c.Priority != job.Priority {
-		return false
-	}
-	claimer := s.ssn.Jobs[api.JobID(c.Job)]
-	if claimer == nil || claimer.Priority != c.Priority || claimer.ReadyTaskNum() >= claimer.MinAvailable {
-		return false
-	}
-	return preemption.Older(c.Created, c.Job, job.CreationTimestamp, string(job.UID))
+	return preemption.NewAccess(s.fabric, s.rt.Ledger, s.rt.preemption, s.holds)
 }

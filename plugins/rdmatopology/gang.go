@@ -18,13 +18,17 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/preemption"
+	"github.com/rdmatopo/rdmatopo/framework/step"
 )
 
 // Gang is what the actions need to know of the job in this session: its
-// pods that request RDMA NICs and, for an RDMA gang, the contract it is
-// planned with now. The error is the contract's (an invalid annotation):
-// such a gang is never placed under a contract it does not have.
-func (s *Session) Gang(job *api.JobInfo) (placement.Job, error) {
+// pods that request RDMA NICs, for an RDMA gang the contract it is planned
+// with now, and, when pending is given (the job's pending RDMA tasks the
+// action places), the planner request for them (Job.Request). The error
+// is the contract's (an invalid annotation), or the request's (an invalid
+// rank annotation); both wrap placement.ErrInvalidContract, and such a
+// gang is never placed under a contract it does not have.
+func (s *Session) Gang(job *api.JobInfo, pending ...*api.TaskInfo) (placement.Job, error) {
 	s.mu.Lock()
 	rdma, ok := s.rdmaPods[job.UID]
 	s.mu.Unlock()
@@ -48,23 +52,24 @@ func (s *Session) Gang(job *api.JobInfo) (placement.Job, error) {
 	}
 	c, relaxed, err := s.effectiveContract(job)
 	j.Contract, j.Relaxed = c, relaxed
+	if err != nil || len(pending) == 0 {
+		return j, err
+	}
+	j.Request, err = s.gangRequest(job, c, pending)
 	return j, err
 }
 
-// GangRequest turns the job's pending RDMA tasks into a planner request
-// under contract c, the pods in rank order, each in the predicate group
-// group gives it. Ranks number the whole gang, the pods it holds included,
-// and the occupancy carries theirs, so that late pods go next to their rank
-// neighbours and into their segments (rankGang). It fails on an invalid
-// rank annotation (an error wrapping placement.ErrInvalidContract). The
-// caller sets what the session's predicates admit (Allowed, Admit) and how
-// many pods are needed (Need).
-func (s *Session) GangRequest(job *api.JobInfo, c placement.Contract, rdma []*api.TaskInfo, group func(*api.TaskInfo) int) (placement.Gang, error) {
+// gangRequest turns the job's pending RDMA tasks into a planner request
+// under contract c, the pods in rank order. Ranks number the whole gang,
+// the pods it holds included, and the occupancy carries theirs, so that
+// late pods go next to their rank neighbours and into their segments
+// (rankGang). It fails on an invalid rank annotation (an error wrapping
+// placement.ErrInvalidContract).
+func (s *Session) gangRequest(job *api.JobInfo, c placement.Contract, rdma []*api.TaskInfo) (placement.Gang, error) {
 	g := placement.Gang{Job: string(job.UID), Mode: c.Mode, HighestTier: c.HighestTier,
 		Exclude: map[string]bool{}, Segment: c.Segment}
 	for _, t := range rdma {
-		g.Pods = append(g.Pods, placement.Pod{UID: string(t.UID), Name: t.Namespace + "/" + t.Name,
-			Shape: s.Shape(t), Group: group(t)})
+		g.Pods = append(g.Pods, placement.Pod{UID: string(t.UID), Name: t.Namespace + "/" + t.Name, Shape: s.Shape(t)})
 	}
 	occ, members, err := s.rankGang(job, rdma, g.Pods)
 	g.Occupancy, g.Members = occ, members
@@ -89,20 +94,105 @@ func (s *Session) Plan(g placement.Gang, evicted []ledger.Reservation) (*placeme
 	return st.Plan(g)
 }
 
-// Allocate allocates task on node in stmt once the node's idle resources
-// hold it and the session's predicates admit it there, a being its planned
-// NICs (nil for a task without RDMA). Every error it returns is the node's
-// refusal; for a planned task (a set), it is counted in
-// rdmatopo_plan_refused_total by what refused.
-func (s *Session) Allocate(stmt *framework.Statement, task *api.TaskInfo, node *api.NodeInfo, a *placement.Assignment) error {
-	err := s.allocatePlanned(stmt, task, node, a)
-	if err != nil && a != nil {
-		observePlanRefused(refusedBy(err))
+// Apply takes one step of applying a plan through stmt (package step):
+// the planned NICs of a task allocated or pipelined are handed to the
+// Allocate handler, which reserves them; an evicted victim's reserved NICs
+// are handed back should stmt be discarded; a preempting gang's pipelined
+// tasks are recorded for its hold; what was handed is forgotten when stmt
+// settles. An Allocate's error is the node's refusal; for a planned task
+// it is counted in rdmatopo_plan_refused_total by what refused. A Hold of
+// a gang not complete with its pipelined tasks returns step.ErrIncomplete.
+// RealizeHolds makes statements of its own (stmt is not used). On a nil
+// Session (no rdma-topology plugin) only Settle is taken.
+func (s *Session) Apply(stmt *framework.Statement, st step.Step) error {
+	if s == nil {
+		if st, ok := st.(step.Settle); ok {
+			settle(stmt, st)
+			return nil
+		}
+		return fmt.Errorf("%T: %w", st, ErrNoPlugin)
 	}
-	return err
+	switch st := st.(type) {
+	case step.Allocate:
+		task, node, err := s.lookup(st.Job, st.Pod, st.Node)
+		if err != nil {
+			return err
+		}
+		err = s.allocatePlanned(stmt, task, node, st.Planned)
+		if err != nil && st.Planned != nil {
+			observePlanRefused(refusedBy(err))
+		}
+		return err
+	case step.Pipeline:
+		task, node, err := s.lookup(st.Job, st.Pod, st.Node)
+		if err != nil {
+			return err
+		}
+		return s.pipeline(stmt, task, node, st.Planned)
+	case step.Evict:
+		victim, _, err := s.lookup(st.Job, st.Pod, "")
+		if err != nil {
+			return err
+		}
+		a := st.Reserved
+		a.PodUID = st.Pod
+		s.setPlanned(victim.UID, a)
+		return stmt.Evict(victim, st.Reason)
+	case step.Hold:
+		job := s.ssn.Jobs[api.JobID(st.Job)]
+		if job == nil {
+			return fmt.Errorf("hold: job %s is not in the session", st.Job)
+		}
+		if !s.hold(job, st.Victims) {
+			return step.ErrIncomplete
+		}
+		return nil
+	case step.Settle:
+		settle(stmt, st)
+		s.clearPlanned()
+		return nil
+	case step.RealizeHolds:
+		s.realizeHolds(st.RebindOnly)
+		return nil
+	}
+	return fmt.Errorf("unknown step %T", st)
 }
 
-// allocatePlanned is Allocate without the refusal count.
+// lookup finds the job's task, and the node when one is named, in the
+// session.
+func (s *Session) lookup(jobUID, pod, nodeName string) (*api.TaskInfo, *api.NodeInfo, error) {
+	job := s.ssn.Jobs[api.JobID(jobUID)]
+	if job == nil {
+		return nil, nil, fmt.Errorf("job %s is not in the session", jobUID)
+	}
+	task := job.Tasks[api.TaskID(pod)]
+	if task == nil {
+		return nil, nil, fmt.Errorf("job %s/%s has no pod %s", job.Namespace, job.Name, pod)
+	}
+	if nodeName == "" {
+		return task, nil, nil
+	}
+	node := s.ssn.Nodes[nodeName]
+	if node == nil {
+		return nil, nil, fmt.Errorf("node %s of %s/%s is not in the session", nodeName, task.Namespace, task.Name)
+	}
+	return task, node, nil
+}
+
+// settle commits or discards stmt as st says.
+func settle(stmt *framework.Statement, st step.Settle) {
+	switch {
+	case st.Commit:
+		stmt.Commit()
+	case !st.Keep:
+		stmt.Discard()
+	}
+}
+
+// allocatePlanned allocates task on node in stmt once the node's idle
+// resources hold it and the session's predicates admit it there, a being
+// its planned NICs (nil for a task without RDMA). Every error it returns
+// is the node's refusal.
 func (s *Session) allocatePlanned(stmt *framework.Statement, task *api.TaskInfo, node *api.NodeInfo, a *placement.Assignment) error {
 	if !task.InitResreq.LessEqual(node.Idle, api.Zero) {
 		return fmt.Errorf("node %s has too few idle resources for %s/%s: %w", node.Name, task.Namespace, task.Name, errIdle)
@@ -142,11 +232,11 @@ func refusedBy(err error) string {
 	return "Allocate"
 }
 
-// Pipeline pipelines a preempting gang's task onto node in stmt (onto the
+// pipeline pipelines a preempting gang's task onto node in stmt (onto the
 // resources its victims release) once the session's preempt predicates
 // admit it there, a being its planned NICs (nil for a task without RDMA),
-// and notes it for the gang's hold (Hold).
-func (s *Session) Pipeline(stmt *framework.Statement, task *api.TaskInfo, node *api.NodeInfo, a *placement.Assignment) error {
+// and notes it for the gang's hold.
+func (s *Session) pipeline(stmt *framework.Statement, task *api.TaskInfo, node *api.NodeInfo, a *placement.Assignment) error {
 	if a != nil {
 		s.setPlanned(task.UID, *a)
 	}
@@ -162,21 +252,14 @@ func (s *Session) Pipeline(stmt *framework.Statement, task *api.TaskInfo, node *
 	return nil
 }
 
-// Evict evicts victim in stmt. Should stmt be discarded, the victim is
-// allocated back onto the NICs res reserved for it.
-func (s *Session) Evict(stmt *framework.Statement, victim *api.TaskInfo, res ledger.Reservation, reason string) error {
-	s.setPlanned(victim.UID, placement.Assignment{PodUID: string(victim.UID), Node: res.Node, Zones: res.Zones, Containers: res.Containers})
-	return stmt.Evict(victim, reason)
-}
-
-// Hold records the hold of a preempting gang whose tasks were pipelined
-// (Pipeline) onto the resources of the victims it evicts, if the gang is
-// complete with them (the session's JobPipelined, asked with the plugin's
-// veto on pipelining an RDMA gang lifted for this gang), and reports
-// whether it is. The hold is applied from the next session on (in this
-// one, the pipelined tasks hold the NICs); one already recorded for the
-// job is replaced.
-func (s *Session) Hold(job *api.JobInfo, victims []string) bool {
+// hold records the hold of a preempting gang whose tasks were pipelined
+// onto the resources of the victims it evicts, if the gang is complete
+// with them (the session's JobPipelined, asked with the plugin's veto on
+// pipelining an RDMA gang lifted for this gang), and reports whether it
+// is. The hold is applied from the next session on (in this one, the
+// pipelined tasks hold the NICs); one already recorded for the job is
+// replaced.
+func (s *Session) hold(job *api.JobInfo, victims []string) bool {
 	if !s.jobPipelined(job) {
 		return false
 	}
@@ -195,21 +278,4 @@ func (s *Session) jobPipelined(job *api.JobInfo) bool {
 	s.holds.AllowPipeline(string(job.UID), true)
 	defer s.holds.AllowPipeline(string(job.UID), false)
 	return s.ssn.JobPipelined(job)
-}
-
-// Settle ends a statement the action applied a plan through: committed
-// (commit), else discarded unless keep (the job's tasks stay pipelined).
-// The planned assignments and pipelined tasks handed to the plugin are
-// forgotten. On a nil Session (no rdma-topology plugin) only the statement
-// is settled.
-func (s *Session) Settle(stmt *framework.Statement, commit, keep bool) {
-	switch {
-	case commit:
-		stmt.Commit()
-	case !keep:
-		stmt.Discard()
-	}
-	if s != nil {
-		s.clearPlanned()
-	}
 }

@@ -115,7 +115,7 @@ func (s *Session) pipelineAllowed(job api.JobID) bool {
 // hold keeps resources the task would need: what the node will have free
 // once its releasing pods are gone, less what the holds keep there.
 func (s *Session) holdPredicate(task *api.TaskInfo, node *api.NodeInfo) error {
-	kept, holder := s.KeptOn(task.Job, node.Name)
+	kept, holder := s.keptOn(task.Job, node.Name)
 	if kept == nil || task.InitResreq == nil {
 		return nil
 	}
@@ -126,10 +126,10 @@ func (s *Session) holdPredicate(task *api.TaskInfo, node *api.NodeInfo) error {
 	return s.fitError(task, node, "resources on the node are held for preempting gang "+holder)
 }
 
-// KeptOn returns what the holds of gangs other than job keep on node (nil
+// keptOn returns what the holds of gangs other than job keep on node (nil
 // when none does) and the first of those gangs by name: what a pod of job
 // may not take there, beside the node's future idle resources.
-func (s *Session) KeptOn(job api.JobID, node string) (*api.Resource, string) {
+func (s *Session) keptOn(job api.JobID, node string) (*api.Resource, string) {
 	tasks, first := s.holds.KeptOn(string(job), node)
 	if len(tasks) == 0 {
 		return nil, ""

@@ -1,8 +1,8 @@
 // Realizing holds: the pods a hold keeps resources for are allocated where
 // the hold keeps them, a preempting gang where its victims were
 // (topology-preempt), the pods of a partial gang where their binds failed
-// (topology-allocate). Both actions realize holds through RealizeHold, so a
-// gang is allocated from a hold in one way only.
+// (topology-allocate). Both actions realize holds through Session.Apply
+// (step.RealizeHolds), so a gang is allocated from a hold in one way only.
 
 package rdmatopology
 
@@ -16,17 +16,14 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/preemption"
 )
 
-// RealizeHolds realizes the holds applied in this session (realizeHold),
-// by job name; only rebind holds when rebindOnly. placed, when set, is
-// told the tasks each hold allocated.
-func (s *Session) RealizeHolds(rebindOnly bool, placed func([]*api.TaskInfo)) {
+// realizeHolds realizes the holds applied in this session (realizeHold),
+// by job name; only rebind holds when rebindOnly (step.RealizeHolds).
+func (s *Session) realizeHolds(rebindOnly bool) {
 	for _, h := range s.appliedHolds() {
 		if rebindOnly && !h.Rebind {
 			continue
 		}
-		if tasks := s.realizeHold(h); len(tasks) > 0 && placed != nil {
-			placed(tasks)
-		}
+		s.realizeHold(h)
 	}
 }
 

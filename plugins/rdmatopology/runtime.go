@@ -108,9 +108,6 @@ type Runtime struct {
 	// (placement.State.Inherit). Only session open reads and writes it,
 	// and Volcano opens one session at a time.
 	lastState *placement.State
-	// carried holds what actions keep from one session to the next
-	// (Session.Carried); guarded by sessionsMu.
-	carried map[any]any
 	// sessions maps an open scheduling session's UID to the plugin's state
 	// in it (ForSession); guarded by sessionsMu.
 	sessionsMu sync.Mutex
@@ -175,7 +172,6 @@ func (rt *Runtime) reset(cfg topology.Config) {
 	rt.topology = &topologyReporter{}
 	rt.lastState = nil
 	rt.sessionsMu.Lock()
-	rt.carried = map[any]any{}
 	rt.sessions = map[string]*Session{}
 	rt.sessionsMu.Unlock()
 }
@@ -185,25 +181,6 @@ func (rt *Runtime) addSession(uid string, s *Session) {
 	rt.sessionsMu.Lock()
 	defer rt.sessionsMu.Unlock()
 	rt.sessions[uid] = s
-}
-
-// Carried returns what an action keeps across sessions under key, in the
-// runtime that outlives them: the value made by mk the first time the key
-// is asked for, the same value every time after. The action owns the
-// value and must check, each session, that what it kept still holds.
-func (s *Session) Carried(key any, mk func() any) any {
-	rt := s.rt
-	rt.sessionsMu.Lock()
-	defer rt.sessionsMu.Unlock()
-	if v, ok := rt.carried[key]; ok {
-		return v
-	}
-	if rt.carried == nil {
-		rt.carried = map[any]any{}
-	}
-	v := mk()
-	rt.carried[key] = v
-	return v
 }
 
 // session returns the plugin's state in the session, or nil.

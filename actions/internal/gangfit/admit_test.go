@@ -10,6 +10,7 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
 	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/preemption"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
 
@@ -96,8 +97,9 @@ func TestAdmit(t *testing.T) {
 			}
 			n := &Nodes{ssn: &framework.Session{Nodes: map[string]*api.NodeInfo{"n1": ni}}, mode: tc.mode}
 			if tc.held != "" {
-				kept := api.NewResource(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(tc.held)})
-				n.heldOn = func(_ api.JobID, node string) (*api.Resource, string) {
+				q := resource.MustParse(tc.held)
+				kept := []preemption.HoldTask{{UID: "held", Node: "n1", Resreq: preemption.Resources{Memory: float64(q.Value())}}}
+				n.heldOn = func(_, node string) ([]preemption.HoldTask, string) {
 					if node != "n1" {
 						return nil, ""
 					}

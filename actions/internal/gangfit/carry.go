@@ -2,7 +2,9 @@ package gangfit
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
+	"strings"
 	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
@@ -31,7 +33,14 @@ import (
 // checks read PersistentVolumes (claims, ephemeral and CSI volumes), and
 // plugins carryPlugin does not accept with predicates enabled in the conf
 // (a plugin's predicate may read anything, a clock included).
-type carry struct {
+//
+// The action that plans through New owns its Carry: it outlives the
+// sessions as the action does. The conf's tiers are part of what the chain
+// reads (which plugins, their predicates and arguments): a Carry is
+// emptied when they change.
+type Carry struct {
+	// conf is the tiers' reading (confKey) the sets were walked under.
+	conf string
 	// seq counts the New calls that used the carry; inputsAt[node] is the
 	// seq at which the node's inputs were last seen to change.
 	seq      int
@@ -60,9 +69,6 @@ type carriedSet struct {
 // with a Nodes of its own.
 const carryKeep = 4
 
-// carryKey identifies a mode's carry in the plugin's runtime.
-type carryKey struct{ mode Mode }
-
 // carryPlugin reports whether the plugin's predicates (if any) read only
 // the pod, the node and the pods on it, or none at all.
 func carryPlugin(name string) bool {
@@ -72,6 +78,20 @@ func carryPlugin(name string) bool {
 		return true
 	}
 	return false
+}
+
+// confKey reads what the conf's tiers tell the predicate chain: each
+// plugin's name, whether its predicates are enabled and its arguments
+// (fmt prints maps sorted by key).
+func confKey(ssn *framework.Session) string {
+	var b strings.Builder
+	for _, tier := range ssn.Tiers {
+		for _, p := range tier.Plugins {
+			fmt.Fprintf(&b, "%s %v %v;", p.Name, p.EnabledPredicate != nil && *p.EnabledPredicate, p.Arguments)
+		}
+		b.WriteString("|")
+	}
+	return b.String()
 }
 
 // carryAllowed reports whether the session's conf lets node sets be carried.
@@ -120,16 +140,16 @@ func (a nodeInputs) equal(b nodeInputs) bool {
 	return a.node == b.node && slices.Equal(a.pods, b.pods)
 }
 
-// openCarry brings the mode's carry up to date with the session's nodes
+// openCarry brings the action's carry up to date with the session's nodes
 // and returns it; nil when sets cannot be carried in this session.
-func (n *Nodes) openCarry() *carry {
-	if n.labelsMatter || !carryAllowed(n.ssn) {
+func (n *Nodes) openCarry(c *Carry) *Carry {
+	if c == nil || n.labelsMatter || !carryAllowed(n.ssn) {
 		return nil
 	}
-	c := n.topo.Carried(carryKey{n.mode}, func() any {
-		return &carry{inputs: map[string]nodeInputs{}, inputsAt: map[string]int{}, sets: map[[32]byte]*carriedSet{},
+	if key := confKey(n.ssn); c.inputs == nil || c.conf != key {
+		*c = Carry{conf: key, inputs: map[string]nodeInputs{}, inputsAt: map[string]int{}, sets: map[[32]byte]*carriedSet{},
 			touched: map[string]bool{}}
-	}).(*carry)
+	}
 	c.seq++
 	if c.touched[anyNode] {
 		clear(c.sets)

@@ -29,6 +29,7 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
 	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/preemption"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
@@ -61,8 +62,8 @@ type Nodes struct {
 	groups       map[[32]byte]int
 	sets         []*group
 	// heldOn says what other gangs' preemption holds keep on a node
-	// (rdmatopology.Session.KeptOn); nil: nothing.
-	heldOn func(job api.JobID, node string) (*api.Resource, string)
+	// (preemption.Access.KeptOn); nil: nothing.
+	heldOn func(job, node string) ([]preemption.HoldTask, string)
 	// touched logs, in order, the node of every task allocated, pipelined,
 	// evicted or taken back in the session since New (the session's event
 	// handlers), and anyNode where such a task has required pod
@@ -71,7 +72,7 @@ type Nodes struct {
 	touched []string
 	// carry holds the node sets kept across sessions (carry.go); nil when
 	// they cannot be carried in this session.
-	carry *carry
+	carry *Carry
 }
 
 // anyNode in Nodes.touched stands for a change that may reach every node.
@@ -102,9 +103,12 @@ type group struct {
 	redo      []string
 }
 
-// New returns the node sets of one session, read with mode.
-func New(ssn *framework.Session, topo *rdmatopology.Session, mode Mode) *Nodes {
-	n := &Nodes{ssn: ssn, topo: topo, mode: mode, groups: map[[32]byte]int{}, heldOn: topo.KeptOn}
+// New returns the node sets of one session, read with mode, taking over
+// the sets carry kept from the action's earlier sessions (nil: none are
+// carried).
+func New(ssn *framework.Session, topo *rdmatopology.Session, mode Mode, carry *Carry) *Nodes {
+	access := topo.Preemption()
+	n := &Nodes{ssn: ssn, topo: topo, mode: mode, groups: map[[32]byte]int{}, heldOn: access.KeptOn}
 	touch := func(e *framework.Event) {
 		if e.Task == nil {
 			return
@@ -119,7 +123,7 @@ func New(ssn *framework.Session, topo *rdmatopology.Session, mode Mode) *Nodes {
 		}
 	}
 	ssn.AddEventHandler(&framework.EventHandler{AllocateFunc: touch, DeallocateFunc: touch})
-	for _, name := range topo.Preemption().Fabric().NodeNames() {
+	for _, name := range access.Fabric().NodeNames() {
 		ni, ok := ssn.Nodes[name]
 		if !ok {
 			continue
@@ -141,7 +145,7 @@ func New(ssn *framework.Session, topo *rdmatopology.Session, mode Mode) *Nodes {
 			break
 		}
 	}
-	n.carry = n.openCarry()
+	n.carry = n.openCarry(carry)
 	return n
 }
 
@@ -235,14 +239,25 @@ func (n *Nodes) Filter(pods []placement.Pod, scope map[string]bool) func(node st
 }
 
 // Request is the planner request of the job's pending RDMA tasks rdma
-// under contract c (rdmatopology.Session.GangRequest), with what the
-// session's predicates admit (Allowed, Admit) and how many of the pods the
-// gang needs beside its others pending tasks without RDMA (Need). Both
-// actions plan a gang from it.
-func (n *Nodes) Request(job *api.JobInfo, c placement.Contract, rdma []*api.TaskInfo, others int) (placement.Gang, error) {
-	g, err := n.topo.GangRequest(job, c, rdma, n.Group)
+// (rdmatopology.Session.Gang: the pods in rank order, their shapes, the
+// gang's contract and occupancy), with each pod's group, what the
+// session's predicates admit (Allowed, Admit) and how many of the pods
+// the gang needs beside its others pending tasks without RDMA (Need).
+// Both actions plan a gang from it. The error is the job's invalid
+// contract or rank annotation.
+func (n *Nodes) Request(job *api.JobInfo, rdma []*api.TaskInfo, others int) (placement.Gang, error) {
+	j, err := n.topo.Gang(job, rdma...)
 	if err != nil {
-		return g, err
+		return j.Request, err
+	}
+	g := j.Request
+	// Groups are numbered in task order, as the tasks were given.
+	groups := make(map[string]int, len(rdma))
+	for _, t := range rdma {
+		groups[string(t.UID)] = n.Group(t)
+	}
+	for i := range g.Pods {
+		g.Pods[i].Group = groups[g.Pods[i].UID]
 	}
 	g.Allowed = n.Filter(g.Pods, nil)
 	g.Admit = n.Admit(rdma, nil)
@@ -473,14 +488,27 @@ func (n *Nodes) Admit(tasks, victims []*api.TaskInfo) func(node string, pod plac
 		if n.heldOn == nil {
 			return true
 		}
-		if kept, _ := n.heldOn(t.Job, node); kept != nil {
-			limit := room
-			if n.mode != ForPreempt {
-				limit = ni.FutureIdle()
-			}
-			return sum.Add(kept).LessEqual(limit, api.Zero)
+		kept, _ := n.heldOn(string(t.Job), node)
+		if len(kept) == 0 {
+			return true
 		}
-		return true
+		for _, k := range kept {
+			addResources(sum, k.Resreq)
+		}
+		limit := room
+		if n.mode != ForPreempt {
+			limit = ni.FutureIdle()
+		}
+		return sum.LessEqual(limit, api.Zero)
+	}
+}
+
+// addResources adds what a hold keeps for one task to r.
+func addResources(r *api.Resource, k preemption.Resources) {
+	r.MilliCPU += k.MilliCPU
+	r.Memory += k.Memory
+	for name, v := range k.Scalars {
+		r.AddScalar(v1.ResourceName(name), v)
 	}
 }
 

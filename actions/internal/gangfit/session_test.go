@@ -1,4 +1,4 @@
-package rdmatopology
+package gangfit
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/preemption"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
@@ -29,6 +30,12 @@ func claimJob(uid string, prio int32, min int, ready, minMember int32) *api.JobI
 		j.AddTaskInfo(api.NewTaskInfo(p))
 	}
 	return j
+}
+
+// newAccess returns a preemption access without fabric, reservations or
+// holds: claims only.
+func newAccess() *preemption.Access {
+	return preemption.NewAccess(nil, ledger.New(), &preemption.Store{}, nil)
 }
 
 // TestClaimedAgainst: a claim keeps out only jobs of the claiming gang's
@@ -60,10 +67,10 @@ func TestClaimedAgainst(t *testing.T) {
 			if tc.claimer != nil {
 				jobs[tc.claimer.UID] = tc.claimer
 			}
-			s := testSession(nil, &framework.Session{Jobs: jobs}, nil)
-			s.Preemption().Claim(&preemption.Claim{Job: "claimer", Name: "ns/claimer", Priority: 100, Created: claimer.CreationTimestamp,
+			ssn, p := &framework.Session{Jobs: jobs}, newAccess()
+			p.Claim(&preemption.Claim{Job: "claimer", Name: "ns/claimer", Priority: 100, Created: claimer.CreationTimestamp,
 				Room: "s0 A", S0s: map[topology.S0ID]bool{"A": true}, Nodes: map[string]bool{"n1": true, "n2": true}})
-			got := len(s.ClaimedAgainst(tc.job)) > 0
+			got := len(ClaimedAgainst(ssn, p, tc.job)) > 0
 			if got != tc.want {
 				t.Errorf("claimed against %s = %v, want %v", tc.job.Name, got, tc.want)
 			}
@@ -81,14 +88,14 @@ func TestKeepOffClaims(t *testing.T) {
 	for _, id := range []string{"c1", "c2"} {
 		jobs[api.JobID(id)] = claimJob(id, 100, 10, 0, 4)
 	}
-	s := testSession(nil, &framework.Session{Jobs: jobs}, nil)
-	s.Preemption().Claim(&preemption.Claim{Job: "c1", Name: "ns/c1", Priority: 100, Created: jobs["c1"].CreationTimestamp,
+	ssn, p := &framework.Session{Jobs: jobs}, newAccess()
+	p.Claim(&preemption.Claim{Job: "c1", Name: "ns/c1", Priority: 100, Created: jobs["c1"].CreationTimestamp,
 		Room: "s0 A", S0s: map[topology.S0ID]bool{"A": true}, Nodes: map[string]bool{"n1": true}})
-	s.Preemption().Claim(&preemption.Claim{Job: "c2", Name: "ns/c2", Priority: 100, Created: jobs["c2"].CreationTimestamp,
+	p.Claim(&preemption.Claim{Job: "c2", Name: "ns/c2", Priority: 100, Created: jobs["c2"].CreationTimestamp,
 		Room: "node n9", Nodes: map[string]bool{"n9": true}})
 
 	g := placement.Gang{}
-	by, n := preemption.KeepOff(&g, s.ClaimedAgainst(young))
+	by, n := preemption.KeepOff(&g, ClaimedAgainst(ssn, p, young))
 	if by != "ns/c1" || n != 2 {
 		t.Errorf("KeepOff = %q, %d; want ns/c1, 2", by, n)
 	}
@@ -98,7 +105,7 @@ func TestKeepOffClaims(t *testing.T) {
 	if diff := cmp.Diff(map[string]bool{"n9": true}, g.Exclude); diff != "" {
 		t.Errorf("excluded nodes (-want,+got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]string{"n1": "ns/c1", "n9": "ns/c2"}, preemption.ClaimedNodes(s.ClaimedAgainst(young))); diff != "" {
+	if diff := cmp.Diff(map[string]string{"n1": "ns/c1", "n9": "ns/c2"}, preemption.ClaimedNodes(ClaimedAgainst(ssn, p, young))); diff != "" {
 		t.Errorf("claimed nodes (-want,+got):\n%s", diff)
 	}
 	f := preemption.ClaimedFailure(&placement.Failure{Code: placement.ReasonNoCapacity, Message: "no S0 holds 2 pods"}, by, n)
@@ -106,8 +113,8 @@ func TestKeepOffClaims(t *testing.T) {
 		t.Errorf("failure message %q, want %q", f.Message, want)
 	}
 
-	s.Preemption().RetainClaims(func(job string) bool { return job == "c2" })
-	if got := s.claims(); len(got) != 1 || got[0].Name != "ns/c2" {
+	p.RetainClaims(func(job string) bool { return job == "c2" })
+	if got := p.Claims(); len(got) != 1 || got[0].Name != "ns/c2" {
 		t.Errorf("claims after RetainClaims(c2): %v, want only ns/c2", got)
 	}
 }

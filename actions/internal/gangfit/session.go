@@ -1,0 +1,36 @@
+package gangfit
+
+import (
+	"volcano.sh/volcano/pkg/scheduler/api"
+	"volcano.sh/volcano/pkg/scheduler/framework"
+
+	"k8s.io/klog/v2"
+
+	"github.com/rdmatopo/rdmatopo/framework/preemption"
+	"github.com/rdmatopo/rdmatopo/framework/step"
+	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
+)
+
+// ClaimedAgainst returns the claims that keep the job out of their rooms
+// (preemption.Against): those of older pending gangs of its priority that
+// are still short of their minimum in the session. A job with pods placed
+// is kept out of none. Both actions plan gangs with them excluded
+// (preemption.KeepOff).
+func ClaimedAgainst(ssn *framework.Session, p *preemption.Access, job *api.JobInfo) []*preemption.Claim {
+	if job == nil || job.ReadyTaskNum() > 0 {
+		return nil
+	}
+	return preemption.Against(p.Claims(), string(job.UID), job.Priority, job.CreationTimestamp, func(uid string, prio int32) bool {
+		claimer := ssn.Jobs[api.JobID(uid)]
+		return claimer != nil && claimer.Priority == prio && claimer.ReadyTaskNum() < claimer.MinAvailable
+	})
+}
+
+// Settle ends a statement both actions applied a plan through, through the
+// plugin's session (step.Settle), topo nil when the session has no
+// rdma-topology plugin.
+func Settle(topo *rdmatopology.Session, stmt *framework.Statement, st step.Settle) {
+	if err := topo.Apply(stmt, st); err != nil {
+		klog.ErrorS(err, "Cannot settle statement")
+	}
+}
