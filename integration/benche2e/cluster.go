@@ -10,13 +10,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/rdmatopo/rdmatopo/internal/devtools/bench"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
 
 // preboundNamespace holds the pods running before the trace starts.
-const preboundNamespace = bench.PreboundNamespace
+const preboundNamespace = trace.PreboundNamespace
 
 // setupWorkers is how many requests the driver has in flight while it
 // writes the cluster.

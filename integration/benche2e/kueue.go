@@ -27,7 +27,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/integration/internal/harness"
 	"github.com/rdmatopo/rdmatopo/integration/internal/webhookcert"
-	"github.com/rdmatopo/rdmatopo/internal/devtools/bench"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
@@ -137,7 +137,7 @@ func kueueCluster(c *workload.Cluster) (*workload.Cluster, error) {
 // a hard gang's highest tier (S0 → the leaf pair, the finest domain Kueue
 // can express; S1 → S1), a soft gang prefers one leaf pair. required is
 // false for soft gangs.
-func kueueTopologyLevel(g bench.GangSpec) (level string, required bool) {
+func kueueTopologyLevel(g trace.GangSpec) (level string, required bool) {
 	if g.Mode != placement.ModeHard {
 		return leafPairLabel, false
 	}
@@ -151,7 +151,7 @@ func kueueTopologyLevel(g bench.GangSpec) (level string, required bool) {
 // same containers and requests as the VolcanoJob's pods, the queue and
 // group labels, the group size and the topology annotation; kube-scheduler
 // binds it.
-func kueuePod(g bench.GangSpec, i int) *corev1.Pod {
+func kueuePod(g trace.GangSpec, i int) *corev1.Pod {
 	tmpl := volcanoJob(g).Spec.Tasks[0].Template
 	level, required := kueueTopologyLevel(g)
 	annot := kueuePreferredTopoAnnot
@@ -180,7 +180,7 @@ func kueuePod(g bench.GangSpec, i int) *corev1.Pod {
 
 // createKueueGang creates a gang's pods (Kueue's webhook gates them until
 // the group is admitted).
-func createKueueGang(ctx context.Context, s *stack, g bench.GangSpec) error {
+func createKueueGang(ctx context.Context, s *stack, g trace.GangSpec) error {
 	errs := parallel(ctx, g.Pods, 8, func(i int) error {
 		_, err := s.Kube.CoreV1().Pods(jobNamespace).Create(ctx, kueuePod(g, i), metav1.CreateOptions{})
 		return err

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/rdmatopo/rdmatopo/framework/placement"
-	"github.com/rdmatopo/rdmatopo/internal/devtools/bench"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
@@ -62,7 +62,7 @@ func TestLeafPairOf(t *testing.T) {
 }
 
 func TestKueueCluster(t *testing.T) {
-	c := bench.NewCluster(32, 1)
+	c := trace.NewCluster(32, 1)
 	out, err := kueueCluster(c)
 	if err != nil {
 		t.Fatal(err)
@@ -89,18 +89,18 @@ func TestKueueCluster(t *testing.T) {
 func TestKueuePod(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		g         bench.GangSpec
+		g         trace.GangSpec
 		annot     string
 		level     string
 		gpu, rdma int64
 	}{
-		{name: "hard S0", g: bench.GangSpec{Name: "a", Kind: bench.KindHalf, Pods: 4, Mode: placement.ModeHard, HighestTier: placement.TierS0},
+		{name: "hard S0", g: trace.GangSpec{Name: "a", Kind: trace.KindHalf, Pods: 4, Mode: placement.ModeHard, HighestTier: placement.TierS0},
 			annot: kueueRequiredTopoAnnot, level: leafPairLabel, gpu: 4, rdma: 2},
-		{name: "hard S1", g: bench.GangSpec{Name: "b", Kind: bench.KindFull, Pods: 8, Mode: placement.ModeHard, HighestTier: placement.TierS1},
+		{name: "hard S1", g: trace.GangSpec{Name: "b", Kind: trace.KindFull, Pods: 8, Mode: placement.ModeHard, HighestTier: placement.TierS1},
 			annot: kueueRequiredTopoAnnot, level: builders.S1Label, gpu: 8, rdma: 4},
-		{name: "soft", g: bench.GangSpec{Name: "c", Kind: bench.KindHalf, Pods: 16, Mode: placement.ModeSoft, HighestTier: placement.TierS1},
+		{name: "soft", g: trace.GangSpec{Name: "c", Kind: trace.KindHalf, Pods: 16, Mode: placement.ModeSoft, HighestTier: placement.TierS1},
 			annot: kueuePreferredTopoAnnot, level: leafPairLabel, gpu: 4, rdma: 2},
-		{name: "CPU only", g: bench.GangSpec{Name: "d", Kind: bench.KindCPU, Pods: 2, Mode: placement.ModeHard, HighestTier: placement.TierS1},
+		{name: "CPU only", g: trace.GangSpec{Name: "d", Kind: trace.KindCPU, Pods: 2, Mode: placement.ModeHard, HighestTier: placement.TierS1},
 			annot: kueueRequiredTopoAnnot, level: builders.S1Label},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -130,7 +130,7 @@ func TestKueuePod(t *testing.T) {
 			}
 		})
 	}
-	if a, b := kueuePod(bench.GangSpec{Name: "a", Kind: bench.KindHalf, Pods: 2}, 0).Name, kueuePod(bench.GangSpec{Name: "a", Kind: bench.KindHalf, Pods: 2}, 1).Name; a == b {
+	if a, b := kueuePod(trace.GangSpec{Name: "a", Kind: trace.KindHalf, Pods: 2}, 0).Name, kueuePod(trace.GangSpec{Name: "a", Kind: trace.KindHalf, Pods: 2}, 1).Name; a == b {
 		t.Errorf("pods 0 and 1 share the name %s", a)
 	}
 }
@@ -138,7 +138,7 @@ func TestKueuePod(t *testing.T) {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func TestKueueQuotaAndObjects(t *testing.T) {
-	c := bench.NewCluster(16, 1)
+	c := trace.NewCluster(16, 1)
 	q := kueueQuota(c)
 	if got := q[gpuResource].Value(); got != 16*8 {
 		t.Errorf("GPU quota %d, want %d", got, 16*8)

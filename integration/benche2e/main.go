@@ -5,7 +5,7 @@
 //
 // Each run gets a fresh etcd, kube-apiserver (default flow control and
 // in-flight limits), vc-controller-manager and kwok. The driver writes the
-// generated provider-shaped cluster (bench.NewCluster: Nodes, KCNRs with
+// generated provider-shaped cluster (trace.NewCluster: Nodes, KCNRs with
 // status, the pods already running), plays katalyst's node agent (bound pods
 // appear in their node's KCNR a lag after the bind), submits the trace's
 // gangs as VolcanoJobs at their arrival times and deletes each placed gang
@@ -26,7 +26,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rdmatopo/rdmatopo/internal/devtools/bench"
+	benchreplay "github.com/rdmatopo/rdmatopo/internal/devtools/bench/replay"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
@@ -142,7 +143,7 @@ func run(ctx context.Context, o options) (*report, error) {
 	}
 	logf("data and logs in %s", o.workDir)
 	stockConf := filepath.Join(o.workDir, "stock-scheduler.conf")
-	if err := os.WriteFile(stockConf, []byte(bench.BaselineConfText), 0o644); err != nil {
+	if err := os.WriteFile(stockConf, []byte(benchreplay.BaselineConfText), 0o644); err != nil {
 		return nil, err
 	}
 	specs := map[string]schedulerSpec{
@@ -150,8 +151,8 @@ func run(ctx context.Context, o options) (*report, error) {
 		"stock":    {binary: "vc-scheduler-stock", conf: stockConf},
 		"kueue":    {kueue: true},
 	}
-	cluster := bench.NewCluster(o.nodes, o.seed)
-	trace := bench.NewTrace(o.gangs, o.seed)
+	cluster := trace.NewCluster(o.nodes, o.seed)
+	trace := trace.NewTrace(o.gangs, o.seed)
 	rep := &report{Nodes: o.nodes, Jobs: len(trace.Gangs), Burst: o.burst, Runs: map[string]*runResult{}}
 	for _, g := range trace.Gangs {
 		rep.Pods += g.Pods
@@ -185,7 +186,7 @@ func run(ctx context.Context, o options) (*report, error) {
 
 // runOne brings up a fresh stack, writes the cluster, starts the scheduler
 // and replays the trace.
-func runOne(ctx context.Context, o options, name string, spec schedulerSpec, cluster *workload.Cluster, trace *bench.Trace) (*runResult, error) {
+func runOne(ctx context.Context, o options, name string, spec schedulerSpec, cluster *workload.Cluster, trace *trace.Trace) (*runResult, error) {
 	s, err := newStack(ctx, o.workDir, name, o.binDir, o.root, o)
 	defer s.stop()
 	if err != nil {

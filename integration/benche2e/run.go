@@ -15,7 +15,7 @@ import (
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
-	"github.com/rdmatopo/rdmatopo/internal/devtools/bench"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 )
 
 // Job objects of the trace.
@@ -34,7 +34,7 @@ const gangLabel = "bench-e2e.rdmatopo.io/gang"
 
 // gang follows one trace gang through a run.
 type gang struct {
-	spec      bench.GangSpec
+	spec      trace.GangSpec
 	uid       string
 	submitted time.Time
 	bound     map[string]time.Time // pod name -> first seen bound
@@ -108,7 +108,7 @@ func (t *tracker) onPod(p *corev1.Pod) {
 
 // volcanoJob is the trace gang as a VolcanoJob: one task of spec.Pods
 // replicas, minAvailable all of them, the rdmatopo contract annotations.
-func volcanoJob(g bench.GangSpec) *batchv1alpha1.Job {
+func volcanoJob(g trace.GangSpec) *batchv1alpha1.Job {
 	sh := g.Kind.Shape()
 	req := corev1.ResourceList{}
 	lim := corev1.ResourceList{}
@@ -147,8 +147,8 @@ func volcanoJob(g bench.GangSpec) *batchv1alpha1.Job {
 // createGang creates a gang's PodGroup and pods directly, as a job
 // controller would, without waiting for Volcano's enqueue: every pod exists
 // at once, so the scheduler can bind a whole arrival in one session.
-func createGang(ctx context.Context, s *stack, spec bench.GangSpec) error {
-	set := bench.GangSet(spec, time.Now())
+func createGang(ctx context.Context, s *stack, spec trace.GangSpec) error {
+	set := trace.GangSet(spec, time.Now())
 	for _, pg := range set.PodGroups {
 		pg = pg.DeepCopy()
 		pg.UID, pg.CreationTimestamp = "", metav1.Time{}
@@ -183,7 +183,7 @@ func createGang(ctx context.Context, s *stack, spec bench.GangSpec) error {
 // returns when every gang was placed or the timeout passed.
 // kueue submits each gang as a Kueue pod group and ends it by marking its
 // pods Succeeded before deleting them.
-func replay(ctx context.Context, s *stack, ag *agent, trace *bench.Trace, o options, kueue bool) (*tracker, time.Time, error) {
+func replay(ctx context.Context, s *stack, ag *agent, trace *trace.Trace, o options, kueue bool) (*tracker, time.Time, error) {
 	t := &tracker{gangs: map[string]*gang{}, placedCh: make(chan *gang, len(trace.Gangs)), ag: ag, strayCh: make(chan *corev1.Pod, 1024)}
 	for _, spec := range trace.Gangs {
 		g := &gang{spec: spec, bound: map[string]time.Time{}, uids: map[string]bool{}}

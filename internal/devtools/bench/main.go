@@ -5,6 +5,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/grade"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/replay"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"io"
 	"os"
 	"runtime"
@@ -24,7 +27,7 @@ type Report struct {
 	Gangs int    `json:"gangs"`
 	Seed  uint64 `json:"seed"`
 	// Runs holds one result per conf, keyed by ConfRDMATopo and ConfBaseline.
-	Runs map[string]*RunResult `json:"runs"`
+	Runs map[string]*replay.RunResult `json:"runs"`
 	// Details holds, per conf, figures beyond the runs' fixed keys.
 	Details map[string]*RunDetails `json:"details,omitempty"`
 }
@@ -119,13 +122,13 @@ type Options struct {
 	Constraints bool
 	// AllReduce is the all-reduce model grading the gangs (zero value:
 	// DefaultAllReduceModel).
-	AllReduce AllReduceModel
+	AllReduce grade.AllReduceModel
 }
 
 // allReduce is the options' model, the default when unset.
-func (o Options) allReduce() AllReduceModel {
-	if o.AllReduce == (AllReduceModel{}) {
-		return DefaultAllReduceModel()
+func (o Options) allReduce() grade.AllReduceModel {
+	if o.AllReduce == (grade.AllReduceModel{}) {
+		return grade.DefaultAllReduceModel()
 	}
 	return o.AllReduce
 }
@@ -146,17 +149,17 @@ func (o Options) Validate() error {
 		return err
 	}
 	if o.Fabric != "" {
-		if err := CheckFabric(o.Fabric); err != nil {
+		if err := trace.CheckFabric(o.Fabric); err != nil {
 			return err
 		}
 	}
 	if o.Load != "" {
-		if err := CheckLoad(o.Load); err != nil {
+		if err := trace.CheckLoad(o.Load); err != nil {
 			return err
 		}
 	}
-	if o.Load == LoadHigh && o.Fabric != "" && o.Fabric != FabricProvider {
-		return fmt.Errorf("--load %s runs on the %s fabric only, got --fabric %s", LoadHigh, FabricProvider, o.Fabric)
+	if o.Load == trace.LoadHigh && o.Fabric != "" && o.Fabric != trace.FabricProvider {
+		return fmt.Errorf("--load %s runs on the %s fabric only, got --fabric %s", trace.LoadHigh, trace.FabricProvider, o.Fabric)
 	}
 	if o.NodeAgent != "" {
 		if _, err := nodeagent.ParseMode(string(o.NodeAgent)); err != nil {
@@ -164,16 +167,12 @@ func (o Options) Validate() error {
 		}
 	}
 	for _, c := range o.Confs {
-		if c != ConfRDMATopo && c != ConfBaseline {
-			return fmt.Errorf("--conf must be %s, %s or both, got %q", ConfRDMATopo, ConfBaseline, c)
+		if c != replay.ConfRDMATopo && c != replay.ConfBaseline {
+			return fmt.Errorf("--conf must be %s, %s or both, got %q", replay.ConfRDMATopo, replay.ConfBaseline, c)
 		}
 	}
 	return nil
 }
-
-// runOrder is the order the confs replay the trace in. rdmatopo goes first,
-// so one-time warm-up costs in Volcano's packages count against it.
-var runOrder = []string{ConfRDMATopo, ConfBaseline}
 
 // Run generates the cluster and trace of o and replays the trace through
 // both confs, one after the other, in this process.
@@ -181,43 +180,43 @@ func Run(o Options) (*Report, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	confs, err := Confs()
+	confs, err := replay.Confs()
 	if err != nil {
 		return nil, err
 	}
 	fabric := o.Fabric
 	if fabric == "" {
-		fabric = FabricProvider
+		fabric = trace.FabricProvider
 	}
 	agent := o.NodeAgent
 	if agent == "" {
 		agent = nodeagent.Default
 	}
-	trace := NewFabricTrace(fabric, o.Gangs, o.Seed)
-	constraints := ConstraintsOff
+	tc := trace.NewFabricTrace(fabric, o.Gangs, o.Seed)
+	constraints := trace.ConstraintsOff
 	if o.Constraints {
-		ConstrainTrace(trace, fabric, o.Seed)
-		constraints = ConstraintsOn
+		trace.ConstrainTrace(tc, fabric, o.Seed)
+		constraints = trace.ConstraintsOn
 	}
-	rep := &Report{Nodes: o.Nodes, Gangs: o.Gangs, Seed: o.Seed, Runs: map[string]*RunResult{},
+	rep := &Report{Nodes: o.Nodes, Gangs: o.Gangs, Seed: o.Seed, Runs: map[string]*replay.RunResult{},
 		Details: map[string]*RunDetails{}}
-	for _, name := range runOrder {
+	for _, name := range replay.ConfOrder {
 		if len(o.Confs) > 0 && !slices.Contains(o.Confs, name) {
 			continue
 		}
 		// A fresh cluster per run: the simulator owns the objects it gets.
-		cluster, err := NewFabricCluster(fabric, o.Nodes, o.Seed)
+		cluster, err := trace.NewFabricCluster(fabric, o.Nodes, o.Seed)
 		if err != nil {
 			return nil, err
 		}
 		if o.Constraints {
-			ConstrainCluster(cluster)
+			trace.ConstrainCluster(cluster)
 		}
 		runtime.GC()
-		opts := SimOptions(o.NodesToFindPercent)
+		opts := replay.SimOptions(o.NodesToFindPercent)
 		opts.NodeAgent = agent
 		refusedBefore := rdmatopology.PlanRefused()
-		res, err := ReplayModel(confs[name], cluster, trace, opts, o.allReduce())
+		res, err := replay.ReplayModel(confs[name], cluster, tc, opts, o.allReduce())
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -230,7 +229,7 @@ func Run(o Options) (*Report, error) {
 			RealizedBelowOptimum: res.RealizedBelowOptimum, RealizedOneNodeGangs: res.RealizedOneNode,
 			SessionCPUSeconds: res.CPUSeconds, PeakLiveHeapBytes: res.PeakLiveHeapBytes,
 			PlanRefused:     int(rdmatopology.PlanRefused() - refusedBefore),
-			AllReduceFaster: res.AllReduceFaster, AllReduceModel: o.allReduce().flagValues()}
+			AllReduceFaster: res.AllReduceFaster, AllReduceModel: o.allReduce().FlagValues()}
 	}
 	return rep, nil
 }
@@ -268,18 +267,18 @@ func parseArgs(args []string, stderr io.Writer) (c cliArgs, code int, done bool)
 	out := fs.String("o", outputTable, "output format: table or json")
 	pct := fs.Int("nodes-to-find-percent", 0, "Volcano's percentage-nodes-to-find for both confs: 0 (Volcano's adaptive default) to 100 (every node)")
 	only := fs.String("conf", "both", "confs to replay: rdmatopo, baseline or both")
-	fabric := fs.String("fabric", FabricProvider, "generated fabric: provider (every NIC of a NUMA zone under one S0), rail (NIC i of every node of a 32-node unit on rail S0 i) or mixed (thirds of provider, rail and topology-unknown nodes)")
+	fabric := fs.String("fabric", trace.FabricProvider, "generated fabric: provider (every NIC of a NUMA zone under one S0), rail (NIC i of every node of a 32-node unit on rail S0 i) or mixed (thirds of provider, rail and topology-unknown nodes)")
 	agent := fs.String("node-agent", string(nodeagent.Default), "simulated node agent of both confs: numa (honours katalyst's numa_bind_result, picks NICs in the zone itself), exact (gives the annotated NICs) or blind (ignores the hint, takes the first NUMA zone with room)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	memProfile := fs.String("memprofile", "", "write a heap profile to this file when the run ends: the allocations of the whole run (alloc_space, alloc_objects) and what is still live (inuse_space)")
-	grace := fs.Int("eviction-grace", DefaultEvictionGrace, "with --load high: cycles an evicted pod terminates on its node (its resources releasing) before it is gone")
-	constraints := fs.String("constraints", ConstraintsOn, "with --load normal: on gives the cluster and trace GPU taints (most gangs tolerate them), node pools the masters and workers of some gangs select, memory-tight nodes, host ports and a fifth of mixed-shape gangs; off places GPUs and NICs alone")
+	grace := fs.Int("eviction-grace", replay.DefaultEvictionGrace, "with --load high: cycles an evicted pod terminates on its node (its resources releasing) before it is gone")
+	constraints := fs.String("constraints", trace.ConstraintsOn, "with --load normal: on gives the cluster and trace GPU taints (most gangs tolerate them), node pools the masters and workers of some gangs select, memory-tight nodes, host ports and a fifth of mixed-shape gangs; off places GPUs and NICs alone")
 	verbose := fs.Int("v", -1, "scheduler log verbosity on stderr (klog's -v; below 0 keeps the logs silent)")
-	load := fs.String("load", LoadNormal, "trace: normal (placement quality on a partly used cluster) or high (over 90% of GPUs busy, three priority classes, large hard gangs; both confs preempt)")
-	model := DefaultAllReduceModel()
-	for c := hopS0; c < numHopClasses; c++ {
-		fs.Float64Var(&model.Gbps[c], "gbps-"+c.String(), model.Gbps[c], "all-reduce model: line rate in Gb/s, per NIC, of the links of a hop "+hopClassText[c])
-		fs.Float64Var(&model.Oversub[c], "oversub-"+c.String(), model.Oversub[c], "all-reduce model: oversubscription (k for k:1) a hop "+hopClassText[c]+" sees")
+	load := fs.String("load", trace.LoadNormal, "trace: normal (placement quality on a partly used cluster) or high (over 90% of GPUs busy, three priority classes, large hard gangs; both confs preempt)")
+	model := grade.DefaultAllReduceModel()
+	for c := grade.HopS0; c < grade.NumHopClasses; c++ {
+		fs.Float64Var(&model.Gbps[c], "gbps-"+c.String(), model.Gbps[c], "all-reduce model: line rate in Gb/s, per NIC, of the links of a hop "+grade.HopClassText[c])
+		fs.Float64Var(&model.Oversub[c], "oversub-"+c.String(), model.Oversub[c], "all-reduce model: oversubscription (k for k:1) a hop "+grade.HopClassText[c]+" sees")
 	}
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: rdmatopo-dev bench [--nodes N] [--gangs G] [--seed S] [--nodes-to-find-percent P] [--conf rdmatopo|baseline|both] [--fabric provider|rail|mixed] [--node-agent numa|exact|blind] [--constraints on|off] [--load normal|high] [--eviction-grace CYCLES] [--gbps-{s0,s1,spine} G] [--oversub-{s0,s1,spine} K] [--cpuprofile FILE] [--memprofile FILE] [-v LEVEL] [-o table|json]")
@@ -314,15 +313,15 @@ func parseArgs(args []string, stderr io.Writer) (c cliArgs, code int, done bool)
 	if o.Gangs == 0 {
 		o.Gangs = max(o.Nodes/5, 1)
 	}
-	if err := CheckFabric(*fabric); err != nil {
+	if err := trace.CheckFabric(*fabric); err != nil {
 		fmt.Fprintln(stderr, "rdmatopo-dev bench:", err)
 		return c, exitUsage, true
 	}
-	if err := CheckConstraints(*constraints); err != nil {
+	if err := trace.CheckConstraints(*constraints); err != nil {
 		fmt.Fprintln(stderr, "rdmatopo-dev bench:", err)
 		return c, exitUsage, true
 	}
-	o.Constraints = *constraints == ConstraintsOn && o.Load != LoadHigh
+	o.Constraints = *constraints == trace.ConstraintsOn && o.Load != trace.LoadHigh
 	if err := o.Validate(); err != nil {
 		fmt.Fprintln(stderr, "rdmatopo-dev bench:", err)
 		return c, exitUsage, true
@@ -365,8 +364,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	var rep any
 	var table func(io.Writer) error
 	var err error
-	if c.opts.Load == LoadHigh {
-		var lr *LoadReport
+	if c.opts.Load == trace.LoadHigh {
+		var lr *replay.LoadReport
 		lr, err = RunLoad(c.opts)
 		rep, table = lr, func(w io.Writer) error { return WriteLoadTable(w, lr) }
 	} else {
@@ -416,29 +415,29 @@ func WriteTable(w io.Writer, rep *Report) error {
 		}
 	}
 	fmt.Fprintf(w, "nodes=%d gangs=%d seed=%d%s%s\n", rep.Nodes, rep.Gangs, rep.Seed, fabric, agent)
-	rows := []tableRow[RunResult]{
-		{"gangs placed", func(r *RunResult) string { return fmt.Sprint(r.Placed) }},
-		{"pods placed", func(r *RunResult) string { return fmt.Sprint(r.Pods) }},
-		{"multi-pod RDMA gangs", func(r *RunResult) string { return fmt.Sprint(r.RDMAGangs) }},
-		{"mean S0 per gang", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.MeanS0) }},
-		{"floor S0 (empty fabric)", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.FloorS0) }},
-		{"at optimum", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.AtOptimumFrac) }},
-		{"oracle unknown (left out)", func(r *RunResult) string { return fmt.Sprint(r.OracleUnknown) }},
-		{"oracle infeasible", func(r *RunResult) string { return fmt.Sprint(r.OracleInfeasible) }},
-		{"ring leaf crossings per gang", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.MeanRingCrossings) }},
-		{"ring at minimum", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.RingAtMinimumFrac) }},
-		{"all-reduce slowdown p50", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.AllReduceSlowdownP50) }},
-		{"all-reduce slowdown p95", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.AllReduceSlowdownP95) }},
-		{"realized mean S0 (node agent)", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.RealizedMeanS0) }},
-		{"realized at optimum", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.RealizedAtOptimumFrac) }},
-		{"NIC mismatches", func(r *RunResult) string { return fmt.Sprint(r.NICMismatches) }},
-		{"fragmentation", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.Fragmentation) }},
-		{"NUMA-misaligned pods", func(r *RunResult) string { return fmt.Sprint(r.Misaligned) }},
-		{"session seconds", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.Seconds) }},
-		{"session CPU seconds", func(r *RunResult) string { return fmt.Sprintf("%.3f", r.CPUSeconds) }},
-		{"seconds per pod", func(r *RunResult) string { return fmt.Sprintf("%.6f", r.SecondsPerPod) }},
-		{"peak heap MiB", func(r *RunResult) string { return fmt.Sprintf("%.1f", float64(r.PeakHeapBytes)/(1<<20)) }},
-		{"peak live heap MiB", func(r *RunResult) string { return fmt.Sprintf("%.1f", float64(r.PeakLiveHeapBytes)/(1<<20)) }},
+	rows := []tableRow[replay.RunResult]{
+		{"gangs placed", func(r *replay.RunResult) string { return fmt.Sprint(r.Placed) }},
+		{"pods placed", func(r *replay.RunResult) string { return fmt.Sprint(r.Pods) }},
+		{"multi-pod RDMA gangs", func(r *replay.RunResult) string { return fmt.Sprint(r.RDMAGangs) }},
+		{"mean S0 per gang", func(r *replay.RunResult) string { return fmt.Sprintf("%.3f", r.MeanS0) }},
+		{"floor S0 (empty fabric)", func(r *replay.RunResult) string { return fmt.Sprintf("%.3f", r.FloorS0) }},
+		{"at optimum", func(r *replay.RunResult) string { return fmt.Sprintf("%.3f", r.AtOptimumFrac) }},
+		{"oracle unknown (left out)", func(r *replay.RunResult) string { return fmt.Sprint(r.OracleUnknown) }},
+		{"oracle infeasible", func(r *replay.RunResult) string { return fmt.Sprint(r.OracleInfeasible) }},
+		{"ring leaf crossings per gang", func(r *replay.RunResult) string { return fmt.Sprintf("%.3f", r.MeanRingCrossings) }},
+		{"ring at minimum", func(r *replay.RunResult) string { return fmt.Sprintf("%.3f", r.RingAtMinimumFrac) }},
+		{"all-reduce slowdown p50", func(r *replay.RunResult) string { return fmt.Sprintf("%.3f", r.AllReduceSlowdownP50) }},
+		{"all-reduce slowdown p95", func(r *replay.RunResult) string { return fmt.Sprintf("%.3f", r.AllReduceSlowdownP95) }},
+		{"realized mean S0 (node agent)", func(r *replay.RunResult) string { return fmt.Sprintf("%.3f", r.RealizedMeanS0) }},
+		{"realized at optimum", func(r *replay.RunResult) string { return fmt.Sprintf("%.3f", r.RealizedAtOptimumFrac) }},
+		{"NIC mismatches", func(r *replay.RunResult) string { return fmt.Sprint(r.NICMismatches) }},
+		{"fragmentation", func(r *replay.RunResult) string { return fmt.Sprintf("%.3f", r.Fragmentation) }},
+		{"NUMA-misaligned pods", func(r *replay.RunResult) string { return fmt.Sprint(r.Misaligned) }},
+		{"session seconds", func(r *replay.RunResult) string { return fmt.Sprintf("%.3f", r.Seconds) }},
+		{"session CPU seconds", func(r *replay.RunResult) string { return fmt.Sprintf("%.3f", r.CPUSeconds) }},
+		{"seconds per pod", func(r *replay.RunResult) string { return fmt.Sprintf("%.6f", r.SecondsPerPod) }},
+		{"peak heap MiB", func(r *replay.RunResult) string { return fmt.Sprintf("%.1f", float64(r.PeakHeapBytes)/(1<<20)) }},
+		{"peak live heap MiB", func(r *replay.RunResult) string { return fmt.Sprintf("%.1f", float64(r.PeakLiveHeapBytes)/(1<<20)) }},
 	}
 	return writeColumns(w, names, rep.Runs, rows)
 }
@@ -465,10 +464,10 @@ func writeColumns[R any](w io.Writer, names []string, runs map[string]*R, rows [
 	return tw.Flush()
 }
 
-// runNames lists the confs of runs in runOrder.
+// runNames lists the confs of runs in replay.ConfOrder.
 func runNames[R any](runs map[string]*R) []string {
 	var names []string
-	for _, name := range runOrder {
+	for _, name := range replay.ConfOrder {
 		if runs[name] != nil {
 			names = append(names, name)
 		}

@@ -3,6 +3,8 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/replay"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"io"
 	"os"
 	"path/filepath"
@@ -52,9 +54,9 @@ func TestMainRejectsBadFlags(t *testing.T) {
 
 // sampleReport is a report with made-up figures for output tests.
 func sampleReport(nodes int, seconds float64) *Report {
-	return &Report{Nodes: nodes, Gangs: nodes / 5, Seed: 1, Runs: map[string]*RunResult{
-		ConfRDMATopo: {Placed: 10, Pods: 40, MeanS0: 1.25, AtOptimumFrac: 0.9, Fragmentation: 0.2, Seconds: seconds, SecondsPerPod: seconds / 40, PeakHeapBytes: 1 << 20},
-		ConfBaseline: {Placed: 11, Pods: 44, MeanS0: 2.5, AtOptimumFrac: 0.4, Fragmentation: 0.5, Seconds: 2 * seconds, SecondsPerPod: seconds / 22, PeakHeapBytes: 2 << 20},
+	return &Report{Nodes: nodes, Gangs: nodes / 5, Seed: 1, Runs: map[string]*replay.RunResult{
+		replay.ConfRDMATopo: {Placed: 10, Pods: 40, MeanS0: 1.25, AtOptimumFrac: 0.9, Fragmentation: 0.2, Seconds: seconds, SecondsPerPod: seconds / 40, PeakHeapBytes: 1 << 20},
+		replay.ConfBaseline: {Placed: 11, Pods: 44, MeanS0: 2.5, AtOptimumFrac: 0.4, Fragmentation: 0.5, Seconds: 2 * seconds, SecondsPerPod: seconds / 22, PeakHeapBytes: 2 << 20},
 	}}
 }
 
@@ -76,7 +78,7 @@ func TestReportJSONKeys(t *testing.T) {
 	want := []string{"placed", "pods", "meanS0", "atOptimumFrac", "fragmentation", "seconds", "secondsPerPod", "peakHeapBytes",
 		"realizedMeanS0", "realizedAtOptimumFrac", "nicMismatches", "meanRingCrossings", "ringAtMinimumFrac",
 		"allreduceSlowdownP50", "allreduceSlowdownP95"}
-	for _, name := range []string{ConfRDMATopo, ConfBaseline} {
+	for _, name := range []string{replay.ConfRDMATopo, replay.ConfBaseline} {
 		run, ok := runs[name].(map[string]any)
 		if !ok {
 			t.Fatalf("runs.%s missing in %s", name, data)
@@ -102,7 +104,7 @@ func TestWriteTable(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, buf.String())
 		}
 	}
-	if err := WriteTable(io.Discard, &Report{Runs: map[string]*RunResult{}}); err == nil {
+	if err := WriteTable(io.Discard, &Report{Runs: map[string]*replay.RunResult{}}); err == nil {
 		t.Error("WriteTable of a report without runs succeeded, want an error")
 	}
 }
@@ -132,12 +134,12 @@ func TestRunSmall(t *testing.T) {
 			t.Errorf("%s: no time or heap measured: %+v", name, r)
 		}
 	}
-	if got := rep.Runs[ConfRDMATopo].Misaligned; got != 0 {
+	if got := rep.Runs[replay.ConfRDMATopo].Misaligned; got != 0 {
 		t.Errorf("rdmatopo bound %d NUMA-misaligned pods, want 0", got)
 	}
 	// Trace gangs have one shape each: rdmatopo lays every one out with
 	// the fewest ring crossings its leaves allow.
-	if r := rep.Runs[ConfRDMATopo]; r.RDMAGangs > 0 && r.RingAtMinimumFrac != 1 {
+	if r := rep.Runs[replay.ConfRDMATopo]; r.RDMAGangs > 0 && r.RingAtMinimumFrac != 1 {
 		t.Errorf("rdmatopo ring at minimum %v over %d gangs, want 1", r.RingAtMinimumFrac, r.RDMAGangs)
 	}
 	for name, d := range rep.Details {
@@ -154,7 +156,7 @@ func TestRunSmall(t *testing.T) {
 // TestRunFabrics replays a small trace on every fabric and checks the
 // report names the fabric and accounts for every RDMA gang.
 func TestRunFabrics(t *testing.T) {
-	for _, fabric := range Fabrics {
+	for _, fabric := range trace.Fabrics {
 		t.Run(fabric, func(t *testing.T) {
 			rep, err := Run(Options{Nodes: 96, Gangs: 16, Seed: 2, Fabric: fabric})
 			if err != nil {
@@ -175,7 +177,7 @@ func TestRunFabrics(t *testing.T) {
 					t.Errorf("%s: %d unknown + %d infeasible of %d gangs", name, d.OracleUnknown, d.OracleInfeasible, d.RDMAGangs)
 				}
 			}
-			if d := rep.Details[ConfRDMATopo]; d.OracleInfeasible != 0 {
+			if d := rep.Details[replay.ConfRDMATopo]; d.OracleInfeasible != 0 {
 				t.Errorf("rdmatopo placed %d gangs the oracle finds no aligned placement for", d.OracleInfeasible)
 			}
 		})
@@ -230,5 +232,25 @@ func TestProfiles(t *testing.T) {
 		if !strings.Contains(stderr.String(), flagName+":") || stdout.Len() != 0 {
 			t.Errorf("Main(%q): stderr %q, stdout %q; want the flag named and no report", args, stderr.String(), stdout.String())
 		}
+	}
+}
+
+// TestRunConstraints replays a small constrained trace: rdmatopo places no
+// NUMA-misaligned pod, has no plan refused by the predicates, and every
+// placed RDMA gang is decided by the optimum.
+func TestRunConstraints(t *testing.T) {
+	rep, err := Run(Options{Nodes: 96, Gangs: 30, Seed: 4, Constraints: true, Confs: []string{replay.ConfRDMATopo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, d := rep.Runs[replay.ConfRDMATopo], rep.Details[replay.ConfRDMATopo]
+	if d.Constraints != trace.ConstraintsOn {
+		t.Errorf("details.constraints = %q, want %q", d.Constraints, trace.ConstraintsOn)
+	}
+	if r.Placed == 0 || r.RDMAGangs == 0 {
+		t.Fatalf("placed %d gangs, %d RDMA gangs: the trace tests nothing", r.Placed, r.RDMAGangs)
+	}
+	if d.PlanRefused != 0 || r.Misaligned != 0 || d.OracleInfeasible != 0 || d.OracleUnknown != 0 {
+		t.Errorf("planRefused %d, misaligned %d, oracle infeasible %d, unknown %d; want all 0", d.PlanRefused, r.Misaligned, d.OracleInfeasible, d.OracleUnknown)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/rdmatopo/rdmatopo/internal/devtools/bench"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/replay"
 )
 
 // ReadReports decodes one or more concatenated JSON reports.
@@ -24,7 +25,7 @@ func ReadReports(r io.Reader) ([]*bench.Report, error) {
 		if err != nil {
 			return nil, fmt.Errorf("bench JSON: %w", err)
 		}
-		for _, name := range []string{bench.ConfRDMATopo, bench.ConfBaseline} {
+		for _, name := range []string{replay.ConfRDMATopo, replay.ConfBaseline} {
 			if rep.Runs[name] == nil {
 				return nil, fmt.Errorf("bench JSON for %d nodes: runs.%s is missing", rep.Nodes, name)
 			}
@@ -43,13 +44,13 @@ const (
 )
 
 // seriesColors gives each conf a fixed colour.
-var seriesColors = map[string]string{bench.ConfRDMATopo: "#1f77b4", bench.ConfBaseline: "#d62728"}
+var seriesColors = map[string]string{replay.ConfRDMATopo: "#1f77b4", replay.ConfBaseline: "#d62728"}
 
 // panel is one chart: a metric of both confs against the node count.
 type panel struct {
 	title string
 	yName string
-	value func(*bench.RunResult) float64
+	value func(*replay.RunResult) float64
 	// yMax, when > 0, fixes the top of the y axis.
 	yMax float64
 }
@@ -64,8 +65,8 @@ func WriteSVG(w io.Writer, reports []*bench.Report) error {
 	reps := append([]*bench.Report(nil), reports...)
 	sort.Slice(reps, func(i, j int) bool { return reps[i].Nodes < reps[j].Nodes })
 	panels := []panel{
-		{title: "Scheduling time (session seconds)", yName: "seconds", value: func(r *bench.RunResult) float64 { return r.Seconds }},
-		{title: "Gangs at the fewest possible S0s", yName: "atOptimumFrac", value: func(r *bench.RunResult) float64 { return r.AtOptimumFrac }, yMax: 1},
+		{title: "Scheduling time (session seconds)", yName: "seconds", value: func(r *replay.RunResult) float64 { return r.Seconds }},
+		{title: "Gangs at the fewest possible S0s", yName: "atOptimumFrac", value: func(r *replay.RunResult) float64 { return r.AtOptimumFrac }, yMax: 1},
 	}
 	width := float64(len(panels)) * (panelW + marginL + marginR)
 	height := panelH + marginT + marginB + 30
@@ -78,7 +79,7 @@ func WriteSVG(w io.Writer, reports []*bench.Report) error {
 	}
 	// Legend.
 	x := marginL
-	for _, name := range []string{bench.ConfRDMATopo, bench.ConfBaseline} {
+	for _, name := range []string{replay.ConfRDMATopo, replay.ConfBaseline} {
 		y := height - 14
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"/>`+"\n", x, y-4, x+24, y-4, seriesColors[name])
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", x+30, y, name)
@@ -98,7 +99,7 @@ func writePanel(b *strings.Builder, x0 float64, p panel, reps []*bench.Report) {
 	yMax := p.yMax
 	if yMax == 0 {
 		for _, r := range reps {
-			for _, name := range []string{bench.ConfRDMATopo, bench.ConfBaseline} {
+			for _, name := range []string{replay.ConfRDMATopo, replay.ConfBaseline} {
 				yMax = math.Max(yMax, p.value(r.Runs[name]))
 			}
 		}
@@ -127,7 +128,7 @@ func writePanel(b *strings.Builder, x0 float64, p panel, reps []*bench.Report) {
 	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">nodes</text>`+"\n", (left+right)/2, bottom+36)
 	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" transform="rotate(-90 %.1f %.1f)">%s</text>`+"\n",
 		left-50, (top+bottom)/2, left-50, (top+bottom)/2, p.yName)
-	for _, name := range []string{bench.ConfRDMATopo, bench.ConfBaseline} {
+	for _, name := range []string{replay.ConfRDMATopo, replay.ConfBaseline} {
 		var pts []string
 		for _, r := range reps {
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", xOf(r.Nodes), yOf(p.value(r.Runs[name]))))

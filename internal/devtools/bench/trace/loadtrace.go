@@ -1,4 +1,4 @@
-package bench
+package trace
 
 import (
 	"fmt"
@@ -38,9 +38,9 @@ var loadClasses = []struct {
 
 // Indices into loadClasses.
 const (
-	classLow = iota
-	classMedium
-	classHigh
+	ClassLow = iota
+	ClassMedium
+	ClassHigh
 )
 
 // PriorityClasses returns the trace's PriorityClasses.
@@ -156,7 +156,7 @@ const bigSmallShare = 0.2
 func NewHighLoadTrace(nodes int, seed uint64) *LoadTrace {
 	rng := rand.New(rand.NewPCG(seed, 0x6869676c))
 	t := &LoadTrace{Cycles: loadArrivalCycles + loadDrainCycles, SettleCycles: loadSettleCycles, MeasureFrom: loadFirstBig, MeasureTo: loadArrivalCycles}
-	gpus := float64(nodes) * gpusPerNode
+	gpus := float64(nodes) * GPUsPerNode
 	n := 0
 	add := func(g LoadGang) {
 		g.Name = fmt.Sprintf("%s-%05d", loadClasses[g.Class].name[len("bench-"):], n)
@@ -164,7 +164,7 @@ func NewHighLoadTrace(nodes int, seed uint64) *LoadTrace {
 		t.Gangs = append(t.Gangs, g)
 	}
 	lowJob := func(arrive int) float64 {
-		g := LoadGang{Class: classLow, GangSpec: GangSpec{Kind: KindHalf, Pods: 1 + rng.IntN(4), Arrive: arrive,
+		g := LoadGang{Class: ClassLow, GangSpec: GangSpec{Kind: KindHalf, Pods: 1 + rng.IntN(4), Arrive: arrive,
 			Duration: lowMinDuration + rng.IntN(lowMaxDuration-lowMinDuration+1),
 			Mode:     placement.ModeSoft, HighestTier: placement.TierS1}}
 		if rng.IntN(3) == 0 {
@@ -191,7 +191,7 @@ func NewHighLoadTrace(nodes int, seed uint64) *LoadTrace {
 			}
 		}
 		for mediumDebt += scale / mediumEvery; mediumDebt >= 1; mediumDebt-- {
-			add(LoadGang{Class: classMedium, GangSpec: GangSpec{Kind: KindHalf, Pods: 8 + rng.IntN(9), Arrive: cycle,
+			add(LoadGang{Class: ClassMedium, GangSpec: GangSpec{Kind: KindHalf, Pods: 8 + rng.IntN(9), Arrive: cycle,
 				Duration: bigMinDuration + rng.IntN(bigMaxDuration-bigMinDuration+1),
 				Mode:     placement.ModeSoft, HighestTier: placement.TierS1}})
 		}
@@ -202,10 +202,10 @@ func NewHighLoadTrace(nodes int, seed uint64) *LoadTrace {
 
 // bigGang draws one large hard gang arriving before cycle.
 func bigGang(rng *rand.Rand, cycle int) LoadGang {
-	g := LoadGang{Big: true, Class: classMedium, GangSpec: GangSpec{Arrive: cycle,
+	g := LoadGang{Big: true, Class: ClassMedium, GangSpec: GangSpec{Arrive: cycle,
 		Duration: bigMinDuration + rng.IntN(bigMaxDuration-bigMinDuration+1), Mode: placement.ModeHard}}
 	if rng.IntN(2) == 0 {
-		g.Class = classHigh
+		g.Class = ClassHigh
 	}
 	if rng.Float64() < bigSmallShare {
 		g.Kind, g.Pods, g.HighestTier = KindSmall, nicsPerLeaf, placement.TierS0
@@ -224,5 +224,5 @@ func bigGang(rng *rand.Rand, cycle int) LoadGang {
 	return g
 }
 
-// gpusPerNode is the GPUs of a generated node (two NUMA zones of four).
-const gpusPerNode = 8
+// GPUsPerNode is the GPUs of a generated node (two NUMA zones of four).
+const GPUsPerNode = 8

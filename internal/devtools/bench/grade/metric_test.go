@@ -1,7 +1,8 @@
-package bench
+package grade
 
 import (
 	"fmt"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -82,8 +83,8 @@ func TestFragmentationAfterRelease(t *testing.T) {
 }
 
 func TestTrackerOptimum(t *testing.T) {
-	half := KindHalf.Shape()
-	small := KindSmall.Shape()
+	half := trace.KindHalf.Shape()
+	small := trace.KindSmall.Shape()
 	// Every zone of leaf 0 but one is taken; leaf 2 is half taken.
 	var crowded []placement.Assignment
 	for i := 1; i < 16; i++ {
@@ -104,7 +105,7 @@ func TestTrackerOptimum(t *testing.T) {
 		{name: "a full leaf of half-node pods", pods: 16, shape: half, want: exact(1)},
 		{name: "one pod more than a leaf", pods: 17, shape: half, want: exact(2)},
 		{name: "small pods share zones", pods: 32, shape: small, want: exact(1)},
-		{name: "whole-node pods need both leaves of a spanning node", pods: 2, shape: KindFull.Shape(), want: exact(2)},
+		{name: "whole-node pods need both leaves of a spanning node", pods: 2, shape: trace.KindFull.Shape(), want: exact(2)},
 		{name: "crowded leaves force a wider placement", held: crowded, pods: 16, shape: half, want: exact(1)},
 		{name: "crowded: two leaves needed", held: crowded, pods: 17, shape: half, want: exact(2)},
 		{name: "more than the cluster holds", pods: 65, shape: half, want: oracle.OracleResult{Status: oracle.OracleInfeasible}},
@@ -157,16 +158,16 @@ func TestNodeAssign(t *testing.T) {
 		wantErr        bool
 	}{
 		{
-			name: "empty node: lowest zone", node: 0, shape: KindHalf.Shape(),
+			name: "empty node: lowest zone", node: 0, shape: trace.KindHalf.Shape(),
 			want: zoneUse(0, 0),
 		},
 		{
-			name: "best fit: the zone left with fewer NICs", node: 0, shape: KindSmall.Shape(),
+			name: "best fit: the zone left with fewer NICs", node: 0, shape: trace.KindSmall.Shape(),
 			held: []placement.Assignment{oneGPU(0, 1, 0)},
 			want: oneGPU(0, 1, 1),
 		},
 		{
-			name: "zones split by small pods: misaligned on a single-NUMA node", node: 0, shape: KindHalf.Shape(),
+			name: "zones split by small pods: misaligned on a single-NUMA node", node: 0, shape: trace.KindHalf.Shape(),
 			held: []placement.Assignment{oneGPU(0, 0, 0), oneGPU(0, 1, 0)},
 			want: placement.Assignment{Node: builders.NodeName(0), Zones: []ledger.ZoneUse{
 				{NUMA: 0, GPU: 3, NICs: []topology.NICID{nic(0, 1)}},
@@ -175,14 +176,14 @@ func TestNodeAssign(t *testing.T) {
 			wantMisaligned: 1,
 		},
 		{
-			name: "a whole-node pod on a spanning node is aligned", node: 3, shape: KindFull.Shape(),
+			name: "a whole-node pod on a spanning node is aligned", node: 3, shape: trace.KindFull.Shape(),
 			want: placement.Assignment{Node: builders.NodeName(3), Zones: []ledger.ZoneUse{
 				{NUMA: 0, GPU: 4, NICs: []topology.NICID{nic(0, 0), nic(0, 1)}},
 				{NUMA: 1, GPU: 4, NICs: []topology.NICID{nic(1, 0), nic(1, 1)}},
 			}},
 		},
 		{
-			name: "no room", node: 0, shape: KindFull.Shape(),
+			name: "no room", node: 0, shape: trace.KindFull.Shape(),
 			held:    []placement.Assignment{zoneUse(0, 0)},
 			wantErr: true,
 		},
@@ -219,11 +220,11 @@ func TestFromAnnotations(t *testing.T) {
 		wantOK  bool
 		wantErr bool
 	}{
-		{name: "no annotation", ann: map[string]string{}, shape: KindHalf.Shape()},
+		{name: "no annotation", ann: map[string]string{}, shape: trace.KindHalf.Shape()},
 		{
 			name:   "one zone",
 			ann:    map[string]string{ledger.AnnotationNICs: builders.NUMANICs[1][1] + "," + builders.NUMANICs[1][0]},
-			shape:  KindHalf.Shape(),
+			shape:  trace.KindHalf.Shape(),
 			want:   zoneUse(3, 1),
 			wantOK: true,
 		},
@@ -237,8 +238,8 @@ func TestFromAnnotations(t *testing.T) {
 			}},
 			wantOK: true,
 		},
-		{name: "unknown NIC", ann: map[string]string{ledger.AnnotationNICs: "0000:99:00.0"}, shape: KindSmall.Shape(), wantErr: true},
-		{name: "malformed", ann: map[string]string{ledger.AnnotationNICs: "eth0"}, shape: KindSmall.Shape(), wantErr: true},
+		{name: "unknown NIC", ann: map[string]string{ledger.AnnotationNICs: "0000:99:00.0"}, shape: trace.KindSmall.Shape(), wantErr: true},
+		{name: "malformed", ann: map[string]string{ledger.AnnotationNICs: "eth0"}, shape: trace.KindSmall.Shape(), wantErr: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -263,23 +264,23 @@ func TestGradeGang(t *testing.T) {
 		s0      int
 		oneNode bool
 		opt     *oracle.OracleResult
-		want    grade
+		want    Grade
 	}{
-		{name: "one node over two leaves is graded by its leaves", s0: 2, oneNode: true, opt: exact(1), want: gradeOff},
-		{name: "one node over two leaves at the minimum", s0: 2, oneNode: true, opt: exact(2), want: gradeAt},
-		{name: "one node under one leaf needs no oracle", s0: 1, oneNode: true, want: gradeOneNode},
-		{name: "one node under one leaf with an undecided oracle", s0: 1, oneNode: true, opt: &oracle.OracleResult{Status: oracle.OracleUnknown}, want: gradeOneNode},
-		{name: "at the minimum", s0: 2, opt: exact(2), want: gradeAt},
-		{name: "above the minimum", s0: 3, opt: exact(2), want: gradeOff},
-		{name: "below the minimum", s0: 1, opt: exact(2), want: gradeBelow},
-		{name: "undecided", s0: 1, opt: &oracle.OracleResult{Status: oracle.OracleUnknown}, want: gradeUnknown},
-		{name: "not asked", s0: 1, want: gradeUnknown},
-		{name: "no aligned placement existed", s0: 4, opt: &oracle.OracleResult{Status: oracle.OracleInfeasible}, want: gradeInfeasible},
+		{name: "one node over two leaves is graded by its leaves", s0: 2, oneNode: true, opt: exact(1), want: GradeOff},
+		{name: "one node over two leaves at the minimum", s0: 2, oneNode: true, opt: exact(2), want: GradeAt},
+		{name: "one node under one leaf needs no oracle", s0: 1, oneNode: true, want: GradeOneNode},
+		{name: "one node under one leaf with an undecided oracle", s0: 1, oneNode: true, opt: &oracle.OracleResult{Status: oracle.OracleUnknown}, want: GradeOneNode},
+		{name: "at the minimum", s0: 2, opt: exact(2), want: GradeAt},
+		{name: "above the minimum", s0: 3, opt: exact(2), want: GradeOff},
+		{name: "below the minimum", s0: 1, opt: exact(2), want: GradeBelow},
+		{name: "undecided", s0: 1, opt: &oracle.OracleResult{Status: oracle.OracleUnknown}, want: GradeUnknown},
+		{name: "not asked", s0: 1, want: GradeUnknown},
+		{name: "no aligned placement existed", s0: 4, opt: &oracle.OracleResult{Status: oracle.OracleInfeasible}, want: GradeInfeasible},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := gradeGang(tc.s0, tc.oneNode, tc.opt); got != tc.want {
-				t.Errorf("gradeGang(%d, %v, %+v) = %d, want %d", tc.s0, tc.oneNode, tc.opt, got, tc.want)
+			if got := GradeGang(tc.s0, tc.oneNode, tc.opt); got != tc.want {
+				t.Errorf("GradeGang(%d, %v, %+v) = %d, want %d", tc.s0, tc.oneNode, tc.opt, got, tc.want)
 			}
 		})
 	}
@@ -305,8 +306,8 @@ func TestOneNode(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := oneNode(tc.assign); got != tc.want {
-				t.Errorf("oneNode() = %v, want %v", got, tc.want)
+			if got := OneNode(tc.assign); got != tc.want {
+				t.Errorf("OneNode() = %v, want %v", got, tc.want)
 			}
 		})
 	}
@@ -357,31 +358,31 @@ func TestOracleStateFollowsChanges(t *testing.T) {
 func TestGradeTally(t *testing.T) {
 	tests := []struct {
 		name   string
-		grades []grade
+		grades []Grade
 		gangs  int
-		want   gradeTally
+		want   Tally
 		frac   float64
 	}{
-		{name: "none", gangs: 0, want: gradeTally{}, frac: 0},
-		{name: "one node, at and below count as at the optimum", grades: []grade{gradeOneNode, gradeAt, gradeBelow, gradeOff}, gangs: 4,
-			want: gradeTally{at: 3, oneNode: 1, below: 1}, frac: 0.75},
-		{name: "undecided gangs are left out of the share", grades: []grade{gradeAt, gradeUnknown, gradeUnknown, gradeInfeasible}, gangs: 4,
-			want: gradeTally{at: 1, unknown: 2, infeasible: 1}, frac: 0.5},
-		{name: "all undecided", grades: []grade{gradeUnknown}, gangs: 1, want: gradeTally{unknown: 1}, frac: 0},
+		{name: "none", gangs: 0, want: Tally{}, frac: 0},
+		{name: "one node, at and below count as at the optimum", grades: []Grade{GradeOneNode, GradeAt, GradeBelow, GradeOff}, gangs: 4,
+			want: Tally{At: 3, OneNode: 1, Below: 1}, frac: 0.75},
+		{name: "undecided gangs are left out of the share", grades: []Grade{GradeAt, GradeUnknown, GradeUnknown, GradeInfeasible}, gangs: 4,
+			want: Tally{At: 1, Unknown: 2, Infeasible: 1}, frac: 0.5},
+		{name: "all undecided", grades: []Grade{GradeUnknown}, gangs: 1, want: Tally{Unknown: 1}, frac: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var got gradeTally
+			var got Tally
 			for _, g := range tt.grades {
-				if back := got.add(g); back != g {
-					t.Fatalf("add(%v) returned %v", g, back)
+				if back := got.Add(g); back != g {
+					t.Fatalf("Add(%v) returned %v", g, back)
 				}
 			}
 			if got != tt.want {
 				t.Fatalf("tally %+v, want %+v", got, tt.want)
 			}
-			if f := got.atFrac(tt.gangs); f != tt.frac {
-				t.Fatalf("atFrac(%d) = %v, want %v", tt.gangs, f, tt.frac)
+			if f := got.AtFrac(tt.gangs); f != tt.frac {
+				t.Fatalf("AtFrac(%d) = %v, want %v", tt.gangs, f, tt.frac)
 			}
 		})
 	}

@@ -1,8 +1,8 @@
-package bench
+package replay
 
 import (
 	"fmt"
-	"reflect"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"slices"
 	"testing"
 
@@ -14,90 +14,6 @@ import (
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
-
-func TestNewHighLoadTrace(t *testing.T) {
-	const nodes = 1000
-	a, b := NewHighLoadTrace(nodes, 7), NewHighLoadTrace(nodes, 7)
-	if !reflect.DeepEqual(a, b) {
-		t.Fatal("the same seed gave two traces")
-	}
-	if reflect.DeepEqual(a, NewHighLoadTrace(nodes, 8)) {
-		t.Fatal("two seeds gave the same trace")
-	}
-	cluster := NewCluster(nodes, 7)
-	// Zones per S1 of the generated cluster, read off its nodes (two NUMA
-	// zones of 4 GPUs each), and NICs per S0 off its KCNRs' fabric.
-	zonesPerS1 := map[string]int{}
-	for _, n := range cluster.Nodes {
-		zonesPerS1[n.Labels[builders.S1Label]] += 2
-	}
-	maxS1 := 0
-	for _, z := range zonesPerS1 {
-		maxS1 = max(maxS1, z)
-	}
-	tr := NewTracker(cluster.Nodes, cluster.CNRs)
-	maxLeafNICs := 0
-	for _, n := range tr.leafNICs {
-		maxLeafNICs = max(maxLeafNICs, n)
-	}
-
-	var lowGPU int64
-	classes := map[int]int{}
-	names := map[string]bool{}
-	big := 0
-	for i, g := range a.Gangs {
-		if names[g.Name] {
-			t.Fatalf("gang name %s twice", g.Name)
-		}
-		names[g.Name] = true
-		classes[g.Class]++
-		if i > 0 && g.Arrive < a.Gangs[i-1].Arrive {
-			t.Fatalf("gang %s arrives before the gang ahead of it", g.Name)
-		}
-		if g.Class == classLow {
-			if g.Pods < 1 || g.Pods > 4 || g.Mode != placement.ModeSoft {
-				t.Errorf("low gang %s: %d pods, mode %s; want 1..4 soft", g.Name, g.Pods, g.Mode)
-			}
-			if g.Arrive == 1 {
-				lowGPU += int64(g.Pods) * g.Kind.Shape().GPU
-			}
-		}
-		if !g.Big {
-			continue
-		}
-		big++
-		if g.Class == classLow || g.Mode != placement.ModeHard || g.Pods < 32 || g.Pods > 128 {
-			t.Errorf("large gang %s: class %d, mode %s, %d pods; want medium or high, hard, 32..128", g.Name, g.Class, g.Mode, g.Pods)
-		}
-		// The limit holds on an empty cluster.
-		switch g.HighestTier {
-		case placement.TierS1:
-			if g.Kind != KindHalf || g.Pods > maxS1 {
-				t.Errorf("large gang %s: %d pods of %s held to one S1 of at most %d zones", g.Name, g.Pods, g.Kind, maxS1)
-			}
-		case placement.TierS0:
-			if int64(g.Pods)*g.Kind.Shape().NICs > int64(maxLeafNICs) {
-				t.Errorf("large gang %s: %d pods of %s held to one S0 of at most %d NICs", g.Name, g.Pods, g.Kind, maxLeafNICs)
-			}
-		default:
-			t.Errorf("large gang %s: tier %s", g.Name, g.HighestTier)
-		}
-	}
-	if got := lowGPU; got < nodes*gpusPerNode {
-		t.Errorf("low jobs before cycle 1 ask for %d GPUs, want at least the cluster's %d", got, nodes*gpusPerNode)
-	}
-	for c := range loadClasses {
-		if classes[c] == 0 {
-			t.Errorf("no gang of class %s", loadClasses[c].name)
-		}
-	}
-	if big < 10 {
-		t.Errorf("%d large gangs on %d nodes, want at least 10", big, nodes)
-	}
-	if a.MeasureFrom < 1 || a.MeasureTo > a.Cycles || a.MeasureFrom > a.MeasureTo {
-		t.Errorf("occupancy window %d..%d outside 1..%d", a.MeasureFrom, a.MeasureTo, a.Cycles)
-	}
-}
 
 func TestPercentile(t *testing.T) {
 	tests := []struct {
@@ -156,7 +72,7 @@ func TestFutileEvictions(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &loadReplay{trace: &LoadTrace{Cycles: 100}, last: 100, res: &LoadResult{}, evicts: []evictionRec{tc.rec}}
+			r := &loadReplay{trace: &trace.LoadTrace{Cycles: 100}, last: 100, res: &LoadResult{}, evicts: []evictionRec{tc.rec}}
 			r.finish(0)
 			if r.res.FutileEvictions != tc.futile || r.res.UndecidedEvictions != tc.undecided {
 				t.Errorf("futile, undecided = %d, %d; want %d, %d", r.res.FutileEvictions, r.res.UndecidedEvictions, tc.futile, tc.undecided)
@@ -177,7 +93,7 @@ func TestFutileEvictions(t *testing.T) {
 	}
 	for _, tc := range units {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &loadReplay{trace: &LoadTrace{Cycles: 100}, last: 100, res: &LoadResult{}, evicts: tc.evicts}
+			r := &loadReplay{trace: &trace.LoadTrace{Cycles: 100}, last: 100, res: &LoadResult{}, evicts: tc.evicts}
 			r.finish(0)
 			if r.res.FutileEvictions != tc.futile || r.res.UndecidedEvictions != tc.undecided {
 				t.Errorf("futile, undecided = %d, %d; want %d, %d", r.res.FutileEvictions, r.res.UndecidedEvictions, tc.futile, tc.undecided)
@@ -190,9 +106,9 @@ func TestFutileEvictions(t *testing.T) {
 // reclaimed from by the gangs that used the victim's node and those the
 // scheduler named.
 func TestWrongQueueEvictions(t *testing.T) {
-	prod, batch := loadQueues[queueProd].name, loadQueues[queueBatch].name
+	prod, batch := trace.QueueProd, trace.QueueBatch
 	in := func(q string) *loadGang {
-		return &loadGang{spec: LoadGang{Queue: q}, placed: 6, nodes: []string{"n1"}, boundAt: []int{6}}
+		return &loadGang{spec: trace.LoadGang{Queue: q}, placed: 6, nodes: []string{"n1"}, boundAt: []int{6}}
 	}
 	tests := []struct {
 		name           string
@@ -209,9 +125,9 @@ func TestWrongQueueEvictions(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := evictionRec{cycle: 5, freed: 5, node: "n1", victim: &loadGang{spec: LoadGang{Queue: tc.victim}},
+			e := evictionRec{cycle: 5, freed: 5, node: "n1", victim: &loadGang{spec: trace.LoadGang{Queue: tc.victim}},
 				waiting: tc.waiting, claimed: tc.named}
-			r := &loadReplay{trace: &LoadTrace{Cycles: 100}, last: 100, res: &LoadResult{}, evicts: []evictionRec{e}}
+			r := &loadReplay{trace: &trace.LoadTrace{Cycles: 100}, last: 100, res: &LoadResult{}, evicts: []evictionRec{e}}
 			r.finish(0)
 			if r.res.WrongQueueEvictions != tc.want {
 				t.Errorf("wrong-queue evictions = %d, want %d", r.res.WrongQueueEvictions, tc.want)
@@ -223,14 +139,14 @@ func TestWrongQueueEvictions(t *testing.T) {
 // smallLoadTrace fills 16 nodes (two leaves of 16 zones, one S1) with
 // one-zone low jobs, then asks for one leaf with a high-priority hard-s0
 // gang of 16 one-zone pods.
-func smallLoadTrace() *LoadTrace {
-	t := &LoadTrace{Cycles: 8, MeasureFrom: 1, MeasureTo: 8}
+func smallLoadTrace() *trace.LoadTrace {
+	t := &trace.LoadTrace{Cycles: 8, MeasureFrom: 1, MeasureTo: 8}
 	for i := 0; i < 32; i++ {
-		t.Gangs = append(t.Gangs, LoadGang{Class: classLow, GangSpec: GangSpec{Name: "low-" + string(rune('a'+i/26)) + string(rune('a'+i%26)),
-			Pods: 1, Kind: KindHalf, Mode: placement.ModeSoft, HighestTier: placement.TierS1, Arrive: 1, Duration: 100}})
+		t.Gangs = append(t.Gangs, trace.LoadGang{Class: trace.ClassLow, GangSpec: trace.GangSpec{Name: "low-" + string(rune('a'+i/26)) + string(rune('a'+i%26)),
+			Pods: 1, Kind: trace.KindHalf, Mode: placement.ModeSoft, HighestTier: placement.TierS1, Arrive: 1, Duration: 100}})
 	}
-	t.Gangs = append(t.Gangs, LoadGang{Class: classHigh, Big: true, GangSpec: GangSpec{Name: "high-big", Pods: 16,
-		Kind: KindHalf, Mode: placement.ModeHard, HighestTier: placement.TierS0, Arrive: 2, Duration: 100}})
+	t.Gangs = append(t.Gangs, trace.LoadGang{Class: trace.ClassHigh, Big: true, GangSpec: trace.GangSpec{Name: "high-big", Pods: 16,
+		Kind: trace.KindHalf, Mode: placement.ModeHard, HighestTier: placement.TierS0, Arrive: 2, Duration: 100}})
 	return t
 }
 
@@ -244,9 +160,9 @@ func TestReplayLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, grace := range []int{0, 2} {
-		for _, name := range runOrder {
+		for _, name := range ConfOrder {
 			t.Run(fmt.Sprintf("%s/grace=%d", name, grace), func(t *testing.T) {
-				cluster, err := NewFabricCluster(FabricProvider, 16, 1)
+				cluster, err := trace.NewFabricCluster(trace.FabricProvider, 16, 1)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -312,11 +228,11 @@ func TestLoadConfs(t *testing.T) {
 // submission did (placed beyond it, refused, or never placed). Soft gangs
 // count in neither.
 func TestStarvedGangs(t *testing.T) {
-	hard := LoadGang{GangSpec: GangSpec{Name: "h", Mode: placement.ModeHard, HighestTier: placement.TierS0, Pods: 1}}
-	soft := LoadGang{GangSpec: GangSpec{Name: "s", Mode: placement.ModeSoft, Pods: 1}}
+	hard := trace.LoadGang{GangSpec: trace.GangSpec{Name: "h", Mode: placement.ModeHard, HighestTier: placement.TierS0, Pods: 1}}
+	soft := trace.LoadGang{GangSpec: trace.GangSpec{Name: "s", Mode: placement.ModeSoft, Pods: 1}}
 	tests := []struct {
 		name    string
-		gang    LoadGang
+		gang    trace.LoadGang
 		latest  *loadGang
 		within  bool
 		starved int
@@ -332,7 +248,7 @@ func TestStarvedGangs(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &loadReplay{trace: &LoadTrace{Gangs: []LoadGang{tc.gang}, Cycles: 10}, last: 10, res: &LoadResult{},
+			r := &loadReplay{trace: &trace.LoadTrace{Gangs: []trace.LoadGang{tc.gang}, Cycles: 10}, last: 10, res: &LoadResult{},
 				latest: []*loadGang{tc.latest}, ran: []int{0}, within: []bool{tc.within}}
 			r.finish(0)
 			if r.res.StarvedGangs != tc.starved || r.res.NeverWithinTier != tc.never {
@@ -347,8 +263,8 @@ func TestStarvedGangs(t *testing.T) {
 // counts, and no zone of it.
 func misalignedCluster() *workload.Cluster {
 	name := builders.NodeName(0)
-	n := generatedNode(name, builders.S1Name(0), 4, 2, true)
-	q := *resource.NewQuantity(podsPerNode, resource.DecimalSI)
+	n := trace.GeneratedNode(name, builders.S1Name(0), 4, 2, true)
+	q := *resource.NewQuantity(trace.PodsPerNode, resource.DecimalSI)
 	n.Status.Allocatable[corev1.ResourcePods], n.Status.Capacity[corev1.ResourcePods] = q, q
 	return &workload.Cluster{
 		Nodes: []*corev1.Node{n},
@@ -369,8 +285,8 @@ func TestReplayRefusedPods(t *testing.T) {
 	}
 	// The gang keeps the run going through its settle cycles.
 	const cycles = 4 + 3
-	trace := &LoadTrace{Cycles: 4, SettleCycles: 3, MeasureFrom: 1, MeasureTo: 4, Gangs: []LoadGang{{Class: classHigh, Big: true,
-		GangSpec: GangSpec{Name: "high-one", Pods: 1, Kind: KindHalf, Mode: placement.ModeHard, HighestTier: placement.TierNode,
+	lt := &trace.LoadTrace{Cycles: 4, SettleCycles: 3, MeasureFrom: 1, MeasureTo: 4, Gangs: []trace.LoadGang{{Class: trace.ClassHigh, Big: true,
+		GangSpec: trace.GangSpec{Name: "high-one", Pods: 1, Kind: trace.KindHalf, Mode: placement.ModeHard, HighestTier: placement.TierNode,
 			Arrive: 1, Duration: 100}}}}
 	tests := []struct {
 		conf                          string
@@ -381,7 +297,7 @@ func TestReplayRefusedPods(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.conf, func(t *testing.T) {
-			res, err := ReplayLoad(confs[tc.conf], misalignedCluster(), trace, SimOptions(0))
+			res, err := ReplayLoad(confs[tc.conf], misalignedCluster(), lt, SimOptions(0))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -406,14 +322,14 @@ func TestReplaySettles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trace := func(cycles, settle int) *LoadTrace {
-		t := &LoadTrace{Cycles: cycles, SettleCycles: settle, MeasureFrom: 1, MeasureTo: 1}
+	lt := func(cycles, settle int) *trace.LoadTrace {
+		t := &trace.LoadTrace{Cycles: cycles, SettleCycles: settle, MeasureFrom: 1, MeasureTo: 1}
 		for i := 0; i < 32; i++ {
-			t.Gangs = append(t.Gangs, LoadGang{Class: classHigh, GangSpec: GangSpec{Name: fmt.Sprintf("fill-%02d", i),
-				Pods: 1, Kind: KindHalf, Mode: placement.ModeSoft, HighestTier: placement.TierS1, Arrive: 1, Duration: 4}})
+			t.Gangs = append(t.Gangs, trace.LoadGang{Class: trace.ClassHigh, GangSpec: trace.GangSpec{Name: fmt.Sprintf("fill-%02d", i),
+				Pods: 1, Kind: trace.KindHalf, Mode: placement.ModeSoft, HighestTier: placement.TierS1, Arrive: 1, Duration: 4}})
 		}
-		t.Gangs = append(t.Gangs, LoadGang{Class: classHigh, Big: true, GangSpec: GangSpec{Name: "high-big", Pods: 16,
-			Kind: KindHalf, Mode: placement.ModeHard, HighestTier: placement.TierS0, Arrive: 2, Duration: 100}})
+		t.Gangs = append(t.Gangs, trace.LoadGang{Class: trace.ClassHigh, Big: true, GangSpec: trace.GangSpec{Name: "high-big", Pods: 16,
+			Kind: trace.KindHalf, Mode: placement.ModeHard, HighestTier: placement.TierS0, Arrive: 2, Duration: 100}})
 		return t
 	}
 	// The fillers bind in cycle 1 and are gone before cycle 5, which
@@ -432,11 +348,11 @@ func TestReplaySettles(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cluster, err := NewFabricCluster(FabricProvider, 16, 1)
+			cluster, err := trace.NewFabricCluster(trace.FabricProvider, 16, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := ReplayLoad(confs[ConfRDMATopo], cluster, trace(tc.cycles, tc.settle), SimOptions(0))
+			res, err := ReplayLoad(confs[ConfRDMATopo], cluster, lt(tc.cycles, tc.settle), SimOptions(0))
 			if err != nil {
 				t.Fatal(err)
 			}

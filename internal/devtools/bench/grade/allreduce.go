@@ -1,4 +1,4 @@
-package bench
+package grade
 
 import (
 	"fmt"
@@ -42,39 +42,39 @@ import (
 type hopClass int
 
 const (
-	// hopS0: both NICs under one leaf.
-	hopS0 hopClass = iota
-	// hopS1: two leaves of one S1.
-	hopS1
-	// hopSpine: two S1s (or a leaf whose S1 is unknown).
-	hopSpine
-	numHopClasses
+	// HopS0: both NICs under one leaf.
+	HopS0 hopClass = iota
+	// HopS1: two leaves of one S1.
+	HopS1
+	// HopSpine: two S1s (or a leaf whose S1 is unknown).
+	HopSpine
+	NumHopClasses
 )
 
 // String names the class as the flags do.
 func (c hopClass) String() string {
 	switch c {
-	case hopS0:
+	case HopS0:
 		return "s0"
-	case hopS1:
+	case HopS1:
 		return "s1"
-	case hopSpine:
+	case HopSpine:
 		return "spine"
 	}
 	return fmt.Sprintf("class-%d", int(c))
 }
 
-// hopClassText says what each class's flags are about.
-var hopClassText = [numHopClasses]string{
-	hopS0:    "under one leaf (S0)",
-	hopS1:    "between two leaves of one S1",
-	hopSpine: "between two S1s (through the spine)",
+// HopClassText says what each class's flags are about.
+var HopClassText = [NumHopClasses]string{
+	HopS0:    "under one leaf (S0)",
+	HopS1:    "between two leaves of one S1",
+	HopSpine: "between two S1s (through the spine)",
 }
 
-// flagValues lists the model's rates and oversubscriptions by flag name.
-func (m AllReduceModel) flagValues() map[string]float64 {
+// FlagValues lists the model's rates and oversubscriptions by flag name.
+func (m AllReduceModel) FlagValues() map[string]float64 {
 	out := map[string]float64{}
-	for c := hopS0; c < numHopClasses; c++ {
+	for c := HopS0; c < NumHopClasses; c++ {
 		out["gbps-"+c.String()] = m.Gbps[c]
 		out["oversub-"+c.String()] = m.Oversub[c]
 	}
@@ -82,14 +82,14 @@ func (m AllReduceModel) flagValues() map[string]float64 {
 }
 
 // AllReduceModel holds the link rates and oversubscriptions of the
-// all-reduce model, per hop class (hopS0, hopS1, hopSpine).
+// all-reduce model, per hop class (HopS0, HopS1, HopSpine).
 type AllReduceModel struct {
 	// Gbps is the line rate, per NIC, of the links a pair of each class
 	// crosses: NIC to leaf; leaf to S1; S1 to spine.
-	Gbps [numHopClasses]float64
+	Gbps [NumHopClasses]float64
 	// Oversub is the oversubscription a pair of each class sees end to end
 	// (1 is non-blocking, 2 is 2:1).
-	Oversub [numHopClasses]float64
+	Oversub [NumHopClasses]float64
 	// MessageBytes is the all-reduce's message size.
 	MessageBytes float64
 }
@@ -98,8 +98,8 @@ type AllReduceModel struct {
 // within a leaf, 2:1 to S1 and 4:1 to the spine, and a 1 GiB message.
 func DefaultAllReduceModel() AllReduceModel {
 	return AllReduceModel{
-		Gbps:         [numHopClasses]float64{400, 400, 400},
-		Oversub:      [numHopClasses]float64{1, 2, 4},
+		Gbps:         [NumHopClasses]float64{400, 400, 400},
+		Oversub:      [NumHopClasses]float64{1, 2, 4},
 		MessageBytes: 1 << 30,
 	}
 }
@@ -107,7 +107,7 @@ func DefaultAllReduceModel() AllReduceModel {
 // Validate checks that every rate, oversubscription and the message size
 // are positive and finite.
 func (m AllReduceModel) Validate() error {
-	for c := hopS0; c < numHopClasses; c++ {
+	for c := HopS0; c < NumHopClasses; c++ {
 		if !(m.Gbps[c] > 0) || math.IsInf(m.Gbps[c], 0) {
 			return fmt.Errorf("--gbps-%s must be a positive number, got %v", c, m.Gbps[c])
 		}
@@ -148,11 +148,11 @@ type nicEnd struct {
 func pairClass(a, b nicEnd) hopClass {
 	switch {
 	case a.leaf == b.leaf:
-		return hopS0
+		return HopS0
 	case a.s1 != "" && a.s1 == b.s1:
-		return hopS1
+		return HopS1
 	}
-	return hopSpine
+	return HopSpine
 }
 
 // hopGbps is the bandwidth of the hop between pods with NICs a and b:
@@ -165,7 +165,7 @@ func (m AllReduceModel) hopGbps(a, b []nicEnd) float64 {
 	}
 	left := append([]nicEnd(nil), a...)
 	right := append([]nicEnd(nil), b...)
-	worst := hopS0
+	worst := HopS0
 	pairs := 0
 	// match takes pairs whose class is at most c, greedily.
 	match := func(c hopClass) {
@@ -182,7 +182,7 @@ func (m AllReduceModel) hopGbps(a, b []nicEnd) float64 {
 			}
 		}
 	}
-	for c := hopS0; c < numHopClasses && pairs < k; c++ {
+	for c := HopS0; c < NumHopClasses && pairs < k; c++ {
 		match(c)
 	}
 	return float64(k) * m.pairGbps(worst)
@@ -225,11 +225,11 @@ func (m AllReduceModel) PlacedSeconds(f *topology.Fabric, byRank []placement.Ass
 	return m.ringSeconds(gbps)
 }
 
-// floorRing describes a gang's floor placement to the model: the NICs of
+// FloorRing describes a gang's floor placement to the model: the NICs of
 // each RDMA pod in rank order, whether all of them can share one set of
 // leaves (then every pair is under one leaf), and otherwise the class the
-// hops between leaf sets cross (hopS1 when the gang fits in one S1).
-type floorRing struct {
+// hops between leaf sets cross (HopS1 when the gang fits in one S1).
+type FloorRing struct {
 	nics  []int64
 	alike bool
 	cross hopClass
@@ -243,7 +243,7 @@ type floorRing struct {
 // and keeps every other hop under one leaf. It is a lower bound on the
 // time of any placement on those leaves, not a placement one can always
 // build.
-func (m AllReduceModel) FloorSeconds(fr floorRing) float64 {
+func (m AllReduceModel) FloorSeconds(fr FloorRing) float64 {
 	p := len(fr.nics)
 	if p < 2 {
 		return 0
@@ -254,7 +254,7 @@ func (m AllReduceModel) FloorSeconds(fr floorRing) float64 {
 	}
 	gbps := make([]float64, p)
 	for i, k := range pairs {
-		gbps[i] = k * m.pairGbps(hopS0)
+		gbps[i] = k * m.pairGbps(HopS0)
 	}
 	if !fr.alike {
 		order := make([]int, p)
@@ -269,10 +269,10 @@ func (m AllReduceModel) FloorSeconds(fr floorRing) float64 {
 	return m.ringSeconds(gbps)
 }
 
-// quantile is the q-quantile (0 < q <= 1) of xs by the nearest-rank rule:
+// Quantile is the q-Quantile (0 < q <= 1) of xs by the nearest-rank rule:
 // the smallest value at least a share q of the values are at most. It
 // returns 0 for no values.
-func quantile(xs []float64, q float64) float64 {
+func Quantile(xs []float64, q float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}

@@ -1,7 +1,9 @@
-package bench
+package replay
 
 import (
 	"fmt"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/grade"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"math"
 	"runtime"
 	"slices"
@@ -149,7 +151,7 @@ type LoadReport struct {
 // loadGang follows one submission of a trace gang through a replay; a
 // victim gang resubmitted is a new loadGang of the same trace gang.
 type loadGang struct {
-	spec  LoadGang
+	spec  trace.LoadGang
 	name  string // PodGroup name of this submission
 	trace int    // index of the trace gang
 	// pods are the pod names; nodes[i] is pod i's node once bound, uids[i]
@@ -202,8 +204,8 @@ type terminating struct {
 // loadReplay is the state of one high-load replay.
 type loadReplay struct {
 	s      *sim.Simulator
-	tr     *Tracker
-	trace  *LoadTrace
+	tr     *grade.Tracker
+	trace  *trace.LoadTrace
 	byPG   map[string]*loadGang // PodGroup name -> submission
 	byPod  map[string]*loadGang // pod name -> submission
 	latest []*loadGang          // per trace gang, its latest submission
@@ -233,7 +235,7 @@ type loadReplay struct {
 // scheduler evicted any of its pods (a training job does not survive a lost
 // worker) and submitted again before the next cycle, with its priority and
 // a new name.
-func ReplayLoad(conf *sim.Conf, cluster *workload.Cluster, trace *LoadTrace, opts sim.Options) (*LoadResult, error) {
+func ReplayLoad(conf *sim.Conf, cluster *workload.Cluster, lt *trace.LoadTrace, opts sim.Options) (*LoadResult, error) {
 	if opts.EvictionGrace < 0 {
 		return nil, fmt.Errorf("eviction grace must be >= 0, got %d", opts.EvictionGrace)
 	}
@@ -245,9 +247,9 @@ func ReplayLoad(conf *sim.Conf, cluster *workload.Cluster, trace *LoadTrace, opt
 	if err != nil {
 		return nil, err
 	}
-	r := &loadReplay{s: s, tr: NewTracker(cluster.Nodes, cluster.CNRs), trace: trace,
+	r := &loadReplay{s: s, tr: grade.NewTracker(cluster.Nodes, cluster.CNRs), trace: lt,
 		byPG: map[string]*loadGang{}, byPod: map[string]*loadGang{},
-		latest: make([]*loadGang, len(trace.Gangs)), ran: make([]int, len(trace.Gangs)), within: make([]bool, len(trace.Gangs)),
+		latest: make([]*loadGang, len(lt.Gangs)), ran: make([]int, len(lt.Gangs)), within: make([]bool, len(lt.Gangs)),
 		ends: map[int][]*loadGang{}, s1Of: map[string]string{}, res: &LoadResult{EvictionGrace: opts.EvictionGrace},
 		dying: map[string]terminating{}, grace: opts.EvictionGrace}
 	var totalGPU int64
@@ -263,7 +265,7 @@ func ReplayLoad(conf *sim.Conf, cluster *workload.Cluster, trace *LoadTrace, opt
 	var session time.Duration
 	var occSum float64
 	next := 0
-	for cycle := 1; cycle <= trace.Cycles || (cycle <= trace.Cycles+trace.SettleCycles && r.hardWaiting() > 0); cycle++ {
+	for cycle := 1; cycle <= lt.Cycles || (cycle <= lt.Cycles+lt.SettleCycles && r.hardWaiting() > 0); cycle++ {
 		r.last = cycle
 		for _, g := range r.ends[cycle] {
 			if err := r.remove(g); err != nil {
@@ -276,8 +278,8 @@ func ReplayLoad(conf *sim.Conf, cluster *workload.Cluster, trace *LoadTrace, opt
 			}
 		}
 		r.resubmit = r.resubmit[:0]
-		for ; next < len(trace.Gangs) && trace.Gangs[next].Arrive <= cycle; next++ {
-			if err := r.submit(trace.Gangs[next], next, cycle); err != nil {
+		for ; next < len(lt.Gangs) && lt.Gangs[next].Arrive <= cycle; next++ {
+			if err := r.submit(lt.Gangs[next], next, cycle); err != nil {
 				return nil, err
 			}
 		}
@@ -309,11 +311,11 @@ func ReplayLoad(conf *sim.Conf, cluster *workload.Cluster, trace *LoadTrace, opt
 			}
 			r.res.RefusedGangs++
 		}
-		if cycle >= trace.MeasureFrom && cycle <= trace.MeasureTo {
+		if cycle >= lt.MeasureFrom && cycle <= lt.MeasureTo {
 			occSum += float64(r.usedGPU) / float64(totalGPU)
 		}
 		r.res.PeakHeapBytes = max(r.res.PeakHeapBytes, heapAlloc())
-		if cycle == trace.Cycles {
+		if cycle == lt.Cycles {
 			r.res.WaitingAtTraceEnd = r.hardWaiting()
 		}
 		if cycle == 1 {
@@ -346,15 +348,15 @@ func (r *loadReplay) hardWaiting() int {
 }
 
 // submit submits trace gang idx (spec) before cycle under a fresh name.
-func (r *loadReplay) submit(spec LoadGang, idx, cycle int) error {
+func (r *loadReplay) submit(spec trace.LoadGang, idx, cycle int) error {
 	g := &loadGang{spec: spec, trace: idx, name: spec.Name}
 	if r.latest[idx] != nil {
 		g.name = fmt.Sprintf("%s-r%d", spec.Name, cycle)
 	}
 	gs := spec.GangSpec
 	gs.Name = g.name
-	set := GangSet(gs, workload.Epoch.Add(time.Duration(cycle)*time.Minute))
-	set.PriorityClasses = PriorityClasses()
+	set := trace.GangSet(gs, workload.Epoch.Add(time.Duration(cycle)*time.Minute))
+	set.PriorityClasses = trace.PriorityClasses()
 	placeInQueue(set, spec)
 	set.PodGroups[0].Spec.PriorityClassName = spec.PriorityClass()
 	prio := spec.Priority()

@@ -1,4 +1,4 @@
-package bench
+package trace
 
 import (
 	"testing"
@@ -18,16 +18,16 @@ func TestConstrainCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	ConstrainCluster(c)
-	nodes := constraintsOf(c.Nodes)
+	nodes := ConstraintsOf(c.Nodes)
 	tainted, head, tight := 0, 0, 0
 	for _, nc := range nodes {
-		if nc.tainted {
+		if nc.Tainted {
 			tainted++
 		}
-		if nc.pool == builders.PoolHead {
+		if nc.Pool == builders.PoolHead {
 			head++
 		}
-		if nc.memory < 100<<30 {
+		if nc.Memory < 100<<30 {
 			tight++
 		}
 	}
@@ -89,7 +89,7 @@ func TestGangSetConstraints(t *testing.T) {
 	}
 	for i, p := range set.Pods {
 		req := p.Spec.Containers[0].Resources.Requests
-		if _, ok := req[rdmaResource]; ok != (i > 0) {
+		if _, ok := req[builders.RDMAResource]; ok != (i > 0) {
 			t.Errorf("pod %d: RDMA request %v, want one on workers only", i, req)
 		}
 		if q := req[corev1.ResourceMemory]; q.Value() != 64<<30 {
@@ -114,11 +114,11 @@ func TestGangSetConstraints(t *testing.T) {
 // TestOracleGangOf: which nodes each pod may use and how many of the
 // gang's pods a node admits, as the optimum reads them.
 func TestOracleGangOf(t *testing.T) {
-	nodes := map[string]nodeConstraint{
-		"plain":   {pool: builders.PoolGPU, memory: 2 << 40},
-		"tainted": {tainted: true, pool: builders.PoolGPU, memory: 2 << 40},
-		"head":    {pool: builders.PoolHead, memory: 2 << 40},
-		"tight":   {pool: builders.PoolGPU, memory: 96 << 30},
+	nodes := map[string]NodeConstraint{
+		"plain":   {Pool: builders.PoolGPU, Memory: 2 << 40},
+		"tainted": {Tainted: true, Pool: builders.PoolGPU, Memory: 2 << 40},
+		"head":    {Pool: builders.PoolHead, Memory: 2 << 40},
+		"tight":   {Pool: builders.PoolGPU, Memory: 96 << 30},
 	}
 	used := func(node string) int64 {
 		if node == "plain" {
@@ -147,7 +147,7 @@ func TestOracleGangOf(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			og := oracleGangOf(tc.g, nodes, used)
+			og := OracleGangOf(tc.g, nodes, used)
 			for node, want := range tc.allowed {
 				if got := [2]bool{og.Allowed(node, groupWorkers), og.Allowed(node, groupMaster)}; got != want {
 					t.Errorf("Allowed(%s) workers/master = %v, want %v", node, got, want)
@@ -159,25 +159,5 @@ func TestOracleGangOf(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestRunConstraints replays a small constrained trace: rdmatopo places no
-// NUMA-misaligned pod, has no plan refused by the predicates, and every
-// placed RDMA gang is decided by the optimum.
-func TestRunConstraints(t *testing.T) {
-	rep, err := Run(Options{Nodes: 96, Gangs: 30, Seed: 4, Constraints: true, Confs: []string{ConfRDMATopo}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, d := rep.Runs[ConfRDMATopo], rep.Details[ConfRDMATopo]
-	if d.Constraints != ConstraintsOn {
-		t.Errorf("details.constraints = %q, want %q", d.Constraints, ConstraintsOn)
-	}
-	if r.Placed == 0 || r.RDMAGangs == 0 {
-		t.Fatalf("placed %d gangs, %d RDMA gangs: the trace tests nothing", r.Placed, r.RDMAGangs)
-	}
-	if d.PlanRefused != 0 || r.Misaligned != 0 || d.OracleInfeasible != 0 || d.OracleUnknown != 0 {
-		t.Errorf("planRefused %d, misaligned %d, oracle infeasible %d, unknown %d; want all 0", d.PlanRefused, r.Misaligned, d.OracleInfeasible, d.OracleUnknown)
 	}
 }

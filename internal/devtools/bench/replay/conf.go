@@ -1,16 +1,10 @@
-// Package bench measures placement quality and scheduling cost of
-// rdmatopo's scheduler conf against stock Volcano v1.10, side by side in one
-// process, on one generated trace: a cluster of provider, rail or mixed
-// cabling (NewFabricCluster) with part of its capacity already taken, and
-// gangs arriving over time and finishing after a random number of cycles.
-//
-// Both confs run in the same session loop (internal/sim, on Volcano's mock
-// scheduler cache). For every placed multi-pod RDMA gang the package counts
-// the S0 leaf switches its NICs span and compares that with the fewest S0s
-// the gang could have used at the moment it was placed, computed by an
-// exact search written apart from the placement planner (oracle.MinLeaves,
-// package oracle) on the benchmark's own record of the fabric state.
-package bench
+// Package replay runs a trace (package trace) through Volcano sessions
+// (internal/sim) under one scheduler conf, rdmatopo's or stock Volcano's,
+// with the simulated node agent, and records what each gang got: its S0s
+// as planned and as the agent realized them, graded against the optimum
+// (package grade), scheduling cost, and, under high load, preemption's
+// outcomes (evictions, futile ones, queues, starved gangs).
+package replay
 
 import (
 	"fmt"
@@ -74,3 +68,23 @@ const (
 	gpuResource  = builders.GPUResource
 	rdmaResource = builders.RDMAResource
 )
+
+// ConfOrder is the order the confs replay the trace in. rdmatopo goes first,
+// so one-time warm-up costs in Volcano's packages count against it.
+var ConfOrder = []string{ConfRDMATopo, ConfBaseline}
+
+// LoadConfs parses the confs of the high-load run: rdmatopo's (whose
+// actions include topology-preempt and topology-reclaim) and stock
+// Volcano's with preempt and reclaim.
+func LoadConfs() (map[string]*sim.Conf, error) {
+	confs, err := Confs()
+	if err != nil {
+		return nil, err
+	}
+	base, err := sim.ParseConf(BaselinePreemptConfText)
+	if err != nil {
+		return nil, fmt.Errorf("%s conf: %w", ConfBaseline, err)
+	}
+	confs[ConfBaseline] = base
+	return confs, nil
+}

@@ -1,6 +1,7 @@
-package bench
+package replay
 
 import (
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/grade"
 	"sort"
 
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
@@ -54,9 +55,9 @@ func listedAssignment(cfg topology.Config, node string, cnr *v1alpha1.CustomNode
 // agent's earlier hand-outs. When Allot has nothing to give (nodeagent.Exact has
 // no annotation to follow), the pod gets what the tracker's own model of
 // the node gives it (NodeAssign), as in the planned figures.
-func (t *Tracker) agentAssign(agent nodeagent.Mode, cfg topology.Config, cnr *v1alpha1.CustomNodeResource,
+func agentAssign(t *grade.Tracker, agent nodeagent.Mode, cfg topology.Config, cnr *v1alpha1.CustomNodeResource,
 	p *corev1.Pod, node string, sh placement.Shape) (placement.Assignment, error) {
-	if r, ok := nodeagent.Allot(agent, cfg, cnr, t.reservationsOn(node), p); ok {
+	if r, ok := nodeagent.Allot(agent, cfg, cnr, t.ReservationsOn(node), p); ok {
 		a := placement.Assignment{Node: node}
 		for _, u := range r.Zones {
 			a.Zones = append(a.Zones, ledger.ZoneUse{NUMA: u.NUMA, GPU: u.GPU, NICs: append([]topology.NICID(nil), u.NICs...)})
@@ -64,20 +65,6 @@ func (t *Tracker) agentAssign(agent nodeagent.Mode, cfg topology.Config, cnr *v1
 		return a, nil
 	}
 	return t.NodeAssign(node, sh)
-}
-
-// reservationsOn lists what the tracker holds on node, as reservations.
-func (t *Tracker) reservationsOn(node string) []ledger.Reservation {
-	uids := make([]string, 0, len(t.onNode[node]))
-	for uid := range t.onNode[node] {
-		uids = append(uids, uid)
-	}
-	sort.Strings(uids)
-	out := make([]ledger.Reservation, 0, len(uids))
-	for _, uid := range uids {
-		out = append(out, ledger.Reservation{UID: uid, Node: node, Zones: t.held[uid].Zones})
-	}
-	return out
 }
 
 // sameNICs reports whether a and b hold the same NICs.

@@ -1,7 +1,9 @@
-package bench
+package replay
 
 import (
 	"fmt"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/grade"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"reflect"
 	"runtime"
 	"runtime/metrics"
@@ -133,7 +135,7 @@ type RunResult struct {
 type GangMiss struct {
 	Gang string
 	Pods int
-	Kind PodKind
+	Kind trace.PodKind
 	// Arrive and Placed are the cycles it arrived and was placed.
 	Arrive, Placed int
 	// S0 is how many S0s it spanned, Nodes how many nodes it used.
@@ -144,7 +146,7 @@ type GangMiss struct {
 
 // gangState follows one gang through a replay.
 type gangState struct {
-	spec   GangSpec
+	spec   trace.GangSpec
 	uids   []string
 	bound  int
 	assign []placement.Assignment
@@ -181,7 +183,7 @@ type realized struct {
 	agent nodeagent.Mode
 	cfg   topology.Config
 	// tr holds what the agent gave every bound pod.
-	tr *Tracker
+	tr *grade.Tracker
 	// cnrs are the cluster's KCNRs by node, without the trace's pods: the
 	// agent's view for pods no simulated KCNR lists (the baseline's).
 	cnrs map[string]*v1alpha1.CustomNodeResource
@@ -197,19 +199,19 @@ type realized struct {
 // The simulated node agent is opts.NodeAgent (nodeagent.Default when
 // empty): it confirms every bind at once, and the KCNRs the simulator gets
 // list the cluster's pre-bound pods, so the agent sees their zones taken.
-func Replay(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Options) (*RunResult, error) {
-	return ReplayModel(conf, cluster, trace, opts, DefaultAllReduceModel())
+func Replay(conf *sim.Conf, cluster *workload.Cluster, tc *trace.Trace, opts sim.Options) (*RunResult, error) {
+	return ReplayModel(conf, cluster, tc, opts, grade.DefaultAllReduceModel())
 }
 
 // ReplayModel is Replay grading the gangs' all-reduce with model.
-func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts sim.Options, model AllReduceModel) (*RunResult, error) {
+func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, tc *trace.Trace, opts sim.Options, model grade.AllReduceModel) (*RunResult, error) {
 	if err := model.Validate(); err != nil {
 		return nil, err
 	}
 	if opts.NodeAgent == "" {
 		opts.NodeAgent = nodeagent.Default
 	}
-	tr := NewTracker(cluster.Nodes, cluster.CNRs)
+	tr := grade.NewTracker(cluster.Nodes, cluster.CNRs)
 	rz := &realized{agent: opts.NodeAgent, cfg: conf.Topology, tr: tr.Empty(),
 		cnrs: map[string]*v1alpha1.CustomNodeResource{}}
 	for _, c := range cluster.CNRs {
@@ -236,21 +238,21 @@ func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts s
 		return nil, err
 	}
 
-	gangs := make([]*gangState, len(trace.Gangs))
+	gangs := make([]*gangState, len(tc.Gangs))
 	byName := map[string]*gangState{}
-	for i, g := range trace.Gangs {
+	for i, g := range tc.Gangs {
 		gangs[i] = &gangState{spec: g}
 		byName[workload.DefaultNamespace+"/"+g.Name] = gangs[i]
 	}
 	// ends maps a cycle to the gangs deleted before it runs.
 	ends := map[int][]*gangState{}
-	res := &RunResult{Cycles: trace.Cycles, NodeAgent: opts.NodeAgent}
+	res := &RunResult{Cycles: tc.Cycles, NodeAgent: opts.NodeAgent}
 	var session, sessionCPU time.Duration
 	var fragSum float64
 	var ms runtime.MemStats
 	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	next := 0
-	for cycle := 1; cycle <= trace.Cycles; cycle++ {
+	for cycle := 1; cycle <= tc.Cycles; cycle++ {
 		for _, g := range ends[cycle] {
 			if err := finish(s, tr, rz.tr, g); err != nil {
 				return nil, err
@@ -258,7 +260,7 @@ func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts s
 		}
 		for ; next < len(gangs) && gangs[next].spec.Arrive <= cycle; next++ {
 			g := gangs[next]
-			set := GangSet(g.spec, workload.Epoch.Add(time.Duration(next)*time.Second))
+			set := trace.GangSet(g.spec, workload.Epoch.Add(time.Duration(next)*time.Second))
 			for _, p := range set.Pods {
 				g.uids = append(g.uids, string(p.UID))
 			}
@@ -286,9 +288,9 @@ func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts s
 	// The empty fabric the floors are graded on.
 	empty := tr.Empty()
 	var s0Sum, floorSum, realSum, ringSum float64
-	floors := map[string]gangFloor{}
+	floors := map[string]grade.GangFloor{}
 	var slowdowns []float64
-	var planGrades, realGrades gradeTally
+	var planGrades, realGrades grade.Tally
 	ringAt := 0
 	for _, g := range gangs {
 		if g.placed == 0 {
@@ -301,22 +303,22 @@ func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts s
 		n := tr.S0Count(g.assign)
 		res.RDMAGangs++
 		s0Sum += float64(n)
-		crossings, minimum := ringLeaves(tr.Fabric(), inRankOrder(g))
+		crossings, minimum := grade.RingLeaves(tr.Fabric(), inRankOrder(g))
 		ringSum += float64(crossings)
 		if crossings <= minimum {
 			ringAt++
 		}
-		key := floorKey(g.spec)
+		key := grade.FloorKey(g.spec)
 		floor, ok := floors[key]
 		if !ok {
 			var err error
-			if floor, err = floorOf(empty, g.spec); err != nil {
+			if floor, err = grade.FloorOf(empty, g.spec); err != nil {
 				return nil, err
 			}
 			floors[key] = floor
 		}
-		floorSum += float64(floor.leaves)
-		if ft := model.FloorSeconds(floor.ring); ft > 0 {
+		floorSum += float64(floor.Leaves)
+		if ft := model.FloorSeconds(floor.Ring); ft > 0 {
 			sd := model.PlacedSeconds(tr.Fabric(), inRankOrder(g)) / ft
 			slowdowns = append(slowdowns, sd)
 			if sd < 1 {
@@ -327,7 +329,7 @@ func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts s
 		if g.computed {
 			opt = &g.optimum
 		}
-		if gr := planGrades.add(gradeGang(n, oneNode(g.assign), opt)); gr == gradeInfeasible || gr == gradeOff {
+		if gr := planGrades.Add(grade.GradeGang(n, grade.OneNode(g.assign), opt)); gr == grade.GradeInfeasible || gr == grade.GradeOff {
 			res.OffOptimum = append(res.OffOptimum, missOf(g, n))
 		}
 
@@ -337,12 +339,12 @@ func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts s
 		if g.computed {
 			ropt = &g.realOptimum
 		}
-		realGrades.add(gradeGang(rn, oneNode(g.real), ropt))
+		realGrades.Add(grade.GradeGang(rn, grade.OneNode(g.real), ropt))
 	}
-	res.OneNode, res.BelowOptimum, res.OracleUnknown, res.OracleInfeasible = planGrades.oneNode, planGrades.below, planGrades.unknown, planGrades.infeasible
-	res.RealizedOneNode, res.RealizedBelowOptimum, res.RealizedOracleUnknown, res.RealizedOracleInfeasible = realGrades.oneNode, realGrades.below, realGrades.unknown, realGrades.infeasible
-	res.AtOptimumFrac = planGrades.atFrac(res.RDMAGangs)
-	res.RealizedAtOptimumFrac = realGrades.atFrac(res.RDMAGangs)
+	res.OneNode, res.BelowOptimum, res.OracleUnknown, res.OracleInfeasible = planGrades.OneNode, planGrades.Below, planGrades.Unknown, planGrades.Infeasible
+	res.RealizedOneNode, res.RealizedBelowOptimum, res.RealizedOracleUnknown, res.RealizedOracleInfeasible = realGrades.OneNode, realGrades.Below, realGrades.Unknown, realGrades.Infeasible
+	res.AtOptimumFrac = planGrades.AtFrac(res.RDMAGangs)
+	res.RealizedAtOptimumFrac = realGrades.AtFrac(res.RDMAGangs)
 	if res.RDMAGangs > 0 {
 		res.MeanS0 = s0Sum / float64(res.RDMAGangs)
 		res.FloorS0 = floorSum / float64(res.RDMAGangs)
@@ -350,9 +352,9 @@ func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts s
 		res.MeanRingCrossings = ringSum / float64(res.RDMAGangs)
 		res.RingAtMinimumFrac = float64(ringAt) / float64(res.RDMAGangs)
 	}
-	res.AllReduceSlowdownP50 = quantile(slowdowns, 0.50)
-	res.AllReduceSlowdownP95 = quantile(slowdowns, 0.95)
-	res.Fragmentation = fragSum / float64(max(trace.Cycles, 1))
+	res.AllReduceSlowdownP50 = grade.Quantile(slowdowns, 0.50)
+	res.AllReduceSlowdownP95 = grade.Quantile(slowdowns, 0.95)
+	res.Fragmentation = fragSum / float64(max(tc.Cycles, 1))
 	res.Seconds = session.Seconds()
 	res.CPUSeconds = sessionCPU.Seconds()
 	if res.Pods > 0 {
@@ -369,7 +371,7 @@ func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, trace *Trace, opts s
 // agent gave them (what the simulated KCNRs list; for pods without NIC
 // annotations, which no KCNR lists, what nodeagent.Allot gives). Gangs are
 // handled in the order Volcano bound them.
-func record(s *sim.Simulator, tr *Tracker, rz *realized, byName map[string]*gangState, rep *sim.CycleReport, cycle int,
+func record(s *sim.Simulator, tr *grade.Tracker, rz *realized, byName map[string]*gangState, rep *sim.CycleReport, cycle int,
 	ends map[int][]*gangState, res *RunResult) error {
 	// The KCNRs of the nodes the cycle bound annotated pods to, as the node
 	// agent left them.
@@ -441,7 +443,7 @@ func record(s *sim.Simulator, tr *Tracker, rz *realized, byName map[string]*gang
 				if !sameNICs(r.NICs(), a.NICs()) {
 					res.NICMismatches++
 				}
-			} else if r, err = rz.tr.agentAssign(rz.agent, rz.cfg, rz.cnrs[b.Node], b.Pod, b.Node, sh); err != nil {
+			} else if r, err = agentAssign(rz.tr, rz.agent, rz.cfg, rz.cnrs[b.Node], b.Pod, b.Node, sh); err != nil {
 				return fmt.Errorf("pod %s/%s: node agent: %w", b.Pod.Namespace, b.Pod.Name, err)
 			}
 			if err := rz.tr.Reserve(string(b.Pod.UID), r); err != nil {
@@ -459,135 +461,6 @@ func record(s *sim.Simulator, tr *Tracker, rz *realized, byName map[string]*gang
 		}
 	}
 	return nil
-}
-
-// gangFloor is what the benchmark knows of a gang's floor placement on an
-// empty fabric: the fewest leaves the oracle finds, and the ring the
-// all-reduce model times on it.
-type gangFloor struct {
-	leaves int
-	ring   floorRing
-}
-
-// floorOf asks the oracle, on the empty fabric of empty, for gang g's
-// fewest leaves; whether every RDMA pod of g can use the same leaves (the
-// fewest leaves of the gang are no more than the fewest one pod of its
-// widest shape needs: then each pod spans all of them); and whether the
-// gang fits within one S1.
-func floorOf(empty *Tracker, g GangSpec) (gangFloor, error) {
-	o := empty.OptimumOf(g)
-	if o.Status != oracle.OracleExact {
-		return gangFloor{}, fmt.Errorf("gang %s was placed but the oracle finds no floor on an empty fabric: %s %s", g.Name, o.Status, o.Reason)
-	}
-	fl := gangFloor{leaves: o.Leaves, ring: floorRing{cross: hopSpine}}
-	widest := 0
-	// The fewest leaves of one pod, by shape (a gang has one or two).
-	ones := map[placement.Shape]oracle.OracleResult{}
-	for i := 0; i < g.Pods; i++ {
-		sh := g.ShapeOf(i)
-		if sh.NICs == 0 {
-			continue
-		}
-		fl.ring.nics = append(fl.ring.nics, sh.NICs)
-		one, ok := ones[sh]
-		if !ok {
-			one = empty.Optimum(1, sh)
-			ones[sh] = one
-		}
-		if one.Status != oracle.OracleExact {
-			return gangFloor{}, fmt.Errorf("gang %s: the oracle finds no leaves for one pod of %s on an empty fabric: %s %s", g.Name, sh, one.Status, one.Reason)
-		}
-		widest = max(widest, one.Leaves)
-	}
-	fl.ring.alike = o.Leaves <= widest
-	if !fl.ring.alike && empty.FitsOneS1(g) {
-		fl.ring.cross = hopS1
-	}
-	return fl, nil
-}
-
-// floorKey identifies the gangs that share an optimum on the empty fabric:
-// the same pods, shapes and constraints.
-func floorKey(g GangSpec) string {
-	master := "-"
-	if g.Master != nil {
-		master = g.Master.String()
-	}
-	return fmt.Sprintf("%d/%s/%s/%t/%t/%d/%t", g.Pods, g.Kind, master, g.Tolerates, g.Pools, g.MemoryGi, g.HostPort != 0)
-}
-
-// grade is how a placed gang compares with the optimum.
-type grade int
-
-const (
-	// gradeOneNode: the whole gang is on one node with its NICs under one
-	// leaf (tier node): at the optimum whatever the oracle says. One node
-	// whose NICs hang off several leaves is graded by its leaves like any
-	// other placement.
-	gradeOneNode grade = iota
-	// gradeAt: it spanned the oracle's minimum of S0s.
-	gradeAt
-	// gradeBelow: it spanned fewer (the state changed between its binds,
-	// or its pods were placed NUMA-misaligned); counted as at the optimum.
-	gradeBelow
-	// gradeOff: it spanned more S0s than the minimum.
-	gradeOff
-	// gradeInfeasible: the oracle found no NUMA-aligned placement on the
-	// state it saw; not at the optimum.
-	gradeInfeasible
-	// gradeUnknown: the oracle could not decide (or was not asked); left
-	// out of atOptimumFrac.
-	gradeUnknown
-)
-
-// gradeGang grades a gang that spanned s0 S0s, all on one node or not,
-// against the oracle's answer at its first bind (nil: none).
-func gradeGang(s0 int, oneNode bool, opt *oracle.OracleResult) grade {
-	switch {
-	case oneNode && s0 <= 1:
-		return gradeOneNode
-	case opt == nil || opt.Status == oracle.OracleUnknown:
-		return gradeUnknown
-	case opt.Status == oracle.OracleInfeasible:
-		return gradeInfeasible
-	case s0 == opt.Leaves:
-		return gradeAt
-	case s0 < opt.Leaves:
-		return gradeBelow
-	}
-	return gradeOff
-}
-
-// gradeTally counts a run's gangs by grade.
-type gradeTally struct{ at, oneNode, below, unknown, infeasible int }
-
-// add counts one gang's grade and returns it. A gang on one node, at or
-// below the optimum is at the optimum.
-func (t *gradeTally) add(gr grade) grade {
-	switch gr {
-	case gradeOneNode:
-		t.at++
-		t.oneNode++
-	case gradeAt:
-		t.at++
-	case gradeBelow:
-		t.at++
-		t.below++
-	case gradeUnknown:
-		t.unknown++
-	case gradeInfeasible:
-		t.infeasible++
-	}
-	return gr
-}
-
-// atFrac is the share of the gangs the oracle decided that are at the
-// optimum (0 when it decided none).
-func (t *gradeTally) atFrac(gangs int) float64 {
-	if decided := gangs - t.unknown; decided > 0 {
-		return float64(t.at) / float64(decided)
-	}
-	return 0
 }
 
 // missOf describes gang g, which spanned s0 S0s, off the optimum.
@@ -624,23 +497,10 @@ func inRankOrder(g *gangState) []placement.Assignment {
 	return out
 }
 
-// oneNode reports whether every assignment is on one node.
-func oneNode(assign []placement.Assignment) bool {
-	if len(assign) == 0 {
-		return false
-	}
-	for _, a := range assign[1:] {
-		if a.Node != assign[0].Node {
-			return false
-		}
-	}
-	return true
-}
-
 // finish deletes a finished gang: its pods, then its PodGroup.
-func finish(s *sim.Simulator, tr, real *Tracker, g *gangState) error {
+func finish(s *sim.Simulator, tr, real *grade.Tracker, g *gangState) error {
 	for i, uid := range g.uids {
-		if err := s.DeletePod(workload.DefaultNamespace, podName(g.spec.Name, i)); err != nil {
+		if err := s.DeletePod(workload.DefaultNamespace, trace.PodName(g.spec.Name, i)); err != nil {
 			return err
 		}
 		tr.Release(uid)

@@ -1,18 +1,19 @@
-package bench
+package replay
 
 import (
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"testing"
 )
 
 // replaySmall replays smallLoadTrace, changed by edit, through conf name
 // with evicted pods gone at once.
-func replaySmall(t *testing.T, name string, edit func(*LoadTrace)) *LoadResult {
+func replaySmall(t *testing.T, name string, edit func(*trace.LoadTrace)) *LoadResult {
 	t.Helper()
 	confs, err := LoadConfs()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cluster, err := NewFabricCluster(FabricProvider, 16, 1)
+	cluster, err := trace.NewFabricCluster(trace.FabricProvider, 16, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,32 +27,32 @@ func replaySmall(t *testing.T, name string, edit func(*LoadTrace)) *LoadResult {
 }
 
 // TestReplayQueuesAndPreemptable: in the small trace, the high gang may
-// take no pod from a queue that is not reclaimable, nor a pod marked
+// take no pod from a queue that is not Reclaimable, nor a pod marked
 // non-preemptable; both confs keep to it.
 func TestReplayQueuesAndPreemptable(t *testing.T) {
 	cases := map[string]struct {
-		edit func(*LoadTrace)
+		edit func(*trace.LoadTrace)
 		// wantEvicted is rdmatopo's; the baseline's is not fixed.
 		wantEvicted int
 	}{
-		"low jobs in a queue that is not reclaimable": {
-			edit: func(tr *LoadTrace) {
+		"low jobs in a queue that is not Reclaimable": {
+			edit: func(tr *trace.LoadTrace) {
 				for i := range tr.Gangs {
-					tr.Gangs[i].Queue = loadQueues[queueProd].name
+					tr.Gangs[i].Queue = trace.QueueProd
 				}
-				tr.Gangs[len(tr.Gangs)-1].Queue = loadQueues[queueBatch].name
+				tr.Gangs[len(tr.Gangs)-1].Queue = trace.QueueBatch
 			},
 		},
 		"every low job non-preemptable": {
-			edit: func(tr *LoadTrace) {
+			edit: func(tr *trace.LoadTrace) {
 				for i := range tr.Gangs {
-					tr.Gangs[i].NonPreemptable = tr.Gangs[i].Class == classLow
+					tr.Gangs[i].NonPreemptable = tr.Gangs[i].Class == trace.ClassLow
 				}
 			},
 		},
 	}
 	for name, tc := range cases {
-		for _, conf := range runOrder {
+		for _, conf := range ConfOrder {
 			t.Run(name+"/"+conf, func(t *testing.T) {
 				res := replaySmall(t, conf, tc.edit)
 				if res.WrongQueueEvictions != 0 || res.NonPreemptableEvictions != 0 {
@@ -70,9 +71,9 @@ func TestReplayQueuesAndPreemptable(t *testing.T) {
 // a restarted scheduler); rdmatopo still frees one leaf of them and places
 // the high gang there, as in TestReplayLoad.
 func TestReplayUnannotated(t *testing.T) {
-	res := replaySmall(t, ConfRDMATopo, func(tr *LoadTrace) {
+	res := replaySmall(t, ConfRDMATopo, func(tr *trace.LoadTrace) {
 		for i := range tr.Gangs {
-			tr.Gangs[i].Unannotated = tr.Gangs[i].Class == classLow
+			tr.Gangs[i].Unannotated = tr.Gangs[i].Class == trace.ClassLow
 		}
 	})
 	if res.UnannotatedPods != 32 || res.EvictedPods != 16 || res.BigGangsPlaced != 1 || res.FutileEvictions != 0 || res.MeanS0 != 1 {
@@ -84,17 +85,17 @@ func TestReplayUnannotated(t *testing.T) {
 // TestAssignQueues: the high-load trace puts large gangs in prod, medium
 // ones in batch, low jobs in both, and marks some low jobs only.
 func TestAssignQueues(t *testing.T) {
-	tr := NewHighLoadTrace(256, 1)
+	tr := trace.NewHighLoadTrace(256, 1)
 	count := map[string]int{}
 	var nonPreemptible, unannotated int
 	for _, g := range tr.Gangs {
 		switch {
-		case g.Big && g.Queue != loadQueues[queueProd].name, !g.Big && g.Class == classMedium && g.Queue != loadQueues[queueBatch].name:
+		case g.Big && g.Queue != trace.QueueProd, !g.Big && g.Class == trace.ClassMedium && g.Queue != trace.QueueBatch:
 			t.Errorf("gang %s (class %d, big %v) in queue %q", g.Name, g.Class, g.Big, g.Queue)
-		case g.Class != classLow && (g.NonPreemptable || g.Unannotated):
+		case g.Class != trace.ClassLow && (g.NonPreemptable || g.Unannotated):
 			t.Errorf("gang %s of class %d is marked", g.Name, g.Class)
 		}
-		if g.Class == classLow {
+		if g.Class == trace.ClassLow {
 			count[g.Queue]++
 		}
 		if g.NonPreemptable {
@@ -104,7 +105,7 @@ func TestAssignQueues(t *testing.T) {
 			unannotated++
 		}
 	}
-	if count[loadQueues[queueProd].name] == 0 || count[loadQueues[queueBatch].name] == 0 || nonPreemptible == 0 || unannotated == 0 {
+	if count[trace.QueueProd] == 0 || count[trace.QueueBatch] == 0 || nonPreemptible == 0 || unannotated == 0 {
 		t.Errorf("low jobs per queue %v, non-preemptable %d, unannotated %d; want some of each", count, nonPreemptible, unannotated)
 	}
 }

@@ -1,6 +1,7 @@
-package bench
+package grade
 
 import (
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"math"
 	"testing"
 
@@ -88,21 +89,21 @@ func TestAllReducePlacedSeconds(t *testing.T) {
 func TestAllReduceFloorSeconds(t *testing.T) {
 	m := DefaultAllReduceModel()
 	cases := map[string]struct {
-		ring floorRing
+		ring FloorRing
 		want float64
 	}{
-		"one pod":                {ring: floorRing{nics: []int64{2}, alike: true}},
-		"alike":                  {ring: floorRing{nics: []int64{2, 2, 2, 2}, alike: true}, want: seconds(4, 800)},
-		"two leaf sets, one S1":  {ring: floorRing{nics: []int64{2, 2, 2, 2}, cross: hopS1}, want: seconds(4, 400)},
-		"two leaf sets, two S1s": {ring: floorRing{nics: []int64{2, 2, 2, 2}, cross: hopSpine}, want: seconds(4, 200)},
+		"one pod":                {ring: FloorRing{nics: []int64{2}, alike: true}},
+		"alike":                  {ring: FloorRing{nics: []int64{2, 2, 2, 2}, alike: true}, want: seconds(4, 800)},
+		"two leaf sets, one S1":  {ring: FloorRing{nics: []int64{2, 2, 2, 2}, cross: HopS1}, want: seconds(4, 400)},
+		"two leaf sets, two S1s": {ring: FloorRing{nics: []int64{2, 2, 2, 2}, cross: HopSpine}, want: seconds(4, 200)},
 		// A one-NIC master: its two hops have one pair under one leaf
 		// (400); the crossings go on two worker hops of two pairs (2·200).
-		"one-NIC master": {ring: floorRing{nics: []int64{1, 2, 2, 2}, cross: hopS1}, want: seconds(4, 400)},
+		"one-NIC master": {ring: FloorRing{nics: []int64{1, 2, 2, 2}, cross: HopS1}, want: seconds(4, 400)},
 		// Two pods: both hops cross.
-		"two pods across S1s": {ring: floorRing{nics: []int64{4, 4}, cross: hopSpine}, want: seconds(2, 400)},
+		"two pods across S1s": {ring: FloorRing{nics: []int64{4, 4}, cross: HopSpine}, want: seconds(2, 400)},
 		// A wide master beside narrower workers, alike: pairs follow the
 		// narrower pod.
-		"wide master": {ring: floorRing{nics: []int64{4, 2, 2}, alike: true}, want: seconds(3, 800)},
+		"wide master": {ring: FloorRing{nics: []int64{4, 2, 2}, alike: true}, want: seconds(3, 800)},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -115,23 +116,23 @@ func TestAllReduceFloorSeconds(t *testing.T) {
 
 func TestAllReduceModelFlags(t *testing.T) {
 	m := DefaultAllReduceModel()
-	m.Gbps[hopS1] = 100 // leaf uplinks at 100 Gb/s, 2:1: a pair across leaves gets 50
-	m.Oversub[hopSpine] = 8
+	m.Gbps[HopS1] = 100 // leaf uplinks at 100 Gb/s, 2:1: a pair across leaves gets 50
+	m.Oversub[HopSpine] = 8
 	tr := smallTracker(t)
 	ring := []placement.Assignment{zoneUse(1, 0), zoneUse(16, 0)}
 	if got, want := m.PlacedSeconds(tr.Fabric(), ring), seconds(2, 100); math.Abs(got-want) > 1e-12 {
 		t.Errorf("PlacedSeconds = %v, want %v", got, want)
 	}
 	wantFlags := map[string]float64{"gbps-s0": 400, "gbps-s1": 100, "gbps-spine": 400, "oversub-s0": 1, "oversub-s1": 2, "oversub-spine": 8}
-	if diff := cmp.Diff(wantFlags, m.flagValues()); diff != "" {
-		t.Errorf("flagValues (-want,+got):\n%s", diff)
+	if diff := cmp.Diff(wantFlags, m.FlagValues()); diff != "" {
+		t.Errorf("FlagValues (-want,+got):\n%s", diff)
 	}
 	for name, bad := range map[string]func(*AllReduceModel){
-		"zero rate":        func(m *AllReduceModel) { m.Gbps[hopS0] = 0 },
-		"negative rate":    func(m *AllReduceModel) { m.Gbps[hopSpine] = -1 },
-		"NaN rate":         func(m *AllReduceModel) { m.Gbps[hopS1] = math.NaN() },
-		"oversub below 1":  func(m *AllReduceModel) { m.Oversub[hopS1] = 0.5 },
-		"infinite oversub": func(m *AllReduceModel) { m.Oversub[hopS0] = math.Inf(1) },
+		"zero rate":        func(m *AllReduceModel) { m.Gbps[HopS0] = 0 },
+		"negative rate":    func(m *AllReduceModel) { m.Gbps[HopSpine] = -1 },
+		"NaN rate":         func(m *AllReduceModel) { m.Gbps[HopS1] = math.NaN() },
+		"oversub below 1":  func(m *AllReduceModel) { m.Oversub[HopS1] = 0.5 },
+		"infinite oversub": func(m *AllReduceModel) { m.Oversub[HopS0] = math.Inf(1) },
 		"no message":       func(m *AllReduceModel) { m.MessageBytes = 0 },
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -150,21 +151,21 @@ func TestAllReduceModelFlags(t *testing.T) {
 func TestFloorOf(t *testing.T) {
 	cases := map[string]struct {
 		twoS1 bool
-		gang  GangSpec
-		want  gangFloor
+		gang  trace.GangSpec
+		want  GangFloor
 	}{
 		// A leaf holds 16 zones: 8 pods fit under one leaf.
-		"one leaf": {gang: GangSpec{Name: "g", Pods: 8, Kind: KindHalf},
-			want: gangFloor{leaves: 1, ring: floorRing{nics: []int64{2, 2, 2, 2, 2, 2, 2, 2}, alike: true, cross: hopSpine}}},
-		"two leaves of one S1": {gang: GangSpec{Name: "g", Pods: 20, Kind: KindHalf},
-			want: gangFloor{leaves: 2, ring: floorRing{nics: repeatNICs(20, 2), cross: hopS1}}},
+		"one leaf": {gang: trace.GangSpec{Name: "g", Pods: 8, Kind: trace.KindHalf},
+			want: GangFloor{Leaves: 1, Ring: FloorRing{nics: []int64{2, 2, 2, 2, 2, 2, 2, 2}, alike: true, cross: HopSpine}}},
+		"two leaves of one S1": {gang: trace.GangSpec{Name: "g", Pods: 20, Kind: trace.KindHalf},
+			want: GangFloor{Leaves: 2, Ring: FloorRing{nics: repeatNICs(20, 2), cross: HopS1}}},
 		// 40 pods need three leaves; an S1 of two leaves holds 32.
-		"more than one S1 holds": {twoS1: true, gang: GangSpec{Name: "g", Pods: 40, Kind: KindHalf},
-			want: gangFloor{leaves: 3, ring: floorRing{nics: repeatNICs(40, 2), cross: hopSpine}}},
+		"more than one S1 holds": {twoS1: true, gang: trace.GangSpec{Name: "g", Pods: 40, Kind: trace.KindHalf},
+			want: GangFloor{Leaves: 3, Ring: FloorRing{nics: repeatNICs(40, 2), cross: HopSpine}}},
 		// A whole-node pod's NICs hang off both leaves of its node pair:
 		// every pod can span the same two leaves.
-		"whole-node pods span two leaves alike": {gang: GangSpec{Name: "g", Pods: 3, Kind: KindFull},
-			want: gangFloor{leaves: 2, ring: floorRing{nics: []int64{4, 4, 4}, alike: true, cross: hopSpine}}},
+		"whole-node pods span two leaves alike": {gang: trace.GangSpec{Name: "g", Pods: 3, Kind: trace.KindFull},
+			want: GangFloor{Leaves: 2, Ring: FloorRing{nics: []int64{4, 4, 4}, alike: true, cross: HopSpine}}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -172,12 +173,12 @@ func TestFloorOf(t *testing.T) {
 			if tc.twoS1 {
 				tr = twoS1Tracker(t)
 			}
-			got, err := floorOf(tr, tc.gang)
+			got, err := FloorOf(tr, tc.gang)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(gangFloor{}, floorRing{})); diff != "" {
-				t.Errorf("floorOf (-want,+got):\n%s", diff)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(GangFloor{}, FloorRing{})); diff != "" {
+				t.Errorf("FloorOf (-want,+got):\n%s", diff)
 			}
 		})
 	}
@@ -195,11 +196,11 @@ func repeatNICs(n int, k int64) []int64 {
 func TestQuantile(t *testing.T) {
 	xs := []float64{4, 1, 3, 2}
 	for q, want := range map[float64]float64{0.5: 2, 0.95: 4, 0.25: 1, 1: 4} {
-		if got := quantile(xs, q); got != want {
-			t.Errorf("quantile(%v, %v) = %v, want %v", xs, q, got, want)
+		if got := Quantile(xs, q); got != want {
+			t.Errorf("Quantile(%v, %v) = %v, want %v", xs, q, got, want)
 		}
 	}
-	if got := quantile(nil, 0.5); got != 0 {
-		t.Errorf("quantile of nothing = %v, want 0", got)
+	if got := Quantile(nil, 0.5); got != 0 {
+		t.Errorf("Quantile of nothing = %v, want 0", got)
 	}
 }

@@ -1,7 +1,8 @@
-package bench
+package grade
 
 import (
 	"fmt"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"sort"
 
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
@@ -34,7 +35,7 @@ type Tracker struct {
 	Misaligned int
 	// nodes are the constraints the optimum reads of each node (taint,
 	// pool, memory); tainted says whether any node is tainted.
-	nodes   map[string]nodeConstraint
+	nodes   map[string]trace.NodeConstraint
 	tainted bool
 	// memory maps pod UID to the node and bytes of memory it requests;
 	// memUsed sums them per node.
@@ -65,10 +66,10 @@ func NewTracker(nodes []*corev1.Node, cnrs []*v1alpha1.CustomNodeResource) *Trac
 		fabric:   f,
 		leafNICs: map[topology.S0ID]int{},
 		leaves:   f.LeafIDs(),
-		nodes:    constraintsOf(nodes),
+		nodes:    trace.ConstraintsOf(nodes),
 	}
 	for _, nc := range t.nodes {
-		t.tainted = t.tainted || nc.tainted
+		t.tainted = t.tainted || nc.Tainted
 	}
 	for _, id := range t.leaves {
 		l, _ := f.Leaf(id)
@@ -363,12 +364,12 @@ func (t *Tracker) Optimum(pods int, sh placement.Shape) oracle.OracleResult {
 // tracker's current state: MinLeaves for a gang of one shape on a cluster
 // without constraints, MinLeavesGang (shapes, node groups, pod limits)
 // otherwise.
-func (t *Tracker) OptimumOf(g GangSpec) oracle.OracleResult {
+func (t *Tracker) OptimumOf(g trace.GangSpec) oracle.OracleResult {
 	return t.optimumOn(t.OracleState(), g)
 }
 
 // optimumOn is OptimumOf on the nodes of state only.
-func (t *Tracker) optimumOn(state []oracle.OracleNode, g GangSpec) oracle.OracleResult {
+func (t *Tracker) optimumOn(state []oracle.OracleNode, g trace.GangSpec) oracle.OracleResult {
 	if g.Master == nil && !g.Pools && g.MemoryGi == 0 && g.HostPort == 0 && (g.Tolerates || !t.tainted) {
 		sh := g.Kind.Shape()
 		gang := make([]oracle.OracleShape, g.Pods)
@@ -377,7 +378,7 @@ func (t *Tracker) optimumOn(state []oracle.OracleNode, g GangSpec) oracle.Oracle
 		}
 		return oracle.MinLeaves(state, gang, 0)
 	}
-	og := oracleGangOf(g, t.nodes, func(node string) int64 { return t.memUsed[node] })
+	og := trace.OracleGangOf(g, t.nodes, func(node string) int64 { return t.memUsed[node] })
 	return oracle.MinLeavesGang(state, og, 0)
 }
 
@@ -385,7 +386,7 @@ func (t *Tracker) optimumOn(state []oracle.OracleNode, g GangSpec) oracle.Oracle
 // nodes of one S1 on the tracker's current state. An S1 the oracle cannot
 // decide counts as room (the answer feeds a floor, which must not be too
 // slow).
-func (t *Tracker) FitsOneS1(g GangSpec) bool {
+func (t *Tracker) FitsOneS1(g trace.GangSpec) bool {
 	byS1 := map[topology.S1ID][]oracle.OracleNode{}
 	for _, on := range t.OracleState() {
 		if n, ok := t.fabric.Node(on.Name); ok && n.S1 != "" {
@@ -413,4 +414,18 @@ func (t *Tracker) Fragmentation() float64 {
 		}
 	}
 	return float64(partly) / float64(len(t.leaves))
+}
+
+// ReservationsOn lists what the tracker holds on node, as reservations.
+func (t *Tracker) ReservationsOn(node string) []ledger.Reservation {
+	uids := make([]string, 0, len(t.onNode[node]))
+	for uid := range t.onNode[node] {
+		uids = append(uids, uid)
+	}
+	sort.Strings(uids)
+	out := make([]ledger.Reservation, 0, len(uids))
+	for _, uid := range uids {
+		out = append(out, ledger.Reservation{UID: uid, Node: node, Zones: t.held[uid].Zones})
+	}
+	return out
 }

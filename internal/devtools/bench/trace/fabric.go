@@ -1,4 +1,4 @@
-package bench
+package trace
 
 import (
 	"crypto/sha1"
@@ -79,9 +79,9 @@ func CheckFabric(fabric string) error {
 	return fmt.Errorf("--fabric must be %s, %s or %s, got %q", FabricProvider, FabricRail, FabricMixed, fabric)
 }
 
-// zoneNICs lists, per node of a generated cluster, the PCI addresses of
+// ZoneNICs lists, per node of a generated cluster, the PCI addresses of
 // each NUMA zone's NICs: what a pre-bound pod holding a whole zone names.
-type zoneNICs [][2][]string
+type ZoneNICs [][2][]string
 
 // providerZoneNICs is the provider node's NICs per zone.
 func providerZoneNICs() [2][]string {
@@ -101,15 +101,15 @@ func NewFabricCluster(fabric string, nodes int, seed uint64) (*workload.Cluster,
 		return nil, err
 	}
 	var c *workload.Cluster
-	var nics zoneNICs
+	var nics ZoneNICs
 	switch fabric {
 	case FabricProvider:
-		c, nics = providerPart(nodes)
+		c, nics = ProviderPart(nodes)
 	case FabricRail:
 		c, nics = railPart(0, nodes, 0)
 	case FabricMixed:
 		nProv, nRail := nodes/3, nodes/3
-		c, nics = providerPart(nProv)
+		c, nics = ProviderPart(nProv)
 		s1 := providerS1s(nProv)
 		r, rn := railPart(nProv, nRail, s1)
 		s1 += (nRail + railUnitNodes*railUnitsPerS1 - 1) / (railUnitNodes * railUnitsPerS1)
@@ -121,7 +121,7 @@ func NewFabricCluster(fabric string, nodes int, seed uint64) (*workload.Cluster,
 		nics = append(append(nics, rn...), un...)
 	}
 	for _, n := range c.Nodes {
-		q := *resource.NewQuantity(podsPerNode, resource.DecimalSI)
+		q := *resource.NewQuantity(PodsPerNode, resource.DecimalSI)
 		n.Status.Allocatable[corev1.ResourcePods] = q
 		n.Status.Capacity[corev1.ResourcePods] = q
 	}
@@ -129,12 +129,12 @@ func NewFabricCluster(fabric string, nodes int, seed uint64) (*workload.Cluster,
 	return c, nil
 }
 
-// providerPart is the provider-cabled cluster of NewCluster, nodes
+// ProviderPart is the provider-cabled cluster of NewCluster, nodes
 // NodeName(0..nodes-1), without pre-bound pods.
-func providerPart(nodes int) (*workload.Cluster, zoneNICs) {
+func ProviderPart(nodes int) (*workload.Cluster, ZoneNICs) {
 	ns, cnrs := builders.ClusterShape{Nodes: nodes, ZonesPerLeaf: zonesPerLeaf,
 		LeavesPerS1: leavesPerS1, SpanningEvery: spanningEvery}.Generate()
-	nics := make(zoneNICs, nodes)
+	nics := make(ZoneNICs, nodes)
 	for i := range nics {
 		nics[i] = providerZoneNICs()
 	}
@@ -156,9 +156,9 @@ func policyOf(i int) v1alpha1.TopologyPolicy {
 	return v1alpha1.TopologyPolicySingleNUMANodeContainerLevel
 }
 
-// generatedNode is a Node of gpus GPUs and nics RDMA NICs (two NUMA zones'
+// GeneratedNode is a Node of gpus GPUs and nics RDMA NICs (two NUMA zones'
 // worth of CPU and memory) in S1 s1; shared sets vke.node.rdma.mode=shared.
-func generatedNode(name, s1 string, gpus, nics int64, shared bool) *corev1.Node {
+func GeneratedNode(name, s1 string, gpus, nics int64, shared bool) *corev1.Node {
 	w := builders.MakeNode(name).GPU(gpus).RDMA(nics).CPU("128").Resource(corev1.ResourceMemory, "2Ti").
 		Label(builders.KatalystDeployLabel, "true").S1(s1)
 	if shared {
@@ -170,14 +170,14 @@ func generatedNode(name, s1 string, gpus, nics int64, shared bool) *corev1.Node 
 // railPart generates count rail-cabled nodes, NodeName(first..), their
 // scalable units counted from the part's first node and their S1s from
 // S1Name(firstS1).
-func railPart(first, count, firstS1 int) (*workload.Cluster, zoneNICs) {
+func railPart(first, count, firstS1 int) (*workload.Cluster, ZoneNICs) {
 	c := &workload.Cluster{}
-	nics := make(zoneNICs, count)
+	nics := make(ZoneNICs, count)
 	for j := 0; j < count; j++ {
 		i := first + j
 		unit := j / railUnitNodes
 		name := builders.NodeName(i)
-		c.Nodes = append(c.Nodes, generatedNode(name, builders.S1Name(firstS1+unit/railUnitsPerS1), 8, 8, true))
+		c.Nodes = append(c.Nodes, GeneratedNode(name, builders.S1Name(firstS1+unit/railUnitsPerS1), 8, 8, true))
 		w := builders.MakeCNR(name).Policy(policyOf(i)).Zone(0, 4, 64000).Zone(1, 4, 64000)
 		rail := 0
 		for numa, list := range railNICs {
@@ -197,14 +197,14 @@ func railPart(first, count, firstS1 int) (*workload.Cluster, zoneNICs) {
 // from S1Name(firstS1). Every other node lacks the vke.node.rdma.mode=shared
 // label (its KCNR names leaves the scheduler must not trust); the others
 // are labelled but their KCNRs have no RDMATOR properties.
-func unknownPart(first, count, firstS1 int) (*workload.Cluster, zoneNICs) {
+func unknownPart(first, count, firstS1 int) (*workload.Cluster, ZoneNICs) {
 	c := &workload.Cluster{}
-	nics := make(zoneNICs, count)
+	nics := make(ZoneNICs, count)
 	for j := 0; j < count; j++ {
 		i := first + j
 		name := builders.NodeName(i)
 		unlabelled := j%2 == 0
-		c.Nodes = append(c.Nodes, generatedNode(name, builders.S1Name(firstS1+j/unknownNodesPerS1), 8, 4, !unlabelled))
+		c.Nodes = append(c.Nodes, GeneratedNode(name, builders.S1Name(firstS1+j/unknownNodesPerS1), 8, 4, !unlabelled))
 		w := builders.MakeCNR(name).Policy(policyOf(i)).Zone(0, 4, 64000).Zone(1, 4, 64000)
 		for numa, list := range providerZoneNICs() {
 			leaf := ""
@@ -225,7 +225,7 @@ func unknownPart(first, count, firstS1 int) (*workload.Cluster, zoneNICs) {
 // nodes a share of groups full, a share partly used (each NUMA zone taken
 // with a probability drawn in [0.2, 0.8)), the rest empty. nics[i] are the
 // NICs of node i's zones.
-func occupy(c *workload.Cluster, nics zoneNICs, seed uint64) {
+func occupy(c *workload.Cluster, nics ZoneNICs, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 0x636c7573))
 	nodes := len(nics)
 	created := workload.Epoch.Add(-24 * time.Hour)
@@ -242,7 +242,7 @@ func occupy(c *workload.Cluster, nics zoneNICs, seed uint64) {
 				if p == 0 || rng.Float64() >= p {
 					continue
 				}
-				c.Pods = append(c.Pods, preboundPod(builders.NodeName(i), numa, nics[i][numa], created))
+				c.Pods = append(c.Pods, PreboundPod(builders.NodeName(i), numa, nics[i][numa], created))
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package bench
+package grade
 
 import (
 	"sort"
@@ -8,7 +8,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
 
-// ringLeaves grades a gang's rank order the way a ring all-reduce sees it:
+// RingLeaves grades a gang's rank order the way a ring all-reduce sees it:
 // rank r sends to rank r+1 and the last rank back to rank 0, and each hop
 // between pods whose NICs hang off different leaves (compared as the set of
 // leaves of each pod's NICs, so pods on the same rails of one scalable unit
@@ -19,7 +19,7 @@ import (
 //
 // It reads the leaves from the benchmark's own fabric, independently of the
 // planner's rank order (framework/placement/rankorder.go), which it grades.
-func ringLeaves(f *topology.Fabric, byRank []placement.Assignment) (crossings, minimum int) {
+func RingLeaves(f *topology.Fabric, byRank []placement.Assignment) (crossings, minimum int) {
 	keys := make([]string, len(byRank))
 	distinct := map[string]bool{}
 	for i, a := range byRank {

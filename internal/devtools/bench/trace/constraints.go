@@ -1,4 +1,4 @@
-package bench
+package trace
 
 import (
 	"fmt"
@@ -28,7 +28,7 @@ import (
 //     RDMA pods.
 //
 // The benchmark's optimum (MinLeavesGang) reads the same constraints from
-// the generated objects with its own code (constraintsOf), not the
+// the generated objects with its own code (ConstraintsOf), not the
 // scheduler's.
 
 // Constraint settings of --constraints.
@@ -97,26 +97,26 @@ func ConstrainTrace(t *Trace, fabric string, seed uint64) {
 	}
 }
 
-// nodeConstraint is what the optimum reads of a node: its GPU taint, pool
+// NodeConstraint is what the optimum reads of a node: its GPU taint, pool
 // and allocatable memory.
-type nodeConstraint struct {
-	tainted bool
-	pool    string
-	memory  int64
+type NodeConstraint struct {
+	Tainted bool
+	Pool    string
+	Memory  int64
 }
 
-// constraintsOf reads the nodes' taints, pool labels and memory.
-func constraintsOf(nodes []*corev1.Node) map[string]nodeConstraint {
-	out := make(map[string]nodeConstraint, len(nodes))
+// ConstraintsOf reads the nodes' taints, pool labels and memory.
+func ConstraintsOf(nodes []*corev1.Node) map[string]NodeConstraint {
+	out := make(map[string]NodeConstraint, len(nodes))
 	for _, n := range nodes {
-		nc := nodeConstraint{pool: n.Labels[builders.PoolLabel]}
+		nc := NodeConstraint{Pool: n.Labels[builders.PoolLabel]}
 		for _, t := range n.Spec.Taints {
 			if t.Key == builders.GPUTaint.Key && t.Effect == corev1.TaintEffectNoSchedule {
-				nc.tainted = true
+				nc.Tainted = true
 			}
 		}
 		if q, ok := n.Status.Allocatable[corev1.ResourceMemory]; ok {
-			nc.memory = q.Value()
+			nc.Memory = q.Value()
 		}
 		out[n.Name] = nc
 	}
@@ -130,10 +130,10 @@ const (
 	groupMaster  = 1
 )
 
-// oracleGangOf builds the optimum's view of gang g: each pod's shape, the
+// OracleGangOf builds the optimum's view of gang g: each pod's shape, the
 // nodes each may use (taint and pool) and how many of its pods a node
 // admits (host port, memory left by the other pods the tracker holds).
-func oracleGangOf(g GangSpec, nodes map[string]nodeConstraint, memUsed func(string) int64) oracle.OracleGang {
+func OracleGangOf(g GangSpec, nodes map[string]NodeConstraint, memUsed func(string) int64) oracle.OracleGang {
 	og := oracle.OracleGang{Groups: make([]int, g.Pods)}
 	for i := 0; i < g.Pods; i++ {
 		sh := g.ShapeOf(i)
@@ -144,16 +144,16 @@ func oracleGangOf(g GangSpec, nodes map[string]nodeConstraint, memUsed func(stri
 	}
 	og.Allowed = func(node string, group int) bool {
 		nc := nodes[node]
-		if nc.tainted && !g.Tolerates {
+		if nc.Tainted && !g.Tolerates {
 			return false
 		}
 		if !g.Pools {
 			return true
 		}
 		if group == groupMaster {
-			return nc.pool == builders.PoolHead
+			return nc.Pool == builders.PoolHead
 		}
-		return nc.pool == builders.PoolGPU
+		return nc.Pool == builders.PoolGPU
 	}
 	og.MaxPods = func(node string) int {
 		limit := -1
@@ -161,7 +161,7 @@ func oracleGangOf(g GangSpec, nodes map[string]nodeConstraint, memUsed func(stri
 			limit = 1
 		}
 		if g.MemoryGi > 0 {
-			free := nodes[node].memory - memUsed(node)
+			free := nodes[node].Memory - memUsed(node)
 			if n := int(max(free, 0) / (g.MemoryGi << 30)); limit < 0 || n < limit {
 				limit = n
 			}

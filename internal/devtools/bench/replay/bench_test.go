@@ -1,7 +1,8 @@
-package bench
+package replay
 
 import (
 	"fmt"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"os"
 	"testing"
 	"time"
@@ -29,11 +30,11 @@ var benchSizes = []int{1000, 4000, 10000}
 
 // sessionBatch is the gangs one benchmarked session must place: the trace
 // gangs of the first few arrival cycles (about 1 gang per 50 nodes).
-func sessionBatch(nodes int) []GangSpec {
-	trace := NewTrace(nodes/5, 1)
-	var out []GangSpec
-	for _, g := range trace.Gangs {
-		if g.Arrive <= ArrivalCycles/10 {
+func sessionBatch(nodes int) []trace.GangSpec {
+	tc := trace.NewTrace(nodes/5, 1)
+	var out []trace.GangSpec
+	for _, g := range tc.Gangs {
+		if g.Arrive <= trace.ArrivalCycles/10 {
 			out = append(out, g)
 		}
 	}
@@ -50,7 +51,7 @@ func BenchmarkSession(b *testing.B) {
 	}
 	for _, nodes := range benchSizes {
 		batch := sessionBatch(nodes)
-		for _, name := range runOrder {
+		for _, name := range ConfOrder {
 			b.Run(fmt.Sprintf("nodes=%d/conf=%s", nodes, name), func(b *testing.B) {
 				b.ReportAllocs()
 				var session time.Duration
@@ -75,14 +76,14 @@ func BenchmarkSession(b *testing.B) {
 
 // benchSim returns a simulator of conf over the benchmark cluster of nodes
 // nodes with gangs submitted, a second apart.
-func benchSim(b *testing.B, conf *sim.Conf, nodes int, gangs []GangSpec) *sim.Simulator {
+func benchSim(b *testing.B, conf *sim.Conf, nodes int, gangs []trace.GangSpec) *sim.Simulator {
 	b.Helper()
-	s, err := sim.New(conf, NewCluster(nodes, 1), SimOptions(0))
+	s, err := sim.New(conf, trace.NewCluster(nodes, 1), SimOptions(0))
 	if err != nil {
 		b.Fatal(err)
 	}
 	for j, g := range gangs {
-		if err := s.Submit(GangSet(g, workload.Epoch.Add(time.Duration(j)*time.Second))); err != nil {
+		if err := s.Submit(trace.GangSet(g, workload.Epoch.Add(time.Duration(j)*time.Second))); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -95,15 +96,15 @@ func BenchmarkPlan(b *testing.B) {
 	gangs := []struct {
 		name string
 		pods int
-		kind PodKind
+		kind trace.PodKind
 	}{
-		{"half-x16", 16, KindHalf},
-		{"half-x64", 64, KindHalf},
-		{"small-x8", 8, KindSmall},
-		{"full-x8", 8, KindFull},
+		{"half-x16", 16, trace.KindHalf},
+		{"half-x64", 64, trace.KindHalf},
+		{"small-x8", 8, trace.KindSmall},
+		{"full-x8", 8, trace.KindFull},
 	}
 	for _, nodes := range benchSizes {
-		cluster := NewCluster(nodes, 1)
+		cluster := trace.NewCluster(nodes, 1)
 		cfg := topology.Config{S1NodeLabel: builders.S1Label}.WithDefaults()
 		fabric := topology.Build(cfg, cluster.Nodes, cluster.CNRs)
 		l, errs := ledger.Rebuild(cfg, cluster.Pods, fabric)
@@ -145,7 +146,7 @@ func BenchmarkPreemptClaims(b *testing.B) {
 	for _, nodes := range []int{1000, 10000} {
 		// Zones per S1: two per node.
 		zonesPerS1 := map[string]int{}
-		for _, n := range NewCluster(nodes, 1).Nodes {
+		for _, n := range trace.NewCluster(nodes, 1).Nodes {
 			zonesPerS1[n.Labels[builders.S1Label]] += 2
 		}
 		maxS1 := 0
@@ -163,9 +164,9 @@ func BenchmarkPreemptClaims(b *testing.B) {
 				b.ReportAllocs()
 				var session time.Duration
 				binds, waiting := 0, 0
-				gangs := make([]GangSpec, submitted)
+				gangs := make([]trace.GangSpec, submitted)
 				for j := range gangs {
-					gangs[j] = GangSpec{Name: fmt.Sprintf("wait-%02d", j), Pods: tc.pods, Kind: KindHalf,
+					gangs[j] = trace.GangSpec{Name: fmt.Sprintf("wait-%02d", j), Pods: tc.pods, Kind: trace.KindHalf,
 						Mode: placement.ModeHard, HighestTier: tc.tier}
 				}
 				for i := 0; i < b.N; i++ {
@@ -217,7 +218,7 @@ func BenchmarkNextSession(b *testing.B) {
 					b.Fatal(err)
 				}
 				for j, g := range batch[half:] {
-					if err := s.Submit(GangSet(g, workload.Epoch.Add(time.Duration(half+j)*time.Second))); err != nil {
+					if err := s.Submit(trace.GangSet(g, workload.Epoch.Add(time.Duration(half+j)*time.Second))); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -1,4 +1,4 @@
-package bench
+package grade
 
 import (
 	"testing"
@@ -31,9 +31,9 @@ func TestRingLeaves(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c, m := ringLeaves(tr.Fabric(), tc.ring)
+			c, m := RingLeaves(tr.Fabric(), tc.ring)
 			if c != tc.crossings || m != tc.minimum {
-				t.Errorf("ringLeaves = %d crossings, minimum %d; want %d, %d", c, m, tc.crossings, tc.minimum)
+				t.Errorf("RingLeaves = %d crossings, minimum %d; want %d, %d", c, m, tc.crossings, tc.minimum)
 			}
 		})
 	}

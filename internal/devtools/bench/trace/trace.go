@@ -1,4 +1,4 @@
-package bench
+package trace
 
 import (
 	"fmt"
@@ -271,8 +271,8 @@ const (
 	// spanningPerS1 is the spanning-policy nodes under one S1: an S1's
 	// leaves pair up, each pair serving zonesPerLeaf nodes.
 	spanningPerS1 = zonesPerLeaf / spanningEvery * leavesPerS1 / 2
-	// podsPerNode is the pod capacity given to generated nodes.
-	podsPerNode = 110
+	// PodsPerNode is the pod capacity given to generated nodes.
+	PodsPerNode = 110
 )
 
 // Occupancy of the pre-bound pods, per group of nodes sharing a pair of
@@ -300,9 +300,9 @@ func NewCluster(nodes int, seed uint64) *workload.Cluster {
 	return c
 }
 
-// preboundPod is a running pod holding NUMA zone numa of node: 4 GPUs and
+// PreboundPod is a running pod holding NUMA zone numa of node: 4 GPUs and
 // every NIC of the zone (pcis).
-func preboundPod(node string, numa int, pcis []string, created time.Time) *corev1.Pod {
+func PreboundPod(node string, numa int, pcis []string, created time.Time) *corev1.Pod {
 	nics := make([]topology.NICID, len(pcis))
 	for i, pci := range pcis {
 		nics[i] = topology.NICID(pci)
@@ -337,7 +337,7 @@ func GangSet(g GangSpec, created time.Time) *workload.Set {
 	set := &workload.Set{Queues: []*schedulingv1beta1.Queue{workload.NewDefaultQueue()}, PodGroups: []*schedulingv1beta1.PodGroup{pg}}
 	for i := 0; i < g.Pods; i++ {
 		sh := g.ShapeOf(i)
-		w := builders.MakePod(workload.DefaultNamespace, podName(g.Name, i)).Group(g.Name).Created(created)
+		w := builders.MakePod(workload.DefaultNamespace, PodName(g.Name, i)).Group(g.Name).Created(created)
 		if sh.GPU > 0 {
 			w.Req(builders.GPUResource, strconv.FormatInt(sh.GPU, 10)).
 				Req(corev1.ResourceCPU, strconv.FormatInt(sh.GPU*cpuPerGPU, 10))
@@ -364,5 +364,5 @@ func constrainPod(p *corev1.Pod, g GangSpec, i int) {
 	builders.GangPodConstraints(i, g.Tolerates, g.Pools, g.HostPort).Apply(p)
 }
 
-// podName names pod i of a gang.
-func podName(gang string, i int) string { return gang + "-" + strconv.Itoa(i) }
+// PodName names pod i of a gang.
+func PodName(gang string, i int) string { return gang + "-" + strconv.Itoa(i) }
