@@ -2,11 +2,12 @@ package bench
 
 import (
 	"fmt"
-	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/replay"
-	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"io"
 	"runtime"
 	"slices"
+
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/replay"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 )
 
 // RunLoad generates the high-load trace for o.Nodes provider nodes and

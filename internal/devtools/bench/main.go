@@ -5,9 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/grade"
-	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/replay"
-	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"io"
 	"os"
 	"runtime"
@@ -16,6 +13,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/grade"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/replay"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"github.com/rdmatopo/rdmatopo/internal/quiet"
 	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
@@ -38,7 +38,7 @@ type RunDetails struct {
 	// Fabric is the generated fabric (FabricProvider, FabricRail,
 	// FabricMixed).
 	Fabric string `json:"fabric"`
-	// Constraints is ConstraintsOn or ConstraintsOff (constraints.go).
+	// Constraints is ConstraintsOn or ConstraintsOff (trace/constraints.go).
 	Constraints string `json:"constraints"`
 	// RDMAGangs is the number of placed multi-pod RDMA gangs MeanS0 and
 	// FloorS0 average over.
@@ -118,7 +118,7 @@ type Options struct {
 	EvictionGrace int
 	// Constraints gives the cluster and trace of LoadNormal taints,
 	// pools, memory limits, host ports and mixed-shape gangs
-	// (constraints.go).
+	// (trace/constraints.go).
 	Constraints bool
 	// AllReduce is the all-reduce model grading the gangs (zero value:
 	// DefaultAllReduceModel).

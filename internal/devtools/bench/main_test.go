@@ -3,13 +3,14 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/replay"
-	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/replay"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 )
 
 func TestMainRejectsBadFlags(t *testing.T) {

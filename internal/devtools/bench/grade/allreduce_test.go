@@ -1,7 +1,6 @@
 package grade
 
 import (
-	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"math"
 	"testing"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
 

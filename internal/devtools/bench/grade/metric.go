@@ -2,7 +2,6 @@ package grade
 
 import (
 	"fmt"
-	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"sort"
 
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
@@ -12,6 +11,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/oracle"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
 

@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/grade"
 	"sort"
 
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
@@ -10,6 +9,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/grade"
 	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 )
 

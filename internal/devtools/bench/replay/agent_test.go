@@ -1,8 +1,6 @@
 package replay
 
 import (
-	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/grade"
-	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"testing"
 	"time"
 
@@ -13,6 +11,8 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/grade"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 	"github.com/rdmatopo/rdmatopo/internal/workload"

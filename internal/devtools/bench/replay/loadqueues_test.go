@@ -1,8 +1,9 @@
 package replay
 
 import (
-	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"testing"
+
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 )
 
 // replaySmall replays smallLoadTrace, changed by edit, through conf name

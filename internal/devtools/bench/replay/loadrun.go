@@ -2,8 +2,6 @@ package replay
 
 import (
 	"fmt"
-	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/grade"
-	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"math"
 	"runtime"
 	"slices"
@@ -15,6 +13,8 @@ import (
 
 	"github.com/rdmatopo/rdmatopo/actions/topologypreempt"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/grade"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"github.com/rdmatopo/rdmatopo/internal/sim"
 	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"

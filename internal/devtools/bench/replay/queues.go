@@ -8,11 +8,11 @@ package replay
 // (trace.LoadQueueObjects).
 
 import (
-	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"slices"
 
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
 

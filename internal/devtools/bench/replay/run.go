@@ -2,8 +2,6 @@ package replay
 
 import (
 	"fmt"
-	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/grade"
-	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"reflect"
 	"runtime"
 	"runtime/metrics"
@@ -16,7 +14,9 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/grade"
 	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/oracle"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"github.com/rdmatopo/rdmatopo/internal/sim"
 	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
