@@ -197,9 +197,9 @@ func BenchmarkPreemptClaims(b *testing.B) {
 
 // BenchmarkNextSession times rdmatopo's second session on a simulator whose
 // first session placed a batch of gangs, with a new batch pending: what a
-// session costs once the plugin's runtime carries state from the last one
-// (node sets of the predicates, node views and leaf statistics of the
-// planner where nothing changed).
+// session costs once state is carried from the last one (the actions' node
+// sets of the predicates, the planner's node views and leaf statistics in
+// the plugin's runtime, where nothing changed).
 func BenchmarkNextSession(b *testing.B) {
 	confs, err := Confs()
 	if err != nil {
