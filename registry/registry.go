@@ -9,8 +9,8 @@
 // topology-reclaim actions the Runtime they share, so the state that
 // outlives sessions (fabric, ledger, holds, claims) is injected rather than
 // found in a package variable. The last Install wins: the scheduler binary
-// installs one Runtime at start-up; the simulator installs its own before
-// each cycle.
+// installs one Runtime at start-up; the simulator installs its own Set
+// before each cycle.
 package registry
 
 import (
@@ -22,11 +22,32 @@ import (
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
+// Set is rdmatopo's plugin builder and actions over one Runtime, built
+// once. The actions keep what they carry from one session to the next (the
+// node sets the predicates admit, gangfit.Carry) for as long as the Set
+// lives, so whoever installs before every session installs one Set again.
+type Set struct {
+	builder framework.PluginBuilder
+	actions []framework.Action
+}
+
+// New builds the rdma-topology plugin builder and the three actions over
+// rt.
+func New(rt *rdmatopology.Runtime) *Set {
+	return &Set{builder: rdmatopology.Builder(rt), actions: []framework.Action{
+		topologyallocate.New(rt), topologypreempt.New(rt), topologyreclaim.New(rt),
+	}}
+}
+
+// Install registers the set's plugin builder and actions, replacing what
+// an earlier Install registered.
+func (s *Set) Install() {
+	framework.RegisterPluginBuilder(rdmatopology.PluginName, s.builder)
+	for _, a := range s.actions {
+		framework.RegisterAction(a)
+	}
+}
+
 // Install registers the rdma-topology plugin builder and the three actions,
 // all over rt, replacing what an earlier Install registered.
-func Install(rt *rdmatopology.Runtime) {
-	framework.RegisterPluginBuilder(rdmatopology.PluginName, rdmatopology.Builder(rt))
-	framework.RegisterAction(topologyallocate.New(rt))
-	framework.RegisterAction(topologypreempt.New(rt))
-	framework.RegisterAction(topologyreclaim.New(rt))
-}
+func Install(rt *rdmatopology.Runtime) { New(rt).Install() }

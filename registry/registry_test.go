@@ -46,3 +46,22 @@ func TestInstall(t *testing.T) {
 		}
 	}
 }
+
+// TestSetInstallKeepsActions: installing one Set again registers the same
+// action objects (what they carry from one session to the next stays with
+// them); another Set over the same runtime registers others.
+func TestSetInstallKeepsActions(t *testing.T) {
+	rt := rdmatopology.NewRuntime(topology.Config{})
+	set := registry.New(rt)
+	set.Install()
+	first, _ := framework.GetAction(topologyallocate.ActionName)
+	set.Install()
+	again, _ := framework.GetAction(topologyallocate.ActionName)
+	if first != again {
+		t.Errorf("a second Install of one Set registered another topology-allocate")
+	}
+	registry.New(rt).Install()
+	if other, _ := framework.GetAction(topologyallocate.ActionName); other == first {
+		t.Errorf("a new Set registered the first Set's topology-allocate")
+	}
+}

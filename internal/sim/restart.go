@@ -42,8 +42,9 @@ func (s *Simulator) Restart() {
 		}
 	}
 	s.cache = c
-	// The next cycle installs the new runtime (install).
-	s.runtime = rt
+	// The next cycle installs the new runtime (install), with actions of
+	// its own: a restarted scheduler carries nothing over.
+	s.runtime, s.installed = rt, nil
 }
 
 // sortedKeys returns a map's keys in order.

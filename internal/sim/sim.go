@@ -149,6 +149,10 @@ type Simulator struct {
 	tiers   []volcanoconf.Tier
 	cache   *cache.SchedulerCache
 	runtime *rdmatopology.Runtime
+	// installed is rdmatopo's plugin builder and actions over runtime,
+	// built once per runtime (so the actions carry what they keep from one
+	// cycle to the next) and installed before every cycle.
+	installed *registry.Set
 	binder  *recordingBinder
 	evictor *recordingEvictor
 	status  *statusRecorder
@@ -567,8 +571,8 @@ func (s *Simulator) RunCycle() (rep *CycleReport, err error) {
 //     flags' defaults, but for Options.NodesToFindPercent; options a test
 //     or another simulator installed do not leak into this one;
 //   - rdmatopo's plugin builder and actions, registered over this
-//     simulator's runtime (registry.Install), as vc-scheduler's main
-//     registers them over its own; Volcano's actions and plugins are
+//     simulator's runtime (one registry.Set per runtime), as vc-scheduler's
+//     main registers them over its own; Volcano's actions and plugins are
 //     registered by their imports.
 func (s *Simulator) install() {
 	enabled := make(map[string]bool, len(s.conf.Actions))
@@ -577,7 +581,10 @@ func (s *Simulator) install() {
 	}
 	volcanoconf.EnabledActionMap = enabled
 	options.ServerOpts = s.serverOpts
-	registry.Install(s.runtime)
+	if s.installed == nil {
+		s.installed = registry.New(s.runtime)
+	}
+	s.installed.Install()
 }
 
 // actions returns the conf's actions as registered now: rdmatopo's over
