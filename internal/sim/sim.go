@@ -153,10 +153,10 @@ type Simulator struct {
 	// built once per runtime (so the actions carry what they keep from one
 	// cycle to the next) and installed before every cycle.
 	installed *registry.Set
-	binder  *recordingBinder
-	evictor *recordingEvictor
-	status  *statusRecorder
-	events  *eventRecorder
+	binder    *recordingBinder
+	evictor   *recordingEvictor
+	status    *statusRecorder
+	events    *eventRecorder
 
 	// serverOpts are vc-scheduler's options as its flags default them,
 	// installed as Volcano's options.ServerOpts for every cycle.
