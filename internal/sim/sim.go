@@ -163,8 +163,14 @@ type Simulator struct {
 	nodeOrder []string
 	cnrs      map[string]*v1alpha1.CustomNodeResource
 	cnrOrder  []string
-	pods      map[string]*podEntry
-	podOrder  []string
+	// cnrLists makes the stored KCNRs share their equal resource lists:
+	// every node of a shape has the same zone lists, every pod of a shape
+	// the same allocation requests, and a decoded list costs several
+	// hundred bytes. Stored KCNRs are never modified (a change stores a
+	// modified deep copy), so sharing is safe.
+	cnrLists *topology.CNRTrimmer
+	pods     map[string]*podEntry
+	podOrder []string
 	// arrival is the index in podOrder of each pod's latest arrival;
 	// stale counts podOrder entries made stale by deletions since the
 	// last compaction.
@@ -243,6 +249,7 @@ func New(c *Conf, cluster *workload.Cluster, opts Options) (*Simulator, error) {
 		events:    &eventRecorder{},
 		nodes:     map[string]*corev1.Node{},
 		cnrs:      map[string]*v1alpha1.CustomNodeResource{},
+		cnrLists:  topology.NewCNRTrimmer(),
 		pods:      map[string]*podEntry{},
 		arrival:   map[string]int{},
 		podGroups: map[string]*schedulingv1beta1.PodGroup{},
@@ -461,9 +468,11 @@ func (s *Simulator) UpsertCNR(cnr *v1alpha1.CustomNodeResource) {
 }
 
 // putCNR stores a KCNR the simulator owns (a copy no caller holds) with a
-// new resourceVersion, and hands it to the fabric.
+// new resourceVersion, its resource lists shared with the equal lists of
+// the KCNRs stored before (cnrLists), and hands it to the fabric.
 func (s *Simulator) putCNR(obj *v1alpha1.CustomNodeResource) {
 	obj.ResourceVersion = s.nextRV()
+	s.cnrLists.ShareLists(obj)
 	if _, ok := s.cnrs[obj.Name]; !ok {
 		s.cnrOrder = append(s.cnrOrder, obj.Name)
 	}
