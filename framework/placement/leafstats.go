@@ -34,17 +34,21 @@ type leafStat struct {
 // leafStats returns (once per Plan) the capacity for the main shape and the
 // free NICs of every leaf the gang does not exclude, over the nodes the
 // gang may use, sorted by id.
-// Gangs without node constraints of their own share the state's cache,
-// which is kept per shape and dropped per leaf when a node under it changes,
-// so a plan costs a map lookup per leaf rather than a scan of every node.
+// The state caches, per shape, the statistics over every usable node (what a
+// gang without node constraints of its own counts); an entry is dropped
+// when a node under its leaf changes, so a plan costs a map lookup per leaf
+// rather than a scan of every node. A gang with constraints (Allowed,
+// Exclude) takes the cached entry where it may use every node the entry
+// counts: a node the entry leaves out contributes nothing under the leaf
+// for any gang (unusable, or no free NIC there), so the entry is what a scan
+// over the gang's own nodes would give. Only leaves where it may not use
+// one of those nodes are scanned for it.
 func (p *planner) leafStats() []*leafStat {
 	if p.stats != nil {
 		return p.stats
 	}
-	var cache map[topology.S0ID]*leafStat
-	if p.g.Allowed == nil && len(p.g.Exclude) == 0 {
-		cache = p.s.leafCache[p.main]
-	}
+	constrained := p.g.Allowed != nil || len(p.g.Exclude) > 0
+	cache := p.s.leafCache[p.main]
 	ids := p.s.fabric.LeafIDs()
 	p.stats = make([]*leafStat, 0, len(ids))
 	for _, id := range ids {
@@ -53,11 +57,12 @@ func (p *planner) leafStats() []*leafStat {
 		}
 		st, ok := cache[id]
 		if !ok {
-			st = p.computeLeaf(id)
-			if p.g.Allowed == nil && len(p.g.Exclude) == 0 {
-				cache = p.s.leafCacheOf(p.main)
-				cache[id] = st
-			}
+			st = p.computeLeaf(id, p.usable)
+			cache = p.s.leafCacheOf(p.main)
+			cache[id] = st
+		}
+		if constrained && st != nil && !p.allAllowed(st.nodes) {
+			st = p.computeLeaf(id, p.anyAllowed)
 		}
 		if st != nil {
 			p.stats = append(p.stats, st)
@@ -66,9 +71,25 @@ func (p *planner) leafStats() []*leafStat {
 	return p.stats
 }
 
+// usable reports whether a gang without node constraints of its own may use
+// the node: what the state's cached leaf statistics count (anyAllowed of
+// such a gang).
+func (p *planner) usable(node string) bool { return !p.s.unusable[node] }
+
+// allAllowed reports whether some pod of the gang may use each of nodes.
+func (p *planner) allAllowed(nodes []string) bool {
+	for _, name := range nodes {
+		if !p.anyAllowed(name) {
+			return false
+		}
+	}
+	return true
+}
+
 // computeLeaf counts a leaf's free NICs and capacity for the main shape over
-// the nodes the gang may use; nil when no such node has a free NIC there.
-func (p *planner) computeLeaf(id topology.S0ID) *leafStat {
+// the nodes allowed admits (usable, or the gang's own anyAllowed); nil when
+// no such node has a free NIC there.
+func (p *planner) computeLeaf(id topology.S0ID, allowed func(string) bool) *leafStat {
 	leaf, ok := p.s.fabric.Leaf(id)
 	if !ok {
 		return nil
@@ -79,7 +100,7 @@ func (p *planner) computeLeaf(id topology.S0ID) *leafStat {
 	for _, slot := range leaf.Slots {
 		// Slots are sorted by node: a node's zones are adjacent.
 		name := slot.Node.Name
-		if name == last || !p.anyAllowed(name) {
+		if name == last || !allowed(name) {
 			continue
 		}
 		last = name
