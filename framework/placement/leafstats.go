@@ -37,12 +37,11 @@ type leafStat struct {
 // The state caches, per shape, the statistics over every usable node (what a
 // gang without node constraints of its own counts); an entry is dropped
 // when a node under its leaf changes, so a plan costs a map lookup per leaf
-// rather than a scan of every node. A gang with constraints (Allowed,
-// Exclude) takes the cached entry where it may use every node the entry
-// counts: a node the entry leaves out contributes nothing under the leaf
-// for any gang (unusable, or no free NIC there), so the entry is what a scan
-// over the gang's own nodes would give. Only leaves where it may not use
-// one of those nodes are scanned for it.
+// rather than a scan of every node. A node the entry leaves out contributes
+// nothing under the leaf for any gang (unusable, or no free NIC there), so
+// a gang with constraints (Allowed, Exclude) gets its statistics from the
+// entry's nodes alone: the entry itself where it may use all of them, else
+// the same count over those it may use (restrict).
 func (p *planner) leafStats() []*leafStat {
 	if p.stats != nil {
 		return p.stats
@@ -57,12 +56,12 @@ func (p *planner) leafStats() []*leafStat {
 		}
 		st, ok := cache[id]
 		if !ok {
-			st = p.computeLeaf(id, p.usable)
+			st = p.computeLeaf(id)
 			cache = p.s.leafCacheOf(p.main)
 			cache[id] = st
 		}
-		if constrained && st != nil && !p.allAllowed(st.nodes) {
-			st = p.computeLeaf(id, p.anyAllowed)
+		if constrained && st != nil {
+			st = p.restrict(st)
 		}
 		if st != nil {
 			p.stats = append(p.stats, st)
@@ -71,69 +70,92 @@ func (p *planner) leafStats() []*leafStat {
 	return p.stats
 }
 
-// usable reports whether a gang without node constraints of its own may use
-// the node: what the state's cached leaf statistics count (anyAllowed of
-// such a gang).
-func (p *planner) usable(node string) bool { return !p.s.unusable[node] }
-
-// allAllowed reports whether some pod of the gang may use each of nodes.
-func (p *planner) allAllowed(nodes []string) bool {
-	for _, name := range nodes {
-		if !p.anyAllowed(name) {
-			return false
-		}
-	}
-	return true
-}
-
 // computeLeaf counts a leaf's free NICs and capacity for the main shape over
-// the nodes allowed admits (usable, or the gang's own anyAllowed); nil when
-// no such node has a free NIC there.
-func (p *planner) computeLeaf(id topology.S0ID, allowed func(string) bool) *leafStat {
+// every usable node (the state's cached statistics); nil when no such node
+// has a free NIC there (or, for a shape without NICs, a free view).
+func (p *planner) computeLeaf(id topology.S0ID) *leafStat {
 	leaf, ok := p.s.fabric.Leaf(id)
 	if !ok {
 		return nil
 	}
 	st := &leafStat{id: id, s1: leaf.S1}
-	under := func(l topology.S0ID) bool { return l == id }
+	under := underLeaf(id)
 	last := ""
 	for _, slot := range leaf.Slots {
 		// Slots are sorted by node: a node's zones are adjacent.
 		name := slot.Node.Name
-		if name == last || !allowed(name) {
+		if name == last || p.s.unusable[name] {
 			continue
 		}
 		last = name
-		v := p.s.view(name)
-		if v == nil {
-			continue
-		}
-		n := countFree(v, id)
-		if n == 0 && p.main.NICs > 0 {
-			continue
-		}
-		st.nodes = append(st.nodes, name)
-		st.nics += n
-		c := quickCap(v, p.main, under)
-		st.own += c
-		if c == 0 && pools(v.node, p.main) {
-			// A pod that spans zones (or puts its containers in
-			// different zones) may need NICs under several leaves;
-			// count it under each (an over-estimate the fill corrects by
-			// adding leaves).
-			if c = quickCap(v, p.main, nil); c > 0 {
-				st.split = true
-			}
-		}
-		if !st.split && zonesSplit(v) {
-			st.split = true
-		}
-		st.pods += c
+		p.addNode(st, name, under)
 	}
 	if len(st.nodes) == 0 {
 		return nil
 	}
 	return st
+}
+
+// restrict returns the statistics of st's leaf over the nodes of st some pod
+// of the gang may use (anyAllowed): st itself when it may use all of them,
+// nil when none. The nodes keep their order.
+func (p *planner) restrict(st *leafStat) *leafStat {
+	all := true
+	for _, name := range st.nodes {
+		if !p.anyAllowed(name) {
+			all = false
+			break
+		}
+	}
+	if all {
+		return st
+	}
+	out := &leafStat{id: st.id, s1: st.s1}
+	under := underLeaf(st.id)
+	for _, name := range st.nodes {
+		if p.anyAllowed(name) {
+			p.addNode(out, name, under)
+		}
+	}
+	if len(out.nodes) == 0 {
+		return nil
+	}
+	return out
+}
+
+// underLeaf admits the NICs of one leaf (quickCap).
+func underLeaf(id topology.S0ID) func(topology.S0ID) bool {
+	return func(l topology.S0ID) bool { return l == id }
+}
+
+// addNode counts what node contributes under st's leaf (under admits that
+// leaf's NICs): nothing when the state has no view of it or, for a shape
+// with NICs, it has no free NIC there.
+func (p *planner) addNode(st *leafStat, name string, under func(topology.S0ID) bool) {
+	v := p.s.view(name)
+	if v == nil {
+		return
+	}
+	n := countFree(v, st.id)
+	if n == 0 && p.main.NICs > 0 {
+		return
+	}
+	st.nodes = append(st.nodes, name)
+	st.nics += n
+	c := quickCap(v, p.main, under)
+	st.own += c
+	if c == 0 && pools(v.node, p.main) {
+		// A pod that spans zones (or puts its containers in different
+		// zones) may need NICs under several leaves; count it under each
+		// (an over-estimate the fill corrects by adding leaves).
+		if c = quickCap(v, p.main, nil); c > 0 {
+			st.split = true
+		}
+	}
+	if !st.split && zonesSplit(v) {
+		st.split = true
+	}
+	st.pods += c
 }
 
 // zonesSplit reports whether a zone of the node has free NICs under more

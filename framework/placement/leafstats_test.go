@@ -14,7 +14,8 @@ import (
 // own gets, for every leaf, the statistics a scan over the nodes it may use
 // gives, whether or not the state's cache (statistics over every usable
 // node) was filled before, and that it takes the cached entry exactly where
-// it may use every node the entry counts.
+// it may use every node the entry counts, and a statistic of its own over
+// those nodes of the entry it may use elsewhere.
 func TestLeafStatsConstrained(t *testing.T) {
 	// Leaves A and B: n1..n3 (NUMA 0 under A, NUMA 1 under B); n2's NUMA 1
 	// is used up, n3 is unusable. Leaves C and D: m1, m2; m2's NUMA 0 is used
@@ -90,9 +91,20 @@ func TestLeafStatsConstrained(t *testing.T) {
 				p := &planner{s: s, g: &g, main: worker, groups: groupsOf(g.Pods)}
 				got := p.leafStats()
 
+				// What a scan of every node under each leaf that some pod
+				// of the gang may use counts.
 				var want []*leafStat
 				for _, id := range fab.LeafIDs() {
-					if st := p.computeLeaf(id, p.anyAllowed); st != nil {
+					leaf, _ := fab.Leaf(id)
+					st := &leafStat{id: id, s1: leaf.S1}
+					last := ""
+					for _, slot := range leaf.Slots {
+						if name := slot.Node.Name; name != last && p.anyAllowed(name) {
+							last = name
+							p.addNode(st, name, underLeaf(id))
+						}
+					}
+					if len(st.nodes) > 0 {
 						want = append(want, st)
 					}
 				}
