@@ -169,6 +169,9 @@ type Simulator struct {
 	// hundred bytes. Stored KCNRs are never modified (a change stores a
 	// modified deep copy), so sharing is safe.
 	cnrLists *topology.CNRTrimmer
+	// podLists makes the stored pods and the cache's copies share their
+	// equal resource lists (lists.go).
+	podLists podLists
 	pods     map[string]*podEntry
 	podOrder []string
 	// arrival is the index in podOrder of each pod's latest arrival;
@@ -378,7 +381,7 @@ func (s *Simulator) addPod(p *corev1.Pod, workload bool) error {
 	if e, ok := s.pods[key]; ok && !e.deleted {
 		return fmt.Errorf("pod %s already exists", key)
 	}
-	obj := p.DeepCopy()
+	obj := s.podLists.copyPod(p)
 	obj.ResourceVersion = s.nextRV()
 	if !pending && obj.Status.Phase == "" {
 		obj.Status.Phase = corev1.PodRunning
@@ -393,7 +396,7 @@ func (s *Simulator) addPod(p *corev1.Pod, workload bool) error {
 		s.podOrder = append(s.podOrder, key)
 	}
 	s.pods[key] = &podEntry{pod: obj, workload: workload}
-	s.cache.AddPod(obj.DeepCopy())
+	s.cache.AddPod(s.podLists.copyPod(obj))
 	return nil
 }
 
@@ -638,10 +641,10 @@ func (s *Simulator) applyBinds(rep *CycleReport) {
 		if rec.Err != nil {
 			rep.FailedBinds = append(rep.FailedBinds, rec)
 			s.cache.DeletePod(old)
-			s.cache.AddPod(old.DeepCopy())
+			s.cache.AddPod(s.podLists.copyPod(old))
 			continue
 		}
-		bound := old.DeepCopy()
+		bound := s.podLists.copyPod(old)
 		for k, v := range rec.Pod.Annotations {
 			if bound.Annotations == nil {
 				bound.Annotations = map[string]string{}
@@ -654,7 +657,7 @@ func (s *Simulator) applyBinds(rep *CycleReport) {
 			Type: corev1.PodScheduled, Status: corev1.ConditionTrue,
 		}}
 		bound.ResourceVersion = s.nextRV()
-		s.cache.UpdatePod(old, bound.DeepCopy())
+		s.cache.UpdatePod(old, s.podLists.copyPod(bound))
 		e.pod, e.boundCycle = bound, s.cycle
 		rep.Binds = append(rep.Binds, rec)
 	}
@@ -686,11 +689,11 @@ func (s *Simulator) applyEvictions(rep *CycleReport) {
 		rep.Evicted = append(rep.Evicted, key)
 		if s.opts.EvictionGrace > 0 {
 			old := e.pod
-			next := old.DeepCopy()
+			next := s.podLists.copyPod(old)
 			now := metav1.NewTime(s.Now())
 			next.DeletionTimestamp = &now
 			next.ResourceVersion = s.nextRV()
-			s.cache.UpdatePod(old, next.DeepCopy())
+			s.cache.UpdatePod(old, s.podLists.copyPod(next))
 			e.pod = next
 			e.goneAt = s.cycle + 1 + s.opts.EvictionGrace
 			s.terminating[key] = true
@@ -775,7 +778,7 @@ func (s *Simulator) applyStatus() {
 		if !ok || e.deleted || e.pod.Spec.NodeName != "" {
 			continue
 		}
-		cur := e.pod.DeepCopy()
+		cur := s.podLists.copyPod(e.pod)
 		cur.Status.Conditions = p.Status.Conditions
 		cur.Status.NominatedNodeName = p.Status.NominatedNodeName
 		e.pod = cur
@@ -880,7 +883,7 @@ func (s *Simulator) applyPatches(rep *CycleReport) {
 		}
 		rep.Patches = append(rep.Patches, pt)
 		old := e.pod
-		next := old.DeepCopy()
+		next := s.podLists.copyPod(old)
 		if next.Annotations == nil {
 			next.Annotations = map[string]string{}
 		}
@@ -888,7 +891,7 @@ func (s *Simulator) applyPatches(rep *CycleReport) {
 			next.Annotations[k] = v
 		}
 		next.ResourceVersion = s.nextRV()
-		s.cache.UpdatePod(old, next.DeepCopy())
+		s.cache.UpdatePod(old, s.podLists.copyPod(next))
 		e.pod = next
 	}
 }
