@@ -61,26 +61,32 @@ func (l *Ledger) Adopt(f *topology.Fabric, gone func(consumer string) bool) ([]M
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	uids := make([]string, 0, len(l.byUID))
-	for uid := range l.byUID {
-		uids = append(uids, uid)
+	// The reservations by UID, each with its consumer id and its node in f,
+	// looked up once: Adopt runs over the whole ledger in every session.
+	type entry struct {
+		r        *Reservation
+		consumer string
+		node     *topology.Node
 	}
-	sort.Strings(uids)
+	all := make([]entry, 0, len(l.byUID))
+	for _, r := range l.byUID {
+		node, _ := f.Node(r.Node)
+		all = append(all, entry{r: r, consumer: r.Consumer(), node: node})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].r.UID < all[j].r.UID })
 	// Confirm first, so a NIC two listed pods share is seen as held by a
 	// confirmed holder whatever the UID order.
-	for _, uid := range uids {
-		r := l.byUID[uid]
-		if node, ok := f.Node(r.Node); ok && node.Consumers[r.Consumer()] {
-			r.Confirmed = true
+	for _, e := range all {
+		if e.node != nil && e.node.Consumers[e.consumer] {
+			e.r.Confirmed = true
 		}
 	}
 	// What each confirmed pod's KCNR entry lists.
 	listedBy := map[string][]listedNIC{}
-	for _, uid := range uids {
-		r := l.byUID[uid]
-		if node, ok := f.Node(r.Node); ok && r.Confirmed {
-			if listed := listedNICs(node, r.Consumer()); len(listed) > 0 {
-				listedBy[uid] = listed
+	for _, e := range all {
+		if e.node != nil && e.r.Confirmed {
+			if listed := listedNICs(e.node, e.consumer); len(listed) > 0 {
+				listedBy[e.r.UID] = listed
 			}
 		}
 	}
@@ -93,12 +99,12 @@ func (l *Ledger) Adopt(f *topology.Fabric, gone func(consumer string) bool) ([]M
 		expected []listedNIC
 	}
 	var diff []pending
-	for _, uid := range uids {
-		listed, ok := listedBy[uid]
+	for _, e := range all {
+		listed, ok := listedBy[e.r.UID]
 		if !ok {
 			continue
 		}
-		r := l.byUID[uid]
+		r, uid := e.r, e.r.UID
 		var expected []listedNIC
 		for _, n := range listed {
 			if h, held := l.holder[nicKey{r.Node, n.id}]; held && h != uid && l.byUID[h].Confirmed && listsNIC(listedBy[h], n.id) {

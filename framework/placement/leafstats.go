@@ -34,17 +34,20 @@ type leafStat struct {
 // leafStats returns (once per Plan) the capacity for the main shape and the
 // free NICs of every leaf the gang does not exclude, over the nodes the
 // gang may use, sorted by id.
-// Gangs without node constraints of their own share the state's cache,
-// which is kept per shape and dropped per leaf when a node under it changes,
-// so a plan costs a map lookup per leaf rather than a scan of every node.
+// The state caches, per shape, the statistics over every usable node (what a
+// gang without node constraints of its own counts); an entry is dropped
+// when a node under its leaf changes, so a plan costs a map lookup per leaf
+// rather than a scan of every node. A node the entry leaves out contributes
+// nothing under the leaf for any gang (unusable, or no free NIC there), so
+// a gang with constraints (Allowed, Exclude) gets its statistics from the
+// entry's nodes alone: the entry itself where it may use all of them, else
+// the same count over those it may use (restrict).
 func (p *planner) leafStats() []*leafStat {
 	if p.stats != nil {
 		return p.stats
 	}
-	var cache map[topology.S0ID]*leafStat
-	if p.g.Allowed == nil && len(p.g.Exclude) == 0 {
-		cache = p.s.leafCache[p.main]
-	}
+	constrained := p.g.Allowed != nil || len(p.g.Exclude) > 0
+	cache := p.s.leafCache[p.main]
 	ids := p.s.fabric.LeafIDs()
 	p.stats = make([]*leafStat, 0, len(ids))
 	for _, id := range ids {
@@ -54,10 +57,11 @@ func (p *planner) leafStats() []*leafStat {
 		st, ok := cache[id]
 		if !ok {
 			st = p.computeLeaf(id)
-			if p.g.Allowed == nil && len(p.g.Exclude) == 0 {
-				cache = p.s.leafCacheOf(p.main)
-				cache[id] = st
-			}
+			cache = p.s.leafCacheOf(p.main)
+			cache[id] = st
+		}
+		if constrained && st != nil {
+			st = p.restrict(st)
 		}
 		if st != nil {
 			p.stats = append(p.stats, st)
@@ -67,52 +71,91 @@ func (p *planner) leafStats() []*leafStat {
 }
 
 // computeLeaf counts a leaf's free NICs and capacity for the main shape over
-// the nodes the gang may use; nil when no such node has a free NIC there.
+// every usable node (the state's cached statistics); nil when no such node
+// has a free NIC there (or, for a shape without NICs, a free view).
 func (p *planner) computeLeaf(id topology.S0ID) *leafStat {
 	leaf, ok := p.s.fabric.Leaf(id)
 	if !ok {
 		return nil
 	}
 	st := &leafStat{id: id, s1: leaf.S1}
-	under := func(l topology.S0ID) bool { return l == id }
+	under := underLeaf(id)
 	last := ""
 	for _, slot := range leaf.Slots {
 		// Slots are sorted by node: a node's zones are adjacent.
 		name := slot.Node.Name
-		if name == last || !p.anyAllowed(name) {
+		if name == last || p.s.unusable[name] {
 			continue
 		}
 		last = name
-		v := p.s.view(name)
-		if v == nil {
-			continue
-		}
-		n := countFree(v, id)
-		if n == 0 && p.main.NICs > 0 {
-			continue
-		}
-		st.nodes = append(st.nodes, name)
-		st.nics += n
-		c := quickCap(v, p.main, under)
-		st.own += c
-		if c == 0 && pools(v.node, p.main) {
-			// A pod that spans zones (or puts its containers in
-			// different zones) may need NICs under several leaves;
-			// count it under each (an over-estimate the fill corrects by
-			// adding leaves).
-			if c = quickCap(v, p.main, nil); c > 0 {
-				st.split = true
-			}
-		}
-		if !st.split && zonesSplit(v) {
-			st.split = true
-		}
-		st.pods += c
+		p.addNode(st, name, under)
 	}
 	if len(st.nodes) == 0 {
 		return nil
 	}
 	return st
+}
+
+// restrict returns the statistics of st's leaf over the nodes of st some pod
+// of the gang may use (anyAllowed): st itself when it may use all of them,
+// nil when none. The nodes keep their order.
+func (p *planner) restrict(st *leafStat) *leafStat {
+	all := true
+	for _, name := range st.nodes {
+		if !p.anyAllowed(name) {
+			all = false
+			break
+		}
+	}
+	if all {
+		return st
+	}
+	out := &leafStat{id: st.id, s1: st.s1}
+	under := underLeaf(st.id)
+	for _, name := range st.nodes {
+		if p.anyAllowed(name) {
+			p.addNode(out, name, under)
+		}
+	}
+	if len(out.nodes) == 0 {
+		return nil
+	}
+	return out
+}
+
+// underLeaf admits the NICs of one leaf (quickCap).
+func underLeaf(id topology.S0ID) func(topology.S0ID) bool {
+	return func(l topology.S0ID) bool { return l == id }
+}
+
+// addNode counts what node contributes under st's leaf (under admits that
+// leaf's NICs): nothing when the state has no view of it or, for a shape
+// with NICs, it has no free NIC there.
+func (p *planner) addNode(st *leafStat, name string, under func(topology.S0ID) bool) {
+	v := p.s.view(name)
+	if v == nil {
+		return
+	}
+	n := countFree(v, st.id)
+	if n == 0 && p.main.NICs > 0 {
+		return
+	}
+	st.nodes = append(st.nodes, name)
+	st.nics += n
+	c := quickCap(v, p.main, under)
+	st.own += c
+	if c == 0 && pools(v.node, p.main) {
+		// A pod that spans zones (or puts its containers in different
+		// zones) may need NICs under several leaves; count it under each
+		// (an over-estimate the fill corrects by adding leaves).
+		if c = quickCap(v, p.main, nil); c > 0 {
+			st.split = true
+		}
+	}
+	if !st.split && zonesSplit(v) {
+		st.split = true
+	}
+	st.pods += c
 }
 
 // zonesSplit reports whether a zone of the node has free NICs under more

@@ -57,6 +57,40 @@ func (t *CNRTrimmer) Trim(cnr *v1alpha1.CustomNodeResource) *v1alpha1.CustomNode
 	return trimCNR(cnr, t.share)
 }
 
+// ShareLists makes the resource lists of cnr's zone tree (each zone's
+// allocatable and capacity, each allocation's requests) the lists kept
+// equal to them, in place, keeping lists not seen before; nothing is
+// dropped. A store of many KCNRs of a few node and pod shapes (a simulated
+// API server) then holds each distinct list once. The lists of cnr must not
+// be modified afterwards: a writer deep-copies the KCNR first. Nil is
+// ignored.
+func (t *CNRTrimmer) ShareLists(cnr *v1alpha1.CustomNodeResource) {
+	if cnr == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.shareZones(cnr.Status.TopologyZone)
+}
+
+// shareZones is ShareLists over a zone list and its children. t.mu must be
+// held.
+func (t *CNRTrimmer) shareZones(zones []*v1alpha1.TopologyZone) {
+	for _, z := range zones {
+		if z == nil {
+			continue
+		}
+		z.Resources.Allocatable = t.share(z.Resources.Allocatable)
+		z.Resources.Capacity = t.share(z.Resources.Capacity)
+		for _, a := range z.Allocations {
+			if a != nil {
+				a.Requests = t.share(a.Requests)
+			}
+		}
+		t.shareZones(z.Children)
+	}
+}
+
 // share returns the kept list equal to l, keeping l if none is. t.mu must
 // be held.
 func (t *CNRTrimmer) share(l *corev1.ResourceList) *corev1.ResourceList {

@@ -229,3 +229,82 @@ func TestCNRTrimmerShares(t *testing.T) {
 		t.Error("lists with other names shared")
 	}
 }
+
+// TestCNRTrimmerShareLists checks that ShareLists keeps every part of a
+// KCNR, makes equal resource lists of different KCNRs (allocatable,
+// capacity, allocation requests) one list, and keeps lists that differ in
+// a name or a quantity apart.
+func TestCNRTrimmerShareLists(t *testing.T) {
+	numa := func(cnr *v1alpha1.CustomNodeResource, i int) *v1alpha1.TopologyZone {
+		return cnr.Status.TopologyZone[i].Children[0]
+	}
+	list := func(get func(*v1alpha1.TopologyZone) *corev1.ResourceList, zone func(*v1alpha1.CustomNodeResource) *v1alpha1.TopologyZone) func(*v1alpha1.CustomNodeResource) *corev1.ResourceList {
+		return func(cnr *v1alpha1.CustomNodeResource) *corev1.ResourceList { return get(zone(cnr)) }
+	}
+	allocatable := func(z *v1alpha1.TopologyZone) *corev1.ResourceList { return z.Resources.Allocatable }
+	capacity := func(z *v1alpha1.TopologyZone) *corev1.ResourceList { return z.Resources.Capacity }
+	requests := func(z *v1alpha1.TopologyZone) *corev1.ResourceList { return z.Allocations[0].Requests }
+	numa0 := func(cnr *v1alpha1.CustomNodeResource) *v1alpha1.TopologyZone { return numa(cnr, 0) }
+	numa1 := func(cnr *v1alpha1.CustomNodeResource) *v1alpha1.TopologyZone { return numa(cnr, 1) }
+	nic0 := func(cnr *v1alpha1.CustomNodeResource) *v1alpha1.TopologyZone { return numa(cnr, 0).Children[0] }
+
+	tests := map[string]struct {
+		a, b   *builders.CNRWrapper
+		list   func(*v1alpha1.CustomNodeResource) *corev1.ResourceList
+		shared bool
+	}{
+		"equal NUMA allocatable": {
+			a: provider("n1"), b: provider("n2"), list: list(allocatable, numa0), shared: true,
+		},
+		"equal NUMA capacity": {
+			a: provider("n1"), b: provider("n2"), list: list(capacity, numa1), shared: true,
+		},
+		"equal NIC allocatable": {
+			a: provider("n1"), b: provider("n2"), list: list(allocatable, nic0), shared: true,
+		},
+		"equal NIC requests of other consumers": {
+			a: provider("n1").UseNIC(nicA0, "ns/p/u"), b: provider("n2").UseNIC(nicA0, "ns/q/u"),
+			list: list(requests, nic0), shared: true,
+		},
+		"other cpu quantity": {
+			a: provider("n1"), b: provider("n2").Allocatable(0, corev1.ResourceCPU, "63"),
+			list: list(allocatable, numa0),
+		},
+		"other GPU quantity": {
+			a: provider("n1"), b: provider("n2").Allocatable(1, builders.GPUResource, "3"),
+			list: list(allocatable, numa1),
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			a, b := tc.a.Obj(), tc.b.Obj()
+			wantA, wantB := a.DeepCopy(), b.DeepCopy()
+			sharer := topology.NewCNRTrimmer()
+			sharer.ShareLists(a)
+			sharer.ShareLists(b)
+			if diff := cmp.Diff(wantA, a); diff != "" {
+				t.Errorf("first KCNR changed (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(wantB, b); diff != "" {
+				t.Errorf("second KCNR changed (-want,+got):\n%s", diff)
+			}
+			la, lb := tc.list(a), tc.list(b)
+			if la == nil || lb == nil {
+				t.Fatal("builder KCNR without the list this case compares")
+			}
+			if got := la == lb; got != tc.shared {
+				t.Errorf("lists shared = %t, want %t", got, tc.shared)
+			}
+		})
+	}
+	t.Run("nil", func(t *testing.T) {
+		topology.NewCNRTrimmer().ShareLists(nil)
+	})
+	t.Run("names apart", func(t *testing.T) {
+		a := provider("n1").Obj()
+		topology.NewCNRTrimmer().ShareLists(a)
+		if numa(a, 0).Resources.Allocatable == numa(a, 0).Children[0].Resources.Allocatable {
+			t.Error("lists with other names shared")
+		}
+	})
+}

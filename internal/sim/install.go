@@ -22,7 +22,7 @@ func (s *Simulator) Reinstall(pods []string) error {
 		if e.pod.Spec.NodeName == "" {
 			return fmt.Errorf("pod %s is not bound", key)
 		}
-		p := e.pod.DeepCopy()
+		p := s.podLists.copyPod(e.pod)
 		for k := range p.Annotations {
 			if strings.HasPrefix(k, "rdmatopo.io/") || k == rdmatopology.AnnotationNUMABindResult {
 				delete(p.Annotations, k)

@@ -38,7 +38,7 @@ func (s *Simulator) Restart() {
 	}
 	for i, key := range s.podOrder {
 		if e, ok := s.pods[key]; ok && !e.deleted && s.arrival[key] == i {
-			c.AddPod(e.pod.DeepCopy())
+			c.AddPod(s.podLists.copyPod(e.pod))
 		}
 	}
 	s.cache = c

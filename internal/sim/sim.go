@@ -167,8 +167,17 @@ type Simulator struct {
 	nodeOrder []string
 	cnrs      map[string]*v1alpha1.CustomNodeResource
 	cnrOrder  []string
-	pods      map[string]*podEntry
-	podOrder  []string
+	// cnrLists makes the stored KCNRs share their equal resource lists:
+	// every node of a shape has the same zone lists, every pod of a shape
+	// the same allocation requests, and a decoded list costs several
+	// hundred bytes. Stored KCNRs are never modified (a change stores a
+	// modified deep copy), so sharing is safe.
+	cnrLists *topology.CNRTrimmer
+	// podLists makes the stored pods and the cache's copies share their
+	// equal resource lists (lists.go).
+	podLists podLists
+	pods     map[string]*podEntry
+	podOrder []string
 	// arrival is the index in podOrder of each pod's latest arrival;
 	// stale counts podOrder entries made stale by deletions since the
 	// last compaction.
@@ -247,6 +256,7 @@ func New(c *Conf, cluster *workload.Cluster, opts Options) (*Simulator, error) {
 		events:    &eventRecorder{},
 		nodes:     map[string]*corev1.Node{},
 		cnrs:      map[string]*v1alpha1.CustomNodeResource{},
+		cnrLists:  topology.NewCNRTrimmer(),
 		pods:      map[string]*podEntry{},
 		arrival:   map[string]int{},
 		podGroups: map[string]*schedulingv1beta1.PodGroup{},
@@ -375,7 +385,7 @@ func (s *Simulator) addPod(p *corev1.Pod, workload bool) error {
 	if e, ok := s.pods[key]; ok && !e.deleted {
 		return fmt.Errorf("pod %s already exists", key)
 	}
-	obj := p.DeepCopy()
+	obj := s.podLists.copyPod(p)
 	obj.ResourceVersion = s.nextRV()
 	if !pending && obj.Status.Phase == "" {
 		obj.Status.Phase = corev1.PodRunning
@@ -390,7 +400,7 @@ func (s *Simulator) addPod(p *corev1.Pod, workload bool) error {
 		s.podOrder = append(s.podOrder, key)
 	}
 	s.pods[key] = &podEntry{pod: obj, workload: workload}
-	s.cache.AddPod(obj.DeepCopy())
+	s.cache.AddPod(s.podLists.copyPod(obj))
 	return nil
 }
 
@@ -465,9 +475,11 @@ func (s *Simulator) UpsertCNR(cnr *v1alpha1.CustomNodeResource) {
 }
 
 // putCNR stores a KCNR the simulator owns (a copy no caller holds) with a
-// new resourceVersion, and hands it to the fabric.
+// new resourceVersion, its resource lists shared with the equal lists of
+// the KCNRs stored before (cnrLists), and hands it to the fabric.
 func (s *Simulator) putCNR(obj *v1alpha1.CustomNodeResource) {
 	obj.ResourceVersion = s.nextRV()
+	s.cnrLists.ShareLists(obj)
 	if _, ok := s.cnrs[obj.Name]; !ok {
 		s.cnrOrder = append(s.cnrOrder, obj.Name)
 	}
@@ -636,10 +648,10 @@ func (s *Simulator) applyBinds(rep *CycleReport) {
 		if rec.Err != nil {
 			rep.FailedBinds = append(rep.FailedBinds, rec)
 			s.cache.DeletePod(old)
-			s.cache.AddPod(old.DeepCopy())
+			s.cache.AddPod(s.podLists.copyPod(old))
 			continue
 		}
-		bound := old.DeepCopy()
+		bound := s.podLists.copyPod(old)
 		for k, v := range rec.Pod.Annotations {
 			if bound.Annotations == nil {
 				bound.Annotations = map[string]string{}
@@ -652,7 +664,7 @@ func (s *Simulator) applyBinds(rep *CycleReport) {
 			Type: corev1.PodScheduled, Status: corev1.ConditionTrue,
 		}}
 		bound.ResourceVersion = s.nextRV()
-		s.cache.UpdatePod(old, bound.DeepCopy())
+		s.cache.UpdatePod(old, s.podLists.copyPod(bound))
 		e.pod, e.boundCycle = bound, s.cycle
 		rep.Binds = append(rep.Binds, rec)
 	}
@@ -684,11 +696,11 @@ func (s *Simulator) applyEvictions(rep *CycleReport) {
 		rep.Evicted = append(rep.Evicted, key)
 		if s.opts.EvictionGrace > 0 {
 			old := e.pod
-			next := old.DeepCopy()
+			next := s.podLists.copyPod(old)
 			now := metav1.NewTime(s.Now())
 			next.DeletionTimestamp = &now
 			next.ResourceVersion = s.nextRV()
-			s.cache.UpdatePod(old, next.DeepCopy())
+			s.cache.UpdatePod(old, s.podLists.copyPod(next))
 			e.pod = next
 			e.goneAt = s.cycle + 1 + s.opts.EvictionGrace
 			s.terminating[key] = true
@@ -773,7 +785,7 @@ func (s *Simulator) applyStatus() {
 		if !ok || e.deleted || e.pod.Spec.NodeName != "" {
 			continue
 		}
-		cur := e.pod.DeepCopy()
+		cur := s.podLists.copyPod(e.pod)
 		cur.Status.Conditions = p.Status.Conditions
 		cur.Status.NominatedNodeName = p.Status.NominatedNodeName
 		e.pod = cur
@@ -878,7 +890,7 @@ func (s *Simulator) applyPatches(rep *CycleReport) {
 		}
 		rep.Patches = append(rep.Patches, pt)
 		old := e.pod
-		next := old.DeepCopy()
+		next := s.podLists.copyPod(old)
 		if next.Annotations == nil {
 			next.Annotations = map[string]string{}
 		}
@@ -886,7 +898,7 @@ func (s *Simulator) applyPatches(rep *CycleReport) {
 			next.Annotations[k] = v
 		}
 		next.ResourceVersion = s.nextRV()
-		s.cache.UpdatePod(old, next.DeepCopy())
+		s.cache.UpdatePod(old, s.podLists.copyPod(next))
 		e.pod = next
 	}
 }

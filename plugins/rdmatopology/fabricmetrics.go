@@ -43,11 +43,13 @@ func measureFabric(f *topology.Fabric, l *ledger.Ledger) fabricUse {
 	perLeaf := map[topology.S0ID]*count{}
 	for _, name := range f.NodeNames() {
 		n, _ := f.Node(name)
-		held := l.HeldNICs(name)
 		u.free[n.S1] += 0 // an S1 with no free NIC is reported as 0
 		for _, z := range n.Zones {
 			for _, nic := range z.NICs {
-				_, taken := held[nic.ID]
+				// The ledger's NIC index, not a map of the node's held
+				// NICs: this runs over every NIC of the cluster at the
+				// close of every session.
+				_, taken := l.Holder(name, nic.ID)
 				free := nic.Free && !taken
 				if free {
 					u.free[n.S1]++

@@ -102,12 +102,18 @@ func newTruth() *truth {
 // adopt what they list where it differs from the reservation.
 func (s *Session) adopt(tasks map[string]*api.TaskInfo) {
 	// A consumer no pod of the session has is a deleted pod whose
-	// allocation the KCNR has not dropped yet.
-	live := make(map[string]bool, len(tasks))
-	for _, t := range tasks {
-		live[t.Namespace+"/"+t.Name+"/"+string(t.UID)] = true
+	// allocation the KCNR has not dropped yet. The consumers are indexed on
+	// first use: Adopt asks only when a pod lost a NIC to another.
+	var live map[string]bool
+	gone := func(consumer string) bool {
+		if live == nil {
+			live = make(map[string]bool, len(tasks))
+			for _, t := range tasks {
+				live[t.Namespace+"/"+t.Name+"/"+string(t.UID)] = true
+			}
+		}
+		return !live[consumer]
 	}
-	gone := func(consumer string) bool { return !live[consumer] }
 	mismatches, displaced := s.rt.Ledger.Adopt(s.fabric, gone)
 	t := s.rt.truth
 	byJob := map[api.JobID][]ledger.Mismatch{}
@@ -130,6 +136,9 @@ func (s *Session) adopt(tasks map[string]*api.TaskInfo) {
 			"planned", m.Planned.NICs(), "realized", m.Realized.NICs(), "contested", m.Contested)
 		s.patchPod(t, m.Planned, m.Realized)
 		s.mismatchEvent(t, m, tasks[m.Planned.UID])
+	}
+	if len(byJob) == 0 {
+		return
 	}
 	// The planned placement of each gang: its reservations as they were
 	// before this adoption.

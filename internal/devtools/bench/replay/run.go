@@ -185,7 +185,11 @@ type realized struct {
 	// tr holds what the agent gave every bound pod.
 	tr *grade.Tracker
 	// cnrs are the cluster's KCNRs by node, without the trace's pods: the
-	// agent's view for pods no simulated KCNR lists (the baseline's).
+	// agent's view for pods no simulated KCNR lists (the baseline's). They
+	// are trimmed to what the agent reads (topology.CNRTrimmer: the zone
+	// tree and the RDMA properties, equal resource lists shared), so the
+	// generated cluster's full KCNRs, which the simulator has copies of,
+	// are not kept alive for the whole replay.
 	cnrs map[string]*v1alpha1.CustomNodeResource
 	// diverged is set once the agent gave a pod other than its planned
 	// assignment; until then tr equals the planned tracker.
@@ -214,8 +218,9 @@ func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, tc *trace.Trace, opt
 	tr := grade.NewTracker(cluster.Nodes, cluster.CNRs)
 	rz := &realized{agent: opts.NodeAgent, cfg: conf.Topology, tr: tr.Empty(),
 		cnrs: map[string]*v1alpha1.CustomNodeResource{}}
+	trim := topology.NewCNRTrimmer()
 	for _, c := range cluster.CNRs {
-		rz.cnrs[c.Name] = c
+		rz.cnrs[c.Name] = trim.Trim(c)
 	}
 	for _, p := range cluster.Pods {
 		sh := shapeOf(p)
