@@ -36,11 +36,12 @@ const ActionName = "topology-allocate"
 // session predicates reject a planned node.
 const maxAttempts = 3
 
-// Action is the topology-allocate action. It keeps no state between
-// sessions: everything it uses lives in the session or the plugin's runtime.
+// Action is the topology-allocate action. Between sessions it keeps only
+// the node sets the predicates admit (gangfit.Carry, checked against what
+// changed each session); everything else it uses lives in the session or
+// the plugin's runtime.
 type Action struct {
-	rt *rdmatopology.Runtime
-	// carry keeps node sets from one session to the next (gangfit.Carry).
+	rt    *rdmatopology.Runtime
 	carry gangfit.Carry
 }
 
