@@ -15,6 +15,10 @@
 // chain for one pod of the group over every node of the fabric, with the
 // rdma-topology plugin's own NIC check left to the planner
 // (rdmatopology.Session.WithoutNICCheck).
+//
+// Beside the node sets, the package holds what else both actions do alike
+// with a gang: its planner request (Nodes.Request), the claims that keep it
+// out of rooms (ClaimedAgainst) and the end of a statement (Settle).
 package gangfit
 
 import (
