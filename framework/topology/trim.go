@@ -39,14 +39,12 @@ const maxSharedLists = 4096
 // only what the fabric reads. Safe for concurrent use.
 type CNRTrimmer struct {
 	mu    sync.Mutex
-	lists map[string]*corev1.ResourceList
-	key   []byte
-	names []string
+	lists *ListPool
 }
 
 // NewCNRTrimmer returns a trimmer sharing no lists yet.
 func NewCNRTrimmer() *CNRTrimmer {
-	return &CNRTrimmer{lists: map[string]*corev1.ResourceList{}}
+	return &CNRTrimmer{lists: NewListPool(maxSharedLists)}
 }
 
 // Trim returns TrimCNR(cnr), its resource lists shared with those of the
@@ -91,30 +89,53 @@ func (t *CNRTrimmer) shareZones(zones []*v1alpha1.TopologyZone) {
 	}
 }
 
-// share returns the kept list equal to l, keeping l if none is. t.mu must
-// be held.
+// share returns the kept list equal to l (ListPool.Share). t.mu must be
+// held.
 func (t *CNRTrimmer) share(l *corev1.ResourceList) *corev1.ResourceList {
+	return t.lists.Share(l)
+}
+
+// ListPool keeps one resource list of each distinct content (the same names
+// with the same quantity strings), up to a bound: objects of a few shapes
+// repeated many times then hold each distinct list once. Not safe for
+// concurrent use.
+type ListPool struct {
+	max   int
+	lists map[string]*corev1.ResourceList
+	key   []byte
+	names []string
+}
+
+// NewListPool returns a pool keeping at most max distinct lists; lists
+// beyond those are kept as they are.
+func NewListPool(max int) *ListPool {
+	return &ListPool{max: max, lists: map[string]*corev1.ResourceList{}}
+}
+
+// Share returns the kept list equal to l, keeping l if none is and the
+// pool has room. Nil gives nil. The lists kept must not be modified.
+func (p *ListPool) Share(l *corev1.ResourceList) *corev1.ResourceList {
 	if l == nil {
 		return nil
 	}
-	t.names = t.names[:0]
+	p.names = p.names[:0]
 	for name := range *l {
-		t.names = append(t.names, string(name))
+		p.names = append(p.names, string(name))
 	}
-	slices.Sort(t.names)
-	t.key = t.key[:0]
-	for _, name := range t.names {
+	slices.Sort(p.names)
+	p.key = p.key[:0]
+	for _, name := range p.names {
 		q := (*l)[corev1.ResourceName(name)]
-		t.key = append(t.key, name...)
-		t.key = append(t.key, '=')
-		t.key = append(t.key, q.String()...)
-		t.key = append(t.key, 0)
+		p.key = append(p.key, name...)
+		p.key = append(p.key, '=')
+		p.key = append(p.key, q.String()...)
+		p.key = append(p.key, 0)
 	}
-	if kept, ok := t.lists[string(t.key)]; ok {
+	if kept, ok := p.lists[string(p.key)]; ok {
 		return kept
 	}
-	if len(t.lists) < maxSharedLists {
-		t.lists[string(t.key)] = l
+	if len(p.lists) < p.max {
+		p.lists[string(p.key)] = l
 	}
 	return l
 }

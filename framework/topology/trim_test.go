@@ -308,3 +308,29 @@ func TestCNRTrimmerShareLists(t *testing.T) {
 		}
 	})
 }
+
+// TestListPool: equal lists become the first one kept, nil stays nil, and
+// once the pool is full a new list is returned as it is and not kept.
+func TestListPool(t *testing.T) {
+	list := func(cpu string) *corev1.ResourceList {
+		return &corev1.ResourceList{corev1.ResourceCPU: mustQty(cpu), corev1.ResourceMemory: mustQty("1Gi")}
+	}
+	pool := topology.NewListPool(1)
+	first := list("1")
+	if got := pool.Share(first); got != first {
+		t.Fatalf("the first list was not kept")
+	}
+	if got := pool.Share(list("1")); got != first {
+		t.Errorf("an equal list is not the kept one")
+	}
+	other := list("2")
+	if got := pool.Share(other); got != other {
+		t.Errorf("a different list was replaced")
+	}
+	if got := pool.Share(list("2")); got == other {
+		t.Errorf("a list beyond the pool's bound was kept")
+	}
+	if pool.Share(nil) != nil {
+		t.Errorf("Share(nil) is not nil")
+	}
+}

@@ -1,9 +1,9 @@
 package sim
 
 import (
-	"slices"
-
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
 
 // maxPodLists bounds the distinct resource lists a podLists keeps.
@@ -19,9 +19,7 @@ const maxPodLists = 4096
 // beyond those are kept as they are. Not safe for concurrent use: the
 // simulator calls it between sessions.
 type podLists struct {
-	lists map[string]corev1.ResourceList
-	key   []byte
-	names []string
+	pool *topology.ListPool
 }
 
 // copyPod returns a deep copy of p whose containers' resource lists are the
@@ -37,34 +35,14 @@ func (l *podLists) copyPod(p *corev1.Pod) *corev1.Pod {
 	return out
 }
 
-// share returns the kept list equal to rl (the same names with the same
-// quantity strings), keeping rl if none is. Nil and empty lists are
-// returned as they are.
+// share returns the kept list equal to rl (topology.ListPool.Share). Nil
+// and empty lists are returned as they are.
 func (l *podLists) share(rl corev1.ResourceList) corev1.ResourceList {
 	if len(rl) == 0 {
 		return rl
 	}
-	l.names = l.names[:0]
-	for name := range rl {
-		l.names = append(l.names, string(name))
+	if l.pool == nil {
+		l.pool = topology.NewListPool(maxPodLists)
 	}
-	slices.Sort(l.names)
-	l.key = l.key[:0]
-	for _, name := range l.names {
-		q := rl[corev1.ResourceName(name)]
-		l.key = append(l.key, name...)
-		l.key = append(l.key, '=')
-		l.key = append(l.key, q.String()...)
-		l.key = append(l.key, 0)
-	}
-	if kept, ok := l.lists[string(l.key)]; ok {
-		return kept
-	}
-	if l.lists == nil {
-		l.lists = map[string]corev1.ResourceList{}
-	}
-	if len(l.lists) < maxPodLists {
-		l.lists[string(l.key)] = rl
-	}
-	return rl
+	return *l.pool.Share(&rl)
 }
