@@ -85,6 +85,13 @@ func (a *Action) Execute(ssn *framework.Session) {
 		st.fit = gangfit.New(ssn, topo, gangfit.ForAllocate, &a.carry)
 	}
 	queues := util.NewPriorityQueue(ssn.QueueOrderFn)
+	// Partial RDMA gangs first: some of their pods are bound (others failed
+	// to bind and are pending again), so they hold GPUs and NICs while they
+	// wait. The NICs their failed pods had were released when the session
+	// opened; placing these gangs before anyone else lets them take those
+	// slots back, inside the tier they hold, before another gang can. Once
+	// whole, they compete in their queue like every other job.
+	partial := util.NewPriorityQueue(ssn.JobOrderFn)
 	for _, job := range ssn.Jobs {
 		if job.IsPending() {
 			if conf.EnabledActionMap["enqueue"] {
@@ -102,23 +109,20 @@ func (a *Action) Execute(ssn *framework.Session) {
 			klog.InfoS("Skipping job of unknown queue", "job", job.UID, "queue", job.Queue)
 			continue
 		}
+		if topo != nil && partialGang(topo, job) {
+			partial.Push(job)
+			continue
+		}
 		if _, ok := st.jobs[job.Queue]; !ok {
 			st.jobs[job.Queue] = util.NewPriorityQueue(ssn.JobOrderFn)
 			queues.Push(ssn.Queues[job.Queue])
 		}
 		st.jobs[job.Queue].Push(job)
 	}
-	// Partial RDMA gangs first: some of their pods are bound (others failed
-	// to bind and are pending again), so they hold GPUs and NICs while they
-	// wait. The NICs their failed pods had were released when the session
-	// opened; placing these gangs before anyone else lets them take those
-	// slots back, inside the tier they hold, before another gang can. Once
-	// whole, they compete in their queue like every other job.
-	if topo != nil {
-		for _, job := range partialGangs(ssn, topo, st.jobs) {
-			if queue := ssn.Queues[job.Queue]; queue != nil && !ssn.Overused(queue) {
-				st.allocateJob(queue, job)
-			}
+	for !partial.Empty() {
+		job := partial.Pop().(*api.JobInfo)
+		if queue := ssn.Queues[job.Queue]; queue != nil && !ssn.Overused(queue) {
+			st.allocateJob(queue, job)
 		}
 	}
 	for !queues.Empty() {
@@ -160,27 +164,11 @@ type run struct {
 	commits int
 }
 
-// partialGangs removes from the queues, and returns in job order, the RDMA
-// gangs that have some but fewer than minMember pods placed.
-func partialGangs(ssn *framework.Session, topo *rdmatopology.Session, jobsByQueue map[api.QueueID]*util.PriorityQueue) []*api.JobInfo {
-	partial := util.NewPriorityQueue(ssn.JobOrderFn)
-	for qid, jobs := range jobsByQueue {
-		rest := util.NewPriorityQueue(ssn.JobOrderFn)
-		for !jobs.Empty() {
-			job := jobs.Pop().(*api.JobInfo)
-			if ready := job.ReadyTaskNum(); ready > 0 && ready < job.MinAvailable && isRDMAJob(topo, job) {
-				partial.Push(job)
-			} else {
-				rest.Push(job)
-			}
-		}
-		jobsByQueue[qid] = rest
-	}
-	var out []*api.JobInfo
-	for !partial.Empty() {
-		out = append(out, partial.Pop().(*api.JobInfo))
-	}
-	return out
+// partialGang reports an RDMA gang that has some but fewer than minMember
+// pods placed.
+func partialGang(topo *rdmatopology.Session, job *api.JobInfo) bool {
+	ready := job.ReadyTaskNum()
+	return ready > 0 && ready < job.MinAvailable && isRDMAJob(topo, job)
 }
 
 // isRDMAJob reports whether any task of the job requests RDMA NICs

@@ -56,12 +56,12 @@ func (r *run) room(job *api.JobInfo, g placement.Gang, c placement.Contract, can
 		}
 	}
 	// Each pod joins the rooms it is in once: the room of its node, or
-	// those of its NICs' leaves.
+	// those of its NICs' leaves. The pods are counted first; only the
+	// rooms tried collect them.
 	var seen []*room
-	for _, h := range r.reservedPods() {
-		res := h.Res
+	roomsOf := func(h preemption.ReservedPod) []*room {
 		seen = seen[:0]
-		if rm := byNode[res.Node]; rm != nil {
+		if rm := byNode[h.Res.Node]; rm != nil {
 			seen = append(seen, rm)
 		}
 		if len(byLeaf) > 0 {
@@ -73,19 +73,31 @@ func (r *run) room(job *api.JobInfo, g placement.Gang, c placement.Contract, can
 				}
 			}
 		}
-		for _, rm := range seen {
-			rm.pods = append(rm.pods, res)
-			if !evictable[res.UID] {
+		return seen
+	}
+	reserved := r.reservedPods()
+	for _, h := range reserved {
+		for _, rm := range roomsOf(h) {
+			if !evictable[h.Res.UID] {
 				rm.blocked++
 			}
 		}
 	}
 	// Stable: equal rooms keep the scopes' order (by id).
 	sort.SliceStable(rooms, func(i, j int) bool { return rooms[i].blocked < rooms[j].blocked })
-	for i, rk := range rooms {
-		if i == roomChecks {
-			break
+	rooms = rooms[:min(len(rooms), roomChecks)]
+	tried := make(map[*room]bool, len(rooms))
+	for _, rm := range rooms {
+		tried[rm] = true
+	}
+	for _, h := range reserved {
+		for _, rm := range roomsOf(h) {
+			if tried[rm] {
+				rm.pods = append(rm.pods, h.Res)
+			}
 		}
+	}
+	for _, rk := range rooms {
 		// Rooms older gangs claim may be claimed too: this gang waits
 		// there behind them.
 		try := g

@@ -69,12 +69,26 @@ func (r *run) candidates(job *api.JobInfo, preemptor *api.TaskInfo) map[api.JobI
 		if !r.policy.queueAllows(r.ssn, job, vj) {
 			continue
 		}
-		jobOK := jobPreemptable(vj)
-		c := &victimJob{job: vj, wholeOK: true, podOK: map[api.TaskID]bool{},
-			slack: max(0, int(vj.ReadyTaskNum())-int(vj.MinAvailable))}
+		if !jobPreemptable(vj) {
+			continue
+		}
+		// The job's pods the policy asks the vetoes about; a job with none
+		// gives no victims, and its pods are not read further.
 		var asked []*api.TaskInfo
 		for _, t := range vj.Tasks {
-			if t.Status != api.Running && t.Status != api.Bound {
+			// TaskInfo.Preemptable is Volcano's reading of the pod's
+			// volcano.sh/preemptable (annotation, else label).
+			if bound(t) && t.Preemptable && r.policy.priorityAllows(max(vj.Priority, t.Priority), job.Priority) {
+				asked = append(asked, t)
+			}
+		}
+		if len(asked) == 0 {
+			continue
+		}
+		c := &victimJob{job: vj, wholeOK: true, podOK: map[api.TaskID]bool{},
+			slack: max(0, int(vj.ReadyTaskNum())-int(vj.MinAvailable))}
+		for _, t := range vj.Tasks {
+			if !bound(t) {
 				continue
 			}
 			v := &victim{task: t, job: vj, prio: max(vj.Priority, t.Priority), start: startOf(t)}
@@ -83,14 +97,6 @@ func (r *run) candidates(job *api.JobInfo, preemptor *api.TaskInfo) map[api.JobI
 				v.leaves = rp.Leaves
 			}
 			c.bound = append(c.bound, v)
-			// TaskInfo.Preemptable is Volcano's reading of the pod's
-			// volcano.sh/preemptable (annotation, else label).
-			if jobOK && t.Preemptable && r.policy.priorityAllows(v.prio, job.Priority) {
-				asked = append(asked, t)
-			}
-		}
-		if len(c.bound) == 0 || len(asked) == 0 {
-			continue
 		}
 		// Asked per job: a cumulative veto (proportion's) judges each job
 		// on its own here, and every chosen set again as a whole
@@ -119,6 +125,9 @@ func (r *run) candidates(job *api.JobInfo, preemptor *api.TaskInfo) map[api.JobI
 	}
 	return byJob
 }
+
+// bound reports a running pod: one a victim may be.
+func bound(t *api.TaskInfo) bool { return t.Status == api.Running || t.Status == api.Bound }
 
 // jobPreemptable reports whether a job's PodGroup lets its pods be
 // victims: not when its volcano.sh/preemptable annotation (else label)

@@ -410,8 +410,9 @@ func (l *Ledger) All() []Reservation {
 // reservations share their zone slices with the ledger, so fn must not
 // modify them.
 func (l *Ledger) Each(fn func(Reservation)) {
+	buf := eachBuffers.Get().(*[]Reservation)
 	l.mu.RLock()
-	rs := make([]Reservation, 0, len(l.byUID))
+	rs := (*buf)[:0]
 	for _, r := range l.byUID {
 		rs = append(rs, *r)
 	}
@@ -419,7 +420,15 @@ func (l *Ledger) Each(fn func(Reservation)) {
 	for _, r := range rs {
 		fn(r)
 	}
+	// The buffer goes back empty: it must not keep zone slices alive.
+	clear(rs)
+	*buf = rs[:0]
+	eachBuffers.Put(buf)
 }
+
+// eachBuffers are Each's copies of the reservations, reused from one walk
+// to the next (a walk per session and per caller over every reservation).
+var eachBuffers = sync.Pool{New: func() any { return new([]Reservation) }}
 
 func sortByUID(rs []Reservation) {
 	sort.Slice(rs, func(i, j int) bool { return rs[i].UID < rs[j].UID })

@@ -449,6 +449,16 @@ func (n *Nodes) Admit(tasks, victims []*api.TaskInfo) func(node string, pod plac
 		infos[string(t.UID)] = pi
 		return pi
 	}
+	// A node holding one pod of the gang alone, for Kubernetes' port check.
+	alone := map[string]*k8sframework.NodeInfo{}
+	aloneOf := func(t *api.TaskInfo) *k8sframework.NodeInfo {
+		ni, ok := alone[string(t.UID)]
+		if !ok {
+			ni = k8sframework.NewNodeInfo(t.Pod)
+			alone[string(t.UID)] = ni
+		}
+		return ni
+	}
 	// The planner calls the admission for every candidate node of every
 	// pod, one call at a time: the pods' requests are summed in one
 	// resource reused from call to call, not in a fresh copy.
@@ -480,7 +490,7 @@ func (n *Nodes) Admit(tasks, victims []*api.TaskInfo) func(node string, pod plac
 				continue
 			}
 			sum.Add(ot.InitResreq)
-			if conflict(t, ot, infoOf) {
+			if conflict(t, ot, infoOf, aloneOf) {
 				return false
 			}
 		}
@@ -547,12 +557,14 @@ func (s *scratchResource) set(src *api.Resource) *api.Resource {
 // conflict reports whether two pods of a gang may not share a node: they
 // claim one host port, or the required anti-affinity of either matches the
 // other (two pods on one node share every topology value of the node).
-func conflict(a, b *api.TaskInfo, infoOf func(*api.TaskInfo) *k8sframework.PodInfo) bool {
+// infoOf and aloneOf are the gang's per-pod caches of what Kubernetes'
+// checks read: the pod's parsed terms, a node holding the pod alone.
+func conflict(a, b *api.TaskInfo, infoOf func(*api.TaskInfo) *k8sframework.PodInfo, aloneOf func(*api.TaskInfo) *k8sframework.NodeInfo) bool {
 	if a.Pod == nil || b.Pod == nil {
 		return false
 	}
 	// Kubernetes' own port check, against a node holding b alone.
-	if hasHostPort(a.Pod) && hasHostPort(b.Pod) && !nodeports.Fits(a.Pod, k8sframework.NewNodeInfo(b.Pod)) {
+	if hasHostPort(a.Pod) && hasHostPort(b.Pod) && !nodeports.Fits(a.Pod, aloneOf(b)) {
 		return true
 	}
 	for _, pair := range [][2]*api.TaskInfo{{a, b}, {b, a}} {
