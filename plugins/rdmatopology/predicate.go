@@ -54,8 +54,13 @@ func (s *Session) predicate(task *api.TaskInfo, node *api.NodeInfo) error {
 // task) with this plugin's NIC and tier checks answering "fits" for task:
 // what the other plugins (taints, selectors, affinity, ports, pod counts,
 // volumes) admit is then known apart from what the planner decides. Calls
-// may nest; other tasks are checked as usual.
+// may nest; other tasks are checked as usual. On a nil Session (no
+// rdma-topology plugin) it runs fn.
 func (s *Session) WithoutNICCheck(task *api.TaskInfo, fn func()) {
+	if s == nil {
+		fn()
+		return
+	}
 	s.mu.Lock()
 	if s.probing == nil {
 		s.probing = map[api.TaskID]int{}

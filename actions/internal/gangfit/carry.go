@@ -48,6 +48,9 @@ type Carry struct {
 	inputsAt map[string]int
 	// sets are the groups recently used, by key.
 	sets map[[32]byte]*carriedSet
+	// ports indexes the host ports of the pods on each node as the last
+	// New saw them (nil until a group with host ports asked).
+	ports *portIndex
 	// touched holds the nodes of the tasks allocated, pipelined, evicted
 	// or taken back since the last New (the session's events; anyNode for
 	// one that may reach every node): what changed on them and changed
@@ -169,12 +172,18 @@ func (n *Nodes) openCarry(c *Carry) *Carry {
 			in.pods = slices.Clone(in.pods)
 			c.inputs[name] = in
 			c.inputsAt[name] = c.seq
+			if c.ports != nil {
+				c.ports.set(name, n.ssn.Nodes[name])
+			}
 		}
 	}
 	for name := range c.inputs {
 		if !seen[name] {
 			delete(c.inputs, name)
 			delete(c.inputsAt, name)
+			if c.ports != nil {
+				c.ports.set(name, nil)
+			}
 		}
 	}
 	for key, s := range c.sets {

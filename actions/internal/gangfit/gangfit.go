@@ -77,6 +77,13 @@ type Nodes struct {
 	// carry holds the node sets kept across sessions (carry.go); nil when
 	// they cannot be carried in this session.
 	carry *Carry
+	// ports indexes the host ports of the pods on each node as the session
+	// opened, for groups derived from a base (ports.go); nil until one is
+	// computed. portsSeen holds those of the nodes whose pods changed in
+	// the session, read at touched's length portsAt.
+	ports     *portIndex
+	portsSeen map[string][]int32
+	portsAt   int
 }
 
 // anyNode in Nodes.touched stands for a change that may reach every node.
@@ -105,6 +112,11 @@ type group struct {
 	carried   *carriedSet
 	fromCarry bool
 	redo      []string
+	// base, for pods with host ports, is the group of the same pods
+	// without them, which the set is derived from (ports.go); baseAt is
+	// the base's at when the set was.
+	base   *group
+	baseAt int
 }
 
 // New returns the node sets of one session, read with mode, taking over
@@ -163,7 +175,11 @@ func (n *Nodes) Group(task *api.TaskInfo) int {
 	n.groups[key] = g
 	s := &group{rep: task}
 	n.sets = append(n.sets, s)
-	n.takeOver(key, s)
+	if base, ok := n.portedBase(task); ok {
+		s.base = base
+	} else {
+		n.takeOver(key, s)
+	}
 	return g
 }
 
@@ -326,6 +342,9 @@ func (n *Nodes) Changed(tasks []*api.TaskInfo) {
 // when the group's own pods depend on other pods' placement, or when the
 // pre-predicates refused the group last time).
 func (n *Nodes) compute(s *group) *group {
+	if s.base != nil {
+		return n.computePorted(s)
+	}
 	if s.allowed != nil && !s.stale {
 		return s
 	}
@@ -357,14 +376,7 @@ func (n *Nodes) compute(s *group) *group {
 			return
 		}
 		for _, name := range nodes {
-			ni := n.ssn.Nodes[name]
-			var err error
-			if n.mode == ForPreempt {
-				err = n.ssn.PredicateForPreemptAction(task, ni)
-			} else {
-				err = n.ssn.PredicateForAllocateAction(task, ni)
-			}
-			if err != nil {
+			if err := n.predicate(task, n.ssn.Nodes[name]); err != nil {
 				s.refused[name] = err
 				delete(s.allowed, name)
 				continue
@@ -376,6 +388,15 @@ func (n *Nodes) compute(s *group) *group {
 	s.all = len(s.allowed) >= n.usable
 	n.keep(s)
 	return s
+}
+
+// predicate walks the session's predicate chain for task on node, read
+// with the mode.
+func (n *Nodes) predicate(task *api.TaskInfo, node *api.NodeInfo) error {
+	if n.mode == ForPreempt {
+		return n.ssn.PredicateForPreemptAction(task, node)
+	}
+	return n.ssn.PredicateForAllocateAction(task, node)
 }
 
 // inFabricOrder lists the fabric nodes named in a or b, in fabric order
