@@ -141,7 +141,7 @@ func (a *Action) Execute(ssn *framework.Session) {
 	if err := topo.Apply(nil, step.RealizeHolds{}); err != nil {
 		klog.ErrorS(err, "Cannot realize holds", "action", a.policy.action)
 	}
-	r := &run{ssn: ssn, topo: topo, policy: a.policy, fit: gangfit.New(ssn, topo, gangfit.ForPreempt, &a.carry), claimed: map[api.JobID]bool{}}
+	r := &run{ssn: ssn, topo: topo, policy: a.policy, carry: &a.carry, claimed: map[api.JobID]bool{}}
 	jobs := util.NewPriorityQueue(ssn.JobOrderFn)
 	for _, job := range ssn.Jobs {
 		if r.wantsPreemption(job) {
@@ -166,8 +166,10 @@ type run struct {
 	// policy says whose pods are victims (preempt or reclaim).
 	policy *policy
 	// fit says where the predicates admit a preemptor's pods once
-	// victims are gone (failures evictions resolve do not count).
-	fit *gangfit.Nodes
+	// victims are gone (failures evictions resolve do not count); made
+	// for the first gang planned (nodes), over the action's carry.
+	fit   *gangfit.Nodes
+	carry *gangfit.Carry
 	// claimed are the gangs that claimed a room in this session.
 	claimed map[api.JobID]bool
 	// scopeLists caches scopes per contract kind; held caches the ledger's
@@ -176,6 +178,14 @@ type run struct {
 	reserved   []preemption.ReservedPod
 	// reservedByUID indexes reserved by pod UID.
 	reservedByUID map[string]int
+}
+
+// nodes returns the run's node sets, made on first use.
+func (r *run) nodes() *gangfit.Nodes {
+	if r.fit == nil {
+		r.fit = gangfit.New(r.ssn, r.topo, gangfit.ForPreempt, r.carry)
+	}
+	return r.fit
 }
 
 // gangMet reports whether the job has its minMember (and each task role
@@ -242,9 +252,22 @@ func (r *run) preempt(job *api.JobInfo) {
 	if len(rdma) == 0 {
 		return
 	}
+	// A gang that may claim no room acts only by evicting: without a pod
+	// it may evict, or a queue that may not act, there is nothing to plan.
+	var cands map[api.JobID]*victimJob
+	claims := !r.policy.otherQueues && c.Mode == placement.ModeHard && c.HighestTier != placement.TierCluster
+	if !claims {
+		if !r.policy.gangMayAct(r.ssn, job, rdma[0]) {
+			return
+		}
+		if cands = r.candidates(job, rdma[0]); len(cands) == 0 {
+			klog.V(4).InfoS("No pod the gang may evict", "action", r.policy.action, "job", klog.KRef(job.Namespace, job.Name))
+			return
+		}
+	}
 	// Ranked over the whole gang, held pods included, as topology-allocate
 	// plans it (so a segment holds for the evictions too).
-	g, err := r.fit.Request(job, rdma, len(others))
+	g, err := r.nodes().Request(job, rdma, len(others))
 	if err != nil {
 		return // topology-allocate reports the invalid rank
 	}
@@ -261,7 +284,9 @@ func (r *run) preempt(job *api.JobInfo) {
 		return
 	}
 	start := time.Now()
-	cands := r.candidates(job, rdma[0])
+	if cands == nil {
+		cands = r.candidates(job, rdma[0])
+	}
 	var best *choice
 	if len(cands) > 0 {
 		best = r.search(g, c, cands, rdma)

@@ -24,7 +24,6 @@ package gangfit
 import (
 	"crypto/sha256"
 	"encoding/json"
-	"sort"
 
 	v1 "k8s.io/api/core/v1"
 	k8sframework "k8s.io/kubernetes/pkg/scheduler/framework"
@@ -139,6 +138,7 @@ func New(ssn *framework.Session, topo *rdmatopology.Session, mode Mode, carry *C
 		}
 	}
 	ssn.AddEventHandler(&framework.EventHandler{AllocateFunc: touch, DeallocateFunc: touch})
+	// NodeNames is sorted, and so is what is kept of it.
 	for _, name := range access.Fabric().NodeNames() {
 		ni, ok := ssn.Nodes[name]
 		if !ok {
@@ -149,7 +149,6 @@ func New(ssn *framework.Session, topo *rdmatopology.Session, mode Mode, carry *C
 			n.usable++
 		}
 	}
-	sort.Strings(n.fabric)
 	for _, ni := range ssn.Nodes {
 		for _, t := range ni.Tasks {
 			if hasRequiredAntiAffinity(t.Pod) {
