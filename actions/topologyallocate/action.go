@@ -438,6 +438,14 @@ func (r *run) allocateTask(queue *api.QueueInfo, job *api.JobInfo, stmt *framewo
 		setFitError(job, task, r.refuse.Error())
 		return true
 	}
+	rdma := r.topo != nil && requestsRDMAOf(r.topo, job, task)
+	var refusals map[string]error
+	if r.fit != nil && !rdma {
+		// The fabric nodes the chain refuses pods like this one on, as the
+		// session's node sets know them: not walked again for it. Read
+		// before the task's pre-predicates, as a set's walk runs its own.
+		refusals = r.fit.Refusals(r.fit.Group(task))
+	}
 	if err := ssn.PrePredicateFn(task); err != nil {
 		fe := api.NewFitErrors()
 		for _, n := range ssn.NodeList {
@@ -446,7 +454,7 @@ func (r *run) allocateTask(queue *api.QueueInfo, job *api.JobInfo, stmt *framewo
 		job.NodesFitErrors[task.UID] = fe
 		return false
 	}
-	if r.topo != nil && requestsRDMAOf(r.topo, job, task) {
+	if rdma {
 		r.allocateRDMATask(queue, job, stmt, task)
 		return true
 	}
@@ -458,6 +466,9 @@ func (r *run) allocateTask(queue *api.QueueInfo, job *api.JobInfo, stmt *framewo
 		}
 		if ok, res := t.InitResreq.LessEqualWithResourcesName(n.FutureIdle(), api.Zero); !ok {
 			return api.NewFitErrWithStatus(t, n, &api.Status{Code: api.Unschedulable, Reason: api.WrapInsufficientResourceReason(res)})
+		}
+		if err, refused := refusals[n.Name]; refused {
+			return err
 		}
 		return ssn.PredicateForAllocateAction(t, n)
 	})

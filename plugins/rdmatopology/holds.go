@@ -177,6 +177,15 @@ func resourceOf(r preemption.Resources) *api.Resource {
 
 // predicateWithHolds is the plugin's predicate: holds first, then NIC fit.
 func (s *Session) predicateWithHolds(task *api.TaskInfo, node *api.NodeInfo) error {
+	s.mu.Lock()
+	probing := s.probing[task.UID] > 0
+	s.mu.Unlock()
+	if probing {
+		// A walk for the other plugins only (WithoutNICCheck): what holds
+		// keep depends on the task's own job and requests, which the
+		// caller counts.
+		return nil
+	}
 	if err := s.holdPredicate(task, node); err != nil {
 		return err
 	}

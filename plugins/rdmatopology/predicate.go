@@ -51,11 +51,14 @@ func (s *Session) predicate(task *api.TaskInfo, node *api.NodeInfo) error {
 }
 
 // WithoutNICCheck runs fn (a walk of the session's predicate chain for
-// task) with this plugin's NIC and tier checks answering "fits" for task:
-// what the other plugins (taints, selectors, affinity, ports, pod counts,
-// volumes) admit is then known apart from what the planner decides. Calls
-// may nest; other tasks are checked as usual. On a nil Session (no
-// rdma-topology plugin) it runs fn.
+// task) with this plugin's checks answering "fits" for task: its NIC and
+// tier checks, and its hold check (the resources other gangs' preemption
+// holds keep on a node, which depend on the task's own job and requests).
+// What the other plugins (taints, selectors, affinity, ports, pod counts,
+// volumes) admit is then known apart from what the planner and the
+// caller's own count of holds decide, and the same for every pod the
+// other plugins cannot tell apart. Calls may nest; other tasks are checked
+// as usual. On a nil Session (no rdma-topology plugin) it runs fn.
 func (s *Session) WithoutNICCheck(task *api.TaskInfo, fn func()) {
 	if s == nil {
 		fn()

@@ -124,7 +124,9 @@ type group struct {
 func New(ssn *framework.Session, topo *rdmatopology.Session, mode Mode, carry *Carry) *Nodes {
 	access := topo.Preemption()
 	n := &Nodes{ssn: ssn, topo: topo, mode: mode, groups: map[[32]byte]int{}, heldOn: access.KeptOn}
-	touch := func(e *framework.Event) {
+	// touch logs a task's node; with stale, every set is walked again
+	// there before its next use.
+	touch := func(e *framework.Event, stale bool) {
 		if e.Task == nil {
 			return
 		}
@@ -136,8 +138,23 @@ func New(ssn *framework.Session, topo *rdmatopology.Session, mode Mode, carry *C
 		if n.carry != nil {
 			n.carry.touched[name] = true
 		}
+		if stale {
+			for _, s := range n.sets {
+				s.stale = true
+			}
+		}
 	}
-	ssn.AddEventHandler(&framework.EventHandler{AllocateFunc: touch, DeallocateFunc: touch})
+	ssn.AddEventHandler(&framework.EventHandler{
+		// A placed pod with host ports or required anti-affinity changes
+		// what other pods may use (Changed).
+		AllocateFunc: func(e *framework.Event) {
+			touch(e, e.Task != nil && e.Task.Pod != nil && (hasHostPort(e.Task.Pod) || hasRequiredAntiAffinity(e.Task.Pod)))
+		},
+		// A pod taken back (a discarded statement, an eviction) may free
+		// what a set refused: its ports, its place under the node's pod
+		// limit.
+		DeallocateFunc: func(e *framework.Event) { touch(e, true) },
+	})
 	// NodeNames is sorted, and so is what is kept of it.
 	for _, name := range access.Fabric().NodeNames() {
 		ni, ok := ssn.Nodes[name]
@@ -303,6 +320,18 @@ func (n *Nodes) Refused(g int) string {
 		}
 	}
 	return errs.Error()
+}
+
+// Refusals returns the fabric nodes the predicate chain refuses pods of
+// group g on, with the chain's error, brought up to date now (which walks
+// the chain, its pre-predicates included, for the group's pod). The map
+// is the set's own: read it only, and only until the session's pods
+// change. Nodes outside the fabric are not in it.
+func (n *Nodes) Refusals(g int) map[string]error {
+	if g < 0 || g >= len(n.sets) {
+		return nil
+	}
+	return n.compute(n.sets[g]).refused
 }
 
 // Changed marks the node sets stale after tasks were placed whose

@@ -44,7 +44,8 @@ func tcp(port int32) corev1.ContainerPort {
 // pod taking the port is placed in the session. The group of the pods
 // without ports is walked first, as a session would: Volcano's
 // predicates plugin remembers by pod name which checks to skip, so the
-// copy must not switch off the port check of the pod itself.
+// copy must not switch off the port check of the pod itself. Refusals
+// lists exactly the nodes the set does not admit.
 func TestPortedGroups(t *testing.T) {
 	t.Cleanup(func() { framework.RegisterPluginBuilder(predicates.PluginName, predicates.New) })
 	var nodes []*corev1.Node
@@ -123,6 +124,11 @@ func TestPortedGroups(t *testing.T) {
 					}
 					if !slices.Equal(got, want) {
 						t.Errorf("mode %d: derived set %v, the chain admits %v", mode, got, want)
+					}
+					for _, name := range n.fabric {
+						if _, refused := n.Refusals(g)[name]; refused == slices.Contains(got, name) {
+							t.Errorf("mode %d: Refusals has %s = %v, the set admits it = %v", mode, name, refused, slices.Contains(got, name))
+						}
 					}
 					if n.sets[g].all != walked.all {
 						t.Errorf("mode %d: all = %v, want %v", mode, n.sets[g].all, walked.all)
