@@ -15,6 +15,7 @@ package topologyallocate
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"k8s.io/klog/v2"
 	"volcano.sh/volcano/pkg/scheduler/api"
@@ -464,7 +465,10 @@ func (r *run) allocateTask(queue *api.QueueInfo, job *api.JobInfo, stmt *framewo
 			return api.NewFitErrWithStatus(t, n, &api.Status{Code: api.Unschedulable,
 				Reason: "node kept for " + by + ", an older waiting gang of the same priority"})
 		}
-		if ok, res := t.InitResreq.LessEqualWithResourcesName(n.FutureIdle(), api.Zero); !ok {
+		scratch := scratches.Get().(*gangfit.Scratch)
+		ok, res := t.InitResreq.LessEqualWithResourcesName(scratch.FutureIdle(n), api.Zero)
+		scratches.Put(scratch)
+		if !ok {
 			return api.NewFitErrWithStatus(t, n, &api.Status{Code: api.Unschedulable, Reason: api.WrapInsufficientResourceReason(res)})
 		}
 		if err, refused := refusals[n.Name]; refused {
@@ -493,6 +497,10 @@ func (r *run) allocateTask(queue *api.QueueInfo, job *api.JobInfo, stmt *framewo
 	}
 	return true
 }
+
+// scratches are the node search's workers' resources for a node's future
+// idle resources (gangfit.Scratch), instead of a fresh one per node.
+var scratches = sync.Pool{New: func() any { return new(gangfit.Scratch) }}
 
 // claimedAgainst returns the nodes of the rooms older waiting gangs of the
 // job's priority claim (gangfit.ClaimedAgainst), where its pods

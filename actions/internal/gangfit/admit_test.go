@@ -146,7 +146,7 @@ func TestScratchResource(t *testing.T) {
 		ScalarResources: map[corev1.ResourceName]float64{gpu: 4000, rdma: 2000}}
 	onlyGPU := &api.Resource{MilliCPU: 5, ScalarResources: map[corev1.ResourceName]float64{gpu: 1000}}
 	plain := &api.Resource{MilliCPU: 7, Memory: 8}
-	var s scratchResource
+	var s Scratch
 	for i, tc := range []struct {
 		src  *api.Resource
 		also *api.Resource // added after the copy, as the admission adds
@@ -159,7 +159,7 @@ func TestScratchResource(t *testing.T) {
 	} {
 		want := tc.src.Clone()
 		before := tc.src.Clone()
-		got := s.set(tc.src)
+		got := s.Set(tc.src)
 		if tc.also != nil {
 			got.Add(tc.also)
 			want.Add(tc.also)
@@ -175,6 +175,45 @@ func TestScratchResource(t *testing.T) {
 		}
 		if !tc.src.Equal(before, api.Zero) || len(tc.src.ScalarResources) != len(before.ScalarResources) {
 			t.Fatalf("step %d: the source changed: %+v, was %+v", i, tc.src, before)
+		}
+	}
+}
+
+// TestScratchFutureIdle: the scratch's future idle resources are the
+// node's (NodeInfo.FutureIdle), with pods releasing and pipelined there,
+// one node after another through one scratch, and leave the node as it
+// was.
+func TestScratchFutureIdle(t *testing.T) {
+	node := func(name string, releasing, pipelined string) *api.NodeInfo {
+		ni := api.NewNodeInfo(builders.MakeNode(name).GPU(8).RDMA(4).CPU("64").Resource("memory", "256Gi").Obj())
+		for i, cpu := range []string{releasing, pipelined} {
+			if cpu == "" {
+				continue
+			}
+			p := builders.MakePod("ns", name+"-p"+cpu).UID(name+"-"+cpu).Node(name).Req("cpu", cpu).
+				Req(builders.GPUResource, "2").Phase(corev1.PodRunning).Obj()
+			task := api.NewTaskInfo(p)
+			if i == 0 {
+				task.Status = api.Releasing
+			} else {
+				task.Status = api.Pipelined
+			}
+			if err := ni.AddTask(task); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return ni
+	}
+	var s Scratch
+	for _, ni := range []*api.NodeInfo{node("idle", "", ""), node("releasing", "8", ""), node("pipelined", "", "4"),
+		node("both", "8", "4"), node("idle-again", "", "")} {
+		want := ni.FutureIdle()
+		got := s.FutureIdle(ni)
+		if !got.Equal(want, api.Zero) || len(got.ScalarResources) != len(want.ScalarResources) {
+			t.Errorf("%s: FutureIdle = %v, want %v", ni.Name, got, want)
+		}
+		if after := ni.FutureIdle(); !after.Equal(want, api.Zero) {
+			t.Errorf("%s: the node changed: %v, was %v", ni.Name, after, want)
 		}
 	}
 }

@@ -509,9 +509,10 @@ func (n *Nodes) Admit(tasks, victims []*api.TaskInfo) func(node string, pod plac
 		return ni
 	}
 	// The planner calls the admission for every candidate node of every
-	// pod, one call at a time: the pods' requests are summed in one
-	// resource reused from call to call, not in a fresh copy.
-	var sumBuf scratchResource
+	// pod, one call at a time: the pods' requests, and the node's future
+	// idle resources, are summed in resources reused from call to call,
+	// not in fresh copies.
+	var sumBuf, roomBuf, limitBuf Scratch
 	return func(node string, pod placement.Pod, on []placement.Pod) bool {
 		ni := n.ssn.Nodes[node]
 		t := byUID[pod.UID]
@@ -522,7 +523,7 @@ func (n *Nodes) Admit(tasks, victims []*api.TaskInfo) func(node string, pod plac
 		if n.mode == ForPreempt {
 			// The node's future idle resources (a fresh resource) and what
 			// its victims free.
-			room = ni.FutureIdle()
+			room = roomBuf.FutureIdle(ni)
 			if f := freed[node]; f != nil {
 				room.Add(f)
 			}
@@ -532,7 +533,7 @@ func (n *Nodes) Admit(tasks, victims []*api.TaskInfo) func(node string, pod plac
 		if limit := ni.Allocatable.MaxTaskNum; limit > 0 && len(ni.Tasks)-freedPods[node]+len(on)+1 > limit {
 			return false
 		}
-		sum := sumBuf.set(t.InitResreq)
+		sum := sumBuf.Set(t.InitResreq)
 		for _, o := range on {
 			ot := byUID[o.UID]
 			if ot == nil {
@@ -560,7 +561,7 @@ func (n *Nodes) Admit(tasks, victims []*api.TaskInfo) func(node string, pod plac
 		}
 		limit := room
 		if n.mode != ForPreempt {
-			limit = ni.FutureIdle()
+			limit = limitBuf.FutureIdle(ni)
 		}
 		return sum.LessEqual(limit, api.Zero)
 	}
@@ -575,18 +576,18 @@ func addResources(r *api.Resource, k preemption.Resources) {
 	}
 }
 
-// scratchResource is an api.Resource reused from one computation to the
-// next, its scalar map with it.
-type scratchResource struct {
+// Scratch is an api.Resource reused from one computation to the
+// next, its scalar map with it. It is not safe for concurrent use.
+type Scratch struct {
 	r api.Resource
 	m map[v1.ResourceName]float64
 }
 
-// set makes the scratch resource a copy of src (as src.Clone would: no
+// Set makes the scratch resource a copy of src (as src.Clone would: no
 // scalar map when src has none) and returns it.
-func (s *scratchResource) set(src *api.Resource) *api.Resource {
+func (s *Scratch) Set(src *api.Resource) *api.Resource {
 	if s.r.ScalarResources != nil {
-		// Kept, or made by an Add since the last set.
+		// Kept, or made by an Add since the last Set.
 		s.m = s.r.ScalarResources
 	}
 	s.r = api.Resource{MilliCPU: src.MilliCPU, Memory: src.Memory, MaxTaskNum: src.MaxTaskNum}
@@ -601,6 +602,13 @@ func (s *scratchResource) set(src *api.Resource) *api.Resource {
 		s.r.ScalarResources = s.m
 	}
 	return &s.r
+}
+
+// FutureIdle makes the scratch resource the node's future idle resources
+// and returns it, summed as NodeInfo.FutureIdle sums them: idle, plus
+// releasing, less pipelined (an overcommitted node is logged, as there).
+func (s *Scratch) FutureIdle(n *api.NodeInfo) *api.Resource {
+	return s.Set(n.Idle).Add(n.Releasing).SubWithoutAssert(n.Pipelined)
 }
 
 // conflict reports whether two pods of a gang may not share a node: they
