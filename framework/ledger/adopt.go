@@ -50,6 +50,9 @@ type Mismatch struct {
 // no such NIC (over-committed) the pod keeps its zones without it, and the
 // KCNR will say what the node did.
 //
+// A node whose fabric node and reservations are those Adopt left there
+// last time is not walked again: it would change nothing there.
+//
 // It returns the mismatches, sorted by UID, and the unconfirmed
 // reservations that lost NICs (Planned as they were, Realized after the
 // substitution, Contested empty), sorted by UID: their pods' annotations no
@@ -62,22 +65,34 @@ func (l *Ledger) Adopt(f *topology.Fabric, gone func(consumer string) bool) ([]M
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	// The reservations by UID, each with its consumer id and its node in f,
-	// looked up once: Adopt runs over the whole ledger in every session.
+	// looked up once: Adopt runs in every session.
 	type entry struct {
 		r        *Reservation
 		consumer string
 		node     *topology.Node
 	}
+	// Only nodes whose KCNR or reservations changed since the last Adopt
+	// are walked: on the others it would find what it left (adoptMark).
 	all := make([]entry, 0, len(l.byUID))
-	for _, r := range l.byUID {
-		node, _ := f.Node(r.Node)
-		all = append(all, entry{r: r, consumer: r.Consumer(), node: node})
+	var walked []string
+	for name, uids := range l.byNode {
+		node, _ := f.Node(name)
+		if node == nil || l.adopted[name] == (adoptMark{node: node, changes: l.changes[name]}) {
+			continue
+		}
+		walked = append(walked, name)
+		for uid := range uids {
+			r := l.byUID[uid]
+			all = append(all, entry{r: r, consumer: r.Consumer(), node: node})
+		}
 	}
+	defer l.markAdopted(f, walked)
 	sort.Slice(all, func(i, j int) bool { return all[i].r.UID < all[j].r.UID })
 	// Confirm first, so a NIC two listed pods share is seen as held by a
 	// confirmed holder whatever the UID order.
 	for _, e := range all {
-		if e.node != nil && e.node.Consumers[e.consumer] {
+		if e.node != nil && e.node.Consumers[e.consumer] && !e.r.Confirmed {
+			l.touch(e.r.Node)
 			e.r.Confirmed = true
 		}
 	}
@@ -120,6 +135,7 @@ func (l *Ledger) Adopt(f *topology.Fabric, gone func(consumer string) bool) ([]M
 	// or zones between them each get what the KCNR lists.
 	planned := make([]Reservation, len(diff))
 	for i, d := range diff {
+		l.touch(d.r.Node)
 		planned[i] = d.r.clone()
 		for _, z := range d.r.Zones {
 			for _, n := range z.NICs {
@@ -166,6 +182,34 @@ func (l *Ledger) Adopt(f *topology.Fabric, gone func(consumer string) bool) ([]M
 	return out, displaced
 }
 
+// adoptMark is what Adopt last saw of a node: its fabric node (the fabric
+// cache replaces a node it rebuilds, never modifies it) and the count of
+// writes to its reservations once it was done. Adopt reads nothing else of
+// a node (what its KCNR lists, the reservations there and their NICs), and
+// with those unchanged it would change nothing there.
+type adoptMark struct {
+	node    *topology.Node
+	changes uint64
+}
+
+// markAdopted records the nodes Adopt walked as it left them. l.mu must be
+// held for writing.
+func (l *Ledger) markAdopted(f *topology.Fabric, walked []string) {
+	if l.adopted == nil {
+		l.adopted = map[string]adoptMark{}
+	}
+	for name := range l.adopted {
+		if _, ok := l.byNode[name]; !ok {
+			delete(l.adopted, name)
+		}
+	}
+	for _, name := range walked {
+		if node, ok := f.Node(name); ok {
+			l.adopted[name] = adoptMark{node: node, changes: l.changes[name]}
+		}
+	}
+}
+
 // substitute gives each displaced reservation, for every NIC it lost, a
 // free NIC of its node (see Adopt) and returns the displaced reservations
 // (before: as they were), sorted by UID. l.mu must be held for writing.
@@ -185,6 +229,7 @@ func (l *Ledger) substitute(f *topology.Fabric, lost map[string][]int, before ma
 			var got []listedNIC
 			for _, numa := range lost[uid] {
 				if nic, found := l.freeNIC(node, numa, gone); found {
+					l.touch(r.Node)
 					l.holder[nicKey{r.Node, nic.id}] = uid
 					got = append(got, nic)
 				}
@@ -395,6 +440,7 @@ func zonesOf(listed, kept []listedNIC, r *Reservation) []ZoneUse {
 // replace swaps r's stored reservation for next (same UID and node),
 // keeping the NIC index exact. l.mu must be held for writing.
 func (l *Ledger) replace(r *Reservation, next Reservation) {
+	l.touch(r.Node)
 	for _, z := range r.Zones {
 		for _, n := range z.NICs {
 			if l.holder[nicKey{r.Node, n}] == r.UID {
@@ -419,6 +465,7 @@ func (l *Ledger) dropNIC(r *Reservation, nic topology.NICID) (int, bool) {
 		z := &r.Zones[i]
 		for j, n := range z.NICs {
 			if n == nic {
+				l.touch(r.Node)
 				z.NICs = append(z.NICs[:j:j], z.NICs[j+1:]...)
 				r.dropContainerNIC(nic)
 				delete(l.holder, nicKey{r.Node, nic})

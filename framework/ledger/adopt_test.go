@@ -304,3 +304,71 @@ func TestReserveUncontested(t *testing.T) {
 		})
 	}
 }
+
+// TestAdoptWalksWhatChanged: Adopt walks again only the nodes whose KCNR
+// (a new fabric node) or reservations changed since it last walked them,
+// and there finds what the full walk would: a second Adopt over the same
+// fabric changes nothing, a pod reserved since on a node it already walked
+// is adopted, and so is a reservation under a KCNR that changed.
+func TestAdoptWalksWhatChanged(t *testing.T) {
+	consumer := func(name string) string { return "ns/" + name + "/u-" + name }
+	l := ledger.New()
+	if err := l.Reserve(res("a", "n1", zone(0, 4, nicA0, nicA1))); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name string
+		// reserve is reserved before the step's Adopt.
+		reserve *ledger.Reservation
+		listed  map[string][]string
+		// fresh builds the fabric again (a new KCNR) for the step.
+		fresh      bool
+		mismatched []string
+		want       map[string]ledger.Reservation
+	}{
+		// The KCNR lists b before the scheduler reserved it: a NIC the
+		// node agent gave a pod the ledger does not know yet.
+		{name: "a listed elsewhere", fresh: true, listed: map[string][]string{consumer("a"): {nicB0, nicB1}, consumer("b"): {nicA1}},
+			mismatched: []string{"u-a"},
+			want:       map[string]ledger.Reservation{"u-a": confirmed(res("a", "n1", zone(1, 4, nicB0, nicB1)))}},
+		{name: "same fabric again",
+			want: map[string]ledger.Reservation{"u-a": confirmed(res("a", "n1", zone(1, 4, nicB0, nicB1)))}},
+		{name: "b reserved since, listed elsewhere in the same KCNR", reserve: ptr(res("b", "n1", zone(0, 4, nicA0))),
+			mismatched: []string{"u-b"},
+			want: map[string]ledger.Reservation{
+				"u-a": confirmed(res("a", "n1", zone(1, 4, nicB0, nicB1))),
+				"u-b": confirmed(res("b", "n1", zone(0, 4, nicA1))),
+			}},
+		{name: "the KCNR changes: a moves back", fresh: true,
+			listed:     map[string][]string{consumer("a"): {nicA0}, consumer("b"): {nicA1}},
+			mismatched: []string{"u-a"},
+			want: map[string]ledger.Reservation{
+				"u-a": confirmed(res("a", "n1", zone(0, 4, nicA0))),
+				"u-b": confirmed(res("b", "n1", zone(0, 4, nicA1))),
+			}},
+	}
+	var f *topology.Fabric
+	for _, st := range steps {
+		if st.fresh || f == nil {
+			f = adoptFabric(st.listed)
+		}
+		if st.reserve != nil {
+			if err := l.Reserve(*st.reserve); err != nil {
+				t.Fatalf("%s: %v", st.name, err)
+			}
+		}
+		mismatches, _ := l.Adopt(f, nil)
+		var got []string
+		for _, m := range mismatches {
+			got = append(got, m.Planned.UID)
+		}
+		if diff := cmp.Diff(st.mismatched, got); diff != "" {
+			t.Errorf("%s: mismatches (-want +got):\n%s", st.name, diff)
+		}
+		if diff := cmp.Diff(st.want, heldByUID(l.All())); diff != "" {
+			t.Errorf("%s: ledger (-want +got):\n%s", st.name, diff)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -232,6 +232,19 @@ type Ledger struct {
 	byUID  map[string]*Reservation
 	holder map[nicKey]string
 	byNode map[string]map[string]struct{}
+	// changes counts, per node, the writes to its reservations (touch);
+	// adopted is, per node, what Adopt last adopted there (adopt.go).
+	changes map[string]uint64
+	adopted map[string]adoptMark
+}
+
+// touch records a write to a reservation on node. l.mu must be held for
+// writing.
+func (l *Ledger) touch(node string) {
+	if l.changes == nil {
+		l.changes = map[string]uint64{}
+	}
+	l.changes[node]++
 }
 
 // New returns an empty ledger.
@@ -271,6 +284,7 @@ func (l *Ledger) Reserve(r Reservation) error {
 
 // insert stores r (owned by the ledger). l.mu must be held for writing.
 func (l *Ledger) insert(r Reservation) {
+	l.touch(r.Node)
 	l.byUID[r.UID] = &r
 	for _, z := range r.Zones {
 		for _, n := range z.NICs {
@@ -293,6 +307,7 @@ func (l *Ledger) Release(uid string) (Reservation, bool) {
 	if !ok {
 		return Reservation{}, false
 	}
+	l.touch(r.Node)
 	delete(l.byUID, uid)
 	for _, z := range r.Zones {
 		for _, n := range z.NICs {
@@ -358,6 +373,7 @@ func (l *Ledger) Confirm(f *topology.Fabric) int {
 			continue
 		}
 		if node, ok := f.Node(r.Node); ok && node.Consumers[r.Consumer()] {
+			l.touch(r.Node)
 			r.Confirmed = true
 			n++
 		}
