@@ -392,6 +392,18 @@ func (n *Nodes) compute(s *group) *group {
 		s.allowed, s.refused, nodes = map[string]bool{}, map[string]error{}, n.fabric
 	}
 	s.stale, s.at, s.preRefused = false, len(n.touched), false
+	n.walk(s, func() []string { return nodes })
+	s.all = len(s.allowed) >= n.usable
+	n.keep(s)
+	return s
+}
+
+// walk runs the pre-predicates of the group's pod, then the predicate
+// chain on the nodes listed (asked for after the pre-predicates), with the
+// plugin's own checks left out (WithoutNICCheck), and records each node's
+// answer in the set. When the pre-predicates refuse the pod, every fabric
+// node is refused with their error.
+func (n *Nodes) walk(s *group, nodes func() []string) {
 	task := s.rep
 	n.topo.WithoutNICCheck(task, func() {
 		// The pre-predicates fill the cycle state the predicates read
@@ -403,7 +415,7 @@ func (n *Nodes) compute(s *group) *group {
 			}
 			return
 		}
-		for _, name := range nodes {
+		for _, name := range nodes() {
 			if err := n.predicate(task, n.ssn.Nodes[name]); err != nil {
 				s.refused[name] = err
 				delete(s.allowed, name)
@@ -413,9 +425,6 @@ func (n *Nodes) compute(s *group) *group {
 			delete(s.refused, name)
 		}
 	})
-	s.all = len(s.allowed) >= n.usable
-	n.keep(s)
-	return s
 }
 
 // predicate walks the session's predicate chain for task on node, read

@@ -59,24 +59,17 @@ func (n *Nodes) computePorted(s *group) *group {
 	s.allowed, s.refused = maps.Clone(b.allowed), maps.Clone(b.refused)
 	s.stale, s.at, s.baseAt, s.preRefused = false, len(n.touched), b.at, b.preRefused
 	if !b.preRefused {
-		task := s.rep
-		n.topo.WithoutNICCheck(task, func() {
-			if err := n.ssn.PrePredicateFn(task); err != nil {
-				s.allowed, s.refused, s.preRefused = map[string]bool{}, map[string]error{}, true
-				for _, name := range n.fabric {
-					s.refused[name] = err
-				}
-				return
-			}
-			for name := range n.portUsers(hostPorts(task.Pod)) {
-				if !s.allowed[name] {
-					continue
-				}
-				if err := n.predicate(task, n.ssn.Nodes[name]); err != nil {
-					delete(s.allowed, name)
-					s.refused[name] = err
+		// The nodes the base admits where a pod holds one of the ports:
+		// there the pod's own port check may refuse.
+		n.walk(s, func() []string {
+			var out []string
+			for name := range n.portUsers(hostPorts(s.rep.Pod)) {
+				if s.allowed[name] {
+					out = append(out, name)
 				}
 			}
+			slices.Sort(out)
+			return out
 		})
 	}
 	s.all = len(s.allowed) >= n.usable
