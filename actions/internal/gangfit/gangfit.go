@@ -530,8 +530,8 @@ func (n *Nodes) Admit(tasks, victims []*api.TaskInfo) func(node string, pod plac
 		}
 		room := ni.Idle
 		if n.mode == ForPreempt {
-			// The node's future idle resources (a fresh resource) and what
-			// its victims free.
+			// The node's future idle resources (in a resource of the
+			// admission's own, reused) and what its victims free.
 			room = roomBuf.FutureIdle(ni)
 			if f := freed[node]; f != nil {
 				room.Add(f)
