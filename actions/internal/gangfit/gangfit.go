@@ -13,8 +13,10 @@
 // spread constraints; and labels, when a pod of the session has required
 // anti-affinity that could match them), once per session, by walking the
 // chain for one pod of the group over every node of the fabric, with the
-// rdma-topology plugin's own NIC check left to the planner
-// (rdmatopology.Session.WithoutNICCheck).
+// rdma-topology plugin's own NIC check left to the planner and its hold
+// check to the admission (rdmatopology.Session.WithoutNICCheck). Pods that
+// differ only by their host ports derive their set from that of the same
+// pods without them (ports.go).
 //
 // Beside the node sets, the package holds what else both actions do alike
 // with a gang: its planner request (Nodes.Request), the claims that keep it
