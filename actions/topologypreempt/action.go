@@ -254,10 +254,13 @@ func (r *run) preempt(job *api.JobInfo) {
 	}
 	// A gang that may claim no room acts only by evicting: without a pod
 	// it may evict, or a queue that may not act, there is nothing to plan.
+	// (A gang that may claim one is preempt's, whose queue always may act.)
 	var cands map[api.JobID]*victimJob
 	claims := !r.policy.otherQueues && c.Mode == placement.ModeHard && c.HighestTier != placement.TierCluster
 	if !claims {
 		if !r.policy.gangMayAct(r.ssn, job, rdma[0]) {
+			klog.V(4).InfoS("Queue may not take resources from other queues", "job", klog.KRef(job.Namespace, job.Name),
+				"queue", job.Queue, "action", r.policy.action)
 			return
 		}
 		if cands = r.candidates(job, rdma[0]); len(cands) == 0 {
@@ -276,11 +279,6 @@ func (r *run) preempt(job *api.JobInfo) {
 		// Placeable without evictions (topology-allocate's turn, or
 		// blocked by something evictions do not change).
 		klog.V(4).InfoS("Gang fits without preemption", "job", klog.KRef(job.Namespace, job.Name), "tier", plan.Tier)
-		return
-	}
-	if !r.policy.gangMayAct(r.ssn, job, rdma[0]) {
-		klog.V(4).InfoS("Queue may not take resources from other queues", "job", klog.KRef(job.Namespace, job.Name),
-			"queue", job.Queue, "action", r.policy.action)
 		return
 	}
 	start := time.Now()

@@ -198,9 +198,13 @@ func (l *Ledger) markAdopted(f *topology.Fabric, walked []string) {
 	if l.adopted == nil {
 		l.adopted = map[string]adoptMark{}
 	}
-	for name := range l.adopted {
+	// A node without reservations starts afresh (no mark, no count) when
+	// a reservation comes back, so nodes gone from the cluster are not
+	// kept.
+	for name := range l.changes {
 		if _, ok := l.byNode[name]; !ok {
 			delete(l.adopted, name)
+			delete(l.changes, name)
 		}
 	}
 	for _, name := range walked {
