@@ -209,7 +209,7 @@ func (p *planner) refine(pods []Pod, c *candidate, limit Tier) *candidate {
 			if fills++; fills > budget {
 				return false
 			}
-			assign, ok := p.fill(pods, dedupe(nodes), set)
+			assign, ok := p.fill(pods, p.dedupe(nodes), set)
 			if !ok {
 				return true
 			}

@@ -167,11 +167,29 @@ func gangNICs(pods []Pod) int64 {
 
 // dedupe removes repeated names, keeping the first.
 func dedupe(names []string) []string {
-	seen := make(map[string]bool, len(names))
+	return dedupeWith(make(map[string]struct{}, len(names)), names)
+}
+
+// dedupe is dedupe with the planner's scratch set: a search dedupes many
+// node lists, and one set serves them all. The set is emptied name by name
+// (clearing a map costs its largest size, each time).
+func (p *planner) dedupe(names []string) []string {
+	if p.seen == nil {
+		p.seen = make(map[string]struct{}, len(names))
+	}
+	out := dedupeWith(p.seen, names)
+	for _, n := range out {
+		delete(p.seen, n)
+	}
+	return out
+}
+
+// dedupeWith removes repeated names, keeping the first, with seen empty.
+func dedupeWith(seen map[string]struct{}, names []string) []string {
 	out := names[:0]
 	for _, n := range names {
-		if !seen[n] {
-			seen[n] = true
+		if _, dup := seen[n]; !dup {
+			seen[n] = struct{}{}
 			out = append(out, n)
 		}
 	}

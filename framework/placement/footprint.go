@@ -25,8 +25,8 @@
 package placement
 
 import (
+	"slices"
 	"sort"
-	"strings"
 
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
@@ -67,7 +67,7 @@ func (p *planner) tryFootprints(pods []Pod, group []*leafStat, key string) *cand
 		in[st.id] = st
 		nodes = append(nodes, st.nodes...)
 	}
-	nodes = dedupe(nodes)
+	nodes = p.dedupe(nodes)
 	fps := p.footprints(nodes, in)
 	if len(fps) == 0 {
 		return nil
@@ -113,7 +113,7 @@ func (p *planner) tryFootprints(pods []Pod, group []*leafStat, key string) *cand
 			free += in[id].nics
 		}
 		sort.Strings(under)
-		if assign, ok := p.fill(pods, dedupe(under), allowed); ok {
+		if assign, ok := p.fill(pods, p.dedupe(under), allowed); ok {
 			leaves := p.leavesOf(assign)
 			for id := range held {
 				leaves[id] = true
@@ -132,17 +132,24 @@ func (p *planner) footprints(nodes []string, in map[topology.S0ID]*leafStat) []f
 	k := p.main.NICs
 	seen := map[string]bool{}
 	var out []footprint
+	// Most nodes repeat a footprint already listed: the key is built in
+	// scratch space and copied only for a new one.
+	var sorted []topology.S0ID
+	var key []byte
 	add := func(ids []topology.S0ID) {
-		ids = append([]topology.S0ID(nil), ids...)
-		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-		parts := make([]string, len(ids))
-		for i, id := range ids {
-			parts[i] = string(id)
+		sorted = append(sorted[:0], ids...)
+		slices.Sort(sorted)
+		key = key[:0]
+		for i, id := range sorted {
+			if i > 0 {
+				key = append(key, 0)
+			}
+			key = append(key, id...)
 		}
-		key := strings.Join(parts, "\x00")
-		if !seen[key] {
-			seen[key] = true
-			out = append(out, footprint{leaves: ids, key: key})
+		if !seen[string(key)] {
+			name := string(key)
+			seen[name] = true
+			out = append(out, footprint{leaves: slices.Clone(sorted), key: name})
 		}
 	}
 	for _, n := range nodes {
@@ -312,6 +319,8 @@ type coverState struct {
 	// total their sum.
 	cur   map[string]int
 	total int
+	// scratch backs touched's lists, each read before the next is made.
+	scratch []string
 }
 
 // best picks the footprint with the most pods gained (capped at need) per
@@ -322,9 +331,12 @@ func (s *coverState) best(fps []footprint, need int) *footprint {
 	var best *footprint
 	var bGain, bNew, bS1 int
 	var bFree int64
+	// added and newS1 are scratch, refilled for each footprint.
+	var added []topology.S0ID
+	var newS1 []topology.S1ID
 	for i := range fps {
 		f := &fps[i]
-		var added []topology.S0ID
+		added = added[:0]
 		for _, id := range f.leaves {
 			if !s.chosen[id] {
 				added = append(added, id)
@@ -337,12 +349,12 @@ func (s *coverState) best(fps []footprint, need int) *footprint {
 		if gain <= 0 {
 			continue
 		}
-		newS1 := map[topology.S1ID]bool{}
+		newS1 = newS1[:0]
 		var free int64
 		for _, id := range added {
 			st := s.in[id]
-			if !s.s1s[st.s1] {
-				newS1[st.s1] = true
+			if !s.s1s[st.s1] && !slices.Contains(newS1, st.s1) {
+				newS1 = append(newS1, st.s1)
 			}
 			free += st.nics
 		}
@@ -379,16 +391,18 @@ func (s *coverState) best(fps []footprint, need int) *footprint {
 	return best
 }
 
-// touched lists the nodes with free NICs under the leaves.
+// touched lists the nodes with free NICs under the leaves, valid until the
+// next call.
 func (s *coverState) touched(leaves []topology.S0ID) []string {
 	if len(leaves) == 1 {
 		return s.in[leaves[0]].nodes
 	}
-	var out []string
+	out := s.scratch[:0]
 	for _, id := range leaves {
 		out = append(out, s.in[id].nodes...)
 	}
-	return dedupe(out)
+	s.scratch = out
+	return s.p.dedupe(out)
 }
 
 // gain is how many pods of the main shape adding the leaves to L would add.

@@ -64,6 +64,8 @@ type planner struct {
 	// steps counts the zone placements of the exact search in this call
 	// (bounded by planSteps).
 	steps int
+	// seen is dedupe's scratch set.
+	seen map[string]struct{}
 }
 
 // candidate is a verified placement of one tier.

@@ -328,7 +328,7 @@ func (p *planner) verify(pods []Pod, c *groupChoice) *candidate {
 			nodes = append(nodes, st.nodes...)
 			free += st.nics
 		}
-		nodes = dedupe(nodes)
+		nodes = p.dedupe(nodes)
 		if assign, ok := p.fill(pods, nodes, set); ok {
 			return &candidate{assign: assign, leaves: set, leftover: free - needNICs, key: c.key}
 		}
