@@ -158,6 +158,10 @@ func run(ctx context.Context, o options) (*report, error) {
 		rep.Pods += g.Pods
 	}
 	logf("%d nodes, %d running pods, %d gangs (%d pods)", o.nodes, len(cluster.Pods), rep.Jobs, rep.Pods)
+	floors, err := gangFloors(cluster, trace)
+	if err != nil {
+		return nil, err
+	}
 	failed := false
 	for _, name := range strings.Split(o.runs, ",") {
 		spec, ok := specs[name]
@@ -171,7 +175,7 @@ func run(ctx context.Context, o options) (*report, error) {
 			spec.env = strings.Fields(o.schedulerEnv)
 		}
 		o.current = name
-		r, err := runOne(ctx, o, name, spec, cluster, trace)
+		r, err := runOne(ctx, o, name, spec, cluster, trace, floors)
 		if err != nil {
 			failed = true
 			return nil, fmt.Errorf("run %s: %w (logs in %s)", name, err, filepath.Join(o.workDir, name, "logs"))
@@ -186,7 +190,7 @@ func run(ctx context.Context, o options) (*report, error) {
 
 // runOne brings up a fresh stack, writes the cluster, starts the scheduler
 // and replays the trace.
-func runOne(ctx context.Context, o options, name string, spec schedulerSpec, cluster *workload.Cluster, trace *trace.Trace) (*runResult, error) {
+func runOne(ctx context.Context, o options, name string, spec schedulerSpec, cluster *workload.Cluster, trace *trace.Trace, floors map[string]int) (*runResult, error) {
 	s, err := newStack(ctx, o.workDir, name, o.binDir, o.root, o)
 	defer s.stop()
 	if err != nil {
@@ -222,7 +226,7 @@ func runOne(ctx context.Context, o options, name string, spec schedulerSpec, clu
 		logf("%s", s.logTails(30))
 		return nil, err
 	}
-	r := summarize(t, start)
+	r := summarize(t, start, floors)
 	// The kueue run's figures add Kueue's and kube-scheduler's: CPU,
 	// and peak RSS as the sum of each one's peak.
 	r.Details.Schedulers = map[string]componentUsage{}

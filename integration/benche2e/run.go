@@ -15,7 +15,9 @@ import (
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/grade"
 	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
+	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
 
 // Job objects of the trace.
@@ -351,10 +353,17 @@ type runResult struct {
 	GangP50Seconds float64 `json:"gangP50Seconds"`
 	GangP99Seconds float64 `json:"gangP99Seconds"`
 	RealizedMeanS0 float64 `json:"realizedMeanS0"`
-	APIRequests    int     `json:"apiRequests"`
-	Rejected429    int     `json:"rejected429"`
-	CPUSeconds     float64 `json:"schedulerCPUSeconds"`
-	PeakRSSBytes   int64   `json:"schedulerPeakRSSBytes"`
+	// FloorS0 is the mean, over the gangs realizedMeanS0 averages over, of
+	// the fewest leaves each could have on the empty fabric (the benchmark
+	// oracle's floor, as rdmatopo-dev bench's floorS0); S0BeyondFloor is
+	// realizedMeanS0 less it: the leaves the scheduler spent beyond what
+	// the fabric forces, per gang.
+	FloorS0       float64 `json:"floorS0"`
+	S0BeyondFloor float64 `json:"s0BeyondFloor"`
+	APIRequests   int     `json:"apiRequests"`
+	Rejected429   int     `json:"rejected429"`
+	CPUSeconds    float64 `json:"schedulerCPUSeconds"`
+	PeakRSSBytes  int64   `json:"schedulerPeakRSSBytes"`
 	// CPUSecondsPerPod and APIRequestsPerPod divide schedulerCPUSeconds and
 	// apiRequests by the trace pods bound.
 	CPUSecondsPerPod  float64 `json:"schedulerCPUSecondsPerPod"`
@@ -407,14 +416,15 @@ type componentUsage struct {
 	PeakRSSBytes int64   `json:"peakRSSBytes"`
 }
 
-// summarize computes the bind figures and the realized leaves.
-func summarize(t *tracker, start time.Time) runResult {
+// summarize computes the bind figures and the realized leaves; floors are
+// the gangs' floors by name (gangFloors).
+func summarize(t *tracker, start time.Time, floors map[string]int) runResult {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var r runResult
 	var first, last time.Time
 	var lat, created []float64
-	s0Sum := 0
+	s0Sum, floorSum := 0, 0
 	for _, g := range t.order {
 		if !g.submitted.IsZero() && (first.IsZero() || g.submitted.Before(first)) {
 			first = g.submitted
@@ -453,9 +463,12 @@ func summarize(t *tracker, start time.Time) runResult {
 		}
 		r.Details.RDMAGangs++
 		s0Sum += len(leaves)
+		floorSum += floors[g.spec.Name]
 	}
 	if r.Details.RDMAGangs > 0 {
 		r.RealizedMeanS0 = float64(s0Sum) / float64(r.Details.RDMAGangs)
+		r.FloorS0 = float64(floorSum) / float64(r.Details.RDMAGangs)
+		r.S0BeyondFloor = r.RealizedMeanS0 - r.FloorS0
 	}
 	if !first.IsZero() && last.After(first) {
 		r.Details.WallSeconds = last.Sub(first).Seconds()
@@ -469,6 +482,33 @@ func summarize(t *tracker, start time.Time) runResult {
 	r.Details.GangCreatedP99Seconds = quantile(created, 0.99)
 	r.Details.StrayPods = t.stray
 	return r
+}
+
+// gangFloors returns, by gang name, the fewest leaves each RDMA gang of
+// two pods or more could have on the cluster's empty fabric (grade.FloorOf,
+// the oracle rdmatopo-dev bench's floorS0 averages): the same for every
+// run, whatever the scheduler. Gangs of one shape and size share a floor,
+// found once.
+func gangFloors(cluster *workload.Cluster, tc *trace.Trace) (map[string]int, error) {
+	empty := grade.NewTracker(cluster.Nodes, cluster.CNRs).Empty()
+	byKey := map[string]int{}
+	out := map[string]int{}
+	for _, g := range tc.Gangs {
+		if g.Kind.Shape().NICs == 0 || g.Pods < 2 {
+			continue
+		}
+		key := grade.FloorKey(g)
+		n, ok := byKey[key]
+		if !ok {
+			f, err := grade.FloorOf(empty, g)
+			if err != nil {
+				return nil, fmt.Errorf("floor of gang %s: %w", g.Name, err)
+			}
+			n, byKey[key] = f.Leaves, f.Leaves
+		}
+		out[g.Name] = n
+	}
+	return out, nil
 }
 
 // perPod is v per bound pod (0 when none was bound).

@@ -1,6 +1,12 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
+	"github.com/rdmatopo/rdmatopo/internal/workload"
+)
 
 func TestPerPod(t *testing.T) {
 	for _, tc := range []struct {
@@ -35,5 +41,40 @@ func TestQuantile(t *testing.T) {
 		if got := quantile(tc.in, tc.q); got != tc.want {
 			t.Errorf("quantile(%v, %v) = %v, want %v", tc.in, tc.q, got, tc.want)
 		}
+	}
+}
+
+func TestGangFloors(t *testing.T) {
+	cluster := trace.NewCluster(200, 1)
+	tc := trace.NewTrace(40, 1)
+	floors, err := gangFloors(cluster, tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := 0
+	for _, g := range tc.Gangs {
+		n, ok := floors[g.Name]
+		rdma := g.Kind.Shape().NICs > 0 && g.Pods >= 2
+		if ok != rdma {
+			t.Errorf("gang %s (%d pods, %d NICs each): has a floor %v, want %v", g.Name, g.Pods, g.Kind.Shape().NICs, ok, rdma)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		counted++
+		// At least one leaf; at most one per NIC of the gang.
+		if most := g.Pods * int(g.Kind.Shape().NICs); n < 1 || n > most {
+			t.Errorf("gang %s: floor %d, want 1..%d", g.Name, n, most)
+		}
+	}
+	if counted == 0 {
+		t.Fatal("no RDMA gang of two pods or more in the trace")
+	}
+
+	// No node: a gang has no floor, and the error names it.
+	none := &workload.Cluster{}
+	if _, err := gangFloors(none, tc); err == nil || !strings.Contains(err.Error(), "floor of gang ") {
+		t.Errorf("gangFloors on no nodes: err %v, want one naming the gang", err)
 	}
 }
