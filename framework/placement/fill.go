@@ -28,28 +28,45 @@ func (p *planner) fill(pods []Pod, nodes []string, allowed map[topology.S0ID]boo
 // holds the pods left, else the largest.
 func (p *planner) greedyFill(pods []Pod, nodes []string, allowed map[topology.S0ID]bool) ([]Assignment, bool) {
 	ok := p.leafOK(allowed)
+	// A node's fill state (work) is made when the node is first tried for
+	// a pod: most candidates of a large group never are.
 	type cand struct {
-		w   *work
-		cap int
+		name string
+		v    *nodeFree
+		w    *work
+		cap  int
+		used bool
 	}
-	var cands []*cand
+	fillOf := func(c *cand) *work {
+		if c.w == nil {
+			c.w = newWork(c.v)
+		}
+		return c.w
+	}
+	// takes is p.takes for a node the fill has put nothing on yet, too.
+	takes := func(c *cand, pod Pod) bool {
+		if c.w != nil {
+			return p.takes(c.w, pod)
+		}
+		return p.allowedNode(c.name, pod.Group) && (p.g.Admit == nil || p.g.Admit(c.name, pod, nil))
+	}
+	cands := make([]cand, 0, len(nodes))
 	for _, n := range nodes {
 		v := p.s.view(n)
 		if v == nil {
 			continue
 		}
-		cands = append(cands, &cand{w: newWork(v), cap: quickCap(v, p.main, ok)})
+		cands = append(cands, cand{name: v.node.Name, v: v, cap: quickCap(v, p.main, ok)})
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		if cands[i].cap != cands[j].cap {
 			return cands[i].cap < cands[j].cap
 		}
-		return cands[i].w.name < cands[j].w.name
+		return cands[i].name < cands[j].name
 	})
 	order := bySize(pods)
 	assign := make([]Assignment, len(pods))
 	var open []*cand
-	used := map[*cand]bool{}
 	for k, idx := range order {
 		pod := pods[idx]
 		placed := false
@@ -70,8 +87,9 @@ func (p *planner) greedyFill(pods []Pod, nodes []string, allowed map[topology.S0
 		}
 		left := len(order) - k
 		var pick *cand
-		for _, c := range cands {
-			if used[c] || !p.takes(c.w, pod) || c.cap == 0 && pod.Shape == p.main {
+		for i := range cands {
+			c := &cands[i]
+			if c.used || !takes(c, pod) || c.cap == 0 && pod.Shape == p.main {
 				continue
 			}
 			if c.cap >= left {
@@ -83,14 +101,15 @@ func (p *planner) greedyFill(pods []Pod, nodes []string, allowed map[topology.S0
 		if pick == nil {
 			return nil, false
 		}
-		a, fit := pick.w.place(pod.Shape, ok)
+		a, fit := fillOf(pick).place(pod.Shape, ok)
 		if !fit {
 			// The capacity estimate was for the main shape; try the others.
-			for _, c := range cands {
-				if used[c] || c == pick || !p.takes(c.w, pod) {
+			for i := range cands {
+				c := &cands[i]
+				if c.used || c == pick || !takes(c, pod) {
 					continue
 				}
-				if a, fit = c.w.place(pod.Shape, ok); fit {
+				if a, fit = fillOf(c).place(pod.Shape, ok); fit {
 					pick = c
 					break
 				}
@@ -99,7 +118,7 @@ func (p *planner) greedyFill(pods []Pod, nodes []string, allowed map[topology.S0
 				return nil, false
 			}
 		}
-		used[pick] = true
+		pick.used = true
 		pick.w.placed = append(pick.w.placed, pod)
 		open = append(open, pick)
 		a.PodUID = pod.UID
