@@ -173,17 +173,15 @@ func partialGang(topo *rdmatopology.Session, job *api.JobInfo) bool {
 }
 
 // isRDMAJob reports whether any task of the job requests RDMA NICs
-// (rdmatopology.Session.Gang).
+// (rdmatopology.Session.RDMAOf).
 func isRDMAJob(topo *rdmatopology.Session, job *api.JobInfo) bool {
-	j, _ := topo.Gang(job)
-	return j.IsRDMA()
+	return topo.RDMAOf(job).IsRDMA()
 }
 
 // requestsRDMAOf reports whether the job's task requests RDMA NICs
-// (rdmatopology.Session.Gang).
+// (rdmatopology.Session.RDMAOf).
 func requestsRDMAOf(topo *rdmatopology.Session, job *api.JobInfo, task *api.TaskInfo) bool {
-	j, _ := topo.Gang(job)
-	return j.Requests(string(task.UID))
+	return topo.RDMAOf(job).Requests(string(task.UID))
 }
 
 // pendingTasks returns the job's task queue, built on the job's first turn
@@ -336,7 +334,7 @@ func (r *run) applyGang(queue *api.QueueInfo, job *api.JobInfo, stmt *framework.
 	for _, a := range plan.Assignments {
 		planned[a.PodUID] = a
 	}
-	j, _ := r.topo.Gang(job)
+	j := r.topo.RDMAOf(job)
 	var left, others []*api.TaskInfo
 	for i, task := range tasks {
 		if gangMet(job) && r.ssn.JobReady(job) {

@@ -204,7 +204,7 @@ func (r *run) wantsPreemption(job *api.JobInfo) bool {
 	if _, ok := r.ssn.Queues[job.Queue]; !ok {
 		return false
 	}
-	j, _ := r.topo.Gang(job)
+	j := r.topo.RDMAOf(job)
 	if !j.IsRDMA() || gangMet(job) || r.topo.Preemption().HasHold(string(job.UID)) {
 		return false
 	}
@@ -229,7 +229,7 @@ func (r *run) pendingTasks(job *api.JobInfo) (rdma, others []*api.TaskInfo) {
 		}
 		pq.Push(t)
 	}
-	j, _ := r.topo.Gang(job)
+	j := r.topo.RDMAOf(job)
 	for !pq.Empty() {
 		t := pq.Pop().(*api.TaskInfo)
 		if j.Requests(string(t.UID)) {

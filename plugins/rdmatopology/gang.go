@@ -29,6 +29,24 @@ import (
 // rank annotation); both wrap placement.ErrInvalidContract, and such a
 // gang is never placed under a contract it does not have.
 func (s *Session) Gang(job *api.JobInfo, pending ...*api.TaskInfo) (placement.Job, error) {
+	j := s.RDMAOf(job)
+	if !j.IsRDMA() {
+		return j, nil
+	}
+	c, relaxed, err := s.effectiveContract(job)
+	j.Contract, j.Relaxed = c, relaxed
+	if err != nil || len(pending) == 0 {
+		return j, err
+	}
+	j.Request, err = s.gangRequest(job, c, pending)
+	return j, err
+}
+
+// RDMAOf is Gang without the contract: which pods of the job request RDMA
+// NICs (Job.IsRDMA, Job.Requests). The actions ask it of every job in
+// every session, most of them running; a contract is read only for a gang
+// an action plans.
+func (s *Session) RDMAOf(job *api.JobInfo) placement.Job {
 	s.mu.Lock()
 	rdma, ok := s.rdmaPods[job.UID]
 	s.mu.Unlock()
@@ -46,17 +64,7 @@ func (s *Session) Gang(job *api.JobInfo, pending ...*api.TaskInfo) (placement.Jo
 		s.rdmaPods[job.UID] = rdma
 		s.mu.Unlock()
 	}
-	j := placement.Job{RDMA: rdma}
-	if !j.IsRDMA() {
-		return j, nil
-	}
-	c, relaxed, err := s.effectiveContract(job)
-	j.Contract, j.Relaxed = c, relaxed
-	if err != nil || len(pending) == 0 {
-		return j, err
-	}
-	j.Request, err = s.gangRequest(job, c, pending)
-	return j, err
+	return placement.Job{RDMA: rdma}
 }
 
 // gangRequest turns the job's pending RDMA tasks into a planner request
