@@ -189,9 +189,9 @@ func dedupe(names []string) []string {
 	return dedupeWith(make(map[string]struct{}, len(names)), names)
 }
 
-// dedupe is dedupe with the planner's scratch set: a search dedupes many
-// node lists, and one set serves them all. The set is emptied name by name
-// (clearing a map costs its largest size, each time).
+// dedupe is the function dedupe with the planner's scratch set: a search
+// dedupes many node lists, and one set serves them all. The set is emptied
+// name by name (clearing a map costs its largest size, each time).
 func (p *planner) dedupe(names []string) []string {
 	if p.seen == nil {
 		p.seen = make(map[string]struct{}, len(names))
