@@ -50,6 +50,7 @@ type options struct {
 	direct        bool
 	profileDir    string
 	profileFor    time.Duration
+	heapEvery     time.Duration
 	schedulerArgs string
 	schedulerEnv  string
 	// current names the run in progress, for log lines.
@@ -81,6 +82,7 @@ func main() {
 	flag.BoolVar(&o.burst, "burst", false, "submit every gang at once instead of at its arrival time (a bind burst)")
 	flag.StringVar(&o.profileDir, "profile-dir", "", "write a CPU profile of each scheduler (its /debug/pprof/profile) here")
 	flag.DurationVar(&o.profileFor, "profile-seconds", 60*time.Second, "length of that profile, from the first submit (the scheduler must outlive it)")
+	flag.DurationVar(&o.heapEvery, "heap-every", 0, "with --profile-dir: every this long from the first submit to the last bind, save the scheduler's heap profile (its /debug/pprof/heap) and its VmRSS and VmHWM (<run>.rss.tsv); 0 for none")
 	flag.StringVar(&o.schedulerArgs, "scheduler-args", "", "extra flags for both schedulers, space-separated")
 	flag.StringVar(&o.schedulerEnv, "scheduler-env", "", "extra environment for both schedulers, space-separated NAME=VALUE")
 	flag.Parse()
@@ -221,7 +223,12 @@ func runOne(ctx context.Context, o options, name string, spec schedulerSpec, clu
 	if o.profileDir != "" && !spec.kueue {
 		go profile(s, filepath.Join(o.profileDir, name+".cpu.pprof"), o.profileFor)
 	}
+	stopSampling := func() {}
+	if o.profileDir != "" && o.heapEvery > 0 && !spec.kueue {
+		stopSampling = sampleMemory(s, o.profileDir, name, o.heapEvery)
+	}
 	t, start, err := replay(ctx, s, ag, trace, o, spec.kueue)
+	stopSampling()
 	if err != nil {
 		logf("%s", s.logTails(30))
 		return nil, err
@@ -272,16 +279,21 @@ func runOne(ctx context.Context, o options, name string, spec schedulerSpec, clu
 	return &r, nil
 }
 
-// profile saves a CPU profile of the running scheduler (vc-scheduler serves
-// net/http/pprof on its metrics address).
-func profile(s *stack, path string, d time.Duration) {
+// listenAddress is the scheduler's metrics address (host:port), where
+// vc-scheduler serves net/http/pprof.
+func listenAddress(s *stack) string {
 	addr := ""
 	for _, a := range s.scheduler.Args {
 		if v, ok := strings.CutPrefix(a, "--listen-address="); ok {
 			addr = v
 		}
 	}
-	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds()))
+	return addr
+}
+
+// profile saves a CPU profile of the running scheduler.
+func profile(s *stack, path string, d time.Duration) {
+	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", listenAddress(s), int(d.Seconds()))
 	resp, err := http.Get(url)
 	if err != nil {
 		logf("profile: %v", err)
@@ -306,4 +318,76 @@ func profile(s *stack, path string, d time.Duration) {
 		logf("profile: %v", err)
 	}
 	logf("CPU profile written to %s", path)
+}
+
+// sampleMemory saves, every interval until the returned stop is called, the
+// running scheduler's heap profile (dir/<run>.heap-<seconds>s.pprof, the
+// seconds since sampling began) and a line of dir/<run>.rss.tsv: seconds,
+// VmRSS and VmHWM in bytes. stop waits for a sample in progress. A sample
+// that fails is logged and the sampling goes on.
+func sampleMemory(s *stack, dir, name string, every time.Duration) (stop func()) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		logf("memory samples: %v", err)
+		return func() {}
+	}
+	tsv, err := os.Create(filepath.Join(dir, name+".rss.tsv"))
+	if err != nil {
+		logf("memory samples: %v", err)
+		return func() {}
+	}
+	fmt.Fprintln(tsv, "seconds\trssBytes\tpeakRSSBytes")
+	url := fmt.Sprintf("http://%s/debug/pprof/heap", listenAddress(s))
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		defer tsv.Close()
+		start := time.Now()
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+			}
+			sec := int(time.Since(start).Seconds())
+			if u, err := s.scheduler.Usage(); err != nil {
+				logf("memory samples: %v", err)
+			} else {
+				fmt.Fprintf(tsv, "%d\t%d\t%d\n", sec, u.RSSBytes, u.PeakRSSBytes)
+			}
+			if err := saveURL(url, filepath.Join(dir, fmt.Sprintf("%s.heap-%04ds.pprof", name, sec))); err != nil {
+				logf("memory samples: %v", err)
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
+}
+
+// sampleClient fetches memory samples; a scheduler that does not answer
+// in time costs one sample, not the run.
+var sampleClient = &http.Client{Timeout: 30 * time.Second}
+
+// saveURL writes the body of a GET of url to path.
+func saveURL(url, path string) error {
+	resp, err := sampleClient.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -1,6 +1,11 @@
 package main
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -76,5 +81,35 @@ func TestGangFloors(t *testing.T) {
 	none := &workload.Cluster{}
 	if _, err := gangFloors(none, tc); err == nil || !strings.Contains(err.Error(), "floor of gang ") {
 		t.Errorf("gangFloors on no nodes: err %v, want one naming the gang", err)
+	}
+}
+
+func TestSaveURL(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/debug/pprof/heap" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = io.WriteString(w, "heap profile bytes")
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+
+	path := filepath.Join(dir, "rdmatopo.heap-0005s.pprof")
+	if err := saveURL(srv.URL+"/debug/pprof/heap", path); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(path); err != nil || string(got) != "heap profile bytes" {
+		t.Errorf("saved %q, %v; want the body", got, err)
+	}
+
+	// An answer other than 200 is an error naming the URL, and no file.
+	missing := filepath.Join(dir, "missing.pprof")
+	err := saveURL(srv.URL+"/nowhere", missing)
+	if err == nil || !strings.Contains(err.Error(), "/nowhere") || !strings.Contains(err.Error(), "404") {
+		t.Errorf("saveURL of a missing page: %v, want an error naming the URL and the status", err)
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Errorf("saveURL of a missing page left a file: %v", err)
 	}
 }

@@ -147,6 +147,8 @@ type Usage struct {
 	CPUSeconds float64
 	// PeakRSSBytes is the resident set's high-water mark (VmHWM).
 	PeakRSSBytes int64
+	// RSSBytes is the resident set now (VmRSS).
+	RSSBytes int64
 }
 
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat times (100 on every
@@ -168,7 +170,10 @@ func (p *Process) Usage() (Usage, error) {
 	if err != nil {
 		return u, err
 	}
-	if u.PeakRSSBytes, err = parseVmHWM(string(status)); err != nil {
+	if u.PeakRSSBytes, err = parseStatusKB(string(status), "VmHWM"); err != nil {
+		return u, fmt.Errorf("/proc/%d/status: %w", pid, err)
+	}
+	if u.RSSBytes, err = parseStatusKB(string(status), "VmRSS"); err != nil {
 		return u, fmt.Errorf("/proc/%d/status: %w", pid, err)
 	}
 	return u, nil
@@ -195,11 +200,11 @@ func parseStat(s string) (Usage, error) {
 	return Usage{CPUSeconds: (ut + st) / clockTicks}, nil
 }
 
-// parseVmHWM reads VmHWM in bytes from the text of /proc/<pid>/status (0
-// when the line is missing, as for a zombie).
-func parseVmHWM(status string) (int64, error) {
+// parseStatusKB reads a field given in kB (VmHWM, VmRSS) in bytes from the
+// text of /proc/<pid>/status (0 when the line is missing, as for a zombie).
+func parseStatusKB(status, field string) (int64, error) {
 	for _, line := range strings.Split(status, "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 			if err != nil {
 				return 0, fmt.Errorf("%q: %w", line, err)

@@ -102,20 +102,25 @@ func TestParseStat(t *testing.T) {
 	}
 }
 
-func TestParseVmHWM(t *testing.T) {
+func TestParseStatusKB(t *testing.T) {
+	const status = "Name:\tetcd\nVmPeak:\t  100 kB\nVmHWM:\t    2048 kB\nVmRSS:\t    1536 kB\n"
 	cases := []struct {
 		in      string
+		field   string
 		want    int64
 		wantErr bool
 	}{
-		{in: "Name:\tetcd\nVmPeak:\t  100 kB\nVmHWM:\t    2048 kB\n", want: 2048 * 1024},
-		{in: "Name:\tzombie\nState:\tZ\n", want: 0},
-		{in: "VmHWM:\tlots kB\n", wantErr: true},
+		{in: status, field: "VmHWM", want: 2048 * 1024},
+		{in: status, field: "VmRSS", want: 1536 * 1024},
+		// A field is matched whole: VmPeak is not read for Vm.
+		{in: status, field: "Vm", want: 0},
+		{in: "Name:\tzombie\nState:\tZ\n", field: "VmHWM", want: 0},
+		{in: "VmHWM:\tlots kB\n", field: "VmHWM", wantErr: true},
 	}
 	for _, tc := range cases {
-		got, err := parseVmHWM(tc.in)
+		got, err := parseStatusKB(tc.in, tc.field)
 		if (err != nil) != tc.wantErr || got != tc.want {
-			t.Errorf("parseVmHWM(%q) = %d, %v; want %d, error %v", tc.in, got, err, tc.want, tc.wantErr)
+			t.Errorf("parseStatusKB(%q, %s) = %d, %v; want %d, error %v", tc.in, tc.field, got, err, tc.want, tc.wantErr)
 		}
 	}
 }
