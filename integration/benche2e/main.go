@@ -294,28 +294,14 @@ func listenAddress(s *stack) string {
 // profile saves a CPU profile of the running scheduler.
 func profile(s *stack, path string, d time.Duration) {
 	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", listenAddress(s), int(d.Seconds()))
-	resp, err := http.Get(url)
-	if err != nil {
-		logf("profile: %v", err)
-		return
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		logf("profile: %s: %s", url, resp.Status)
-		return
-	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		logf("profile: %v", err)
 		return
 	}
-	f, err := os.Create(path)
-	if err != nil {
+	// The profile takes d to answer: no client timeout.
+	if err := saveURL(http.DefaultClient, url, path); err != nil {
 		logf("profile: %v", err)
 		return
-	}
-	defer f.Close()
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		logf("profile: %v", err)
 	}
 	logf("CPU profile written to %s", path)
 }
@@ -356,7 +342,7 @@ func sampleMemory(s *stack, dir, name string, every time.Duration) (stop func())
 			} else {
 				fmt.Fprintf(tsv, "%d\t%d\t%d\n", sec, u.RSSBytes, u.PeakRSSBytes)
 			}
-			if err := saveURL(url, filepath.Join(dir, fmt.Sprintf("%s.heap-%04ds.pprof", name, sec))); err != nil {
+			if err := saveURL(sampleClient, url, filepath.Join(dir, fmt.Sprintf("%s.heap-%04ds.pprof", name, sec))); err != nil {
 				logf("memory samples: %v", err)
 			}
 		}
@@ -371,9 +357,10 @@ func sampleMemory(s *stack, dir, name string, every time.Duration) (stop func())
 // in time costs one sample, not the run.
 var sampleClient = &http.Client{Timeout: 30 * time.Second}
 
-// saveURL writes the body of a GET of url to path.
-func saveURL(url, path string) error {
-	resp, err := sampleClient.Get(url)
+// saveURL writes the body of a GET of url to path; nothing is written
+// unless the answer is 200.
+func saveURL(c *http.Client, url, path string) error {
+	resp, err := c.Get(url)
 	if err != nil {
 		return err
 	}

@@ -96,7 +96,7 @@ func TestSaveURL(t *testing.T) {
 	dir := t.TempDir()
 
 	path := filepath.Join(dir, "rdmatopo.heap-0005s.pprof")
-	if err := saveURL(srv.URL+"/debug/pprof/heap", path); err != nil {
+	if err := saveURL(srv.Client(), srv.URL+"/debug/pprof/heap", path); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := os.ReadFile(path); err != nil || string(got) != "heap profile bytes" {
@@ -105,7 +105,7 @@ func TestSaveURL(t *testing.T) {
 
 	// An answer other than 200 is an error naming the URL, and no file.
 	missing := filepath.Join(dir, "missing.pprof")
-	err := saveURL(srv.URL+"/nowhere", missing)
+	err := saveURL(srv.Client(), srv.URL+"/nowhere", missing)
 	if err == nil || !strings.Contains(err.Error(), "/nowhere") || !strings.Contains(err.Error(), "404") {
 		t.Errorf("saveURL of a missing page: %v, want an error naming the URL and the status", err)
 	}
