@@ -64,16 +64,17 @@ func (l *Ledger) Adopt(f *topology.Fabric, gone func(consumer string) bool) ([]M
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	// The reservations by UID, each with its consumer id and its node in f,
-	// looked up once: Adopt runs in every session.
+	// The reservations walked, by UID, each with its consumer id and its
+	// node in f, looked up once: Adopt runs in every session.
 	type entry struct {
 		r        *Reservation
 		consumer string
 		node     *topology.Node
 	}
-	// Only nodes whose KCNR or reservations changed since the last Adopt
-	// are walked: on the others it would find what it left (adoptMark).
-	all := make([]entry, 0, len(l.byUID))
+	// Only nodes of f whose KCNR or reservations changed since the last
+	// Adopt are walked: on the others it would find what it left
+	// (adoptMark).
+	var all []entry
 	var walked []string
 	for name, uids := range l.byNode {
 		node, _ := f.Node(name)
@@ -91,7 +92,7 @@ func (l *Ledger) Adopt(f *topology.Fabric, gone func(consumer string) bool) ([]M
 	// Confirm first, so a NIC two listed pods share is seen as held by a
 	// confirmed holder whatever the UID order.
 	for _, e := range all {
-		if e.node != nil && e.node.Consumers[e.consumer] && !e.r.Confirmed {
+		if e.node.Consumers[e.consumer] && !e.r.Confirmed {
 			l.touch(e.r.Node)
 			e.r.Confirmed = true
 		}
@@ -99,7 +100,7 @@ func (l *Ledger) Adopt(f *topology.Fabric, gone func(consumer string) bool) ([]M
 	// What each confirmed pod's KCNR entry lists.
 	listedBy := map[string][]listedNIC{}
 	for _, e := range all {
-		if e.node != nil && e.r.Confirmed {
+		if e.r.Confirmed {
 			if listed := listedNICs(e.node, e.consumer); len(listed) > 0 {
 				listedBy[e.r.UID] = listed
 			}
@@ -197,15 +198,6 @@ type adoptMark struct {
 func (l *Ledger) markAdopted(f *topology.Fabric, walked []string) {
 	if l.adopted == nil {
 		l.adopted = map[string]adoptMark{}
-	}
-	// A node without reservations starts afresh (no mark, no count) when
-	// a reservation comes back, so nodes gone from the cluster are not
-	// kept.
-	for name := range l.changes {
-		if _, ok := l.byNode[name]; !ok {
-			delete(l.adopted, name)
-			delete(l.changes, name)
-		}
 	}
 	for _, name := range walked {
 		if node, ok := f.Node(name); ok {

@@ -309,7 +309,8 @@ func TestReserveUncontested(t *testing.T) {
 // (a new fabric node) or reservations changed since it last walked them,
 // and there finds what the full walk would: a second Adopt over the same
 // fabric changes nothing, a pod reserved since on a node it already walked
-// is adopted, and so is a reservation under a KCNR that changed.
+// is adopted, and so is a reservation under a KCNR that changed, or on a
+// node that lost all its reservations and got one again.
 func TestAdoptWalksWhatChanged(t *testing.T) {
 	consumer := func(name string) string { return "ns/" + name + "/u-" + name }
 	l := ledger.New()
@@ -318,7 +319,9 @@ func TestAdoptWalksWhatChanged(t *testing.T) {
 	}
 	steps := []struct {
 		name string
-		// reserve is reserved before the step's Adopt.
+		// release are released, then reserve is reserved, before the
+		// step's Adopt.
+		release []string
 		reserve *ledger.Reservation
 		listed  map[string][]string
 		// fresh builds the fabric again (a new KCNR) for the step.
@@ -346,11 +349,21 @@ func TestAdoptWalksWhatChanged(t *testing.T) {
 				"u-a": confirmed(res("a", "n1", zone(0, 4, nicA0))),
 				"u-b": confirmed(res("b", "n1", zone(0, 4, nicA1))),
 			}},
+		{name: "every reservation of the node released", release: []string{"u-a", "u-b"},
+			want: map[string]ledger.Reservation{}},
+		{name: "a reserved again elsewhere than the same KCNR lists", reserve: ptr(res("a", "n1", zone(1, 4, nicB0))),
+			mismatched: []string{"u-a"},
+			want:       map[string]ledger.Reservation{"u-a": confirmed(res("a", "n1", zone(0, 4, nicA0)))}},
 	}
 	var f *topology.Fabric
 	for _, st := range steps {
 		if st.fresh || f == nil {
 			f = adoptFabric(st.listed)
+		}
+		for _, uid := range st.release {
+			if _, ok := l.Release(uid); !ok {
+				t.Fatalf("%s: %s had no reservation", st.name, uid)
+			}
 		}
 		if st.reserve != nil {
 			if err := l.Reserve(*st.reserve); err != nil {

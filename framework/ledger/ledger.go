@@ -234,6 +234,7 @@ type Ledger struct {
 	byNode map[string]map[string]struct{}
 	// changes counts, per node, the writes to its reservations (touch);
 	// adopted is, per node, what Adopt last adopted there (adopt.go).
+	// Both forget a node with its last reservation (Release).
 	changes map[string]uint64
 	adopted map[string]adoptMark
 }
@@ -317,7 +318,12 @@ func (l *Ledger) Release(uid string) (Reservation, bool) {
 	if uids := l.byNode[r.Node]; uids != nil {
 		delete(uids, uid)
 		if len(uids) == 0 {
+			// The node starts afresh (no mark, no count) when a
+			// reservation comes back, so nodes gone from the cluster
+			// are not kept.
 			delete(l.byNode, r.Node)
+			delete(l.adopted, r.Node)
+			delete(l.changes, r.Node)
 		}
 	}
 	return *r, true
