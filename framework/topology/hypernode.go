@@ -53,8 +53,10 @@ type HyperNode struct {
 
 // HyperNodeSpec is a HyperNode's tier and members.
 type HyperNodeSpec struct {
-	Tier    int               `json:"tier,omitempty"`
-	Members []HyperNodeMember `json:"members,omitempty"`
+	Tier int `json:"tier,omitempty"`
+	// TierName names the tier (Volcano ≥ 1.14); not read.
+	TierName string            `json:"tierName,omitempty"`
+	Members  []HyperNodeMember `json:"members,omitempty"`
 }
 
 // HyperNodeMember selects nodes (type Node) or HyperNodes of a lower tier
