@@ -5,7 +5,7 @@
 // NICs when the pod is bound, through a mutating admission webhook on
 // pods/binding.
 //
-// publish.go computes what is published (Publication, pure).
+// publish.go computes what is published (Publication, pure); publisher.go
 // keeps a cluster in step with it; webhook.go answers the admission
 // reviews; choose.go picks the NICs; book.go keeps replicas from handing
 // out one NIC twice; adopt.go brings the pods' annotations to what the
