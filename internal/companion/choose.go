@@ -137,7 +137,23 @@ func (c *Chooser) Choose(req Request) (*Choice, string, error) {
 		Occupancy:   occ,
 		Allowed:     func(node string, _ int) bool { return node == req.Node },
 	}
-	plan, fail := st.Plan(g)
+	var plan *placement.Plan
+	var fail *placement.Failure
+	if leaves := c.gangLeaves(st, req, g); leaves != nil {
+		// The leaves the whole gang would take with this pod on this
+		// node: the pod takes its NICs there if the node has room.
+		if a, ok := st.Fit(req.Node, pod.Shape, leaves); ok {
+			a.PodUID = pod.UID
+			plan = &placement.Plan{Assignments: []placement.Assignment{a}}
+			plan.Tier, plan.S0s = c.tierWith(f, occ, a)
+		}
+	}
+	if plan == nil {
+		plan, fail = st.Plan(g)
+		if plan != nil {
+			plan.Tier, plan.S0s = c.tierWith(f, occ, plan.Assignments[0])
+		}
+	}
 	if plan == nil || len(plan.Assignments) == 0 {
 		msg := "no zone of the node holds the pod"
 		if fail != nil {
@@ -152,6 +168,74 @@ func (c *Chooser) Choose(req Request) (*Choice, string, error) {
 		Hard:        contract.Mode == placement.ModeHard,
 		Leaves:      len(plan.S0s),
 	}, "", nil
+}
+
+// gangLeaves plans the gang's pods not bound yet together with this one,
+// this one on its node and the others anywhere, and returns the leaves the
+// plan uses: where the pod's NICs keep the gang on the fewest leaves once
+// its other pods come (their scheduler will pick their nodes; the HyperNodes
+// and labels steer it to the same leaf group). nil when the gang has no
+// pending pod or the plan fails.
+func (c *Chooser) gangLeaves(st *placement.State, req Request, g placement.Gang) map[topology.S0ID]bool {
+	pods := g.Pods
+	for _, p := range req.Gang {
+		if p.UID == req.Pod.UID || p.Spec.NodeName != "" || p.DeletionTimestamp != nil || !c.RequestsRDMA(p) {
+			continue
+		}
+		pods = append(pods, placement.Pod{UID: string(p.UID), Name: p.Namespace + "/" + p.Name, Shape: c.shape(p), Group: 1})
+	}
+	if len(pods) == 1 {
+		return nil
+	}
+	g.Pods, g.Need = pods, len(pods)
+	g.Allowed = func(node string, group int) bool { return group == 1 || node == req.Node }
+	plan, _ := st.Plan(g)
+	if plan == nil {
+		return nil
+	}
+	leaves := map[topology.S0ID]bool{}
+	for _, a := range plan.Assignments {
+		if a.PodUID != string(req.Pod.UID) {
+			continue
+		}
+		for _, id := range req.Fabric.NICLeaves(a.Node, a.NICs()) {
+			leaves[id] = true
+		}
+	}
+	if len(leaves) == 0 {
+		return nil
+	}
+	return leaves
+}
+
+// tierWith is the gang's tier and leaves once the pod holds a.
+func (c *Chooser) tierWith(f *topology.Fabric, occ *placement.Occupancy, a placement.Assignment) (placement.Tier, []topology.S0ID) {
+	nodes := map[string]bool{a.Node: true}
+	leaves := map[topology.S0ID]bool{}
+	s1s := map[topology.S1ID]bool{}
+	if occ != nil {
+		for n := range occ.Nodes {
+			nodes[n] = true
+		}
+		for l := range occ.S0s {
+			leaves[l] = true
+		}
+		for s := range occ.S1s {
+			s1s[s] = true
+		}
+	}
+	for _, id := range f.NICLeaves(a.Node, a.NICs()) {
+		leaves[id] = true
+		if l, ok := f.Leaf(id); ok {
+			s1s[l.S1] = true
+		}
+	}
+	out := make([]topology.S0ID, 0, len(leaves))
+	for l := range leaves {
+		out = append(out, l)
+	}
+	slices.Sort(out)
+	return placement.TierOf(len(nodes), len(leaves), max(1, len(s1s))), out
 }
 
 // occupancy is where the gang's other bound pods hold NICs: their

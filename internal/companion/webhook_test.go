@@ -228,3 +228,26 @@ func TestWebhookHardTier(t *testing.T) {
 		}
 	}
 }
+
+// TestWebhookFirstPodLeavesRoomForItsGang: the first pod of a gang of three
+// is bound to n2, whose zones hang off leaves c and a; leaf a is the one
+// leaf every node reaches, so the pod takes zone 1 (leaf a), not the
+// best-fit leaf c, and its gang-mates on n1 and n3 join it under a.
+func TestWebhookFirstPodLeavesRoomForItsGang(t *testing.T) {
+	n1, c1 := providerNode("n1", "p", "a", "b")
+	n2, c2 := providerNode("n2", "p", "c", "a")
+	n3, c3 := providerNode("n3", "p", "a", "d")
+	c := &fakeCluster{f: topology.Build(testConfig, []*corev1.Node{n1, n2, n3}, []*v1alpha1.CustomNodeResource{c1, c2, c3})}
+	p0, p1, p2 := gangPod("w-0", "g"), gangPod("w-1", "g"), gangPod("w-2", "g")
+	c.pods = []*corev1.Pod{p0, p1, p2}
+	w := newTestWebhook(c)
+	for _, s := range []struct {
+		pod        *corev1.Pod
+		node, numa string
+	}{{p0, "n2", "1"}, {p1, "n1", "0"}, {p2, "n3", "0"}} {
+		_, got := bind(t, w, c, s.pod, s.node, nil)
+		if got[ledger.AnnotationNUMA] != s.numa || got[ledger.AnnotationS0] != "a" {
+			t.Errorf("%s on %s: %v; want NUMA %s under leaf a", s.pod.Name, s.node, got, s.numa)
+		}
+	}
+}
