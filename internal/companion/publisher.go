@@ -129,11 +129,18 @@ func (p *Publisher) syncHyperNodes(ctx context.Context, want []*topology.HyperNo
 
 func ptr[T any](v T) *T { return &v }
 
-// sameHyperNode compares what the companion sets: spec, its labels and
-// annotations.
+// sameHyperNode compares what the companion sets: the spec's tier and
+// members, its labels and annotations. spec.tierName (Volcano ≥ 1.14) is
+// derived from the tier and left out: a cluster whose HyperNode CRD
+// predates it prunes it, and comparing it would rewrite every HyperNode on
+// every pass.
 func sameHyperNode(cur, want *unstructured.Unstructured) bool {
-	if !reflect.DeepEqual(cur.Object["spec"], want.Object["spec"]) {
-		return false
+	for _, f := range []string{"tier", "members"} {
+		a, _, _ := unstructured.NestedFieldNoCopy(cur.Object, "spec", f)
+		b, _, _ := unstructured.NestedFieldNoCopy(want.Object, "spec", f)
+		if !reflect.DeepEqual(normalize(a), normalize(b)) {
+			return false
+		}
 	}
 	for k, v := range want.GetLabels() {
 		if cur.GetLabels()[k] != v {
@@ -181,4 +188,28 @@ func (p *Publisher) syncLabels(ctx context.Context, want map[string]map[string]s
 		p.count("label", "patch")
 	}
 	return writes, nil
+}
+
+// normalize makes numbers from a server response and from
+// ToUnstructured comparable (int64 either way).
+func normalize(v any) any {
+	switch x := v.(type) {
+	case int:
+		return int64(x)
+	case float64:
+		return int64(x)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = normalize(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = normalize(e)
+		}
+		return out
+	}
+	return v
 }
