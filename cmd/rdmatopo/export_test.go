@@ -94,3 +94,12 @@ func TestExportInputErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestCompanionOverlayConf: the conf the companion overlay ships is one the
+// companion accepts.
+func TestCompanionOverlayConf(t *testing.T) {
+	conf := filepath.Join("..", "..", "config", "kustomize", "companion", "volcano-scheduler.conf")
+	if code, _, errOut := runCLI(t, "export", "hypernodes", "-o", "table", "--scheduler-conf", conf); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
