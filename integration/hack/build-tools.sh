@@ -12,7 +12,7 @@
 #   helm                  helm.sh/helm/v4 v4.3.2              (tools/helm, renders Volcano's chart)
 #   kube-scheduler        k8s.io/kubernetes v1.30.2           (tools/kube-apiserver, the companion's tests)
 #   hypernode-check       volcano.sh/apis v1.14.0             (tools/volcanoapis, decodes HyperNodes)
-#   vc-scheduler          this repository's cmd/vc-scheduler
+#   vc-scheduler          this repository's cmd/vc-scheduler (and cmd/rdmatopo, the companion)
 #
 # and, on request only (the end-to-end benchmark, `make bench-e2e`):
 #
@@ -77,6 +77,7 @@ build_scheduler() {
 	local start=$SECONDS
 	echo "build-tools: building vc-scheduler (./cmd/vc-scheduler) ..."
 	(cd "$here/.." && "$go" build -o "$bin/vc-scheduler" ./cmd/vc-scheduler)
+	(cd "$here/.." && "$go" build -o "$bin/rdmatopo" ./cmd/rdmatopo)
 	echo "build-tools: vc-scheduler ready in $((SECONDS - start))s"
 }
 
