@@ -27,7 +27,7 @@ import (
 const binEnv = "RDMATOPO_INTEGRATION_BIN"
 
 // tools are the binaries these tests run.
-var tools = []string{"etcd", "kube-apiserver", "kube-scheduler", "hypernode-check", "vc-scheduler"}
+var tools = []string{"etcd", "kube-apiserver", "kube-scheduler", "hypernode-check", "rdmatopo"}
 
 // Deadlines.
 const (

@@ -77,8 +77,13 @@ build_scheduler() {
 	local start=$SECONDS
 	echo "build-tools: building vc-scheduler (./cmd/vc-scheduler) ..."
 	(cd "$here/.." && "$go" build -o "$bin/vc-scheduler" ./cmd/vc-scheduler)
-	(cd "$here/.." && "$go" build -o "$bin/rdmatopo" ./cmd/rdmatopo)
+	build_cli
 	echo "build-tools: vc-scheduler ready in $((SECONDS - start))s"
+}
+
+# build_cli builds this repository's rdmatopo CLI (the companion's binary).
+build_cli() {
+	(cd "$here/.." && "$go" build -o "$bin/rdmatopo" ./cmd/rdmatopo)
 }
 
 build() {
@@ -92,6 +97,7 @@ build() {
 	training-operator) build_tool training-operator tools/training-operator github.com/kubeflow/training-operator/cmd/training-operator.v1 "" ;;
 	helm) build_tool helm tools/helm helm.sh/helm/v4/cmd/helm "" ;;
 	vc-scheduler) build_scheduler ;;
+	rdmatopo) build_cli ;;
 	kwok) build_tool kwok tools/kwok sigs.k8s.io/kwok/cmd/kwok "" ;;
 	vc-scheduler-stock) build_tool vc-scheduler-stock tools/volcano volcano.sh/volcano/cmd/scheduler "" ;;
 	kube-scheduler) build_tool kube-scheduler tools/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler "$kas_ldflags" ;;

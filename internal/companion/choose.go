@@ -139,13 +139,26 @@ func (c *Chooser) Choose(req Request) (*Choice, string, error) {
 	}
 	var plan *placement.Plan
 	var fail *placement.Failure
+	// In order: the leaves the gang holds (no new leaf), the leaves the
+	// whole gang would take with this pod on this node (its pending pods
+	// planned too), the leaves of the S1s the gang holds. The pod takes
+	// its NICs from the first set the node has room in.
+	var prefer []map[topology.S0ID]bool
+	if occ != nil {
+		prefer = append(prefer, occ.S0s)
+	}
 	if leaves := c.gangLeaves(st, req, g); leaves != nil {
-		// The leaves the whole gang would take with this pod on this
-		// node: the pod takes its NICs there if the node has room.
+		prefer = append(prefer, leaves)
+	}
+	if occ != nil {
+		prefer = append(prefer, leavesOfS1s(f, occ.S1s))
+	}
+	for _, leaves := range prefer {
 		if a, ok := st.Fit(req.Node, pod.Shape, leaves); ok {
 			a.PodUID = pod.UID
 			plan = &placement.Plan{Assignments: []placement.Assignment{a}}
 			plan.Tier, plan.S0s = c.tierWith(f, occ, a)
+			break
 		}
 	}
 	if plan == nil {
@@ -193,11 +206,10 @@ func (c *Chooser) gangLeaves(st *placement.State, req Request, g placement.Gang)
 	if plan == nil {
 		return nil
 	}
+	// Every leaf of the plan: the planner hands its slots to the pods in
+	// rank order, so this pod's own slot may be another's in the plan.
 	leaves := map[topology.S0ID]bool{}
 	for _, a := range plan.Assignments {
-		if a.PodUID != string(req.Pod.UID) {
-			continue
-		}
 		for _, id := range req.Fabric.NICLeaves(a.Node, a.NICs()) {
 			leaves[id] = true
 		}
@@ -206,6 +218,17 @@ func (c *Chooser) gangLeaves(st *placement.State, req Request, g placement.Gang)
 		return nil
 	}
 	return leaves
+}
+
+// leavesOfS1s lists the leaves of the S1s.
+func leavesOfS1s(f *topology.Fabric, s1s map[topology.S1ID]bool) map[topology.S0ID]bool {
+	out := map[topology.S0ID]bool{}
+	for id := range s1s {
+		for _, l := range f.LeavesOf(id) {
+			out[l] = true
+		}
+	}
+	return out
 }
 
 // tierWith is the gang's tier and leaves once the pod holds a.

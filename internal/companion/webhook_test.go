@@ -251,3 +251,25 @@ func TestWebhookFirstPodLeavesRoomForItsGang(t *testing.T) {
 		}
 	}
 }
+
+// TestWebhookBindOrders: whichever order the three nodes of
+// TestWebhookFirstPodLeavesRoomForItsGang are bound in, the gang ends under
+// leaf a.
+func TestWebhookBindOrders(t *testing.T) {
+	numa := map[string]string{"n1": "0", "n2": "1", "n3": "0"}
+	for _, order := range [][]string{{"n1", "n2", "n3"}, {"n1", "n3", "n2"}, {"n2", "n1", "n3"}, {"n2", "n3", "n1"}, {"n3", "n1", "n2"}, {"n3", "n2", "n1"}} {
+		n1, c1 := providerNode("n1", "p", "a", "b")
+		n2, c2 := providerNode("n2", "p", "c", "a")
+		n3, c3 := providerNode("n3", "p", "a", "d")
+		c := &fakeCluster{f: topology.Build(testConfig, []*corev1.Node{n1, n2, n3}, []*v1alpha1.CustomNodeResource{c1, c2, c3})}
+		pods := []*corev1.Pod{gangPod("worker-0", "g"), gangPod("worker-1", "g"), gangPod("worker-2", "g")}
+		c.pods = pods
+		w := newTestWebhook(c)
+		for i, node := range order {
+			_, got := bind(t, w, c, pods[i], node, nil)
+			if got[ledger.AnnotationNUMA] != numa[node] || got[ledger.AnnotationS0] != "a" {
+				t.Errorf("order %v: %s on %s: %v; want NUMA %s under leaf a", order, pods[i].Name, node, got, numa[node])
+			}
+		}
+	}
+}
