@@ -333,6 +333,12 @@ func TestCompanionTwoReplicasNeverShareNIC(t *testing.T) {
 	if a != 4 || b != 4 {
 		t.Errorf("assisted binds: replica 1 %v, replica 2 %v; want 4 each", a, b)
 	}
+	for _, r := range []*companionProc{r1, r2} {
+		sum, n := r.metric(t, "rdmatopo_companion_bind_webhook_seconds_sum", nil), r.metric(t, "rdmatopo_companion_bind_webhook_seconds_count", nil)
+		if n > 0 {
+			t.Logf("%s: %v binds answered in %.1f ms on average", r.proc.Name, n, 1000*sum/n)
+		}
+	}
 	t.Logf("book conflicts: replica 1 %v, replica 2 %v",
 		r1.metric(t, "rdmatopo_companion_book_conflicts_total", nil), r2.metric(t, "rdmatopo_companion_book_conflicts_total", nil))
 }
