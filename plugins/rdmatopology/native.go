@@ -67,7 +67,9 @@ func (p *podGroupTopology) DeepCopyObject() runtime.Object {
 }
 
 // hasNative reports whether the PodGroup carries a native topology field.
-func (p *podGroupTopology) hasNative() bool { return p.networkTopology != nil || p.subGroupPolicy != nil }
+func (p *podGroupTopology) hasNative() bool {
+	return p.networkTopology != nil || p.subGroupPolicy != nil
+}
 
 // trimPodGroup is the PodGroup informer's transform: it keeps the
 // PodGroup's name, namespace, UID and resourceVersion, its native topology

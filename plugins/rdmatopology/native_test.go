@@ -199,7 +199,7 @@ func BenchmarkPodGroupTopologyStore(b *testing.B) {
 					spec = map[string]interface{}{
 						"networkTopology": map[string]interface{}{"mode": "hard", "highestTierAllowed": int64(1)},
 						"subGroupPolicy": []interface{}{map[string]interface{}{"name": "worker", "subGroupSize": int64(4),
-							"matchLabelKeys": []interface{}{"volcano.sh/partition-id"},
+							"matchLabelKeys":  []interface{}{"volcano.sh/partition-id"},
 							"networkTopology": map[string]interface{}{"mode": "hard", "highestTierAllowed": int64(1)}}},
 					}
 				}
