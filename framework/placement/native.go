@@ -142,6 +142,10 @@ type VolcanoTiers struct {
 	// Names maps the HyperNodes' spec.tierName to their tier (nil: no
 	// HyperNode names its tier).
 	Names map[string]int
+	// NamesUnknown says the HyperNodes are not known (an input check of a
+	// workload without its cluster): any tier name is accepted, read as
+	// cluster, and resolved when the gang is scheduled.
+	NamesUnknown bool
 }
 
 // Tier maps a HyperNode tier number onto rdmatopo's tiers (see
@@ -207,6 +211,10 @@ func readNetworkTopology(nt *NetworkTopology, path string, tiers VolcanoTiers, b
 		l.tier, l.hasTier, l.tierText = t, true, fmt.Sprint(*nt.HighestTierAllowed)
 	case nt.HighestTierName != "":
 		n, found := tiers.Names[nt.HighestTierName]
+		if !found && tiers.NamesUnknown {
+			l.hasTier, l.tierText = true, nt.HighestTierName
+			break
+		}
 		if !found {
 			bad(path+".highestTierName", "%q is the spec.tierName of no HyperNode (known: %s)", nt.HighestTierName, tierNames(tiers.Names))
 			ok = false

@@ -169,6 +169,20 @@ func (rt *Runtime) nativeOf(job *api.JobInfo) *placement.NativeTopology {
 	return e.topology
 }
 
+// GangContract reads the contract of PodGroup namespace/name (uid) as a
+// session does: from its annotations, the native fields recorded for it
+// and its pods (members), tiers mapped as this runtime reads S1s; for
+// callers outside a session (the simulator's report and max-wait clock).
+func (rt *Runtime) GangContract(namespace, name string, uid types.UID, minMember int32, group map[string]string, members []placement.MemberAnnotations) (placement.Contract, error) {
+	var native *placement.NativeTopology
+	if e, ok := rt.native.get(namespace + "/" + name); ok && (e.uid == "" || uid == "" || e.uid == uid) {
+		native = e.topology
+	}
+	c, problems := placement.ReadGangContract(placement.ContractInput{Group: group, Native: native, MinMember: minMember,
+		Tiers: rt.volcanoTiers(), Pods: members})
+	return c, placement.ContractErr(problems)
+}
+
 // volcanoTiers maps Volcano's HyperNode tiers as this runtime reads S1s:
 // the S1 tier of the plugin's arguments, the tier names of the HyperNodes
 // the fabric was given.
