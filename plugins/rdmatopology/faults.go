@@ -258,6 +258,31 @@ func (ft *faultTracker) keepOut(now time.Time, st *placement.State) {
 	}
 }
 
+// nicFailed says why a NIC of the session's fabric must not be used ("" when
+// it may): gone from its node's KCNR, listed with allocatable 0, or in its
+// cool-down. Holds kept from an earlier session check their NICs with it.
+func (s *Session) nicFailed(node string, nic topology.NICID, now time.Time) string {
+	n, ok := s.fabric.Node(node)
+	if !ok {
+		return "node " + node + " is not in the fabric"
+	}
+	for _, z := range n.Zones {
+		for _, c := range z.NICs {
+			if c.ID != nic {
+				continue
+			}
+			if c.Units <= 0 {
+				return fmt.Sprintf("NIC %s on %s failed (allocatable 0)", nic, node)
+			}
+			if s.rt.faults.cooling(now, node, nic) {
+				return fmt.Sprintf("NIC %s on %s is in its cool-down", nic, node)
+			}
+			return ""
+		}
+	}
+	return fmt.Sprintf("NIC %s on %s failed (gone from its KCNR)", nic, node)
+}
+
 // cooling reports whether a NIC is in its cool-down at now.
 func (ft *faultTracker) cooling(now time.Time, node string, nic topology.NICID) bool {
 	h := ft.nics[nicRef{node, nic}]
