@@ -11,6 +11,8 @@ import (
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
@@ -156,6 +158,8 @@ type FaultView struct {
 	Lost map[string]Loss
 	// SessionFabric is built from the nodes and the KCNRs the session saw.
 	SessionFabric *topology.Fabric
+	// Nodes are the Node objects by name.
+	Nodes map[string]*corev1.Node
 }
 
 // Loss is what a gang held when it lost a pod to a fault.
@@ -1149,7 +1153,7 @@ func (c *Checker) roomUnder(o *Observation, p *corev1.Pod, leaves []topology.S0I
 		}
 	}
 	for _, name := range f.NodeNames() {
-		if fv.FailedNodes[name] {
+		if fv.FailedNodes[name] || !admits(fv.Nodes[name], p, o.Pods) {
 			continue
 		}
 		n, _ := f.Node(name)
@@ -1187,4 +1191,46 @@ func (c *Checker) podNeeds(p *corev1.Pod) (gpu, cpuMilli, nics int64) {
 		cpuMilli += q.Cpu().MilliValue()
 	}
 	return gpu, cpuMilli, c.rdmaRequest(p)
+}
+
+// admits reports whether Kubernetes would let the pod onto the node, for
+// what the soak's constraints vary: the node's taints, the pod's required
+// node selection, the node's memory and host ports beside the pods bound
+// there (Kubernetes' own helpers for taints and node affinity).
+func admits(node *corev1.Node, p *corev1.Pod, pods []*corev1.Pod) bool {
+	if node == nil {
+		return false
+	}
+	if _, bad := corev1helpers.FindMatchingUntoleratedTaint(node.Spec.Taints, p.Spec.Tolerations, func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	}); bad {
+		return false
+	}
+	if ok, _ := nodeaffinity.GetRequiredNodeAffinity(p).Match(node); !ok {
+		return false
+	}
+	memFree := node.Status.Allocatable.Memory().Value()
+	ports := map[int32]bool{}
+	for _, q := range pods {
+		if q.UID == p.UID || !bound(q) || q.Spec.NodeName != node.Name {
+			continue
+		}
+		for _, c := range q.Spec.Containers {
+			memFree -= c.Resources.Requests.Memory().Value()
+			for _, cp := range c.Ports {
+				if cp.HostPort > 0 {
+					ports[cp.HostPort] = true
+				}
+			}
+		}
+	}
+	for _, c := range p.Spec.Containers {
+		memFree -= c.Resources.Requests.Memory().Value()
+		for _, cp := range c.Ports {
+			if cp.HostPort > 0 && ports[cp.HostPort] {
+				return false
+			}
+		}
+	}
+	return memFree >= 0
 }

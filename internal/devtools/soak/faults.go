@@ -112,6 +112,9 @@ type faults struct {
 	// lost maps a lost pod ("namespace/name") awaiting its replacement's
 	// bind to what the gang held when it was lost.
 	lost map[string]loss
+	// wholeLost holds the gangs that lost every bound pod to a fault: they
+	// are partial meanwhile only as a gang being placed again is.
+	wholeLost map[string]bool
 }
 
 // flapStep is one transition of a flapping NIC before cycle at.
@@ -140,7 +143,7 @@ type loss struct {
 
 func newFaults(kinds []string) *faults {
 	return &faults{kinds: kinds, nics: map[nicKey]nicFault{}, nodes: map[string]int{}, history: map[nicKey][]int{},
-		lost: map[string]loss{}}
+		lost: map[string]loss{}, wholeLost: map[string]bool{}}
 }
 
 // down reports whether a NIC is failed (as of the session about to run).
@@ -398,6 +401,18 @@ func (r *runner) failPods(next int, kind string, on func(node string, nics []top
 		}
 	}
 	sort.Slice(victims, func(i, j int) bool { return victims[i].name < victims[j].name })
+	// A gang that loses every bound pod is not running: it is placed whole
+	// again, and its pods are not graded as replacements.
+	lostBy := map[string]int{}
+	for _, v := range victims {
+		lostBy[v.gang]++
+	}
+	boundBy := map[string]int{}
+	for _, ps := range r.sim.Pods() {
+		if ps.Evicted == "" && bound(ps.Pod) && ps.Pod.Namespace == Namespace {
+			boundBy[ps.Pod.Annotations[ledger.GroupNameAnnotation]]++
+		}
+	}
 	for _, v := range victims {
 		j := r.live[v.gang]
 		if j == nil {
@@ -419,7 +434,11 @@ func (r *runner) failPods(next int, kind string, on func(node string, nics []top
 		}
 		r.agent.schedule(r.sim.Cycle(), pod.Spec.NodeName, consumerOf(pod), nil)
 		r.res.LostPods++
-		r.faults.lost[Namespace+"/"+v.name] = loss{gang: gang, cycle: next, kind: kind, leaves: leaves, s1s: s1s}
+		if lostBy[v.gang] < boundBy[v.gang] {
+			r.faults.lost[Namespace+"/"+v.name] = loss{gang: gang, cycle: next, kind: kind, leaves: leaves, s1s: s1s}
+		} else {
+			r.faults.wholeLost[gang] = true
+		}
 		r.faults.replace = append(r.faults.replace, replacement{due: next + r.cfg.ReplaceAfter, job: v.gang, pod: r.fresh(pod), kind: kind})
 	}
 	return nil
@@ -578,7 +597,7 @@ func (r *runner) baseOf(node string) *v1alpha1.CustomNodeResource {
 // ran with.
 func (r *runner) faultView(o *Observation) *FaultView {
 	f := r.faults
-	v := &FaultView{FailedNodes: f.failedNodes(), Replacing: f.replacing(), Lost: map[string]Loss{},
+	v := &FaultView{FailedNodes: f.failedNodes(), Replacing: f.replacing(), Lost: map[string]Loss{}, Nodes: r.nodes,
 		Down: map[nicKey]bool{}, Cooling: map[nicKey]bool{}}
 	for k := range f.nics {
 		v.Down[k] = true

@@ -64,11 +64,11 @@ package soak
 
 import (
 	"fmt"
-	"strings"
 	"hash/fnv"
 	"math"
 	"math/rand"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
