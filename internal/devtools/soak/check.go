@@ -260,6 +260,9 @@ type Checker struct {
 	ReplacementsWithinTier int
 	// OutsideTier describes the replacements not within tier.
 	OutsideTier []string
+	// leafSeen remembers the leaf each NIC was last listed under (with
+	// faults, a NIC a pod was planned on may fail later).
+	leafSeen map[nicKey]topology.S0ID
 }
 
 // NewChecker returns a checker.
@@ -299,6 +302,19 @@ func (c *Checker) Check(o *Observation) []Violation {
 	var out []Violation
 	add := func(kind Kind, object, format string, args ...interface{}) {
 		out = append(out, Violation{Cycle: o.Cycle, Kind: kind, Object: object, Detail: fmt.Sprintf(format, args...)})
+	}
+	if o.Faults != nil {
+		if c.leafSeen == nil {
+			c.leafSeen = map[nicKey]topology.S0ID{}
+		}
+		for _, name := range o.Fabric.NodeNames() {
+			n, _ := o.Fabric.Node(name)
+			for _, z := range n.Zones {
+				for _, nic := range z.NICs {
+					c.leafSeen[nicKey{name, nic.ID}] = nic.S0
+				}
+			}
+		}
 	}
 	held := c.checkPods(o, add)
 	listed := kcnrListings(o.SessionCNRs)
@@ -697,6 +713,11 @@ func (c *Checker) breach(o *Observation, tier placement.Tier, held []heldPod) st
 		nodes[h.pod.Spec.NodeName] = true
 		for _, n := range h.nics {
 			leaf, ok := o.Fabric.NICLeaf(h.pod.Spec.NodeName, n)
+			if !ok {
+				// A NIC that failed since keeps the leaf it was planned
+				// under.
+				leaf, ok = c.leafSeen[nicKey{h.pod.Spec.NodeName, n}]
+			}
 			if !ok {
 				leaf = topology.UnknownS0(h.pod.Spec.NodeName, n)
 			}

@@ -27,6 +27,7 @@ package soak
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -103,8 +104,8 @@ type faults struct {
 	nodes map[string]int
 	// flaps are the scheduled flap transitions.
 	flaps []flapStep
-	// history is the cycles each NIC failed in (session cycles).
-	history map[nicKey][]int
+	// history is each NIC's outages, in session cycles.
+	history map[nicKey][]outage
 	// restart is the cycle of the last scheduler restart.
 	restart int
 	// replace are the pods to re-create.
@@ -115,6 +116,25 @@ type faults struct {
 	// wholeLost holds the gangs that lost every bound pod to a fault: they
 	// are partial meanwhile only as a gang being placed again is.
 	wholeLost map[string]bool
+}
+
+// outage is one failure of a NIC: down in the sessions of cycles
+// [start, until).
+type outage struct{ start, until int }
+
+// down fails a NIC for the sessions of cycles [start, until). A NIC already
+// down stays down until the later end: the scheduler sees one failure.
+func (f *faults) down(k nicKey, start, until int, zero bool) {
+	if nf, ok := f.nics[k]; ok {
+		nf.until = max(nf.until, until)
+		f.nics[k] = nf
+		if h := f.history[k]; len(h) > 0 {
+			h[len(h)-1].until = nf.until
+		}
+		return
+	}
+	f.nics[k] = nicFault{zero: zero, until: until}
+	f.history[k] = append(f.history[k], outage{start, until})
 }
 
 // flapStep is one transition of a flapping NIC before cycle at.
@@ -142,7 +162,7 @@ type loss struct {
 }
 
 func newFaults(kinds []string) *faults {
-	return &faults{kinds: kinds, nics: map[nicKey]nicFault{}, nodes: map[string]int{}, history: map[nicKey][]int{},
+	return &faults{kinds: kinds, nics: map[nicKey]nicFault{}, nodes: map[string]int{}, history: map[nicKey][]outage{},
 		lost: map[string]loss{}, wholeLost: map[string]bool{}}
 }
 
@@ -166,15 +186,14 @@ func (f *faults) cooling(k nicKey, cycle int) bool {
 	if n < soakFlapCount {
 		return false
 	}
-	last := h[n-1]
-	first := h[n-soakFlapCount]
+	// The scheduler sees the NIC back in the session its last outage ends
+	// in, and counts the failures within the window back from then.
+	back := h[n-1].until
+	first := h[n-soakFlapCount].start
 	if first <= f.restart {
 		return false
 	}
-	// The scheduler sees the NIC back in the session after its last
-	// failure's and counts the failures within the window back from then.
-	back := last + 1
-	return back-first <= soakFlapWindow && cycle < back+soakCooldown
+	return back-first <= soakFlapWindow && cycle >= back && cycle < back+soakCooldown
 }
 
 // applyToCNR shows the failed NICs of the node in its KCNR.
@@ -263,8 +282,7 @@ func (r *runner) injectFaults(next int) error {
 			continue
 		}
 		if st.down {
-			f.nics[st.nic] = nicFault{until: next + 1}
-			f.history[st.nic] = append(f.history[st.nic], next)
+			f.down(st.nic, next, next+1, false)
 			if err := r.failPods(next, FaultFlap, func(node string, nics []topology.NICID) bool {
 				return node == st.nic.node && slices.Contains(nics, st.nic.nic)
 			}); err != nil {
@@ -297,19 +315,20 @@ func (r *runner) inject(next int, kind string, changed map[string]bool) error {
 		return nil
 	}
 	pick := held[r.rng.Intn(len(held))]
+	if os.Getenv("SOAKDEBUG") != "" {
+		fmt.Fprintf(os.Stderr, "DEBUG cycle %d fault %s on %v\n", next, kind, pick)
+	}
 	r.res.Faults++
 	switch kind {
 	case FaultNIC:
-		f.nics[pick] = nicFault{until: next + r.cfg.FaultFor}
-		f.history[pick] = append(f.history[pick], next)
+		f.down(pick, next, next+r.cfg.FaultFor, false)
 		changed[pick.node] = true
 		return r.failPods(next, kind, func(node string, nics []topology.NICID) bool {
 			return node == pick.node && slices.Contains(nics, pick.nic)
 		})
 	case FaultFlap:
 		// Down now, and soakFlapCount-1 more times, every other cycle.
-		f.nics[pick] = nicFault{until: next + 1}
-		f.history[pick] = append(f.history[pick], next)
+		f.down(pick, next, next+1, false)
 		changed[pick.node] = true
 		for i := 1; i < soakFlapCount; i++ {
 			f.flaps = append(f.flaps, flapStep{at: next + 2*i, nic: pick, down: true})
@@ -329,8 +348,7 @@ func (r *runner) inject(next int, kind string, changed map[string]bool) error {
 			for _, nic := range sl.NICs {
 				k := nicKey{sl.Node.Name, nic}
 				under[k] = true
-				f.nics[k] = nicFault{zero: true, until: next + r.cfg.FaultFor}
-				f.history[k] = append(f.history[k], next)
+				f.down(k, next, next+r.cfg.FaultFor, true)
 				changed[sl.Node.Name] = true
 			}
 		}
@@ -395,6 +413,9 @@ func (r *runner) failPods(next int, kind string, on func(node string, nics []top
 		nics, _ := ledger.ParseNICs(p.Annotations[ledger.AnnotationNICs])
 		if given, ok := r.agent.handed[p.Spec.NodeName][consumerOf(p)]; ok {
 			nics = append(nics, given.NICs()...)
+		}
+		if os.Getenv("SOAKDEBUG") != "" && strings.Contains(p.Name, os.Getenv("SOAKDEBUG")) {
+			fmt.Fprintf(os.Stderr, "DEBUG cycle %d pod %s on %s nics %v match %v\n", next, p.Name, p.Spec.NodeName, nics, on(p.Spec.NodeName, nics))
 		}
 		if on(p.Spec.NodeName, nics) {
 			victims = append(victims, victim{p.Annotations[ledger.GroupNameAnnotation], p.Name})
