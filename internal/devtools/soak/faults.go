@@ -27,7 +27,6 @@ package soak
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -315,9 +314,6 @@ func (r *runner) inject(next int, kind string, changed map[string]bool) error {
 		return nil
 	}
 	pick := held[r.rng.Intn(len(held))]
-	if os.Getenv("SOAKDEBUG") != "" {
-		fmt.Fprintf(os.Stderr, "DEBUG cycle %d fault %s on %v\n", next, kind, pick)
-	}
 	r.res.Faults++
 	switch kind {
 	case FaultNIC:
@@ -413,9 +409,6 @@ func (r *runner) failPods(next int, kind string, on func(node string, nics []top
 		nics, _ := ledger.ParseNICs(p.Annotations[ledger.AnnotationNICs])
 		if given, ok := r.agent.handed[p.Spec.NodeName][consumerOf(p)]; ok {
 			nics = append(nics, given.NICs()...)
-		}
-		if os.Getenv("SOAKDEBUG") != "" && strings.Contains(p.Name, os.Getenv("SOAKDEBUG")) {
-			fmt.Fprintf(os.Stderr, "DEBUG cycle %d pod %s on %s nics %v match %v\n", next, p.Name, p.Spec.NodeName, nics, on(p.Spec.NodeName, nics))
 		}
 		if on(p.Spec.NodeName, nics) {
 			victims = append(victims, victim{p.Annotations[ledger.GroupNameAnnotation], p.Name})
