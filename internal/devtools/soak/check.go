@@ -182,6 +182,9 @@ type Eviction struct {
 	Preemptor string
 	// Reason is the eviction reason, for messages.
 	Reason string
+	// Node and NICs are where the pod was (its rdmatopo.io/nics).
+	Node string
+	NICs []topology.NICID
 }
 
 // NodeNIC is one NIC of one node.
@@ -263,6 +266,9 @@ type Checker struct {
 	// leafSeen remembers the leaf each NIC was last listed under (with
 	// faults, a NIC a pod was planned on may fail later).
 	leafSeen map[nicKey]topology.S0ID
+	// claimed maps the NICs of evicted pods to their preemptor gang, until
+	// that gang is placed or gone: the scheduler holds them for it.
+	claimed map[nicKey]string
 }
 
 // NewChecker returns a checker.
@@ -315,6 +321,9 @@ func (c *Checker) Check(o *Observation) []Violation {
 				}
 			}
 		}
+	}
+	if o.Faults != nil {
+		c.trackClaims(o)
 	}
 	held := c.checkPods(o, add)
 	listed := kcnrListings(o.SessionCNRs)
@@ -1108,11 +1117,14 @@ func (c *Checker) checkFaults(o *Observation, add addFunc) {
 		case inLeaf:
 			c.ReplacementsInLeaf++
 			c.ReplacementsWithinTier++
-		case inS1 && !c.roomUnder(o, p, l.Leaves):
-			c.ReplacementsWithinTier++
 		default:
-			c.OutsideTier = append(c.OutsideTier, fmt.Sprintf("cycle %d: %s (lost to %s in cycle %d) bound on %s under %v; gang leaves %v, S1s %v, in S1 %v",
-				o.Cycle, podKey(p), l.Kind, l.Cycle, node, leaves, l.Leaves, l.S1s, inS1))
+			room := c.roomUnder(o, p, l.Leaves)
+			if inS1 && room == "" {
+				c.ReplacementsWithinTier++
+				break
+			}
+			c.OutsideTier = append(c.OutsideTier, fmt.Sprintf("cycle %d: %s (lost to %s in cycle %d) bound on %s under %v; gang leaves %v, S1s %v, in S1 %v; room under the gang's leaves: %s",
+				o.Cycle, podKey(p), l.Kind, l.Cycle, node, leaves, l.Leaves, l.S1s, inS1, room))
 		}
 	}
 }
@@ -1129,15 +1141,16 @@ func subset[T comparable](xs, set []T) bool {
 
 // roomUnder reports whether, in the view the cycle's session started from
 // (its KCNRs, less the pods bound before it that those KCNRs did not list
-// yet, and the other replacements bound in it), a usable node had room for
+// yet, and the other replacements bound in it), a usable node had room (it
+// names it; "" when none had) for
 // the pod's GPUs, CPU and NICs with every NIC under the leaves: in one NUMA
 // zone on nodes that bind a pod to one zone, across zones on the others.
 // Failed and cooling NICs, failed nodes and failed leaves have no room.
-func (c *Checker) roomUnder(o *Observation, p *corev1.Pod, leaves []topology.S0ID) bool {
+func (c *Checker) roomUnder(o *Observation, p *corev1.Pod, leaves []topology.S0ID) string {
 	fv := o.Faults
 	f := fv.SessionFabric
 	if f == nil {
-		return false
+		return ""
 	}
 	gpu, cpu, nicsNeed := c.podNeeds(p)
 	listed := kcnrListings(o.SessionCNRs)
@@ -1174,7 +1187,7 @@ func (c *Checker) roomUnder(o *Observation, p *corev1.Pod, leaves []topology.S0I
 		}
 	}
 	for _, name := range f.NodeNames() {
-		if fv.FailedNodes[name] || !admits(fv.Nodes[name], p, o.Pods) {
+		if fv.FailedNodes[name] || !admits(fv.Nodes[name], p, o.Pods, corev1.ResourceName(c.Config.GPUResource)) {
 			continue
 		}
 		n, _ := f.Node(name)
@@ -1185,20 +1198,22 @@ func (c *Checker) roomUnder(o *Observation, p *corev1.Pod, leaves []topology.S0I
 			var free int64
 			for _, nic := range z.NICs {
 				k := nicKey{name, nic.ID}
-				if slices.Contains(leaves, nic.S0) && nic.FreeUnits > 0 && !taken[k] && !fv.Down[k] && !fv.Cooling[k] {
+				claimer, claimed := c.claimed[k]
+				claimed = claimed && claimer != podKey(p)[:strings.LastIndex(podKey(p), "/")]+"/"+p.Annotations[ledger.GroupNameAnnotation]
+				if slices.Contains(leaves, nic.S0) && nic.FreeUnits > 0 && !taken[k] && !fv.Down[k] && !fv.Cooling[k] && !claimed {
 					free++
 				}
 			}
 			if n.Policy.Aligned() && g >= gpu && cp >= cpu && free >= nicsNeed {
-				return true
+				return fmt.Sprintf("%s NUMA %d", name, z.ID)
 			}
 			sumG, sumC, sumN = sumG+max(g, 0), sumC+max(cp, 0), sumN+free
 		}
 		if !n.Policy.Aligned() && sumG >= gpu && sumC >= cpu && sumN >= nicsNeed {
-			return true
+			return name
 		}
 	}
-	return false
+	return ""
 }
 
 // podNeeds returns a pod's GPUs, CPU millicores and RDMA units (its
@@ -1216,9 +1231,10 @@ func (c *Checker) podNeeds(p *corev1.Pod) (gpu, cpuMilli, nics int64) {
 
 // admits reports whether Kubernetes would let the pod onto the node, for
 // what the soak's constraints vary: the node's taints, the pod's required
-// node selection, the node's memory and host ports beside the pods bound
-// there (Kubernetes' own helpers for taints and node affinity).
-func admits(node *corev1.Node, p *corev1.Pod, pods []*corev1.Pod) bool {
+// node selection, the node's memory, CPU and GPUs and host ports beside
+// the pods bound there, whether the KCNR lists them or not (Kubernetes'
+// own helpers for taints and node affinity).
+func admits(node *corev1.Node, p *corev1.Pod, pods []*corev1.Pod, gpu corev1.ResourceName) bool {
 	if node == nil {
 		return false
 	}
@@ -1231,13 +1247,22 @@ func admits(node *corev1.Node, p *corev1.Pod, pods []*corev1.Pod) bool {
 		return false
 	}
 	memFree := node.Status.Allocatable.Memory().Value()
+	cpuFree := node.Status.Allocatable.Cpu().MilliValue()
+	gq := node.Status.Allocatable[gpu]
+	gpuFree := gq.Value()
+	take := func(c corev1.Container) {
+		memFree -= c.Resources.Requests.Memory().Value()
+		cpuFree -= c.Resources.Requests.Cpu().MilliValue()
+		q := c.Resources.Requests[gpu]
+		gpuFree -= q.Value()
+	}
 	ports := map[int32]bool{}
 	for _, q := range pods {
 		if q.UID == p.UID || !bound(q) || q.Spec.NodeName != node.Name {
 			continue
 		}
 		for _, c := range q.Spec.Containers {
-			memFree -= c.Resources.Requests.Memory().Value()
+			take(c)
 			for _, cp := range c.Ports {
 				if cp.HostPort > 0 {
 					ports[cp.HostPort] = true
@@ -1246,12 +1271,39 @@ func admits(node *corev1.Node, p *corev1.Pod, pods []*corev1.Pod) bool {
 		}
 	}
 	for _, c := range p.Spec.Containers {
-		memFree -= c.Resources.Requests.Memory().Value()
+		take(c)
 		for _, cp := range c.Ports {
 			if cp.HostPort > 0 && ports[cp.HostPort] {
 				return false
 			}
 		}
 	}
-	return memFree >= 0
+	return memFree >= 0 && cpuFree >= 0 && gpuFree >= 0
+}
+
+// trackClaims records the NICs the cycle's evictions freed for their
+// preemptors, and forgets the claims of preemptors placed or gone.
+func (c *Checker) trackClaims(o *Observation) {
+	if c.claimed == nil {
+		c.claimed = map[nicKey]string{}
+	}
+	for _, ev := range o.Evictions {
+		if ev.Preemptor == "" {
+			continue
+		}
+		for _, n := range ev.NICs {
+			c.claimed[nicKey{ev.Node, n}] = ev.Preemptor
+		}
+	}
+	boundBy := boundPerGang(o)
+	min := map[string]int32{}
+	for _, pg := range o.PodGroups {
+		min[pg.Namespace+"/"+pg.Name] = pg.Spec.MinMember
+	}
+	for k, g := range c.claimed {
+		m, live := min[g]
+		if !live || int32(boundBy[g]) >= m {
+			delete(c.claimed, k)
+		}
+	}
 }
