@@ -11,7 +11,10 @@
 // under the leaves of the neighbours' S1s. It keeps the first of these
 // that the fill verifies unless it costs the gang more leaves (or S1s)
 // than the search's own choice, or exceeds a hard tier; rank order then
-// seats each pod next to the rank before it (rankorder.go).
+// seats each pod next to the rank before it (rankorder.go). Before the S1
+// stage, the pods are also placed under the leaves the whole gang holds,
+// and, when those have room for some of them only, split: the first under
+// the gang's leaves, the rest under its S1s.
 
 package placement
 
@@ -59,10 +62,20 @@ func (p *planner) nextToRanks(pods []Pod, c *candidate, limit Tier) *candidate {
 		{nodes, leaves},
 		{p.nodesUnder(leaves), leaves},
 		{p.nodesUnder(held), held},
+		{}, // split between the held leaves and the S1s' (splitUnder)
 		{p.nodesUnder(s1Leaves), s1Leaves},
 	}
 	base := p.gangSpan(c.assign)
 	for _, st := range stages {
+		if st.leaves == nil {
+			if split := p.splitUnder(pods, held, s1Leaves); split != nil {
+				span := p.gangSpan(split)
+				if !(span.leaves > base.leaves || span.leaves == base.leaves && span.s1s > base.s1s || span.tier() > limit) {
+					return &candidate{assign: split, leaves: p.leavesOf(split), key: "neighbours"}
+				}
+			}
+			continue
+		}
 		if len(st.nodes) == 0 {
 			continue
 		}
@@ -75,12 +88,6 @@ func (p *planner) nextToRanks(pods []Pod, c *candidate, limit Tier) *candidate {
 			continue
 		}
 		return &candidate{assign: assign, leaves: p.leavesOf(assign), key: "neighbours"}
-	}
-	if split := p.splitUnder(pods, held, s1Leaves); split != nil {
-		span := p.gangSpan(split)
-		if !(span.leaves > base.leaves || span.leaves == base.leaves && span.s1s > base.s1s || span.tier() > limit) {
-			return &candidate{assign: split, leaves: p.leavesOf(split), key: "neighbours"}
-		}
 	}
 	return c
 }
