@@ -114,7 +114,10 @@ func (ft *faultTracker) observe(now time.Time, f *topology.Fabric, args *Args, r
 				listed[ref] = true
 				h := ft.nics[ref]
 				if h == nil {
-					h = &nicHealth{}
+					// First seen: a NIC listed at 0 is down, but its
+					// failure was not seen (after a restart, say), and
+					// does not count towards a cool-down.
+					h = &nicHealth{down: nic.Units <= 0, since: now}
 					ft.nics[ref] = h
 				}
 				h.leaf = nic.S0
