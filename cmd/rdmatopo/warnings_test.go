@@ -69,7 +69,7 @@ spec: {minMember: 1}
 apiVersion: v1
 kind: Pod
 metadata: {name: p, namespace: default, annotations: {scheduling.k8s.io/group-name: pg}}
-spec: {containers: [{name: c, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}
+spec: {schedulerName: volcano, containers: [{name: c, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}
 `
 
 // checkProblemLines requires lines to be, in order, "level: file: " and
