@@ -104,7 +104,7 @@ func newSimulateCommand(o *options) *cobra.Command {
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), liveTimeout)
 			defer cancel()
-			snap, conf, src, err := o.snapshot(ctx)
+			snap, conf, src, err := o.snapshot(ctx, false)
 			if err != nil {
 				return err
 			}
