@@ -93,7 +93,7 @@ func TestExplainNodeUsability(t *testing.T) {
 		},
 		"every node NotReady": {
 			all: notReady, size: 4, mode: "hard",
-			wantBlocked: "NoNodes: no node with free RDMA NICs passes the filters of research/llm",
+			wantBlocked: "NoNodes: no RDMA node passes the filters of research/llm",
 		},
 		"one node NotReady": {
 			n1: notReady, size: 4, mode: "hard",
