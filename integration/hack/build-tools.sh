@@ -5,7 +5,7 @@
 #   etcd                  go.etcd.io/etcd/server/v3 v3.5.10   (tools/etcd)
 #   kube-apiserver        k8s.io/kubernetes v1.30.2           (tools/kube-apiserver)
 #   kube-controller-manager k8s.io/kubernetes v1.30.2         (tools/kube-apiserver, the Job controller)
-#   kubectl               k8s.io/kubernetes v1.30.2           (tools/kube-apiserver, runs the docs' commands)
+#   kubectl               k8s.io/kubernetes v1.30.2           (tools/kubectl, runs the docs' commands)
 #   vc-controller-manager volcano.sh/volcano v1.10.0          (tools/volcano)
 #   training-operator     github.com/kubeflow/training-operator v1.8.1 (tools/training-operator)
 #   trainer-controller-manager github.com/kubeflow/trainer/v2 v2.1.0 (tools/trainer)
@@ -85,7 +85,7 @@ build() {
 	etcd) build_tool etcd tools/etcd . "" ;;
 	kube-apiserver) build_tool kube-apiserver tools/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$kas_ldflags" ;;
 	kube-controller-manager) build_tool kube-controller-manager tools/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager "$kas_ldflags" ;;
-	kubectl) build_tool kubectl tools/kube-apiserver k8s.io/kubernetes/cmd/kubectl "$kas_ldflags" ;;
+	kubectl) build_tool kubectl tools/kubectl k8s.io/kubernetes/cmd/kubectl "$kas_ldflags" ;;
 	trainer-controller-manager) build_tool trainer-controller-manager tools/trainer github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager "" ;;
 	jobset-controller) build_tool jobset-controller tools/trainer sigs.k8s.io/jobset "" ;;
 	vc-controller-manager) build_tool vc-controller-manager tools/volcano volcano.sh/volcano/cmd/controller-manager "" ;;
