@@ -162,12 +162,6 @@ func listCell(items []string, short func(string) string) string {
 	return strings.Join(parts, ",")
 }
 
-// Summary labels of placed jobs without a tier.
-const (
-	noRDMA = "no RDMA"
-	noNICs = "RDMA without NIC assignment"
-)
-
 // writeTable prints one line per job and a summary. A placed job's tier is
 // "-" when it requests no RDMA and "?" when its pods got no NICs. RING is
 // the leaf changes along the ring over its ranks ("-" when no pod holds
@@ -175,8 +169,6 @@ const (
 func writeTable(w io.Writer, rep *sim.Report, wide bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tFROM\tPLACED\tTIER\tS0\tS1\tPODS\tRING\tREASON")
-	tiers := map[string]int{}
-	placed, bound, pods := 0, 0, 0
 	for _, j := range rep.Jobs {
 		from := j.Owner
 		if from == "" {
@@ -187,24 +179,18 @@ func writeTable(w io.Writer, rep *sim.Report, wide bool) error {
 		case !j.Placed:
 			tier = "-"
 		case tier != "":
-			tiers[tier]++
 		case j.RDMA:
 			// Placed, but no NIC was assigned (a conf without rdma-topology).
 			tier = "?"
-			tiers[noNICs]++
 		default:
 			tier = "-"
-			tiers[noRDMA]++
 		}
 		if j.Placed {
 			yes = "yes"
-			placed++
 		}
 		if reason == "" {
 			reason = "-"
 		}
-		bound += j.BoundPods
-		pods += j.Pods
 		ring := "-"
 		if len(j.S0) > 0 {
 			ring = fmt.Sprint(j.RingCrossings)
@@ -220,19 +206,7 @@ func writeTable(w io.Writer, rep *sim.Report, wide bool) error {
 			return err
 		}
 	}
-	var byTier []string
-	for _, t := range []string{"node", "s0", "s1", "cluster", noRDMA, noNICs} {
-		if tiers[t] > 0 {
-			byTier = append(byTier, fmt.Sprintf("%d %s", tiers[t], t))
-		}
-	}
-	detail := ""
-	if len(byTier) > 0 {
-		detail = " (" + strings.Join(byTier, ", ") + ")"
-	}
-	if _, err := fmt.Fprintf(w, "\n%s: %d placed%s, %d waiting; %d of %s bound in %s.\n",
-		plural(len(rep.Jobs), "job"), placed, detail, len(rep.Jobs)-placed, bound, plural(pods, "pod"),
-		plural(rep.Cycles, "scheduling cycle")); err != nil {
+	if _, err := fmt.Fprintf(w, "\n%s\n", sim.Summary(rep)); err != nil {
 		return err
 	}
 	return writeEvictions(w, rep.Evictions)

@@ -48,7 +48,7 @@ func gangPodYAML(name, group, class string) string {
 		spec = "  priorityClassName: " + class + "\n"
 	}
 	return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\n  annotations: {scheduling.k8s.io/group-name: " + group + "}\n" +
-		"spec:\n" + spec + "  containers: [{name: c, resources: {limits: {cpu: 8, nvidia.com/gpu: 4, vke.volcengine.com/rdma: 2}}}]\n"
+		"spec:\n  schedulerName: volcano\n" + spec + "  containers: [{name: c, resources: {limits: {cpu: 8, nvidia.com/gpu: 4, vke.volcengine.com/rdma: 2}}}]\n"
 }
 
 // runningPodYAML is a running pod of group on node, holding NUMA zone

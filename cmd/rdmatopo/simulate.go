@@ -102,6 +102,9 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 		return badInput(err)
 	}
 	writeProblems(stderr, "warning", clusterName, topologyProblems(c.Topology, cluster))
+	for _, w := range set.Warnings {
+		fmt.Fprintf(stderr, "warning: %s\n", oneLine(w))
+	}
 	if _, err := s.Run(o.maxCycles); err != nil {
 		return err
 	}

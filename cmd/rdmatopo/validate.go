@@ -72,6 +72,9 @@ func runValidate(args []string, stdout, stderr io.Writer) error {
 				return badInput(err)
 			}
 		}
+		for _, w := range set.Warnings {
+			fmt.Fprintf(stderr, "warning: %s\n", oneLine(w))
+		}
 		fmt.Fprintf(stdout, "%s: ok: %d PodGroups, %d pods, %d queues\n", nameOr(workloadPath, examples.WorkloadFile),
 			len(set.PodGroups), len(set.Pods), len(set.Queues))
 	}

@@ -54,9 +54,8 @@ var badKCNRProblems = []string{
 	`node n1: BadQuantity: status.topologyZone[0].resources.allocatable[nvidia.com/gpu]=-4 is negative`,
 	`node n1 NIC 0000:1a:00.0: DuplicateNIC: status.topologyZone[1].children[1] lists the NIC again`,
 	`node n1: DuplicateNUMA: status.topologyZone[2].name="1" repeats NUMA 1`,
-	`node n1 NIC 0000:3f:00.0: EmptyProperty: spec.nodeResourceProperties[1] (RDMATOR/0000:3f:00.0) has no propertyValues[0]`,
+	`node n1 NIC 0000:3f:00.0: EmptyProperty: spec.nodeResourceProperties[1] (RDMATOR/0000:3f:00.0) has an empty propertyValues[0]: it must name the leaf switch (S0) the NIC is cabled to; the NIC is a leaf of its own until it does`,
 	`node n1 NIC 0000:d1:00.0: MultiplePropertyValues: spec.nodeResourceProperties[2] (RDMATOR/0000:d1:00.0) has 2 propertyValues`,
-	`node n1 NIC 0000:3f:00.0: NICWithoutLeaf: no usable spec.nodeResourceProperties entry RDMATOR/0000:3f:00.0`,
 	`node n1: UnknownPolicy: status.topologyPolicy="SingleNUMANodeContainerLvl" is not a katalyst topology policy`,
 }
 
@@ -69,7 +68,7 @@ spec: {minMember: 1}
 apiVersion: v1
 kind: Pod
 metadata: {name: p, namespace: default, annotations: {scheduling.k8s.io/group-name: pg}}
-spec: {containers: [{name: c, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}
+spec: {schedulerName: volcano, containers: [{name: c, resources: {requests: {cpu: "1"}, limits: {cpu: "1"}}}]}
 `
 
 // checkProblemLines requires lines to be, in order, "level: file: " and
@@ -106,13 +105,13 @@ func TestTopologyWarnings(t *testing.T) {
 		"validate warns and succeeds": {
 			args: []string{"validate", "--cluster", bad}, wantCode: exitOK, level: "warning",
 			check: func(t *testing.T, stdout string) {
-				require.Contains(t, stdout, bad+": ok: 1 nodes, 1 CustomNodeResources, 0 bound pods; 8 topology warnings\n")
+				require.Contains(t, stdout, bad+": ok: 1 nodes, 1 CustomNodeResources, 0 bound pods; 7 topology warnings\n")
 				require.NotContains(t, stdout, "warning:")
 			},
 		},
 		"validate --strict fails": {
 			args: []string{"validate", "--strict", "--cluster", bad}, wantCode: exitUsage, level: "error",
-			wantLast: "error: " + bad + ": 8 topology problems (--strict)",
+			wantLast: "error: " + bad + ": 7 topology problems (--strict)",
 			check: func(t *testing.T, stdout string) {
 				require.NotContains(t, stdout, bad+": ok")
 			},

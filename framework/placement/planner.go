@@ -258,7 +258,7 @@ func (p *planner) failure(pods []Pod, limit Tier) *Failure {
 	}
 	stats := p.leafStats()
 	if len(stats) == 0 {
-		return &Failure{Code: ReasonNoNodes, Message: fmt.Sprintf("no node with free RDMA NICs passes the filters of %s", p.g.Job)}
+		return p.noRoom(desc)
 	}
 	// total is what the free capacity holds wherever the NICs hang off
 	// (pods of one node counted once, however many leaves its NICs use);
@@ -327,4 +327,28 @@ func (p *planner) failure(pods []Pod, limit Tier) *Failure {
 		return &Failure{Code: ReasonTierLimit, Largest: largestS1,
 			Message: fmt.Sprintf("no S1 can hold %s%s; the largest holds %d", desc, held, largestS1)}
 	}
+}
+
+// noRoom explains a gang no leaf holds a single pod of: no node passes its
+// filters (NoNodes), or the nodes that do have no room for one pod of its
+// main shape (NoCapacity, hard or soft: no tier holds it); the message
+// counts the NICs free on the nodes the gang may use, 0 on a full fabric.
+func (p *planner) noRoom(desc string) *Failure {
+	nodes, free := 0, 0
+	for _, name := range p.s.fabric.NodeNames() {
+		if !p.anyAllowed(name) {
+			continue
+		}
+		nodes++
+		if v := p.s.view(name); v != nil {
+			for _, z := range v.zones {
+				free += len(z.nics)
+			}
+		}
+	}
+	if nodes == 0 {
+		return &Failure{Code: ReasonNoNodes, Message: fmt.Sprintf("no RDMA node passes the filters of %s", p.g.Job)}
+	}
+	return &Failure{Code: ReasonNoCapacity, Message: fmt.Sprintf("the cluster cannot hold %s; free capacity holds 0: the %d nodes it may use have %d free RDMA NICs and no room for one pod of %s",
+		desc, nodes, free, p.main)}
 }

@@ -435,7 +435,12 @@ func (b *nodeBuilder) assignLeaves(out *Node, node *corev1.Node, cnr *v1alpha1.C
 			continue // the NIC zone is skipped and already reported
 		}
 		if len(p.PropertyValues) == 0 || p.PropertyValues[0] == "" {
-			b.add(ReasonEmptyProperty, nic, "%s (%s) has no propertyValues[0]", field, p.PropertyName)
+			what := "an empty propertyValues[0]"
+			if len(p.PropertyValues) == 0 {
+				what = "no propertyValues"
+			}
+			b.add(ReasonEmptyProperty, nic, "%s (%s) has %s: it must name the leaf switch (S0) the NIC is cabled to; the NIC is a leaf of its own until it does",
+				field, p.PropertyName, what)
 			failed = append(failed, nic)
 			continue
 		}
@@ -468,6 +473,9 @@ func (b *nodeBuilder) assignLeaves(out *Node, node *corev1.Node, cnr *v1alpha1.C
 				continue
 			}
 			n.S0 = UnknownS0(out.Name, n.ID)
+			if slices.Contains(failed, n.ID) {
+				continue // reported once, with the property at fault
+			}
 			b.add(ReasonNICWithoutLeaf, n.ID, "no usable spec.nodeResourceProperties entry %s%s", RDMATorPrefix, n.ID)
 		}
 	}

@@ -186,7 +186,7 @@ func TestBuildNodeReasons(t *testing.T) {
 			node: sharedNode("n1").Obj(),
 			cnr: provider("n1").NIC("0000:aa:00.0", 1, "").
 				Property("RDMATOR/0000:aa:00.0").NilProperty().Obj(),
-			wantCodes: []string{"EmptyProperty@", "EmptyProperty@0000:aa:00.0", "NICWithoutLeaf@0000:aa:00.0"},
+			wantCodes: []string{"EmptyProperty@", "EmptyProperty@0000:aa:00.0"},
 			wantNICs: merge(allKnown, map[topology.NICID]nicView{
 				"0000:aa:00.0": {1, unknown("0000:aa:00.0"), true},
 			}),
@@ -196,7 +196,7 @@ func TestBuildNodeReasons(t *testing.T) {
 			node: sharedNode("n1").Obj(),
 			cnr: provider("n1").NIC("0000:aa:00.0", 1, "unknown:x").
 				Property("RDMATOR/"+nicA0, "leafZ").Property("RDMATOR/"+nicA1, "leafA").Obj(),
-			wantCodes: []string{"BadProperty@0000:aa:00.0", "DuplicateProperty@" + nicA0, "NICWithoutLeaf@0000:aa:00.0"},
+			wantCodes: []string{"BadProperty@0000:aa:00.0", "DuplicateProperty@" + nicA0},
 			wantNICs: merge(allKnown, map[topology.NICID]nicView{
 				"0000:aa:00.0": {1, unknown("0000:aa:00.0"), true},
 			}),
@@ -217,12 +217,12 @@ func TestBuildNodeReasons(t *testing.T) {
 		"empty RDMATOR value": {
 			node:      sharedNode("n1").Obj(),
 			cnr:       provider("n1").NIC("0000:aa:00.0", 1, "").Property("RDMATOR/0000:aa:00.0", "").Obj(),
-			wantCodes: []string{"EmptyProperty@0000:aa:00.0", "NICWithoutLeaf@0000:aa:00.0"},
+			wantCodes: []string{"EmptyProperty@0000:aa:00.0"},
 			wantNICs: merge(allKnown, map[topology.NICID]nicView{
 				"0000:aa:00.0": {1, unknown("0000:aa:00.0"), true},
 			}),
 			wantZones: []int{0, 1},
-			wantIn:    []string{"node n1 NIC 0000:aa:00.0: EmptyProperty: spec.nodeResourceProperties[4] (RDMATOR/0000:aa:00.0) has no propertyValues[0]"},
+			wantIn:    []string{"node n1 NIC 0000:aa:00.0: EmptyProperty: spec.nodeResourceProperties[4] (RDMATOR/0000:aa:00.0) has an empty propertyValues[0]: it must name the leaf switch (S0) the NIC is cabled to"},
 		},
 		"multiple RDMATOR values use the first": {
 			node:      sharedNode("n1").Obj(),

@@ -5,6 +5,7 @@
 #   etcd                  go.etcd.io/etcd/server/v3 v3.5.10   (tools/etcd)
 #   kube-apiserver        k8s.io/kubernetes v1.30.2           (tools/kube-apiserver)
 #   kube-controller-manager k8s.io/kubernetes v1.30.2         (tools/kube-apiserver, the Job controller)
+#   kubectl               k8s.io/kubernetes v1.30.2           (tools/kubectl, runs the docs' commands)
 #   vc-controller-manager volcano.sh/volcano v1.10.0          (tools/volcano)
 #   training-operator     github.com/kubeflow/training-operator v1.8.1 (tools/training-operator)
 #   trainer-controller-manager github.com/kubeflow/trainer/v2 v2.1.0 (tools/trainer)
@@ -25,7 +26,7 @@
 # flags. vc-scheduler is handed to `go build` every time; Go itself leaves an
 # up-to-date binary alone, so an unchanged tree costs about a second.
 #
-# Usage: hack/build-tools.sh [name...]   (default: the first eleven, in the order above)
+# Usage: hack/build-tools.sh [name...]   (default: the first twelve, in the order above)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -91,6 +92,7 @@ build() {
 	etcd) build_tool etcd tools/etcd . "" ;;
 	kube-apiserver) build_tool kube-apiserver tools/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$kas_ldflags" ;;
 	kube-controller-manager) build_tool kube-controller-manager tools/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager "$kas_ldflags" ;;
+	kubectl) build_tool kubectl tools/kubectl k8s.io/kubernetes/cmd/kubectl "$kas_ldflags" ;;
 	trainer-controller-manager) build_tool trainer-controller-manager tools/trainer github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager "" ;;
 	jobset-controller) build_tool jobset-controller tools/trainer sigs.k8s.io/jobset "" ;;
 	vc-controller-manager) build_tool vc-controller-manager tools/volcano volcano.sh/volcano/cmd/controller-manager "" ;;
@@ -112,7 +114,7 @@ build() {
 
 tools=("$@")
 if [[ ${#tools[@]} -eq 0 ]]; then
-	tools=(etcd kube-apiserver kube-controller-manager vc-controller-manager training-operator trainer-controller-manager jobset-controller helm kube-scheduler hypernode-check vc-scheduler)
+	tools=(etcd kube-apiserver kube-controller-manager kubectl vc-controller-manager training-operator trainer-controller-manager jobset-controller helm kube-scheduler hypernode-check vc-scheduler)
 fi
 for t in "${tools[@]}"; do
 	build "$t"

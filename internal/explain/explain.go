@@ -98,11 +98,44 @@ type Explanation struct {
 	Leaves []LeafFit `json:"leaves"`
 	// Scheduler is what the scheduler last wrote on the PodGroup.
 	Scheduler string `json:"scheduler"`
+	// OtherSchedulers lists, per scheduler name other than Volcano's, the
+	// gang's pending pods that name it in spec.schedulerName (the API
+	// server writes "default-scheduler" into a pod that names none): that
+	// scheduler, not Volcano's, places them.
+	OtherSchedulers map[string][]string `json:"otherSchedulers,omitempty"`
 	// Notes are further remarks (non-RDMA gang, gang fits now, ...).
 	Notes []string `json:"notes"`
 	// FailedLeaves are the cluster's failed leaves, with the gangs that
 	// lost pods under each (faults.go).
 	FailedLeaves []FailedLeaf `json:"failedLeaves"`
+}
+
+// VolcanoSchedulerName is the schedulerName Volcano's scheduler takes pods
+// for (vc-scheduler's --scheduler-name default, and what every install
+// route keeps).
+const VolcanoSchedulerName = "volcano"
+
+// DefaultSchedulerName is what the API server writes into a pod's
+// spec.schedulerName when the pod names none.
+const DefaultSchedulerName = corev1.DefaultSchedulerName
+
+// otherSchedulers groups the pending pods that another scheduler than
+// Volcano's is asked to place, by that scheduler's name.
+func otherSchedulers(pending []*corev1.Pod) map[string][]string {
+	var out map[string][]string
+	for _, p := range pending {
+		// An API server never stores an empty name (it defaults it); an
+		// object read from elsewhere without one is not judged.
+		name := p.Spec.SchedulerName
+		if name == "" || name == VolcanoSchedulerName {
+			continue
+		}
+		if out == nil {
+			out = map[string][]string{}
+		}
+		out[name] = append(out[name], p.Name)
+	}
+	return out
 }
 
 // RankedPod is one bound pod of the gang: its rank, node and leaves.
@@ -146,6 +179,19 @@ func Explain(cfg topology.Config, snap *live.Snapshot, pg *schedulingv1beta1.Pod
 	for _, j := range snap.Jobs(cfg.RDMAResource) {
 		if j.Namespace == pg.Namespace && j.Name == pg.Name && !j.Placed {
 			e.Scheduler = j.Reason
+		}
+	}
+	if e.OtherSchedulers = otherSchedulers(pending); e.OtherSchedulers != nil {
+		names := make([]string, 0, len(e.OtherSchedulers))
+		for n := range e.OtherSchedulers {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			pods := e.OtherSchedulers[n]
+			e.Notes = append(e.Notes, fmt.Sprintf("%d pending pod(s) (%s) wait for the scheduler %q%s, not Volcano's %q: "+
+				"Volcano and rdmatopo never place them; pods of a plain PodGroup need spec.schedulerName: %s",
+				len(pods), strings.Join(firstN(pods, 3), ", "), n, schedulerNameSource(n), VolcanoSchedulerName, VolcanoSchedulerName))
 		}
 	}
 
@@ -243,7 +289,7 @@ func Explain(cfg topology.Config, snap *live.Snapshot, pg *schedulingv1beta1.Pod
 		}
 		sort.Strings(p.Nodes)
 		e.Plan = p
-		if e.State == StateWaiting {
+		if e.State == StateWaiting && e.OtherSchedulers == nil {
 			e.Notes = append(e.Notes, fmt.Sprintf("the fabric holds %d of the gang's pods now at tier %s: it waits for something else (queue, quota, node conditions, a room an older waiting gang of its priority claims, the next scheduling cycle); see the scheduler's message", len(plan.Assignments), p.Tier))
 		}
 	case fail != nil:
@@ -517,4 +563,20 @@ func describe(p *Placement) string {
 		s += ", S1 " + strings.Join(p.S1, ",")
 	}
 	return s
+}
+
+// schedulerNameSource says where the default scheduler's name came from.
+func schedulerNameSource(name string) string {
+	if name == DefaultSchedulerName {
+		return " (what a pod gets when its spec names no scheduler)"
+	}
+	return ""
+}
+
+// firstN returns at most n names, the last one "..." when some are left out.
+func firstN(names []string, n int) []string {
+	if len(names) <= n {
+		return names
+	}
+	return append(append([]string(nil), names[:n]...), "...")
 }

@@ -93,7 +93,7 @@ func TestExplainNodeUsability(t *testing.T) {
 		},
 		"every node NotReady": {
 			all: notReady, size: 4, mode: "hard",
-			wantBlocked: "NoNodes: no node with free RDMA NICs passes the filters of research/llm",
+			wantBlocked: "NoNodes: no RDMA node passes the filters of research/llm",
 		},
 		"one node NotReady": {
 			n1: notReady, size: 4, mode: "hard",
@@ -272,6 +272,51 @@ func TestExplainNativeTopology(t *testing.T) {
 			}
 			if blocked := e.Blocked != ""; blocked != tc.wantBlocked {
 				t.Errorf("Blocked = %q, want blocked %v", e.Blocked, tc.wantBlocked)
+			}
+		})
+	}
+}
+
+// TestExplainOtherScheduler: pending pods whose spec.schedulerName is not
+// Volcano's are named with the scheduler they wait for, and explain no
+// longer says the gang "waits for something else".
+func TestExplainOtherScheduler(t *testing.T) {
+	cases := map[string]struct {
+		names     []string // schedulerName of each pod
+		wantOther map[string][]string
+		wantNote  string
+	}{
+		"all Volcano's": {names: []string{"volcano", "volcano"}, wantNote: "waits for something else"},
+		"default scheduler (spec names none on the API server)": {
+			names:     []string{corev1.DefaultSchedulerName, corev1.DefaultSchedulerName},
+			wantOther: map[string][]string{corev1.DefaultSchedulerName: {"llm-0", "llm-1"}},
+			wantNote:  `2 pending pod(s) (llm-0, llm-1) wait for the scheduler "default-scheduler" (what a pod gets when its spec names no scheduler), not Volcano's "volcano"`,
+		},
+		"one pod of another scheduler": {
+			names:     []string{"volcano", "kueue-sched"},
+			wantOther: map[string][]string{"kueue-sched": {"llm-1"}},
+			wantNote:  `1 pending pod(s) (llm-1) wait for the scheduler "kueue-sched", not Volcano's "volcano"`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			nodes, cnrs := fourNodes(nil, nil)
+			pg, pods := gangOf(len(tc.names), "soft", "s1", "")
+			for i, n := range tc.names {
+				pods[i].Spec.SchedulerName = n
+			}
+			snap := &live.Snapshot{Cluster: &workload.Cluster{Nodes: nodes, CNRs: cnrs}, Pending: pods,
+				PodGroups: []*schedulingv1beta1.PodGroup{pg}}
+			e := Explain(topology.Config{S1NodeLabel: builders.S1Label}, snap, pg)
+			if diff := cmp.Diff(tc.wantOther, e.OtherSchedulers); diff != "" {
+				t.Errorf("OtherSchedulers (-want,+got):\n%s", diff)
+			}
+			notes := strings.Join(e.Notes, "\n")
+			if !strings.Contains(notes, tc.wantNote) {
+				t.Errorf("notes %q do not say %q", notes, tc.wantNote)
+			}
+			if tc.wantOther != nil && strings.Contains(notes, "waits for something else") {
+				t.Errorf("notes %q still say the gang waits for something else", notes)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"sort"
 )
 
 // Job colours are derived from the job's identity, never from its place
@@ -17,13 +18,109 @@ const (
 )
 
 // ColorOf returns the colour of the job with identity id (a PodGroup UID,
-// or "namespace/name"), as "#rrggbb".
+// or "namespace/name"), as "#rrggbb", on its own: a map gives its jobs
+// colours that differ from each other (assignColors).
 func ColorOf(id string) string {
+	return hslHex(hueOf(id), jobLightness)
+}
+
+// hueOf is the job's preferred hue, in degrees.
+func hueOf(id string) float64 {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(id)) // a hash.Hash never fails to write
-	hue := float64(h.Sum32()%360) / 360
-	r, g, b := hslToRGB(hue, jobSaturation, jobLightness)
+	return float64(h.Sum32() % 360)
+}
+
+func hslHex(hueDeg, lightness float64) string {
+	r, g, b := hslToRGB(hueDeg/360, jobSaturation, lightness)
 	return fmt.Sprintf("#%02x%02x%02x", r, g, b)
+}
+
+// maxHueGap is the hue distance (degrees) two jobs of a map keep at least
+// while the map has few enough jobs for it.
+const maxHueGap = 24
+
+// assignColors gives each job of a map a colour no other job of it has,
+// and keeps it recognisable: jobs are taken in identity order, each at its
+// own hue when no job before it is within the gap (24 degrees, less when
+// the map has more than 15 jobs), else at the middle of the widest hue
+// arc still free. Past 15 jobs the lightness alternates too, so jobs whose
+// hues end up close still differ. A job keeps its colour while the jobs
+// before it in identity order whose hues are near its own stay.
+func assignColors(jobs []Job) {
+	type entry struct {
+		i   int
+		id  string
+		hue float64
+	}
+	var es []entry
+	seen := map[string]bool{}
+	for i, j := range jobs {
+		id := j.ID
+		if id == "" {
+			id = j.Key
+		}
+		if seen[j.Key] {
+			continue
+		}
+		seen[j.Key] = true
+		es = append(es, entry{i: i, id: id, hue: hueOf(id)})
+	}
+	sort.SliceStable(es, func(a, b int) bool { return es[a].id < es[b].id })
+	gap := float64(maxHueGap)
+	if n := len(es); n > 360/maxHueGap {
+		gap = 360 / float64(n)
+	}
+	var taken []float64
+	byKey := map[string]string{}
+	for k, e := range es {
+		hue := e.hue
+		if len(taken) > 0 && nearest(taken, hue) < gap {
+			hue = widestArcMiddle(taken)
+		}
+		taken = append(taken, hue)
+		light := jobLightness
+		if len(es) > 360/maxHueGap && k%2 == 1 {
+			light = jobLightness + 0.15
+		}
+		byKey[jobs[e.i].Key] = hslHex(hue, light)
+	}
+	for i := range jobs {
+		jobs[i].Colour = byKey[jobs[i].Key]
+	}
+}
+
+// hueDist is the distance of two hues on the colour wheel.
+func hueDist(a, b float64) float64 {
+	d := math.Abs(a - b)
+	return math.Min(d, 360-d)
+}
+
+// nearest is the distance from hue to the closest of hues.
+func nearest(hues []float64, hue float64) float64 {
+	best := 360.0
+	for _, h := range hues {
+		best = math.Min(best, hueDist(h, hue))
+	}
+	return best
+}
+
+// widestArcMiddle is the middle of the widest arc between the hues taken.
+func widestArcMiddle(taken []float64) float64 {
+	s := append([]float64(nil), taken...)
+	sort.Float64s(s)
+	bestLen, bestMid := -1.0, 0.0
+	for i, h := range s {
+		next := s[(i+1)%len(s)]
+		length := next - h
+		if length <= 0 {
+			length += 360
+		}
+		if length > bestLen {
+			bestLen, bestMid = length, math.Mod(h+length/2, 360)
+		}
+	}
+	return bestMid
 }
 
 // hslToRGB converts hue, saturation and lightness in [0,1] to 8-bit RGB.

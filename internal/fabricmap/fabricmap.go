@@ -52,6 +52,9 @@ type Job struct {
 	// ID is the identity the job's colour derives from (its PodGroup's
 	// UID); Key when empty.
 	ID string
+	// Colour is the colour its map gave it (assignColors), distinct from
+	// the map's other jobs; empty: ColorOf(ID).
+	Colour string
 	// Label is the legend's text, wrapped when long and given in full as
 	// its tooltip.
 	Label string
@@ -61,8 +64,12 @@ type Job struct {
 	WaitingAt []topology.S0ID
 }
 
-// Color is the job's colour.
+// Color is the job's colour: the one its map gave it (distinct from the
+// map's other jobs), else its own.
 func (j Job) Color() string {
+	if j.Colour != "" {
+		return j.Colour
+	}
 	if j.ID != "" {
 		return ColorOf(j.ID)
 	}

@@ -44,5 +44,6 @@ func FromSim(rep *sim.Report, pods []sim.PodState) Model {
 			m.NICs[p.Spec.NodeName+"/"+string(nic)] = use
 		}
 	}
+	assignColors(m.Jobs)
 	return m
 }

@@ -2,6 +2,7 @@ package installcheck
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -94,6 +95,7 @@ func TestKustomizePatch(t *testing.T) {
 		{"healthz on the pod IP", strings.Contains(args, "--healthz-address=$(POD_IP):11251")},
 		{"POD_IP from the pod's status", podIPEnv(c.Env)},
 		{"two replicas", d.Spec.Replicas != nil && *d.Spec.Replicas == 2},
+		{"Recreate rollouts", d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType && d.Spec.Strategy.RollingUpdate == nil},
 		{"memory request", !c.Resources.Requests.Memory().IsZero()},
 		{"memory limit", !c.Resources.Limits.Memory().IsZero()},
 	}
@@ -101,6 +103,68 @@ func TestKustomizePatch(t *testing.T) {
 		if !tc.ok {
 			t.Errorf("%s: not so after the patch (args %q, replicas %v, resources %v)", tc.what, args, d.Spec.Replicas, c.Resources)
 		}
+	}
+}
+
+// TestByHandPatch: the patch of the by-hand route applies to the stock
+// Deployment as the API server stores it (strategy defaulted to a rolling
+// update) and yields leader election and Recreate rollouts, so two
+// schedulers never run at once; on a Deployment whose args[4] is not the
+// installer's --leader-elect=false it fails as a whole.
+func TestByHandPatch(t *testing.T) {
+	patchYAML, err := os.ReadFile(filepath.Join(root, "config", "by-hand", "scheduler-deployment-patch.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	patchJSON, err := yaml.YAMLToJSON(patchYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch, err := jsonpatch.DecodePatch(patchJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stock appsv1.Deployment
+	if err := yaml.Unmarshal(stockDeployment(t), &stock); err != nil {
+		t.Fatal(err)
+	}
+	// What the API server defaults on create.
+	stock.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{}}
+	stored, err := json.Marshal(&stock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := patch.Apply(stored)
+	if err != nil {
+		t.Fatalf("apply the patch: %v", err)
+	}
+	var d appsv1.Deployment
+	if err := json.Unmarshal(out, &d); err != nil {
+		t.Fatal(err)
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	args := strings.Join(c.Args, " ")
+	cases := []struct {
+		what string
+		ok   bool
+	}{
+		{"--leader-elect=true", strings.Contains(args, "--leader-elect=true") && !strings.Contains(args, "--leader-elect=false")},
+		{"lease namespace", strings.Contains(args, "--leader-elect-resource-namespace=volcano-system")},
+		{"conf flag kept", strings.Contains(args, "--scheduler-conf=/volcano.scheduler/volcano-scheduler.conf")},
+		{"image untouched (set by the next command)", c.Image == stock.Spec.Template.Spec.Containers[0].Image},
+		{"two replicas", d.Spec.Replicas != nil && *d.Spec.Replicas == 2},
+		{"Recreate rollouts", d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType && d.Spec.Strategy.RollingUpdate == nil},
+		{"memory limit", !c.Resources.Limits.Memory().IsZero()},
+	}
+	for _, tc := range cases {
+		if !tc.ok {
+			t.Errorf("%s: not so after the patch (args %q, replicas %v, strategy %+v)", tc.what, args, d.Spec.Replicas, d.Spec.Strategy)
+		}
+	}
+	// Already patched (or not the stock Deployment): the test operation
+	// refuses it rather than replacing another argument.
+	if _, err := patch.Apply(out); err == nil {
+		t.Error("the patch applied twice; want the test of args[4] to refuse a Deployment already running with leader election")
 	}
 }
 

@@ -41,7 +41,7 @@ func newExplainCommand(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			conf, _, err := o.conf(ctx, c)
+			conf, _, err := o.viewConf(ctx, c)
 			if err != nil {
 				return err
 			}
@@ -55,6 +55,16 @@ func newExplainCommand(o *options) *cobra.Command {
 			}
 			jobErr := readVolcanoJob(ctx, c, snap, pg)
 			e := explain.Explain(conf.Topology, snap, pg)
+			// Where the gang lands is the scheduler's answer: its next
+			// session over every waiting gang (a conf it cannot run has
+			// none; the planner's answer for the gang alone stays then).
+			if conf.Actions != nil && e.State == explain.StateWaiting {
+				rep, err := nextSession(conf, snap)
+				if err != nil {
+					return err
+				}
+				sessionPlan(e, rep)
+			}
 			if jobErr != nil {
 				e.Notes = append(e.Notes, jobErr.Error()+": ranks order the Job's tasks by name, not by spec.tasks")
 			}

@@ -41,7 +41,7 @@ type StateJob struct {
 
 // buildState reads the cluster and draws it.
 func buildState(ctx context.Context, o *options) (*State, error) {
-	snap, conf, _, err := o.snapshot(ctx)
+	snap, conf, _, err := o.snapshot(ctx, true)
 	if err != nil {
 		return nil, err
 	}

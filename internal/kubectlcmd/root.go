@@ -164,11 +164,52 @@ func (o *options) conf(ctx context.Context, c *live.Clients) (*sim.Conf, confSou
 	}
 	parsed, err := sim.ParseConf(text)
 	if err != nil {
-		return nil, src, fmt.Errorf("scheduler conf (%s): %w", src, err)
+		return nil, src, fmt.Errorf("scheduler conf (%s): %w (pass --scheduler-conf FILE to use another conf)", src, err)
 	}
 	// HyperNodes are read only when they give the S1s.
 	c.ReadHyperNodes = parsed.Topology.WithDefaults().S1Source == topology.S1FromHyperNode
 	return parsed, src, nil
+}
+
+// viewConf is the conf for the read-only views (topology, map, dashboard,
+// explain), which need only the rdma-topology plugin's arguments: a conf
+// the scheduler cannot run (no rdma-topology beside topology-allocate, an
+// unknown action) is reported on stderr and the views go on with its
+// plugin arguments, or the defaults when it has none.
+func (o *options) viewConf(ctx context.Context, c *live.Clients) (*sim.Conf, confSource, error) {
+	parsed, src, err := o.conf(ctx, c)
+	var cerr *sim.ConfError
+	if err == nil || !errors.As(err, &cerr) {
+		return parsed, src, err
+	}
+	text := config.SchedulerConf
+	switch src.Kind {
+	case "file":
+		data, rerr := os.ReadFile(o.confFile)
+		if rerr != nil {
+			return nil, src, usagef("--scheduler-conf: %v", rerr)
+		}
+		text = string(data)
+	case "configmap":
+		ns, name, _ := strings.Cut(o.configMap, "/")
+		cm, _, rerr := live.SchedulerConf(ctx, c, ns, name, live.SchedulerConfigMapKey)
+		if rerr != nil {
+			return nil, src, rerr
+		}
+		text = cm
+	}
+	cfg, found, terr := sim.TopologyArgs(text)
+	if terr != nil {
+		return nil, src, fmt.Errorf("scheduler conf (%s): %w. Pass --scheduler-conf FILE to use another conf", src, terr)
+	}
+	args := "its rdma-topology arguments"
+	if !found {
+		args = "rdma-topology's default arguments"
+	}
+	fmt.Fprintf(o.stderr, "warning: scheduler conf (%s): %v; `simulate` refuses it, and the scheduler places no RDMA pod under it when rdma-topology is missing or its arguments are invalid (rdmatopo_conf_valid 0). Shown with %s; pass --scheduler-conf FILE to read with another conf\n",
+		src, cerr, args)
+	c.ReadHyperNodes = cfg.S1Source == topology.S1FromHyperNode
+	return &sim.Conf{Text: text, Topology: cfg}, src, nil
 }
 
 // outputFlag adds -o with the given formats, the first being the default.
@@ -203,13 +244,18 @@ func writeStructured(w io.Writer, format string, v any) error {
 	return err
 }
 
-// snapshot connects and reads the cluster and the scheduler conf.
-func (o *options) snapshot(ctx context.Context) (*live.Snapshot, *sim.Conf, confSource, error) {
+// snapshot connects and reads the cluster and the scheduler conf (for a
+// view, leniently: see viewConf).
+func (o *options) snapshot(ctx context.Context, view bool) (*live.Snapshot, *sim.Conf, confSource, error) {
 	c, err := o.clients()
 	if err != nil {
 		return nil, nil, confSource{}, err
 	}
-	conf, src, err := o.conf(ctx, c)
+	getConf := o.conf
+	if view {
+		getConf = o.viewConf
+	}
+	conf, src, err := getConf(ctx, c)
 	if err != nil {
 		return nil, nil, src, err
 	}

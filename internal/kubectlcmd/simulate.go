@@ -98,10 +98,13 @@ func newSimulateCommand(o *options) *cobra.Command {
 				if set, err = workload.LoadWorkload(workloadFile, data); err != nil {
 					return usagef("%v", err)
 				}
+				for _, w := range set.Warnings {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", strings.Join(strings.Fields(w), " "))
+				}
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), liveTimeout)
 			defer cancel()
-			snap, conf, src, err := o.snapshot(ctx)
+			snap, conf, src, err := o.snapshot(ctx, false)
 			if err != nil {
 				return err
 			}
@@ -245,7 +248,6 @@ func writeSimTable(w io.Writer, res *SimulateResult) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tSOURCE\tPLACED\tTIER\tS0\tS1\tPODS\tRING\tREASON")
-	placed := 0
 	for _, j := range res.Jobs {
 		key := j.Namespace + "/" + j.Name
 		source := "workload"
@@ -255,7 +257,6 @@ func writeSimTable(w io.Writer, res *SimulateResult) error {
 		yes, tier, reason := "no", j.Tier, j.Reason
 		if j.Placed {
 			yes = "yes"
-			placed++
 		}
 		if tier == "" {
 			tier = "-"
@@ -273,8 +274,7 @@ func writeSimTable(w io.Writer, res *SimulateResult) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\n%d jobs: %d placed, %d waiting, after %d scheduling cycles (scheduler conf: %s).\n",
-		len(res.Jobs), placed, len(res.Jobs)-placed, res.Cycles, res.SchedulerConf)
+	_, err := fmt.Fprintf(w, "\n%s\nScheduler conf: %s.\n", sim.Summary(res.report), res.SchedulerConf)
 	return err
 }
 

@@ -25,7 +25,7 @@ func newTopologyCommand(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			conf, _, err := o.conf(ctx, c)
+			conf, _, err := o.viewConf(ctx, c)
 			if err != nil {
 				return err
 			}

@@ -132,13 +132,15 @@ func TestShippedAlertsOnReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	const build = "# TYPE rdmatopo_build_info gauge\nrdmatopo_build_info{git_sha=\"abc\",version=\"v1\",volcano_version=\"v1.10.0\"} 1\n"
-	standby := build + "# TYPE rdmatopo_leader gauge\nrdmatopo_leader 0\n# TYPE rdmatopo_nics_reserved_unconfirmed gauge\nrdmatopo_nics_reserved_unconfirmed 0\n"
+	// A standby runs no session: it exports none of the session gauges.
+	standby := build + "# TYPE rdmatopo_leader gauge\nrdmatopo_leader 0\n"
 	leader := func(conf, synced, unconfirmed string) string {
 		return build + "# TYPE rdmatopo_leader gauge\nrdmatopo_leader 1\n" +
 			"# TYPE rdmatopo_conf_valid gauge\nrdmatopo_conf_valid " + conf + "\n" +
 			"# TYPE rdmatopo_informer_synced gauge\nrdmatopo_informer_synced{resource=\"customnoderesources\"} " + synced + "\n" +
 			"# TYPE rdmatopo_nics_reserved_unconfirmed gauge\nrdmatopo_nics_reserved_unconfirmed " + unconfirmed + "\n" +
 			"# TYPE rdmatopo_gangs_pending gauge\nrdmatopo_gangs_pending{reason=\"NoCapacity\"} 2\n" +
+			"# TYPE rdmatopo_hard_gangs_pending gauge\nrdmatopo_hard_gangs_pending 0\n" +
 			"# TYPE rdmatopo_nic_mismatch_total counter\nrdmatopo_nic_mismatch_total 1\n"
 	}
 	twice := func(instance, text string) History {
@@ -156,6 +158,22 @@ func TestShippedAlertsOnReplicas(t *testing.T) {
 		"leader with a broken conf": {
 			history: append(twice("a", leader("0", "1", "0")), twice("b", standby)...),
 			want:    []string{"RdmatopoConfInvalid"},
+		},
+		"hard gangs waiting 30 minutes, for their tier then for capacity": {
+			history: func() History {
+				var h History
+				for m := 0; m <= 30; m += 5 {
+					reason := "TierLimit"
+					if m >= 15 {
+						reason = "NoCapacity"
+					}
+					text := strings.NewReplacer(`{reason="NoCapacity"} 2`, `{reason="`+reason+`"} 1`,
+						"rdmatopo_hard_gangs_pending 0", "rdmatopo_hard_gangs_pending 1").Replace(leader("1", "1", "0"))
+					h = append(h, scrape(t, "a", time.Duration(m)*time.Minute, text))
+				}
+				return h
+			}(),
+			want: []string{"RdmatopoHardGangsPending"},
 		},
 		"leader not synced, NICs unconfirmed": {
 			history: append(twice("a", leader("1", "0", "4")), twice("b", standby)...),

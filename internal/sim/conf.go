@@ -146,3 +146,28 @@ func ParseConf(text string) (*Conf, error) {
 	c.Actions, c.Tiers, c.Configurations = actions, tiers, configurations
 	return c, nil
 }
+
+// TopologyArgs reads only the rdma-topology plugin's arguments of a conf:
+// what a read-only view of the fabric needs (the resources, where S1 comes
+// from), with no action or other plugin checked. It returns the defaults
+// and false when no tier names the plugin; an error only when the YAML or
+// the plugin's arguments cannot be read.
+func TopologyArgs(text string) (topology.Config, bool, error) {
+	var raw conf.SchedulerConfiguration
+	if err := yaml.Unmarshal([]byte(text), &raw); err != nil {
+		return topology.Config{}, false, &ConfError{Msg: "invalid YAML: " + strings.ReplaceAll(strings.TrimPrefix(err.Error(), "yaml: "), "\n", " ")}
+	}
+	for i, tier := range raw.Tiers {
+		for j, p := range tier.Plugins {
+			if p.Name != rdmatopology.PluginName {
+				continue
+			}
+			args, err := rdmatopology.ParseArgs(p.Arguments)
+			if err != nil {
+				return topology.Config{}, false, &ConfError{Field: fmt.Sprintf("tiers[%d].plugins[%d].arguments", i, j), Msg: err.Error()}
+			}
+			return args.TopologyConfig().WithDefaults(), true, nil
+		}
+	}
+	return topology.Config{}.WithDefaults(), false, nil
+}

@@ -28,6 +28,11 @@ type Set struct {
 	// names in spec.tasks order, which its pods' ranks follow and which no
 	// pod or PodGroup carries.
 	VolcanoJobTasks map[string][]string
+	// Warnings are what the file asks that a cluster would do otherwise
+	// than the simulation, one line each naming the object and the field
+	// (a plain pod that names no scheduler: the default scheduler would
+	// take it, the simulation gives it to Volcano).
+	Warnings []string
 	// Native maps PodGroups ("namespace/name") to their Volcano ≥ 1.12
 	// spec.networkTopology and spec.subGroupPolicy, which the PodGroup
 	// type (volcano.sh/apis v1.10) does not carry: as written on a
@@ -359,6 +364,11 @@ func (b *setBuilder) addPod(r *rawObject, p *corev1.Pod) *InputError {
 	}
 	switch p.Spec.SchedulerName {
 	case "":
+		if p.Spec.NodeName == "" {
+			b.set.Warnings = append(b.set.Warnings, r.errorf("spec.schedulerName",
+				"unset: on a cluster the default scheduler takes this pod, not Volcano, and no controller sets the field for a plain PodGroup's pods; simulated as Volcano's (set spec.schedulerName: %s)",
+				DefaultSchedulerName).Error())
+		}
 		p.Spec.SchedulerName = DefaultSchedulerName
 	case DefaultSchedulerName:
 	default:

@@ -16,12 +16,14 @@ var (
 		Name:      "free_nics",
 		Help:      "RDMA NICs free after the last session (free in the CustomNodeResources and not reserved), by S1 (\"\" where S1 membership is unknown).",
 	}, []string{"s1"})
-	// leafFragmentation is the share of known leaves that are partly used.
-	leafFragmentation = promauto.NewGauge(prometheus.GaugeOpts{
+	// leafFragmentation is the share of known leaves that are partly used
+	// (a vector without labels: exported from the first session on, see
+	// nicsUnconfirmed).
+	leafFragmentation = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Subsystem: metricsSubsystem,
 		Name:      "leaf_fragmentation",
 		Help:      "Share of S0 leaves of known topology that are partly used after the last session: some but not all of their NICs free.",
-	})
+	}, nil)
 )
 
 // fabricUse is what the fabric's NICs look like after a session.
@@ -86,8 +88,8 @@ func observeFabric(f *topology.Fabric, l *ledger.Ledger) {
 		freeNICs.WithLabelValues(string(s1)).Set(float64(n))
 	}
 	if u.leaves == 0 {
-		leafFragmentation.Set(0)
+		leafFragmentation.WithLabelValues().Set(0)
 		return
 	}
-	leafFragmentation.Set(float64(u.partly) / float64(u.leaves))
+	leafFragmentation.WithLabelValues().Set(float64(u.partly) / float64(u.leaves))
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	dto "github.com/prometheus/client_model/go"
+	"volcano.sh/volcano/pkg/scheduler/api"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
@@ -56,12 +57,24 @@ var (
 	}, []string{"predicate"})
 
 	// nicsUnconfirmed is the number of NICs reserved for pods the KCNRs do
-	// not list yet.
-	nicsUnconfirmed = promauto.NewGauge(prometheus.GaugeOpts{
+	// not list yet. A vector without labels, like every gauge a session
+	// sets: its one series exists from the first session on, so a standby
+	// replica (which runs none) exports no value rather than a 0.
+	nicsUnconfirmed = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Subsystem: metricsSubsystem,
 		Name:      "nics_reserved_unconfirmed",
 		Help:      "NICs reserved for bound pods that no CustomNodeResource lists yet.",
-	})
+	}, nil)
+
+	// hardGangsPending is the number of hard-mode RDMA gangs left unplaced
+	// in the last session, whatever the reason: a hard gang waiting for its
+	// tier on a cluster that fills moves from TierLimit to NoCapacity, and
+	// the alert on long waits must follow it.
+	hardGangsPending = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "hard_gangs_pending",
+		Help:      "Hard-mode (rdmatopo.io/mode: hard) RDMA gangs not placed in the last session, whatever the reason.",
+	}, nil)
 
 	// topologyUnknownNICs is the number of NICs whose leaf is unknown, by
 	// the reason code of the cause, as of the last fabric sync.
@@ -116,6 +129,18 @@ func observeUnknownNICs(byReason map[topology.ReasonCode]int) {
 // observePlan records the duration of one planner call on the free view.
 func observePlan(d time.Duration) { planDuration.Observe(d.Seconds()) }
 
+// planRefusedStart are the label values rdmatopo_plan_refused_total is
+// exported with, at 0, from the start (an absent counter reads as no data,
+// not as 0, in an increase() or a dashboard): what refuses a plan when the
+// predicates name no plugin, the idle resources and the allocation itself.
+var planRefusedStart = []string{"predicates", "IdleResources", "Allocate"}
+
+func init() {
+	for _, v := range planRefusedStart {
+		planRefused.WithLabelValues(v)
+	}
+}
+
 // observePlanRefused records a planned node refused when the plan was
 // applied, by the predicate that refused it.
 func observePlanRefused(predicate string) { planRefused.WithLabelValues(predicate).Inc() }
@@ -154,14 +179,23 @@ func (s *Session) observeSession() {
 			}
 		}
 	})
-	nicsUnconfirmed.Set(float64(unconfirmed))
+	nicsUnconfirmed.WithLabelValues().Set(float64(unconfirmed))
 	observeFabric(s.fabric, s.rt.Ledger)
 	gangsPending.Reset()
+	var pending []*api.JobInfo
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for id, f := range s.failures {
 		if job := s.ssn.Jobs[id]; job != nil && job.ReadyTaskNum() < job.MinAvailable {
 			gangsPending.WithLabelValues(string(f.Code)).Inc()
+			pending = append(pending, job)
 		}
 	}
+	s.mu.Unlock()
+	hard := 0
+	for _, job := range pending {
+		if c, err := s.contract(job); err == nil && c.Mode == placement.ModeHard {
+			hard++
+		}
+	}
+	hardGangsPending.WithLabelValues().Set(float64(hard))
 }
