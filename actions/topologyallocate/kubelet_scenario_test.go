@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
@@ -178,5 +179,30 @@ func TestTaskMinimaOfAnElasticGang(t *testing.T) {
 			}
 		}
 		t.Errorf("bound pods per task (-want,+got):\n%s\ncondition %q", diff, condition(pg))
+	}
+}
+
+// TestKCNRWithoutNodeDecidesNoS1: a KCNR whose Node is gone (n0, first by
+// name, its NUMA-0 NICs under leaf A) has no S1 to give; leaf A's S1 is
+// that of n1, which has a Node in miniPod p1, so a hard-s1 gang that fits
+// n1 (leaves A and B, both in p1) is placed.
+func TestKCNRWithoutNodeDecidesNoS1(t *testing.T) {
+	c := &cluster{}
+	c.nodes = append(c.nodes, builders.MakeNode("n1").Shared().S1("p1").GPU(8).RDMA(4).CPU("128").
+		Resource("pods", "110").Resource("memory", "512Gi").Obj())
+	for _, n := range []struct{ name, leaf1 string }{{"n0", "Z"}, {"n1", "B"}} {
+		c.cnrs = append(c.cnrs, builders.MakeCNR(n.name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
+			Zone(0, 4, 64000).Zone(1, 4, 64000).
+			NIC(builders.NUMANICs[0][0], 0, "A").NIC(builders.NUMANICs[0][1], 0, "A").
+			NIC(builders.NUMANICs[1][0], 1, n.leaf1).NIC(builders.NUMANICs[1][1], 1, n.leaf1).Obj())
+	}
+	c.addJob("g", 2, 4, 2, map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s1"})
+	o := runSession(t, c)
+	checkBinds(t, o)
+	if got := bound(o, "g"); got != 2 {
+		t.Fatalf("%d pods bound, want 2; condition %q", got, condition(o.pgs["ns/g"]))
+	}
+	if diff := cmp.Diff([]string{"A", "B"}, leavesOf(o, "g")); diff != "" {
+		t.Errorf("leaves (-want,+got):\n%s", diff)
 	}
 }
