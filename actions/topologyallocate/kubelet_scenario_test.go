@@ -2,6 +2,8 @@ package topologyallocate_test
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -10,7 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/rdmatopo/rdmatopo/config"
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/internal/sim/simtest"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
@@ -204,5 +209,71 @@ func TestKCNRWithoutNodeDecidesNoS1(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"A", "B"}, leavesOf(o, "g")); diff != "" {
 		t.Errorf("leaves (-want,+got):\n%s", diff)
+	}
+}
+
+// TestQuantitiesTheSchedulerCannotCount: a pod asking for more CPU than
+// the scheduler's int64 millicores hold ("9e18" wraps to 0 in Volcano's
+// counters) is never placed on that basis: it stays pending, the reason
+// naming the field; RDMA or not.
+func TestQuantitiesTheSchedulerCannotCount(t *testing.T) {
+	cases := map[string]struct {
+		gpu, rdma string
+		field     string
+	}{
+		"a pod without RDMA":    {field: "spec.containers[0].resources.limits[cpu]"},
+		"a pod of an RDMA gang": {gpu: "4", rdma: "2", field: "spec.containers[0].resources.limits[cpu]"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := &cluster{}
+			c.addNode("n1", "A", "B")
+			c.addPods("g", 1, func(name string) *builders.PodWrapper {
+				w := builders.MakePod("ns", name)
+				if tc.gpu != "" {
+					w = w.Req(builders.GPUResource, tc.gpu).Req(builders.RDMAResource, tc.rdma)
+				}
+				return w
+			})
+			for _, p := range c.pods {
+				q := resource.MustParse("9e18")
+				p.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU] = q
+				p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = q
+			}
+			st := &setup{conf: config.SchedulerConf}
+			sc := simtest.Start(t, st.conf, simtest.Cluster{Nodes: c.nodes, CNRs: c.cnrs, PodGroups: c.pgs, Pods: c.pods}, st.opts)
+			o := sc.Session()
+			if len(o.Binds) != 0 {
+				t.Fatalf("bound %v, want nothing bound", o.Binds)
+			}
+			// The pod's FailedScheduling Event (and the gang's) names the
+			// field (the plugin's own Warning is TestFindUncountable's).
+			want := tc.field + ": 9e18: more cpu than the scheduler can count"
+			if !slices.ContainsFunc(o.Events, func(e string) bool {
+				return strings.HasPrefix(e, "Warning FailedScheduling ") && strings.Contains(e, want)
+			}) {
+				t.Errorf("events %q, want a FailedScheduling naming %q", o.Events, want)
+			}
+		})
+	}
+}
+
+// TestDuplicateRanksKeepTheGangPending: two pods of one gang annotated
+// rdmatopo.io/rank "0" leave the gang pending (InvalidAnnotation), the
+// reason naming both pods, rather than placed in an order nobody asked for.
+func TestDuplicateRanksKeepTheGangPending(t *testing.T) {
+	c := &cluster{}
+	c.addNode("n1", "A", "B")
+	c.addPods("g", 2, func(name string) *builders.PodWrapper {
+		return builders.MakePod("ns", name).Req(corev1.ResourceCPU, "4").Req(builders.GPUResource, "4").
+			Req(builders.RDMAResource, "2").Annotation(placement.AnnotationRank, "0")
+	})
+	o := runSession(t, c)
+	if got := bound(o, "g"); got != 0 {
+		t.Fatalf("%d pods bound, want 0", got)
+	}
+	got := condition(o.pgs["ns/g"])
+	if !strings.Contains(got, "rank 0 is also given to pod") || !strings.Contains(got, "g-0") || !strings.Contains(got, "g-1") {
+		t.Errorf("condition %q, want it to name both pods of rank 0", got)
 	}
 }
