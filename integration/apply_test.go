@@ -19,7 +19,8 @@ const (
 	trainingOperatorModule = "github.com/kubeflow/training-operator"
 )
 
-// installCRDs installs, from the modules that define them, Volcano's CRDs,
+// installCRDs installs, from the modules that define them, Volcano's CRDs
+// (PodGroup and Job with the v1.12+ topology fields added),
 // katalyst's CustomNodeResource, the training operator's PyTorchJob,
 // Trainer's TrainJob and (Cluster)TrainingRuntime and JobSet's JobSet, plus
 // Volcano's HyperNode (see hyperNodeCRD), and waits until every one is
@@ -37,20 +38,33 @@ func (e *Env) installCRDs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	files, err := harness.VolcanoCRDFiles(volcano)
+	volcanoFiles, err := harness.VolcanoCRDFiles(volcano)
 	if err != nil {
 		return err
 	}
-	files = append(files,
+	// Volcano's CRDs with the v1.12+ topology fields, as on a cluster on
+	// Volcano >= 1.12 (harness.AddNativeTopologySchema).
+	var volcanoCRDs []*unstructured.Unstructured
+	for _, f := range volcanoFiles {
+		objs, err := harness.ReadManifests(f)
+		if err != nil {
+			return err
+		}
+		volcanoCRDs = append(volcanoCRDs, objs...)
+	}
+	if err := harness.AddNativeTopologySchema(volcanoCRDs); err != nil {
+		return err
+	}
+	files := []string{
 		filepath.Join(katalyst, "config", "crd", "bases", "node.katalyst.kubewharf.io_customnoderesources.yaml"),
 		filepath.Join(operator, "manifests", "base", "crds", "kubeflow.org_pytorchjobs.yaml"),
-	)
+	}
 	trainer, err := e.trainerCRDFiles(ctx)
 	if err != nil {
 		return err
 	}
 	files = append(files, trainer...)
-	return harness.InstallCRDs(ctx, e.Dynamic, files, []*unstructured.Unstructured{hyperNodeCRD()}, crdEstablishedTimeout)
+	return harness.InstallCRDs(ctx, e.Dynamic, files, append(volcanoCRDs, hyperNodeCRD()), crdEstablishedTimeout)
 }
 
 // createClusterObjects creates what the components expect to exist: the

@@ -24,7 +24,8 @@ import (
 // kubebuilder markers of volcano.sh/apis v1.13.0's hypernode_types.go:
 // its manifest ships in volcano.sh/volcano v1.13.0, a module version the
 // module proxy does not serve. The schema holds what the scheduler reads
-// (tier, members with type Node or HyperNode and one selector) with the
+// (tier, v1.14's tierName, members with type Node or HyperNode and one
+// selector) with the
 // upstream validation; status is left open.
 func hyperNodeCRD() *unstructured.Unstructured {
 	str := map[string]interface{}{"type": "string"}
@@ -53,7 +54,8 @@ func hyperNodeCRD() *unstructured.Unstructured {
 				"type":     "object",
 				"required": []interface{}{"tier"},
 				"properties": map[string]interface{}{
-					"tier": map[string]interface{}{"type": "integer"},
+					"tier":     map[string]interface{}{"type": "integer"},
+					"tierName": map[string]interface{}{"type": "string", "maxLength": int64(253)},
 					"members": map[string]interface{}{
 						"type": "array",
 						"items": map[string]interface{}{

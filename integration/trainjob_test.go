@@ -202,8 +202,9 @@ type trainJobRef struct {
 // createTrainJobExample creates the README's ClusterTrainingRuntime and its
 // TrainJob (in ns) with the contract c in its podTemplateOverrides (the
 // example's is hard s0); both are deleted when the test ends, with the
-// JobSet, Jobs and pods they made.
-func createTrainJobExample(t *testing.T, e *Env, ns string, c contract) trainJobRef {
+// JobSet, Jobs and pods they made. Each of mutate changes the runtime
+// before it is created.
+func createTrainJobExample(t *testing.T, e *Env, ns string, c contract, mutate ...func(runtime *unstructured.Unstructured)) trainJobRef {
 	t.Helper()
 	ctx := context.Background()
 	objs, err := harness.ReadManifests(filepath.Join(e.RepoRoot, trainJobExample))
@@ -221,6 +222,9 @@ func createTrainJobExample(t *testing.T, e *Env, ns string, c contract) trainJob
 	}
 	if runtime == nil || job == nil {
 		t.Fatalf("%s: want a ClusterTrainingRuntime and a TrainJob", trainJobExample)
+	}
+	for _, m := range mutate {
+		m(runtime)
 	}
 	if _, err := e.Dynamic.Resource(clusterTrainingRuntimeGVR).Create(ctx, runtime, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create ClusterTrainingRuntime %s: %v", runtime.GetName(), err)

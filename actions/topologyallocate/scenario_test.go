@@ -17,6 +17,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/actions/topologyallocate"
 	"github.com/rdmatopo/rdmatopo/config"
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/sim"
 	"github.com/rdmatopo/rdmatopo/internal/sim/simtest"
@@ -35,6 +36,9 @@ type cluster struct {
 	// tasks maps Volcano Jobs ("namespace/name") to their spec.tasks
 	// names, in order.
 	tasks map[string][]string
+	// native maps PodGroups ("namespace/name") to their Volcano ≥ 1.12
+	// spec.networkTopology and spec.subGroupPolicy.
+	native map[string]*placement.NativeTopology
 }
 
 // addNode adds a provider-shaped node whose NUMA-0 NICs go to leaf0 and
@@ -149,7 +153,7 @@ func runSession(t *testing.T, c *cluster, opts ...option) *outcome {
 		o(t, st)
 	}
 	sc := simtest.Start(t, st.conf, simtest.Cluster{Nodes: c.nodes, CNRs: c.cnrs, HyperNodes: c.hyperNodes,
-		PodGroups: c.pgs, Pods: c.pods, VolcanoJobTasks: c.tasks}, st.opts)
+		PodGroups: c.pgs, Pods: c.pods, VolcanoJobTasks: c.tasks, Native: c.native}, st.opts)
 	o := sc.Session()
 	return &outcome{binds: o.Binds, pgs: o.PodGroups, patched: o.Patched, ledger: sc.Sim.Ledger()}
 }

@@ -75,6 +75,18 @@ type ContractProblem struct {
 	Msg string
 }
 
+// String names the annotation or field and says what is wrong.
+func (p ContractProblem) String() string {
+	if p.IsField() {
+		return fmt.Sprintf("field %s: %s", p.Key, p.Msg)
+	}
+	return fmt.Sprintf("annotation %s: %s", p.Key, p.Msg)
+}
+
+// IsField reports whether the problem is on a field of the PodGroup's
+// spec (Key is its path) rather than on an annotation (Key is its key).
+func (p ContractProblem) IsField() bool { return strings.HasPrefix(p.Key, "spec.") }
+
 // ParseContract reads the contract from a job's or PodGroup's annotations,
 // strictly: values are exact (lower case, no other spelling), max-wait is a
 // positive Go duration and needs mode hard, and any other key under
@@ -94,7 +106,7 @@ func contractError(problems []ContractProblem) error {
 	}
 	msgs := make([]string, len(problems))
 	for i, p := range problems {
-		msgs[i] = fmt.Sprintf("annotation %s: %s", p.Key, p.Msg)
+		msgs[i] = p.String()
 	}
 	return fmt.Errorf("%w: %s", ErrInvalidContract, strings.Join(msgs, "; "))
 }
@@ -107,6 +119,40 @@ func ContractProblems(ann map[string]string) []ContractProblem {
 }
 
 func parseContract(ann map[string]string) (Contract, []ContractProblem) {
+	return readContract(ContractInput{Group: ann})
+}
+
+// ContractInput is everything a gang's contract is read from, by layer
+// (later layers win, a disagreement is noted in Contract.Overridden):
+// Volcano's volcano.sh/network-topology-* annotations, the PodGroup's
+// native fields (spec.networkTopology, spec.subGroupPolicy), then the
+// rdmatopo.io/* annotations.
+type ContractInput struct {
+	// Group holds the annotations the contract is read from: the
+	// PodGroup's, or its pods' (ContractSource).
+	Group map[string]string
+	// Native is the PodGroup's spec.networkTopology and subGroupPolicy
+	// (nil: none, or a cluster whose PodGroup CRD does not carry them).
+	Native *NativeTopology
+	// MinMember is the PodGroup's minMember, which bounds a sub-group
+	// policy's minSubGroups (0: not checked).
+	MinMember int32
+	// Tiers maps HyperNode tiers and tier names onto rdmatopo's tiers.
+	Tiers VolcanoTiers
+	// Pods are the gang's pods, whose labels sub-group selectors match.
+	Pods []MemberAnnotations
+}
+
+// layerValue is one layer's value of a contract setting, for override
+// notes: the key or field that set it, as written, and what it means.
+type layerValue struct {
+	key, text string
+	meaning   string
+}
+
+// readContract reads a contract from its layers (see ContractInput).
+func readContract(in ContractInput) (Contract, []ContractProblem) {
+	ann := in.Group
 	c := DefaultContract()
 	var problems []ContractProblem
 	bad := func(key, format string, args ...any) {
@@ -118,7 +164,24 @@ func parseContract(ann map[string]string) (Contract, []ContractProblem) {
 				ledger.AnnotationMaxWait, AnnotationSegmentSize, AnnotationSegmentTier)
 		}
 	}
-	parseVolcanoAliases(ann, &c, bad)
+	var modes, tiers []layerValue
+	parseVolcanoAliases(ann, &c, in.Tiers, bad, &modes, &tiers)
+	if in.Native != nil {
+		problems = append(problems, in.Native.Problems...)
+		if nt := in.Native.NetworkTopology; nt != nil {
+			if l, ok := readNetworkTopology(nt, FieldNetworkTopology, in.Tiers, bad); ok {
+				c.Mode, c.HighestTier = l.mode, l.tier
+				modes = append(modes, layerValue{key: FieldNetworkTopology + ".mode", text: l.modeText, meaning: l.mode.String()})
+				if l.hasTier {
+					field := FieldNetworkTopology + ".highestTierAllowed"
+					if nt.HighestTierAllowed == nil {
+						field = FieldNetworkTopology + ".highestTierName"
+					}
+					tiers = append(tiers, layerValue{key: field, text: l.tierText, meaning: l.tier.String()})
+				}
+			}
+		}
+	}
 	if v, ok := ann[ledger.AnnotationMode]; ok {
 		switch v {
 		case "hard":
@@ -128,15 +191,20 @@ func parseContract(ann map[string]string) (Contract, []ContractProblem) {
 		default:
 			bad(ledger.AnnotationMode, "%q is not a mode (want hard or soft)", v)
 		}
+		if c.Mode.String() == v {
+			modes = append(modes, layerValue{key: ledger.AnnotationMode, text: v, meaning: v})
+		}
 	}
 	if v, ok := ann[ledger.AnnotationHighestTier]; ok {
 		if t, err := ParseTier(v); err != nil || v != t.String() {
 			bad(ledger.AnnotationHighestTier, "%q is not a tier (want node, s0, s1 or cluster)", v)
 		} else {
 			c.HighestTier = t
+			tiers = append(tiers, layerValue{key: ledger.AnnotationHighestTier, text: v, meaning: v})
 		}
 	}
-	noteOverridden(ann, &c)
+	c.Overridden = append(c.Overridden, overridden(modes)...)
+	c.Overridden = append(c.Overridden, overridden(tiers)...)
 	if v, ok := ann[ledger.AnnotationMaxWait]; ok {
 		d, err := time.ParseDuration(v)
 		switch {
@@ -151,8 +219,36 @@ func parseContract(ann map[string]string) (Contract, []ContractProblem) {
 		}
 	}
 	parseSegment(ann, &c, bad)
+	if in.Native != nil {
+		if seg, ok := readSubGroups(in.Native.SubGroupPolicy, in.Tiers, in.Pods, in.MinMember, bad); ok {
+			_, ours := ann[AnnotationSegmentSize]
+			switch {
+			case !ours:
+				c.Segment = seg
+			case seg != c.Segment:
+				c.Overridden = append(c.Overridden, fmt.Sprintf("%s=%d at %s (%s=%d at %s wins)", FieldSubGroupPolicy, seg.Size, seg.Tier,
+					AnnotationSegmentSize, c.Segment.Size, c.Segment.Tier))
+			}
+		}
+	}
 	sortProblems(problems)
 	return c, problems
+}
+
+// overridden notes each layer whose value the last layer (the winner)
+// overrode with another meaning.
+func overridden(layers []layerValue) []string {
+	if len(layers) < 2 {
+		return nil
+	}
+	win := layers[len(layers)-1]
+	var out []string
+	for _, l := range layers[:len(layers)-1] {
+		if l.meaning != win.meaning {
+			out = append(out, fmt.Sprintf("%s=%q (%s=%q wins)", l.key, l.text, win.key, win.text))
+		}
+	}
+	return out
 }
 
 // sortProblems orders problems by key, then message.
@@ -165,55 +261,48 @@ func sortProblems(problems []ContractProblem) {
 	})
 }
 
-// parseVolcanoAliases reads Volcano's network-topology annotations into c;
-// the rdmatopo.io annotations, read after, override them.
-func parseVolcanoAliases(ann map[string]string, c *Contract, bad func(key, format string, args ...any)) {
-	if v, ok := ann[AnnotationVolcanoMode]; ok {
-		switch v {
+// parseVolcanoAliases reads Volcano's network-topology annotations into c
+// as Volcano's PodGroup controller does: the mode case-insensitive, a
+// highest tier without a mode hard, a hard mode without a tier limiting
+// nothing (cluster). Later layers override them; modes and tiers collect
+// what they set for override notes.
+func parseVolcanoAliases(ann map[string]string, c *Contract, scale VolcanoTiers, bad func(key, format string, args ...any), modes, tiers *[]layerValue) {
+	mode, hasMode := ann[AnnotationVolcanoMode]
+	tier, hasTier := ann[AnnotationVolcanoHighestTier]
+	if !hasMode && !hasTier {
+		return
+	}
+	c.Mode = ModeHard
+	c.HighestTier = TierCluster
+	if hasMode {
+		switch strings.ToLower(mode) {
 		case "hard":
 			c.Mode = ModeHard
 		case "soft":
 			c.Mode = ModeSoft
 		default:
-			bad(AnnotationVolcanoMode, "%q is not a mode (want hard or soft)", v)
+			bad(AnnotationVolcanoMode, "%q is not a mode (want hard or soft)", mode)
+		}
+		*modes = append(*modes, layerValue{key: AnnotationVolcanoMode, text: mode, meaning: c.Mode.String()})
+		if c.Mode == ModeSoft {
+			c.HighestTier = DefaultHighestTier
 		}
 	}
-	if v, ok := ann[AnnotationVolcanoHighestTier]; ok {
-		if t, ok := volcanoTier(v); ok {
+	if hasTier {
+		if t, ok := volcanoTier(tier, scale); ok {
 			c.HighestTier = t
+			*tiers = append(*tiers, layerValue{key: AnnotationVolcanoHighestTier, text: tier, meaning: t.String()})
 		} else {
-			bad(AnnotationVolcanoHighestTier, "%q is not a tier (want a positive integer: 1 is s0, 2 is s1, higher is cluster)", v)
+			bad(AnnotationVolcanoHighestTier, "%q is not a tier (want an integer of 0 or more: 1 is s0, 2 is s1, higher is cluster)", tier)
 		}
 	}
 }
 
 // volcanoTier reads a Volcano HyperNode tier number as a tier.
-func volcanoTier(v string) (Tier, bool) {
+func volcanoTier(v string, scale VolcanoTiers) (Tier, bool) {
 	n, err := strconv.Atoi(v)
-	switch {
-	case err != nil || n < 1:
+	if err != nil {
 		return TierNone, false
-	case n == 1:
-		return TierS0, true
-	case n == 2:
-		return TierS1, true
 	}
-	return TierCluster, true
-}
-
-// noteOverridden records the Volcano aliases an rdmatopo.io annotation of
-// the same meaning overrode with another value.
-func noteOverridden(ann map[string]string, c *Contract) {
-	if v, ok := ann[AnnotationVolcanoMode]; ok {
-		if ours, set := ann[ledger.AnnotationMode]; set && ours != v {
-			c.Overridden = append(c.Overridden, fmt.Sprintf("%s=%q (%s=%q wins)", AnnotationVolcanoMode, v, ledger.AnnotationMode, ours))
-		}
-	}
-	if v, ok := ann[AnnotationVolcanoHighestTier]; ok {
-		if ours, set := ann[ledger.AnnotationHighestTier]; set {
-			if t, ok := volcanoTier(v); ok && t.String() != ours {
-				c.Overridden = append(c.Overridden, fmt.Sprintf("%s=%q (%s=%q wins)", AnnotationVolcanoHighestTier, v, ledger.AnnotationHighestTier, ours))
-			}
-		}
-	}
+	return scale.Tier(n)
 }

@@ -40,12 +40,12 @@ func TestParseContract(t *testing.T) {
 		},
 		"Volcano's tier not a number": {
 			ann:     map[string]string{"volcano.sh/network-topology-highest-tier": "s0"},
-			want:    DefaultContract(),
-			wantErr: `annotation volcano.sh/network-topology-highest-tier: "s0" is not a tier (want a positive integer: 1 is s0, 2 is s1, higher is cluster)`,
+			want:    Contract{Mode: ModeHard, HighestTier: TierCluster},
+			wantErr: `annotation volcano.sh/network-topology-highest-tier: "s0" is not a tier (want an integer of 0 or more: 1 is s0, 2 is s1, higher is cluster)`,
 		},
 		"Volcano's mode misspelt": {
 			ann:     map[string]string{"volcano.sh/network-topology-mode": "strict"},
-			want:    DefaultContract(),
+			want:    Contract{Mode: ModeHard, HighestTier: TierCluster},
 			wantErr: `annotation volcano.sh/network-topology-mode: "strict" is not a mode (want hard or soft)`,
 		},
 		"hard s0": {

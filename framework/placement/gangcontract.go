@@ -33,6 +33,9 @@ func isContractKey(k string) bool {
 type MemberAnnotations struct {
 	Name        string
 	Annotations map[string]string
+	// Labels are the pod's labels, which a sub-group policy's selector
+	// matches (spec.subGroupPolicy).
+	Labels map[string]string
 }
 
 // maxNamedPods bounds the pod names a disagreement lists per value, so that
@@ -142,18 +145,34 @@ func GangContractProblems(group map[string]string, pods []MemberAnnotations) []C
 }
 
 func parseGangContract(group map[string]string, pods []MemberAnnotations) (Contract, []ContractProblem) {
-	ann, disagree := ContractSource(group, pods)
-	c, problems := parseContract(ann)
+	return ReadGangContract(ContractInput{Group: group, Pods: pods})
+}
+
+// ReadGangContract reads a gang's contract from every layer (ContractInput;
+// in.Group holds the PodGroup's annotations). A PodGroup whose native
+// fields state a topology states a contract: its pods' annotations are not
+// read then, as when it carries a contract annotation. It returns the
+// contract and its problems, sorted by key.
+func ReadGangContract(in ContractInput) (Contract, []ContractProblem) {
+	var disagree []ContractProblem
+	if !in.Native.Set() {
+		in.Group, disagree = ContractSource(in.Group, in.Pods)
+	}
+	c, problems := readContract(in)
 	problems = append(problems, disagree...)
 	sortProblems(problems)
 	return c, problems
 }
 
+// ContractErr is the error of a contract's problems (nil: none), wrapping
+// ErrInvalidContract.
+func ContractErr(problems []ContractProblem) error { return contractError(problems) }
+
 // MembersOf returns the pods' names and annotations, for ParseGangContract.
 func MembersOf(pods []*corev1.Pod) []MemberAnnotations {
 	out := make([]MemberAnnotations, 0, len(pods))
 	for _, p := range pods {
-		out = append(out, MemberAnnotations{Name: p.Name, Annotations: p.Annotations})
+		out = append(out, MemberAnnotations{Name: p.Name, Annotations: p.Annotations, Labels: p.Labels})
 	}
 	return out
 }

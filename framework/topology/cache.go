@@ -120,6 +120,13 @@ func (c *Cache) SetHyperNodes(idx *HyperNodeIndex) {
 	}
 }
 
+// HyperNodes returns the HyperNode index last given (nil: none).
+func (c *Cache) HyperNodes() *HyperNodeIndex {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.builder.hyper
+}
+
 // DeleteCNR forgets a KCNR; its node (if the Node is known) is rebuilt as a
 // node without KCNR.
 func (c *Cache) DeleteCNR(name string) {

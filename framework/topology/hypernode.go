@@ -51,10 +51,12 @@ type HyperNode struct {
 	Status map[string]any `json:"status,omitempty"`
 }
 
-// HyperNodeSpec is a HyperNode's tier and members.
+// HyperNodeSpec is a HyperNode's tier, the tier's name (Volcano ≥ 1.14;
+// what a job's highestTierName names) and members.
 type HyperNodeSpec struct {
-	Tier    int               `json:"tier,omitempty"`
-	Members []HyperNodeMember `json:"members,omitempty"`
+	Tier     int               `json:"tier,omitempty"`
+	TierName string            `json:"tierName,omitempty"`
+	Members  []HyperNodeMember `json:"members,omitempty"`
 }
 
 // HyperNodeMember selects nodes (type Node) or HyperNodes of a lower tier
@@ -109,6 +111,9 @@ type HyperNodeIndex struct {
 	// byTier lists the compiled HyperNodes per tier, sorted by name.
 	byTier map[int][]compiledHyperNode
 	tiers  []int // ascending
+	// names maps each spec.tierName to its tier (the lowest, where
+	// HyperNodes of two tiers give the same name).
+	names map[string]int
 }
 
 // compiledHyperNode is a HyperNode with its selectors parsed.
@@ -173,6 +178,14 @@ func NewHyperNodeIndex(tier int, hns []*HyperNode) (*HyperNodeIndex, []HyperNode
 			c.members = append(c.members, cm)
 		}
 		idx.byTier[hn.Spec.Tier] = append(idx.byTier[hn.Spec.Tier], c)
+		if n := hn.Spec.TierName; n != "" {
+			if t, ok := idx.names[n]; !ok || hn.Spec.Tier < t {
+				if idx.names == nil {
+					idx.names = map[string]int{}
+				}
+				idx.names[n] = hn.Spec.Tier
+			}
+		}
 	}
 	for t, list := range idx.byTier {
 		slices.SortFunc(list, func(a, b compiledHyperNode) int { return strings.Compare(a.name, b.name) })
@@ -231,6 +244,16 @@ func compileMember(m HyperNodeMember) (compiledMember, string) {
 
 // Tier is the HyperNode tier read as S1.
 func (idx *HyperNodeIndex) Tier() int { return idx.tier }
+
+// TierNames maps the HyperNodes' spec.tierName to their tier (a name two
+// tiers give maps to the lower, so that a job naming it is never placed
+// wider than either). Shared: do not modify. Nil on a nil index.
+func (idx *HyperNodeIndex) TierNames() map[string]int {
+	if idx == nil {
+		return nil
+	}
+	return idx.names
+}
 
 // S1Of returns the S1 of a node: the HyperNode of the S1 tier that holds it,
 // directly or through HyperNodes of lower tiers. A node held by none, or by

@@ -142,3 +142,22 @@ func TestBuildWithHyperNodesMatchesLabel(t *testing.T) {
 		t.Errorf("after SetHyperNodes: S1 %q, want a", n.S1)
 	}
 }
+
+// TestHyperNodeTierNames: spec.tierName maps to its tier; a name two tiers
+// give maps to the lower one; no names, or no index, map nothing.
+func TestHyperNodeTierNames(t *testing.T) {
+	hn := func(name string, tier int, tierName string) *HyperNode {
+		h := &HyperNode{Spec: HyperNodeSpec{Tier: tier, TierName: tierName}}
+		h.Name = name
+		return h
+	}
+	idx, _ := NewHyperNodeIndex(0, []*HyperNode{hn("a", 1, "leaf"), hn("b", 1, "leaf"), hn("c", 2, "spine"), hn("d", 3, "leaf"), hn("e", 3, "")})
+	want := map[string]int{"leaf": 1, "spine": 2}
+	if got := idx.TierNames(); len(got) != len(want) || got["leaf"] != 1 || got["spine"] != 2 {
+		t.Errorf("TierNames() = %v, want %v", got, want)
+	}
+	var none *HyperNodeIndex
+	if none.TierNames() != nil {
+		t.Errorf("a nil index names tiers")
+	}
+}

@@ -123,7 +123,14 @@ func Explain(cfg topology.Config, snap *live.Snapshot, pg *schedulingv1beta1.Pod
 	if len(bound) > 0 && int32(len(bound)) >= pg.Spec.MinMember {
 		e.State = StatePlaced
 	}
-	contract, cerr := placement.ParseGangContract(pg.Annotations, placement.MembersOf(append(append([]*corev1.Pod(nil), bound...), pending...)))
+	hyper, _ := topology.NewHyperNodeIndex(cfg.S1HyperNodeTier, snap.Cluster.HyperNodes)
+	contract, problems := placement.ReadGangContract(placement.ContractInput{Group: pg.Annotations, Native: snap.NativeOf(pg.Namespace, pg.Name),
+		MinMember: pg.Spec.MinMember, Tiers: placement.VolcanoTiers{S1Tier: cfg.S1HyperNodeTier, Names: hyper.TierNames()},
+		Pods: placement.MembersOf(append(append([]*corev1.Pod(nil), bound...), pending...))})
+	cerr := placement.ContractErr(problems)
+	if len(contract.Overridden) > 0 {
+		e.Notes = append(e.Notes, "contract settings overridden by a layer of higher precedence: "+strings.Join(contract.Overridden, "; "))
+	}
 	e.Contract = Contract{Mode: contract.Mode.String(), HighestTier: contract.HighestTier.String(),
 		WaitingSince: pg.Annotations[ledger.AnnotationWaitingSince]}
 	if contract.MaxWait > 0 {

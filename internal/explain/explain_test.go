@@ -239,3 +239,40 @@ func TestExplainVolcanoJobTaskOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestExplainNativeTopology: a PodGroup's spec.networkTopology (read raw
+// into the snapshot) is the contract explain shows; a field rdmatopo
+// cannot honour is the contract error, naming it, and blocks the gang.
+func TestExplainNativeTopology(t *testing.T) {
+	cases := map[string]struct {
+		nt          string
+		wantTier    string
+		wantErr     string
+		wantBlocked bool
+	}{
+		"hard at tier 1": {nt: `{"mode":"hard","highestTierAllowed":1}`, wantTier: "s0"},
+		"a typo": {nt: `{"mode":"hard","highestTierAlowed":1}`, wantTier: "s1", wantBlocked: true,
+			wantErr: "invalid job contract: field spec.networkTopology.highestTierAlowed: unknown field: rdmatopo cannot honour it"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			nodes, cnrs := fourNodes(nil, nil)
+			pg, pods := gangOf(2, "", "", "")
+			pg.Annotations = nil
+			for _, p := range pods {
+				delete(p.Annotations, "rdmatopo.io/mode")
+				delete(p.Annotations, "rdmatopo.io/highest-tier")
+			}
+			snap := &live.Snapshot{Cluster: &workload.Cluster{Nodes: nodes, CNRs: cnrs}, Pending: pods,
+				PodGroups: []*schedulingv1beta1.PodGroup{pg},
+				Native:    map[string]*placement.NativeTopology{pg.Namespace + "/" + pg.Name: placement.DecodeNativeTopology([]byte(tc.nt), nil)}}
+			e := Explain(topology.Config{S1NodeLabel: builders.S1Label}, snap, pg)
+			if e.Contract.HighestTier != tc.wantTier || e.Contract.Error != tc.wantErr {
+				t.Errorf("contract = %+v, want tier %s, error %q", e.Contract, tc.wantTier, tc.wantErr)
+			}
+			if blocked := e.Blocked != ""; blocked != tc.wantBlocked {
+				t.Errorf("Blocked = %q, want blocked %v", e.Blocked, tc.wantBlocked)
+			}
+		})
+	}
+}

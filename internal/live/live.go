@@ -7,6 +7,7 @@ package live
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -27,6 +29,7 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcclient "volcano.sh/apis/pkg/client/clientset/versioned"
 
+	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
@@ -130,7 +133,53 @@ type Snapshot struct {
 	// read (Fetch reads none; FetchJobTasks adds one) to their task names
 	// in spec.tasks order, which ranks depend on.
 	VolcanoJobTasks map[string][]string
+	// Native maps "namespace/name" of the PodGroups that carry Volcano
+	// ≥ 1.12's spec.networkTopology or spec.subGroupPolicy (which the
+	// typed PodGroups above lack) to those fields, read raw.
+	Native map[string]*placement.NativeTopology
 }
+
+// NativeOf returns the native topology fields of a PodGroup (nil: none).
+func (s *Snapshot) NativeOf(namespace, name string) *placement.NativeTopology {
+	return s.Native[namespace+"/"+name]
+}
+
+// listNative reads the PodGroups' native topology fields raw (a server or
+// a user that does not let them be listed through Dynamic yields none).
+func listNative(ctx context.Context, c *Clients) (map[string]*placement.NativeTopology, error) {
+	if c.Dynamic == nil {
+		return nil, nil
+	}
+	out := map[string]*placement.NativeTopology{}
+	pgs := c.Dynamic.Resource(podGroupResource)
+	err := each(ctx, c.pageSize(), metav1.ListOptions{}, true,
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return pgs.List(ctx, o) },
+		func(o runtime.Object) error {
+			u, ok := o.(*unstructured.Unstructured)
+			if !ok {
+				return nil
+			}
+			raw := func(field string) []byte {
+				v, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", field)
+				if !found || v == nil {
+					return nil
+				}
+				data, _ := json.Marshal(v)
+				return data
+			}
+			if n := placement.DecodeNativeTopology(raw("networkTopology"), raw("subGroupPolicy")); n.Set() {
+				out[u.GetNamespace()+"/"+u.GetName()] = n
+			}
+			return nil
+		})
+	if apierrors.IsForbidden(err) {
+		return nil, nil
+	}
+	return out, err
+}
+
+// podGroupResource is Volcano's PodGroup resource, for the dynamic client.
+var podGroupResource = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"}
 
 // JobTasks returns the task names of Volcano Job namespace/name in
 // spec.tasks order, nil when the snapshot does not have the Job.
@@ -194,6 +243,9 @@ func Fetch(ctx context.Context, c *Clients) (*Snapshot, error) {
 			return nil
 		}); err != nil {
 		return nil, fmt.Errorf("listing priorityclasses: %w", err)
+	}
+	if s.Native, err = listNative(ctx, c); err != nil {
+		return nil, fmt.Errorf("listing podgroups' topology fields: %w", err)
 	}
 	sort.Slice(s.PodGroups, func(i, j int) bool {
 		a, b := s.PodGroups[i], s.PodGroups[j]

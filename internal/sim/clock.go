@@ -144,7 +144,7 @@ func (s *Simulator) PendingDeadline() (time.Time, bool) {
 	members := s.groupMembers()
 	for _, key := range s.pgOrder {
 		pg := s.podGroups[key]
-		c, err := placement.ParseGangContract(pg.Annotations, members[key])
+		c, err := s.runtime.GangContract(pg.Namespace, pg.Name, pg.UID, pg.Spec.MinMember, pg.Annotations, members[key])
 		if err != nil || c.Mode != placement.ModeHard || c.MaxWait <= 0 {
 			continue
 		}
@@ -190,7 +190,7 @@ func (s *Simulator) groupMembers() map[string][]placement.MemberAnnotations {
 			continue
 		}
 		gk := e.pod.Namespace + "/" + group
-		out[gk] = append(out[gk], placement.MemberAnnotations{Name: e.pod.Name, Annotations: e.pod.Annotations})
+		out[gk] = append(out[gk], placement.MemberAnnotations{Name: e.pod.Name, Annotations: e.pod.Annotations, Labels: e.pod.Labels})
 	}
 	return out
 }

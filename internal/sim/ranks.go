@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 )
@@ -22,11 +23,8 @@ type SegmentPlacement struct {
 // its bound pods with NICs, in rank order, and, when the job's contract
 // has segments, each block's ranks and leaves. pods are the job's entries
 // of the report, objs the pods they describe.
-func (s *Simulator) rankJob(group map[string]string, pods []*PodPlacement, objs []*corev1.Pod) (int, []SegmentPlacement) {
-	members := make([]placement.MemberAnnotations, len(objs))
-	for i, p := range objs {
-		members[i] = placement.MemberAnnotations{Name: p.Name, Annotations: p.Annotations}
-	}
+func (s *Simulator) rankJob(pg *schedulingv1beta1.PodGroup, pods []*PodPlacement, objs []*corev1.Pod) (int, []SegmentPlacement) {
+	members := placement.MembersOf(objs)
 	ranks, err := s.runtime.PodRanks(objs)
 	if err != nil {
 		for _, pp := range pods {
@@ -46,7 +44,7 @@ func (s *Simulator) rankJob(group map[string]string, pods []*PodPlacement, objs 
 		}
 	}
 	crossings := placement.RingCrossings(ring)
-	c, err := placement.ParseGangContract(group, members)
+	c, err := s.runtime.GangContract(pg.Namespace, pg.Name, pg.UID, pg.Spec.MinMember, pg.Annotations, members)
 	if err != nil || c.Segment.Size <= 0 {
 		return crossings, nil
 	}

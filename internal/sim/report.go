@@ -228,7 +228,7 @@ func BuildReport(s *Simulator) *Report {
 		for i, at := range byJob[key] {
 			entries[i] = &rep.Pods[at]
 		}
-		jp.RingCrossings, jp.Segments = s.rankJob(pg.Annotations, entries, objs[key])
+		jp.RingCrossings, jp.Segments = s.rankJob(pg, entries, objs[key])
 		rep.Jobs = append(rep.Jobs, jp)
 	}
 	return rep

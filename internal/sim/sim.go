@@ -325,6 +325,9 @@ func (s *Simulator) Submit(set *workload.Set) error {
 		if err := s.AddPodGroup(pg); err != nil {
 			return err
 		}
+		if n := set.Native[pg.Namespace+"/"+pg.Name]; n != nil {
+			s.runtime.SetPodGroupTopology(pg.Namespace, pg.Name, pg.UID, n)
+		}
 	}
 	for _, p := range set.Pods {
 		// A running pod (spec.nodeName set) holds its node like a cluster

@@ -32,12 +32,20 @@ func checkContract(r *rawObject, namespace, name string, ann map[string]string) 
 func (b *setBuilder) checkPodContracts() *InputError {
 	byGroup := b.podsByGroup()
 	for _, pg := range b.set.PodGroups {
-		idx := byGroup[pg.Namespace+"/"+pg.Name]
-		problems := placement.GangContractProblems(pg.Annotations, b.memberAnnotations(idx))
+		key := pg.Namespace + "/" + pg.Name
+		idx := byGroup[key]
+		_, problems := b.gangContract(pg, idx)
 		if len(problems) == 0 {
 			continue
 		}
 		p := problems[0]
+		if p.IsField() {
+			src := b.pgs[key]
+			if src.kind == KindPodGroup {
+				return src.origin.errorf(src.kind, src.namespace, src.name, p.Key, "%s", p.Msg)
+			}
+			return src.origin.errorf(src.kind, src.namespace, src.name, "", "the PodGroup it expands to: %s", p)
+		}
 		first := -1
 		for _, i := range idx {
 			if _, ok := b.set.Pods[i].Annotations[p.Key]; ok && (first < 0 || b.set.Pods[i].Name < b.set.Pods[first].Name) {
@@ -69,7 +77,7 @@ func (b *setBuilder) podsByGroup() map[string][]int {
 func (b *setBuilder) memberAnnotations(idx []int) []placement.MemberAnnotations {
 	out := make([]placement.MemberAnnotations, len(idx))
 	for j, i := range idx {
-		out[j] = placement.MemberAnnotations{Name: b.set.Pods[i].Name, Annotations: b.set.Pods[i].Annotations}
+		out[j] = placement.MemberAnnotations{Name: b.set.Pods[i].Name, Annotations: b.set.Pods[i].Annotations, Labels: b.set.Pods[i].Labels}
 	}
 	return out
 }
@@ -82,11 +90,23 @@ func (b *setBuilder) checkSegments(members map[string]int) *InputError {
 	byGroup := b.podsByGroup()
 	for _, pg := range b.set.PodGroups {
 		key := pg.Namespace + "/" + pg.Name
-		c, _ := placement.ParseGangContract(pg.Annotations, b.memberAnnotations(byGroup[key]))
+		c, _ := b.gangContract(pg, byGroup[key])
 		if msg := placement.SegmentProblem(c.Segment.Size, members[key]); msg != "" {
 			src := b.pgs[key]
-			return src.origin.errorf(src.kind, src.namespace, src.name, fmt.Sprintf("metadata.annotations[%q]", placement.AnnotationSegmentSize), "%s", msg)
+			field := fmt.Sprintf("metadata.annotations[%q]", placement.AnnotationSegmentSize)
+			if _, ours := pg.Annotations[placement.AnnotationSegmentSize]; !ours {
+				field = placement.FieldSubGroupPolicy + "[0].subGroupSize"
+			}
+			return src.origin.errorf(src.kind, src.namespace, src.name, field, "%s", msg)
 		}
 	}
 	return nil
+}
+
+// gangContract reads a PodGroup's contract as the scheduler will, from its
+// annotations, native fields and the pods at idx; HyperNode tier names are
+// resolved when the gang is scheduled (the workload does not hold them).
+func (b *setBuilder) gangContract(pg *schedulingv1beta1.PodGroup, idx []int) (placement.Contract, []placement.ContractProblem) {
+	return placement.ReadGangContract(placement.ContractInput{Group: pg.Annotations, Native: b.set.Native[pg.Namespace+"/"+pg.Name],
+		MinMember: pg.Spec.MinMember, Tiers: placement.VolcanoTiers{NamesUnknown: true}, Pods: b.memberAnnotations(idx)})
 }

@@ -28,6 +28,12 @@ type Set struct {
 	// names in spec.tasks order, which its pods' ranks follow and which no
 	// pod or PodGroup carries.
 	VolcanoJobTasks map[string][]string
+	// Native maps PodGroups ("namespace/name") to their Volcano ≥ 1.12
+	// spec.networkTopology and spec.subGroupPolicy, which the PodGroup
+	// type (volcano.sh/apis v1.10) does not carry: as written on a
+	// PodGroup, or as Volcano v1.14's job controller writes them from a
+	// Job's spec.networkTopology and tasks' partitionPolicy.
+	Native map[string]*placement.NativeTopology
 
 	// running records where each running pod ("namespace/name") came from.
 	running map[string]origin
@@ -125,6 +131,10 @@ func (b *setBuilder) add(r *rawObject) *InputError {
 		}
 		return b.addQueue(r, q)
 	case KindPodGroup:
+		native, ierr := cutPodGroupNative(r)
+		if ierr != nil {
+			return ierr
+		}
 		pg := &schedulingv1beta1.PodGroup{}
 		if ierr := decodeStrict(r, pg); ierr != nil {
 			return ierr
@@ -132,7 +142,16 @@ func (b *setBuilder) add(r *rawObject) *InputError {
 		if ierr := checkContract(r, pg.Namespace, pg.Name, pg.Annotations); ierr != nil {
 			return ierr
 		}
-		return b.addPodGroup(r, pg)
+		if ierr := b.addPodGroup(r, pg); ierr != nil {
+			return ierr
+		}
+		if native != nil {
+			if ierr := checkNetworkTopology(r, "spec.networkTopology", native.NetworkTopology); ierr != nil {
+				return ierr
+			}
+			b.setNative(pg, native)
+		}
+		return nil
 	case KindPod:
 		p := &corev1.Pod{}
 		if ierr := decodeStrict(r, p); ierr != nil {
@@ -140,9 +159,19 @@ func (b *setBuilder) add(r *rawObject) *InputError {
 		}
 		return b.addPod(r, p)
 	case KindVolcanoJob:
+		native, ierr := cutJobNative(r)
+		if ierr != nil {
+			return ierr
+		}
 		job := &batchv1alpha1.Job{}
 		if ierr := decodeStrict(r, job); ierr != nil {
 			return ierr
+		}
+		if native.set() {
+			r.name, r.namespace = job.Name, job.Namespace
+			if ierr := defaultPartitions(r, job, native); ierr != nil {
+				return ierr
+			}
 		}
 		if ierr := checkContract(r, job.Namespace, job.Name, job.Annotations); ierr != nil {
 			return ierr
@@ -161,7 +190,16 @@ func (b *setBuilder) add(r *rawObject) *InputError {
 			key := job.Namespace + "/" + job.Name
 			b.set.VolcanoJobTasks[key] = append(b.set.VolcanoJobTasks[key], t.Name)
 		}
-		return b.addExpanded(r, pg, pods, "spec.queue", "spec.tasks[].template.")
+		if native.set() {
+			labelPartitions(job, native, pods)
+		}
+		if ierr := b.addExpanded(r, pg, pods, "spec.queue", "spec.tasks[].template."); ierr != nil {
+			return ierr
+		}
+		if native.set() {
+			b.setNative(pg, podGroupNative(job, native))
+		}
+		return nil
 	case KindPyTorchJob:
 		job := &PyTorchJob{}
 		if ierr := decodeStrict(r, job); ierr != nil {
@@ -186,13 +224,27 @@ func (b *setBuilder) add(r *rawObject) *InputError {
 		if ierr := b.reg.add(r.origin, KindTrainJob, job.Namespace, job.Name); ierr != nil {
 			return ierr
 		}
-		pg, pods, ierr := expandTrainJob(r, job, b.runtimes, &b.clk, b.podRoom())
+		pg, pods, native, ierr := expandTrainJob(r, job, b.runtimes, &b.clk, b.podRoom())
 		if ierr != nil {
 			return ierr
 		}
-		return b.addExpanded(r, pg, pods, fmt.Sprintf("spec.annotations[%q]", volcanoQueueAnnotation), "the runtime's spec.template.spec.replicatedJobs[].template.spec.template.")
+		if ierr := b.addExpanded(r, pg, pods, fmt.Sprintf("spec.annotations[%q]", volcanoQueueAnnotation), "the runtime's spec.template.spec.replicatedJobs[].template.spec.template."); ierr != nil {
+			return ierr
+		}
+		if native != nil {
+			b.setNative(pg, native)
+		}
+		return nil
 	}
 	return nil // PriorityClasses and runtimes were added first
+}
+
+// setNative records a PodGroup's native topology fields.
+func (b *setBuilder) setNative(pg *schedulingv1beta1.PodGroup, n *placement.NativeTopology) {
+	if b.set.Native == nil {
+		b.set.Native = map[string]*placement.NativeTopology{}
+	}
+	b.set.Native[pg.Namespace+"/"+pg.Name] = n
 }
 
 // addPriorityClass decodes a PriorityClass.

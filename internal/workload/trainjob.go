@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	resourcehelper "k8s.io/kubernetes/pkg/api/v1/resource"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/rdmatopo/rdmatopo/framework/placement"
 )
 
 // trainJobGVK is the TrainJob's group, version and kind.
@@ -57,19 +59,65 @@ type podSet struct {
 // numNodes, the TrainJob's trainer settings on its "node" container, and
 // one PodGroup named like the TrainJob that carries no annotations of the
 // job (the contract is then read from the pods).
-func expandTrainJob(r *rawObject, job *TrainJob, runtimes map[runtimeKey]runtimeEntry, clk *clock, room int64) (*schedulingv1beta1.PodGroup, []*corev1.Pod, *InputError) {
+func expandTrainJob(r *rawObject, job *TrainJob, runtimes map[runtimeKey]runtimeEntry, clk *clock, room int64) (*schedulingv1beta1.PodGroup, []*corev1.Pod, *placement.NativeTopology, *InputError) {
 	if ierr := identifyJob(r, KindTrainJob, &job.ObjectMeta); ierr != nil {
-		return nil, nil, ierr
+		return nil, nil, nil, ierr
 	}
+	entry, ierr := trainJobRuntime(r, job, runtimes)
+	if ierr != nil {
+		return nil, nil, nil, ierr
+	}
+	native, ierr := trainerNative(entry)
+	if ierr != nil {
+		return nil, nil, nil, ierr
+	}
+	pg, pods, ierr := expandTrainJobPods(r, job, entry, clk, room)
+	return pg, pods, native, ierr
+}
+
+// trainerNative is the spec.networkTopology Trainer v2.1.0's Volcano
+// plugin writes on the PodGroup from the runtime's
+// podGroupPolicy.volcano.networkTopology: its mode and highestTierAllowed.
+// A highestTierName there is not copied (and Trainer needs
+// highestTierAllowed): an input error, never dropped silently.
+func trainerNative(entry runtimeEntry) (*placement.NativeTopology, *InputError) {
+	pol := entry.rt.Spec.PodGroupPolicy
+	if pol == nil || pol.Volcano == nil || len(pol.Volcano.NetworkTopology) == 0 || string(pol.Volcano.NetworkTopology) == "null" {
+		return nil, nil
+	}
+	const field = "spec.podGroupPolicy.volcano.networkTopology"
+	src := &rawObject{origin: entry.src, kind: entry.rt.Kind, namespace: entry.rt.Namespace, name: entry.rt.Name}
+	src.data = []byte(`{"spec":{"podGroupPolicy":{"volcano":{"networkTopology":` + string(pol.Volcano.NetworkTopology) + `}}}}`)
+	var typed struct {
+		Spec struct {
+			PodGroupPolicy struct {
+				Volcano struct {
+					NetworkTopology placement.NetworkTopology `json:"networkTopology"`
+				} `json:"volcano"`
+			} `json:"podGroupPolicy"`
+		} `json:"spec"`
+	}
+	if ierr := decodeStrict(src, &typed); ierr != nil {
+		return nil, ierr
+	}
+	nt := typed.Spec.PodGroupPolicy.Volcano.NetworkTopology
+	if nt.HighestTierName != "" {
+		return nil, src.errorf(field+".highestTierName", "Trainer v2.1.0 does not copy highestTierName to the PodGroup; use highestTierAllowed")
+	}
+	if nt.HighestTierAllowed == nil {
+		return nil, src.errorf(field+".highestTierAllowed", "required: Trainer v2.1.0 copies the network topology only with highestTierAllowed")
+	}
+	return &placement.NativeTopology{NetworkTopology: &placement.NetworkTopology{Mode: nt.Mode, HighestTierAllowed: nt.HighestTierAllowed}}, nil
+}
+
+// expandTrainJobPods builds the PodGroup and Pods of a TrainJob whose
+// runtime is entry (see expandTrainJob).
+func expandTrainJobPods(r *rawObject, job *TrainJob, entry runtimeEntry, clk *clock, room int64) (*schedulingv1beta1.PodGroup, []*corev1.Pod, *InputError) {
 	if job.Spec.Suspend != nil && *job.Spec.Suspend {
 		return nil, nil, r.errorf("spec.suspend", "a suspended TrainJob runs no pods; leave it out of the workload or set false")
 	}
 	if tr := job.Spec.Trainer; tr != nil && tr.NumNodes != nil && *tr.NumNodes < 1 {
 		return nil, nil, r.errorf("spec.trainer.numNodes", "must be >= 1, got %d", *tr.NumNodes)
-	}
-	entry, ierr := trainJobRuntime(r, job, runtimes)
-	if ierr != nil {
-		return nil, nil, ierr
 	}
 	rt := entry.rt
 	rtName := fmt.Sprintf("%s %q", rt.Kind, rt.Name)

@@ -137,9 +137,10 @@ type PodGroupPolicy struct {
 	Volcano      *VolcanoPolicy  `json:"volcano,omitempty"`
 }
 
-// VolcanoPolicy is Trainer's Volcano PodGroup policy. Its networkTopology
-// goes to the PodGroup's spec.networkTopology, a Volcano ≥ 1.12 field that
-// Volcano v1.10 (and so rdmatopo) does not read.
+// VolcanoPolicy is Trainer's Volcano PodGroup policy. Trainer v2.1.0's
+// Volcano plugin copies its networkTopology's mode and highestTierAllowed
+// (only those, and it needs highestTierAllowed) to the PodGroup's
+// spec.networkTopology, which rdmatopo reads raw (trainerNative).
 type VolcanoPolicy struct {
 	NetworkTopology json.RawMessage `json:"networkTopology,omitempty"`
 }

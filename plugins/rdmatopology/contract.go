@@ -31,7 +31,7 @@ func (s *Session) contract(job *api.JobInfo) (placement.Contract, error) {
 	if ok {
 		return r.c, r.err
 	}
-	r.c, r.err = JobContract(job)
+	r.c, r.err = JobContract(job, s.rt.nativeOf(job), s.rt.volcanoTiers())
 	if len(r.c.Overridden) > 0 {
 		s.rt.aliases.warn(s.rt.recorder, job, r.c.Overridden)
 	}
@@ -44,28 +44,32 @@ func (s *Session) contract(job *api.JobInfo) (placement.Contract, error) {
 	return r.c, r.err
 }
 
-// JobContract reads a job's contract from its PodGroup and its pods (see
-// Session.contract), without a session's cache.
-func JobContract(job *api.JobInfo) (placement.Contract, error) {
+// JobContract reads a job's contract from its PodGroup (annotations and,
+// from native, spec.networkTopology and spec.subGroupPolicy, with tiers
+// mapped by tiers) and its pods (see Session.contract), without a
+// session's cache.
+func JobContract(job *api.JobInfo, native *placement.NativeTopology, tiers placement.VolcanoTiers) (placement.Contract, error) {
 	if job.PodGroup == nil {
 		return placement.DefaultContract(), nil
 	}
 	pods := make([]placement.MemberAnnotations, 0, len(job.Tasks))
 	for _, t := range job.Tasks {
 		if t.Pod != nil {
-			pods = append(pods, placement.MemberAnnotations{Name: t.Pod.Name, Annotations: t.Pod.Annotations})
+			pods = append(pods, placement.MemberAnnotations{Name: t.Pod.Name, Annotations: t.Pod.Annotations, Labels: t.Pod.Labels})
 		}
 	}
-	c, err := placement.ParseGangContract(job.PodGroup.Annotations, pods)
-	if err != nil {
+	c, problems := placement.ReadGangContract(placement.ContractInput{Group: job.PodGroup.Annotations, Native: native,
+		MinMember: job.PodGroup.Spec.MinMember, Tiers: tiers, Pods: pods})
+	if err := placement.ContractErr(problems); err != nil {
 		return c, fmt.Errorf("PodGroup %s/%s: %w", job.Namespace, job.Name, err)
 	}
 	return c, nil
 }
 
 // ReasonOverriddenAnnotation is the Warning Event reason on a PodGroup whose
-// Volcano network-topology annotation disagrees with the rdmatopo.io one of
-// the same meaning, which wins.
+// contract layers disagree: a Volcano network-topology annotation, the
+// PodGroup's spec.networkTopology or spec.subGroupPolicy, and the
+// rdmatopo.io annotations, later ones winning (docs/design.md).
 const ReasonOverriddenAnnotation = "OverriddenAnnotation"
 
 // aliasWarnings remembers the PodGroups warned about overridden Volcano
@@ -78,7 +82,7 @@ type aliasWarnings struct {
 // warn logs and records (recorder may be nil) the overridden annotations
 // of the job's PodGroup, once per distinct message.
 func (w *aliasWarnings) warn(recorder record.EventRecorder, job *api.JobInfo, overridden []string) {
-	msg := "ignored, as the rdmatopo.io annotation of the same meaning says otherwise: " + strings.Join(overridden, "; ")
+	msg := overrideMessage(overridden)
 	w.mu.Lock()
 	if w.warned == nil || len(w.warned) >= maxWarnedPods {
 		w.warned = map[api.JobID]string{}
@@ -95,4 +99,10 @@ func (w *aliasWarnings) warn(recorder record.EventRecorder, job *api.JobInfo, ov
 			Namespace: job.Namespace, Name: job.PodGroup.Name, UID: job.PodGroup.UID}
 		recorder.Event(ref, v1.EventTypeWarning, ReasonOverriddenAnnotation, msg)
 	}
+}
+
+// overrideMessage says which contract settings were overridden and by
+// what; the PodGroup's condition carries it too.
+func overrideMessage(overridden []string) string {
+	return "contract settings overridden by a layer of higher precedence: " + strings.Join(overridden, "; ")
 }

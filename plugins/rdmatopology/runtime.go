@@ -98,6 +98,9 @@ type Runtime struct {
 	sent []sentBind
 	// tasks is the spec.tasks order of Volcano Jobs, for ranks (ranks.go).
 	tasks *taskOrders
+	// native holds the PodGroups' spec.networkTopology and
+	// spec.subGroupPolicy, which Volcano v1.10's types drop (native.go).
+	native *nativeTopologies
 	// aliases remembers the PodGroups warned about for Volcano
 	// network-topology annotations their rdmatopo.io ones overrode
 	// (contract.go).
@@ -171,6 +174,7 @@ func (rt *Runtime) reset(cfg topology.Config) {
 	rt.preemption = &preemption.Store{}
 	rt.sent = nil
 	rt.tasks = &taskOrders{}
+	rt.native = &nativeTopologies{}
 	rt.aliases = &aliasWarnings{}
 	rt.topology = &topologyReporter{}
 	rt.lastState = nil
@@ -230,6 +234,9 @@ func (rt *Runtime) ensure(ssn *framework.Session, args *Args) {
 	if c := ssn.ClientConfig(); c != nil {
 		if err := rt.startInformer(c); err != nil {
 			klog.ErrorS(err, "Cannot watch CustomNodeResources; RDMA nodes are topology-unknown")
+		}
+		if err := rt.startPodGroupInformer(c); err != nil {
+			klog.ErrorS(err, "Cannot watch PodGroups; their spec.networkTopology and spec.subGroupPolicy are not read")
 		}
 		if cfg.S1Source == topology.S1FromHyperNode {
 			if err := rt.startHyperNodeInformer(c); err != nil {

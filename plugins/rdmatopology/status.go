@@ -73,7 +73,7 @@ func (s *Session) close() {
 			s.setPlacement(job, string(data))
 			if _, err := s.contract(job); err == nil && int32(h.Pods) > 0 && job.ReadyTaskNum() >= job.MinAvailable {
 				s.setCondition(job, v1.ConditionTrue, ReasonPlaced,
-					fmt.Sprintf("placed at tier %s on %d node(s) under S0 %s", ann.Tier, len(h.Nodes), strings.Join(ann.S0, ",")))
+					fmt.Sprintf("placed at tier %s on %d node(s) under S0 %s", ann.Tier, len(h.Nodes), strings.Join(ann.S0, ","))+s.overrideNote(job))
 			}
 		}
 		_, cerr := s.contract(job)
@@ -88,9 +88,19 @@ func (s *Session) close() {
 			// False condition (one Event), whether or not pods run.
 			s.setCondition(job, v1.ConditionFalse, ReasonInvalid, cerr.Error())
 		case waiting:
-			s.setCondition(job, v1.ConditionFalse, string(f.Code), f.Message+note)
+			s.setCondition(job, v1.ConditionFalse, string(f.Code), f.Message+note+s.overrideNote(job))
 		}
 	}
+}
+
+// overrideNote is the condition's remark on the job's contract settings
+// that a layer of higher precedence overrode ("" when none).
+func (s *Session) overrideNote(job *api.JobInfo) string {
+	c, err := s.contract(job)
+	if err != nil || len(c.Overridden) == 0 {
+		return ""
+	}
+	return "; " + overrideMessage(c.Overridden)
 }
 
 // ringCrossings counts the leaf changes along the rank ring of the job's

@@ -16,6 +16,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/sim"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
@@ -38,6 +39,9 @@ type Cluster struct {
 	// VolcanoJobTasks maps Volcano Jobs ("namespace/name") to their
 	// spec.tasks names, in order.
 	VolcanoJobTasks map[string][]string
+	// Native maps PodGroups ("namespace/name") to their Volcano ≥ 1.12
+	// spec.networkTopology and spec.subGroupPolicy.
+	Native map[string]*placement.NativeTopology
 }
 
 // Scenario is a simulator running sessions over one cluster; binds,
@@ -50,6 +54,8 @@ type Scenario struct {
 	// submitted are the PodGroups ("pg:ns/name") and pods ("ns/name")
 	// handed to the simulator so far.
 	submitted map[string]bool
+	// native are the PodGroups' native topology fields (Cluster.Native).
+	native map[string]*placement.NativeTopology
 }
 
 // Start builds a simulator running the scheduler conf (text) over the
@@ -69,7 +75,7 @@ func Start(t testing.TB, conf string, c Cluster, opts sim.Options) *Scenario {
 	if err := s.Submit(set); err != nil {
 		t.Fatalf("submit: %v", err)
 	}
-	sc := &Scenario{t: t, Sim: s, submitted: map[string]bool{}}
+	sc := &Scenario{t: t, Sim: s, submitted: map[string]bool{}, native: c.Native}
 	sc.Submit(c.PodGroups, c.Pods)
 	return sc
 }
@@ -79,7 +85,7 @@ func Start(t testing.TB, conf string, c Cluster, opts sim.Options) *Scenario {
 // the simulator keeps them.
 func (sc *Scenario) Submit(podGroups []*schedulingv1beta1.PodGroup, pods []*corev1.Pod) {
 	sc.t.Helper()
-	set := &workload.Set{}
+	set := &workload.Set{Native: sc.native}
 	for _, pg := range podGroups {
 		if key := "pg:" + pg.Namespace + "/" + pg.Name; !sc.submitted[key] {
 			sc.submitted[key] = true
