@@ -26,10 +26,10 @@ func cpuList(cpu string) corev1.ResourceList {
 	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
 }
 
-// addZoneNode adds a provider-cabled node (NUMA-0 NICs under leaf A,
+// addCPUZoneNode adds a provider-cabled node (NUMA-0 NICs under leaf A,
 // NUMA-1 NICs under leaf B) of two zones of cpu CPUs and 4 GPUs each,
 // with the given topology policy.
-func (c *cluster) addZoneNode(name string, cpuMilli int64, policy v1alpha1.TopologyPolicy) {
+func (c *cluster) addCPUZoneNode(name string, cpuMilli int64, policy v1alpha1.TopologyPolicy) {
 	c.nodes = append(c.nodes, builders.MakeNode(name).Shared().GPU(8).RDMA(4).CPU("128").
 		Resource("pods", "110").Resource("memory", "512Gi").Obj())
 	c.cnrs = append(c.cnrs, builders.MakeCNR(name).Policy(policy).
@@ -100,7 +100,7 @@ func TestWhatKubeletAligns(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := &cluster{}
-			c.addZoneNode("n1", tc.zoneCPU, tc.policy)
+			c.addCPUZoneNode("n1", tc.zoneCPU, tc.policy)
 			c.addPods("g", tc.n, tc.pod)
 			if tc.overhead != "" {
 				for _, p := range c.pods {
