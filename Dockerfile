@@ -30,7 +30,7 @@ COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} GOFLAGS=-trimpath \
-    make vc-scheduler BIN=/out VERSION=${VERSION} GIT_SHA=${GIT_SHA}
+    make vc-scheduler cli BIN=/out VERSION=${VERSION} GIT_SHA=${GIT_SHA}
 
 # Distroless static: no shell, no package manager, CA certificates and tzdata
 # only. It runs as root like the stock alpine image, because the stock
@@ -38,4 +38,6 @@ RUN --mount=type=cache,target=/go/pkg/mod \
 # its log-level socket; see docs/security.md for running as non-root.
 FROM gcr.io/distroless/static-debian12
 COPY --from=builder /out/vc-scheduler /vc-scheduler
+# Companion mode runs the same image as `/rdmatopo companion`.
+COPY --from=builder /out/rdmatopo /rdmatopo
 ENTRYPOINT ["/vc-scheduler"]

@@ -16,12 +16,11 @@ VERSION_LDFLAGS := -X github.com/rdmatopo/rdmatopo/internal/version.Version=$(VE
 # Volcano's, in vc-scheduler: `vc-scheduler --version`.
 VOLCANO_VERSION_LDFLAGS := -X volcano.sh/volcano/pkg/version.Version=$(VERSION) -X volcano.sh/volcano/pkg/version.GitSHA=$(GIT_SHA) -X 'volcano.sh/volcano/pkg/version.Built=$(BUILT)'
 
-.PHONY: all build vc-scheduler build-dev demo test unit integration bench bench-full bench-e2e bench-plot soak-full fuzz lint fmt vet clean-bin
+.PHONY: all build vc-scheduler cli build-dev demo test unit integration bench bench-full bench-e2e bench-plot soak-full fuzz lint fmt vet clean-bin
 
 all: build
 
-build: vc-scheduler
-	$(GO) build -ldflags "$(STRIP_LDFLAGS) $(VERSION_LDFLAGS)" -o $(BIN)/rdmatopo ./cmd/rdmatopo
+build: vc-scheduler cli
 	$(GO) build -ldflags "$(STRIP_LDFLAGS) $(VERSION_LDFLAGS)" -o $(BIN)/kubectl-rdmatopo ./cmd/kubectl-rdmatopo
 
 ## vc-scheduler: bin/vc-scheduler with both version packages stamped; the
@@ -29,6 +28,11 @@ build: vc-scheduler
 ## and BIN from its build arguments)
 vc-scheduler:
 	$(GO) build -ldflags "$(STRIP_LDFLAGS) $(VERSION_LDFLAGS) $(VOLCANO_VERSION_LDFLAGS)" -o $(BIN)/vc-scheduler ./cmd/vc-scheduler
+
+## cli: bin/rdmatopo (simulate, export, companion); the image carries it
+## for companion mode (`/rdmatopo companion`)
+cli:
+	$(GO) build -ldflags "$(STRIP_LDFLAGS) $(VERSION_LDFLAGS)" -o $(BIN)/rdmatopo ./cmd/rdmatopo
 
 ## build-dev: the developer tool (bench, soak), kept out of the operator's binaries
 build-dev:

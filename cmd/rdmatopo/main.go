@@ -4,6 +4,8 @@
 //	rdmatopo topology --kubeconfig FILE
 //	rdmatopo validate [--scheduler-conf FILE] [--cluster FILE] [--workload FILE] [--strict]
 //	rdmatopo example cluster|workload
+//	rdmatopo export hypernodes|topology-labels [--cluster FILE | --kubeconfig FILE] [-o yaml|table]
+//	rdmatopo companion --kubeconfig FILE [flags]
 //
 // bench and soak, the developer tools, are in rdmatopo-dev (make build-dev).
 //
@@ -67,6 +69,8 @@ var commands = []command{
 	{name: "simulate", summary: "run the Volcano scheduler over a cluster and a workload, and show where each gang lands", run: runSimulate},
 	{name: "topology", summary: "print a live cluster's RDMA fabric: per S0 its nodes, free and used NICs, and holders", run: stdoutOnly(runTopology)},
 	{name: "validate", summary: "check a scheduler conf (and, optionally, cluster and workload files) without running", run: runValidate},
+	{name: "companion", summary: "run beside another scheduler: publish the fabric, choose NICs at bind (admission webhook)", run: runCompanion},
+	{name: "export", summary: "print what the companion publishes: Volcano HyperNodes or node topology labels", run: stdoutOnly(runExport)},
 	{name: "example", summary: "print the embedded default cluster or workload (YAML)", run: stdoutOnly(runExample)},
 }
 

@@ -11,7 +11,10 @@
 // under the leaves of the neighbours' S1s. It keeps the first of these
 // that the fill verifies unless it costs the gang more leaves (or S1s)
 // than the search's own choice, or exceeds a hard tier; rank order then
-// seats each pod next to the rank before it (rankorder.go).
+// seats each pod next to the rank before it (rankorder.go). Before the S1
+// stage, the pods are also placed under the leaves the whole gang holds,
+// and, when those have room for some of them only, split: the first under
+// the gang's leaves, the rest under its S1s.
 
 package placement
 
@@ -44,16 +47,35 @@ func (p *planner) nextToRanks(pods []Pod, c *candidate, limit Tier) *candidate {
 			s1Leaves[leaf] = true
 		}
 	}
+	// Every leaf the gang holds, beyond the neighbours' (a gang may hold
+	// room under a leaf its nearest ranks are not under).
+	held := map[topology.S0ID]bool{}
+	for _, r := range h.Ranks {
+		for _, id := range r.Leaves {
+			held[id] = true
+		}
+	}
 	stages := []struct {
 		nodes  []string
 		leaves map[topology.S0ID]bool
 	}{
 		{nodes, leaves},
 		{p.nodesUnder(leaves), leaves},
+		{p.nodesUnder(held), held},
+		{}, // split between the held leaves and the S1s' (splitUnder)
 		{p.nodesUnder(s1Leaves), s1Leaves},
 	}
 	base := p.gangSpan(c.assign)
 	for _, st := range stages {
+		if st.leaves == nil {
+			if split := p.splitUnder(pods, held, s1Leaves); split != nil {
+				span := p.gangSpan(split)
+				if !(span.leaves > base.leaves || span.leaves == base.leaves && span.s1s > base.s1s || span.tier() > limit) {
+					return &candidate{assign: split, leaves: p.leavesOf(split), key: "neighbours"}
+				}
+			}
+			continue
+		}
 		if len(st.nodes) == 0 {
 			continue
 		}
@@ -68,6 +90,39 @@ func (p *planner) nextToRanks(pods []Pod, c *candidate, limit Tier) *candidate {
 		return &candidate{assign: assign, leaves: p.leavesOf(assign), key: "neighbours"}
 	}
 	return c
+}
+
+// splitUnder places as many of the pods (the first ones, in rank order) as
+// fit under the gang's held leaves there and the others under its S1s'
+// leaves, on other nodes: several late pods of which the held leaves have
+// room for some only. Nil when no split fits.
+func (p *planner) splitUnder(pods []Pod, held, s1Leaves map[topology.S0ID]bool) []Assignment {
+	if len(pods) < 2 {
+		return nil
+	}
+	heldNodes := p.nodesUnder(held)
+	for k := len(pods) - 1; k >= 1; k-- {
+		first, ok := p.fill(pods[:k], heldNodes, held)
+		if !ok {
+			continue
+		}
+		used := map[string]bool{}
+		for _, a := range first {
+			used[a.Node] = true
+		}
+		var others []string
+		for _, n := range p.nodesUnder(s1Leaves) {
+			if !used[n] {
+				others = append(others, n)
+			}
+		}
+		rest, ok := p.fill(pods[k:], others, s1Leaves)
+		if !ok {
+			continue
+		}
+		return append(first, rest...)
+	}
+	return nil
 }
 
 // neighbours lists the nodes and leaves of the held pods whose ranks are

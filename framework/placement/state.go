@@ -288,6 +288,27 @@ func (s *State) AddHold(uid string, a Assignment) { s.Apply(holdPrefix+uid, a) }
 // RemoveHold reverts AddHold, before the pod is allocated there.
 func (s *State) RemoveHold(uid string, a Assignment) { s.Unapply(holdPrefix+uid, a) }
 
+// keepOutPrefix prefixes the holder of a NIC kept out of placement
+// (KeepOut), so that HolderOf tells it from a pod.
+const keepOutPrefix = "out/"
+
+// KeepOut keeps a NIC of node out of placement in this state, as if a pod
+// held it, without touching the node's GPUs, CPUs or cap: hardware that
+// is listed and free but not to be trusted yet (a flapping NIC in its
+// cool-down). HolderOf names the holder "out/<why>".
+func (s *State) KeepOut(node string, nic topology.NICID, why string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.apply(keepOutPrefix+why, node, []ledger.ZoneUse{{NICs: []topology.NICID{nic}}}, false, false)
+}
+
+// Usable reports whether pods may use the node in this state (SetUnusable).
+func (s *State) Usable(node string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.unusable[node]
+}
+
 // HolderOf returns the pod holding a NIC in this state, if any.
 func (s *State) HolderOf(node string, nic topology.NICID) (string, bool) {
 	s.mu.Lock()

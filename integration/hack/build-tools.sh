@@ -10,13 +10,14 @@
 #   trainer-controller-manager github.com/kubeflow/trainer/v2 v2.1.0 (tools/trainer)
 #   jobset-controller     sigs.k8s.io/jobset v0.10.1          (tools/trainer)
 #   helm                  helm.sh/helm/v4 v4.3.2              (tools/helm, renders Volcano's chart)
-#   vc-scheduler          this repository's cmd/vc-scheduler
+#   kube-scheduler        k8s.io/kubernetes v1.30.2           (tools/kube-apiserver, the companion's tests)
+#   hypernode-check       volcano.sh/apis v1.14.0             (tools/volcanoapis, decodes HyperNodes)
+#   vc-scheduler          this repository's cmd/vc-scheduler (and cmd/rdmatopo, the companion)
 #
 # and, on request only (the end-to-end benchmark, `make bench-e2e`):
 #
 #   kwok                  sigs.k8s.io/kwok v0.8.0             (tools/kwok, Kubernetes 0.36)
 #   vc-scheduler-stock    volcano.sh/volcano v1.10.0 cmd/scheduler (tools/volcano)
-#   kube-scheduler        k8s.io/kubernetes v1.30.2           (tools/kube-apiserver, binds Kueue's pods)
 #   kueue                 sigs.k8s.io/kueue v0.17.0           (tools/kueue, Kubernetes 0.35)
 #
 # The third-party tools are rebuilt only when their stamp changes: a hash of
@@ -24,7 +25,7 @@
 # flags. vc-scheduler is handed to `go build` every time; Go itself leaves an
 # up-to-date binary alone, so an unchanged tree costs about a second.
 #
-# Usage: hack/build-tools.sh [name...]   (default: the first nine, in the order above)
+# Usage: hack/build-tools.sh [name...]   (default: the first eleven, in the order above)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -76,7 +77,13 @@ build_scheduler() {
 	local start=$SECONDS
 	echo "build-tools: building vc-scheduler (./cmd/vc-scheduler) ..."
 	(cd "$here/.." && "$go" build -o "$bin/vc-scheduler" ./cmd/vc-scheduler)
+	build_cli
 	echo "build-tools: vc-scheduler ready in $((SECONDS - start))s"
+}
+
+# build_cli builds this repository's rdmatopo CLI (the companion's binary).
+build_cli() {
+	(cd "$here/.." && "$go" build -o "$bin/rdmatopo" ./cmd/rdmatopo)
 }
 
 build() {
@@ -90,9 +97,11 @@ build() {
 	training-operator) build_tool training-operator tools/training-operator github.com/kubeflow/training-operator/cmd/training-operator.v1 "" ;;
 	helm) build_tool helm tools/helm helm.sh/helm/v4/cmd/helm "" ;;
 	vc-scheduler) build_scheduler ;;
+	rdmatopo) build_cli ;;
 	kwok) build_tool kwok tools/kwok sigs.k8s.io/kwok/cmd/kwok "" ;;
 	vc-scheduler-stock) build_tool vc-scheduler-stock tools/volcano volcano.sh/volcano/cmd/scheduler "" ;;
 	kube-scheduler) build_tool kube-scheduler tools/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler "$kas_ldflags" ;;
+	hypernode-check) build_tool hypernode-check tools/volcanoapis . "" ;;
 	kueue) build_tool kueue tools/kueue sigs.k8s.io/kueue/cmd/kueue "" ;;
 	*)
 		echo "build-tools: unknown tool $1" >&2
@@ -103,7 +112,7 @@ build() {
 
 tools=("$@")
 if [[ ${#tools[@]} -eq 0 ]]; then
-	tools=(etcd kube-apiserver kube-controller-manager vc-controller-manager training-operator trainer-controller-manager jobset-controller helm vc-scheduler)
+	tools=(etcd kube-apiserver kube-controller-manager vc-controller-manager training-operator trainer-controller-manager jobset-controller helm kube-scheduler hypernode-check vc-scheduler)
 fi
 for t in "${tools[@]}"; do
 	build "$t"

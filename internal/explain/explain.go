@@ -100,6 +100,9 @@ type Explanation struct {
 	Scheduler string `json:"scheduler"`
 	// Notes are further remarks (non-RDMA gang, gang fits now, ...).
 	Notes []string `json:"notes"`
+	// FailedLeaves are the cluster's failed leaves, with the gangs that
+	// lost pods under each (faults.go).
+	FailedLeaves []FailedLeaf `json:"failedLeaves"`
 }
 
 // RankedPod is one bound pod of the gang: its rank, node and leaves.
@@ -119,6 +122,7 @@ func Explain(cfg topology.Config, snap *live.Snapshot, pg *schedulingv1beta1.Pod
 		MinMember: pg.Spec.MinMember, Pods: len(bound) + len(pending), Bound: len(bound),
 		Leaves: []LeafFit{}, Notes: []string{}, Ranked: []RankedPod{},
 	}
+	e.FailedLeaves = FailedLeaves(cfg, snap.Cluster.CNRs, snap.PodGroups)
 	e.State = StateWaiting
 	if len(bound) > 0 && int32(len(bound)) >= pg.Spec.MinMember {
 		e.State = StatePlaced
@@ -469,6 +473,14 @@ func (e *Explanation) WriteText(w io.Writer) error {
 	}
 	for _, n := range e.Notes {
 		fmt.Fprintf(&b, "Note: %s\n", n)
+	}
+	for _, fl := range e.FailedLeaves {
+		gangs := "none"
+		if len(fl.Gangs) > 0 {
+			gangs = strings.Join(fl.Gangs, ", ")
+		}
+		fmt.Fprintf(&b, "Failed leaf %s (%d NICs on %s): gangs that lost pods under it: %s\n", fl.S0, fl.NICs,
+			strings.Join(fl.Nodes, ", "), gangs)
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err

@@ -619,7 +619,8 @@ func (s *Simulator) actions() []framework.Action {
 // whose pod patches the simulator applies after the cycle; the simulator
 // feeds its fabric.
 func (s *Simulator) newRuntime() *rdmatopology.Runtime {
-	return rdmatopology.NewRuntime(s.conf.Topology, rdmatopology.WithClock(s.Now), rdmatopology.WithPodPatcher(s.queuePatch))
+	return rdmatopology.NewRuntime(s.conf.Topology, rdmatopology.WithClock(s.Now), rdmatopology.WithPodPatcher(s.queuePatch),
+		rdmatopology.WithRecorder(s.events))
 }
 
 // applyBinds hands the cycle's bind requests to the cache's binder (as

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -21,6 +22,22 @@ const (
 	ArgS1Source     = "s1Source"
 	ArgS1Tier       = "s1HyperNodeTier"
 	ArgWeight       = "weight"
+	// Hardware faults (faults.go).
+	ArgNICFlapCount    = "nicFlapCount"
+	ArgNICFlapWindow   = "nicFlapWindow"
+	ArgNICCooldown     = "nicCooldown"
+	ArgReplacementHold = "replacementHold"
+)
+
+// Defaults of the hardware-fault arguments.
+const (
+	DefaultNICFlapCount    = 3
+	DefaultNICFlapWindow   = 15 * time.Minute
+	DefaultNICCooldown     = 30 * time.Minute
+	DefaultReplacementHold = 2 * time.Minute
+	// maxFaultDuration bounds the fault durations (a typo of "10m" as
+	// "10000h" is an error, not a NIC kept out for a year).
+	maxFaultDuration = 7 * 24 * time.Hour
 )
 
 // Args are the typed, validated arguments of the plugin.
@@ -41,6 +58,17 @@ type Args struct {
 	S1HyperNodeTier int
 	// Weight scales the plugin's node scores.
 	Weight int
+	// NICFlapCount is how many times a NIC must fail within NICFlapWindow
+	// for it to be kept out of placement for NICCooldown once it is back.
+	NICFlapCount int
+	// NICFlapWindow is the window the failures of a NIC are counted in.
+	NICFlapWindow time.Duration
+	// NICCooldown is how long a flapping NIC stays out once it is back.
+	NICCooldown time.Duration
+	// ReplacementHold is how long the room for a pod a running gang lost is
+	// kept for its replacement, under the gang's leaves (else its S1),
+	// from other gangs.
+	ReplacementHold time.Duration
 }
 
 // SetDefaults fills unset fields.
@@ -59,6 +87,18 @@ func (a *Args) SetDefaults() {
 	}
 	if a.S1HyperNodeTier == 0 {
 		a.S1HyperNodeTier = topology.DefaultS1HyperNodeTier
+	}
+	if a.NICFlapCount == 0 {
+		a.NICFlapCount = DefaultNICFlapCount
+	}
+	if a.NICFlapWindow == 0 {
+		a.NICFlapWindow = DefaultNICFlapWindow
+	}
+	if a.NICCooldown == 0 {
+		a.NICCooldown = DefaultNICCooldown
+	}
+	if a.ReplacementHold == 0 {
+		a.ReplacementHold = DefaultReplacementHold
 	}
 }
 
@@ -93,6 +133,17 @@ func (a *Args) Validate(path *field.Path) field.ErrorList {
 	if a.Weight < 1 || a.Weight > 100 {
 		errs = append(errs, field.Invalid(path.Child(ArgWeight), a.Weight, "must be between 1 and 100"))
 	}
+	if a.NICFlapCount < 1 || a.NICFlapCount > 100 {
+		errs = append(errs, field.Invalid(path.Child(ArgNICFlapCount), a.NICFlapCount, "must be between 1 and 100"))
+	}
+	for _, d := range []struct {
+		key string
+		val time.Duration
+	}{{ArgNICFlapWindow, a.NICFlapWindow}, {ArgNICCooldown, a.NICCooldown}, {ArgReplacementHold, a.ReplacementHold}} {
+		if d.val < time.Second || d.val > maxFaultDuration {
+			errs = append(errs, field.Invalid(path.Child(d.key), d.val.String(), "must be between 1s and "+maxFaultDuration.String()))
+		}
+	}
 	return errs
 }
 
@@ -104,8 +155,9 @@ func (a *Args) TopologyConfig() topology.Config {
 
 // String renders the effective arguments for the start-up log.
 func (a *Args) String() string {
-	return fmt.Sprintf("%s=%s %s=%s %s=%s %s=%q %s=%d %s=%d", ArgRDMAResource, a.RDMAResource, ArgGPUResource, a.GPUResource,
-		ArgS1Source, a.S1Source, ArgS1NodeLabel, a.S1NodeLabel, ArgS1Tier, a.S1HyperNodeTier, ArgWeight, a.Weight)
+	return fmt.Sprintf("%s=%s %s=%s %s=%s %s=%q %s=%d %s=%d %s=%d %s=%s %s=%s %s=%s", ArgRDMAResource, a.RDMAResource, ArgGPUResource, a.GPUResource,
+		ArgS1Source, a.S1Source, ArgS1NodeLabel, a.S1NodeLabel, ArgS1Tier, a.S1HyperNodeTier, ArgWeight, a.Weight,
+		ArgNICFlapCount, a.NICFlapCount, ArgNICFlapWindow, a.NICFlapWindow, ArgNICCooldown, a.NICCooldown, ArgReplacementHold, a.ReplacementHold)
 }
 
 // ParseArgs decodes the plugin's arguments strictly: an unknown key or a
@@ -137,9 +189,18 @@ func ParseArgs(in framework.Arguments) (*Args, error) {
 			errs = append(errs, decodeInt(path.Child(k), v, &a.S1HyperNodeTier)...)
 		case ArgWeight:
 			errs = append(errs, decodeInt(path.Child(k), v, &a.Weight)...)
+		case ArgNICFlapCount:
+			errs = append(errs, decodeInt(path.Child(k), v, &a.NICFlapCount)...)
+		case ArgNICFlapWindow:
+			errs = append(errs, decodeDuration(path.Child(k), v, &a.NICFlapWindow)...)
+		case ArgNICCooldown:
+			errs = append(errs, decodeDuration(path.Child(k), v, &a.NICCooldown)...)
+		case ArgReplacementHold:
+			errs = append(errs, decodeDuration(path.Child(k), v, &a.ReplacementHold)...)
 		default:
 			errs = append(errs, field.NotSupported(path.Child(k), k,
-				[]string{ArgGPUResource, ArgRDMAResource, ArgS1NodeLabel, ArgS1Source, ArgS1Tier, ArgWeight}))
+				[]string{ArgGPUResource, ArgNICCooldown, ArgNICFlapCount, ArgNICFlapWindow, ArgRDMAResource, ArgReplacementHold,
+					ArgS1NodeLabel, ArgS1Source, ArgS1Tier, ArgWeight}))
 		}
 	}
 	if len(errs) == 0 {
@@ -161,6 +222,24 @@ func decodeString(p *field.Path, v interface{}, out *string) field.ErrorList {
 	if *out == "" {
 		return field.ErrorList{field.Invalid(p, s, "must not be empty")}
 	}
+	return nil
+}
+
+// decodeDuration reads a Go duration string ("90s", "15m"); a number is
+// an error (its unit would be a guess).
+func decodeDuration(p *field.Path, v interface{}, out *time.Duration) field.ErrorList {
+	var s string
+	if errs := decodeString(p, v, &s); len(errs) > 0 {
+		return errs
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return field.ErrorList{field.Invalid(p, s, "must be a duration such as 90s or 15m")}
+	}
+	if d <= 0 {
+		return field.ErrorList{field.Invalid(p, s, "must be positive")}
+	}
+	*out = d
 	return nil
 }
 

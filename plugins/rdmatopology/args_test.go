@@ -3,6 +3,7 @@ package rdmatopology
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"volcano.sh/volcano/pkg/scheduler/framework"
@@ -72,6 +73,35 @@ func TestParseArgs(t *testing.T) {
 			in:      framework.Arguments{"s1NodeLabel": "no spaces allowed"},
 			wantErr: "plugins[rdma-topology].arguments.s1NodeLabel: Invalid value",
 		},
+		"fault arguments set": {
+			in: framework.Arguments{"nicFlapCount": 2, "nicFlapWindow": "5m", "nicCooldown": "90s", "replacementHold": "30s"},
+			want: &Args{RDMAResource: defaults.RDMAResource, GPUResource: defaults.GPUResource, Weight: 1, S1Source: "label", S1HyperNodeTier: 2,
+				NICFlapCount: 2, NICFlapWindow: 5 * time.Minute, NICCooldown: 90 * time.Second, ReplacementHold: 30 * time.Second},
+		},
+		"cool-down as a bare number": {
+			in:      framework.Arguments{"nicCooldown": 600},
+			wantErr: "plugins[rdma-topology].arguments.nicCooldown: Invalid value: 600: must be a string, not int",
+		},
+		"cool-down not a duration": {
+			in:      framework.Arguments{"nicCooldown": "ten minutes"},
+			wantErr: `plugins[rdma-topology].arguments.nicCooldown: Invalid value: "ten minutes": must be a duration such as 90s or 15m`,
+		},
+		"negative window": {
+			in:      framework.Arguments{"nicFlapWindow": "-1m"},
+			wantErr: `plugins[rdma-topology].arguments.nicFlapWindow: Invalid value: "-1m": must be positive`,
+		},
+		"hold below a second": {
+			in:      framework.Arguments{"replacementHold": "10ms"},
+			wantErr: `plugins[rdma-topology].arguments.replacementHold: Invalid value: "10ms": must be between 1s and 168h0m0s`,
+		},
+		"cool-down beyond a week": {
+			in:      framework.Arguments{"nicCooldown": "200h"},
+			wantErr: `plugins[rdma-topology].arguments.nicCooldown: Invalid value: "200h0m0s": must be between 1s and 168h0m0s`,
+		},
+		"flap count out of range": {
+			in:      framework.Arguments{"nicFlapCount": 101},
+			wantErr: "plugins[rdma-topology].arguments.nicFlapCount: Invalid value: 101: must be between 1 and 100",
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -85,7 +115,9 @@ func TestParseArgs(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ParseArgs() error = %v", err)
 			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			want := *tc.want
+			want.SetDefaults() // the fault arguments' defaults, where a case leaves them out
+			if diff := cmp.Diff(&want, got); diff != "" {
 				t.Errorf("ParseArgs() (-want,+got):\n%s", diff)
 			}
 		})

@@ -93,7 +93,13 @@ func (s *Session) Plan(g placement.Gang, evicted []ledger.Reservation) (*placeme
 	if evicted == nil {
 		start := time.Now()
 		defer func() { observePlan(time.Since(start)) }()
-		return s.state.Plan(g)
+		// The room kept for the gang's lost pods is the gang's to plan.
+		rooms := s.releaseReplacements(api.JobID(g.Job))
+		plan, fail := s.state.Plan(g)
+		if plan == nil {
+			s.keepReplacements(api.JobID(g.Job), rooms)
+		}
+		return plan, fail
 	}
 	st := s.state.Clone()
 	for _, r := range evicted {

@@ -73,6 +73,9 @@ func (s *Session) holdBroken(h *preemption.Hold, now time.Time) string {
 			continue
 		}
 		for _, nic := range t.Assignment.NICs() {
+			if why := s.nicFailed(t.Node, nic, now); why != "" {
+				return why
+			}
 			if holder, held := s.state.HolderOf(t.Node, nic); held {
 				return fmt.Sprintf("NIC %s on %s is held by pod %s", nic, t.Node, holder)
 			}

@@ -70,6 +70,33 @@ var (
 		Name:      "topology_unknown_nics",
 		Help:      "RDMA NICs whose S0 leaf is unknown (each counted as a leaf of its own), by reason code of the topology problem.",
 	}, []string{"reason"})
+
+	// Hardware faults (faults.go, replace.go).
+	nicFailures = promauto.NewCounter(prometheus.CounterOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "nic_failures_total",
+		Help:      "NICs seen failing: gone from their node's CustomNodeResource zones, or listed with allocatable 0.",
+	})
+	nicCooldowns = promauto.NewCounter(prometheus.CounterOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "nic_cooldowns_total",
+		Help:      "Cool-downs started: a NIC back after failing nicFlapCount times within nicFlapWindow, kept out of placement for nicCooldown.",
+	})
+	nicsCoolingDown = promauto.NewGauge(prometheus.GaugeOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "nics_cooling_down",
+		Help:      "NICs listed and free but kept out of placement in their cool-down.",
+	})
+	failedLeaves = promauto.NewGauge(prometheus.GaugeOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "failed_leaves",
+		Help:      "S0 leaves every NIC of which has failed.",
+	})
+	replacements = promauto.NewCounterVec(prometheus.CounterOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "replacements_total",
+		Help:      "Pods of running RDMA gangs replaced after a loss, by where the replacement went: leaf (a leaf the gang held), s1 (the gang's S1), wider.",
+	}, []string{"within"})
 )
 
 // observeUnknownNICs sets rdmatopo_topology_unknown_nics to the counts of a

@@ -15,9 +15,11 @@ import (
 // can give at most its idle GPUs, NICs and CPU, and a node is unusable
 // when the session does not have it (Volcano's cache leaves out nodes
 // whose Ready condition is not True, and nodes it has no Node object
-// for) or when it is cordoned. Taints, selectors and affinity are the
-// predicates' to judge, per pod; a Node with no Ready condition at all is
-// usable, as it is to Volcano.
+// for), when it is cordoned, or when it carries a NoExecute taint (a node
+// being emptied: docs/node-contract.md, "When hardware fails"; an RDMA pod
+// that tolerates the taint is not placed there either). Other taints,
+// selectors and affinity are the predicates' to judge, per pod; a Node
+// with no Ready condition at all is usable, as it is to Volcano.
 //
 // It is the one reading of node usability the scheduler's session and
 // `kubectl rdmatopo explain` share: explain builds the NodeInfos the way
@@ -25,7 +27,7 @@ import (
 func LimitNodes(st *placement.State, nodes map[string]*api.NodeInfo, gpu, rdma v1.ResourceName) {
 	for name, ni := range nodes {
 		st.SetCap(name, NodeCap(ni, gpu, rdma))
-		if ni.Node == nil || ni.Node.Spec.Unschedulable {
+		if ni.Node == nil || ni.Node.Spec.Unschedulable || noExecuteTaint(ni.Node) != "" {
 			st.SetUnusable(name)
 		}
 	}

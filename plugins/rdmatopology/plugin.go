@@ -99,6 +99,7 @@ func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 	s := openSession(p.rt, ssn, p.args)
 	s.holdFailedBinds()
 	s.applyHolds()
+	s.holdReplacements()
 	s.rt.addSession(string(ssn.UID), s)
 
 	ssn.AddPredicateFn(PluginName, s.predicateWithHolds)

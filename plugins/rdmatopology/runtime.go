@@ -96,6 +96,9 @@ type Runtime struct {
 	// the next one to find their failed binds (rebind.go). Only session
 	// open and close read and write it, one session at a time.
 	sent []sentBind
+	// faults follows NIC, leaf and node failures and the pods running
+	// gangs lost (faults.go, replace.go).
+	faults *faultTracker
 	// tasks is the spec.tasks order of Volcano Jobs, for ranks (ranks.go).
 	tasks *taskOrders
 	// native holds the PodGroups' spec.networkTopology and
@@ -174,6 +177,7 @@ func (rt *Runtime) reset(cfg topology.Config) {
 	rt.preemption = &preemption.Store{}
 	rt.sent = nil
 	rt.tasks = &taskOrders{}
+	rt.faults = newFaultTracker()
 	rt.native = &nativeTopologies{}
 	rt.aliases = &aliasWarnings{}
 	rt.topology = &topologyReporter{}

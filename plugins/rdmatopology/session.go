@@ -71,6 +71,12 @@ type Session struct {
 	// rdmaPods caches, per job, the UIDs of its pods that request RDMA
 	// NICs (Gang); a session's jobs keep their pods. Made on first use.
 	rdmaPods map[api.JobID]map[string]bool
+	// released are the reservations reconcile released for pods gone or
+	// finished (replace.go).
+	released []ledger.Reservation
+	// replaceHeld is the room kept in state for the lost pods of each job
+	// (replace.go).
+	replaceHeld map[api.JobID][]heldRoom
 }
 
 // openSession builds the session state: the runtime (started on first use),
@@ -80,13 +86,18 @@ func openSession(rt *Runtime, ssn *framework.Session, args *Args) *Session {
 	rt.ensure(ssn, args)
 	rt.syncNodes(ssn)
 	f := rt.Fabric.Snapshot()
+	now := rt.Now()
+	rt.faults.observe(now, f, args, rt.recorder)
 	s := newSession(rt, ssn, args, f)
 	s.uncountable = s.findUncountable()
 	s.reconcile()
 	rt.Ledger.Each(s.indexLocked)
+	s.noteLost(s.released)
 	s.state = placement.NewState(f, rt.Ledger)
 	s.holds = preemption.NewView(s.state)
 	LimitNodes(s.state, ssn.Nodes, v1.ResourceName(args.GPUResource), v1.ResourceName(args.RDMAResource))
+	// Flapping NICs in their cool-down are listed and free, but not used.
+	rt.faults.keepOut(now, s.state)
 	// What the last session computed about nodes nothing changed on since
 	// (their views, their leaves' statistics) holds in this one.
 	views, leaves := s.state.Inherit(rt.lastState)
@@ -106,6 +117,8 @@ func newSession(rt *Runtime, ssn *framework.Session, args *Args, f *topology.Fab
 		failures:  map[api.JobID]*placement.Failure{},
 		held:      map[api.JobID]*placement.Occupancy{},
 		byJob:     map[api.JobID]map[string]ledger.Reservation{},
+
+		replaceHeld: map[api.JobID][]heldRoom{},
 	}
 }
 
@@ -156,6 +169,9 @@ func (s *Session) reconcile() {
 			return
 		}
 		l.Release(r.UID)
+		if !ok || t.Status == api.Succeeded || t.Status == api.Failed || (t.Pod != nil && t.Pod.DeletionTimestamp != nil) {
+			s.released = append(s.released, r)
+		}
 		klog.V(3).InfoS("Released NIC reservation", "pod", r.Namespace+"/"+r.Name, "node", r.Node, "nics", r.NICs(), "reason", why)
 	})
 	var missing, unannotated []*api.TaskInfo

@@ -51,6 +51,7 @@ type PlacementAnnotation struct {
 // (rebind.go).
 func (s *Session) close() {
 	defer s.observeSession()
+	s.reportReplacements()
 	s.noteSent()
 	for _, job := range s.ssn.Jobs {
 		if job.PodGroup == nil {

@@ -2,6 +2,7 @@ package soak
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
@@ -63,6 +66,9 @@ const (
 	// KindPartialVictim: after a cycle's evictions a victim gang keeps some
 	// but fewer than minMember pods bound: it was not evicted whole.
 	KindPartialVictim Kind = "PartialVictimGang"
+	// KindPlacedOnFailed: a pod was bound onto a failed node or NIC, or
+	// onto a NIC in its cool-down (faults.go).
+	KindPlacedOnFailed Kind = "PlacedOnFailed"
 )
 
 // Violation is one broken invariant, found after a cycle.
@@ -131,6 +137,38 @@ type Observation struct {
 	// the pods are gone, while a lagging KCNR may still list them: not a
 	// conflict.
 	EvictedConsumers map[string]bool
+	// Faults are the hardware faults the cycle's session ran with (nil:
+	// none injected).
+	Faults *FaultView
+}
+
+// FaultView is what the checker is told of the injected faults, as the
+// cycle's session saw them.
+type FaultView struct {
+	// FailedNodes are the NotReady (and drained) nodes.
+	FailedNodes map[string]bool
+	// Down are the failed NICs; Cooling the NICs in the cool-down the
+	// scheduler's arguments give them.
+	Down, Cooling map[nicKey]bool
+	// Replacing holds the gangs with a lost pod whose replacement is not
+	// bound yet: they may be partial meanwhile.
+	Replacing map[string]bool
+	// Lost maps each lost pod ("namespace/name") whose replacement is not
+	// bound yet to what its gang held when it was lost.
+	Lost map[string]Loss
+	// SessionFabric is built from the nodes and the KCNRs the session saw.
+	SessionFabric *topology.Fabric
+	// Nodes are the Node objects by name.
+	Nodes map[string]*corev1.Node
+}
+
+// Loss is what a gang held when it lost a pod to a fault.
+type Loss struct {
+	Gang   string
+	Cycle  int
+	Kind   string
+	Leaves []topology.S0ID
+	S1s    []topology.S1ID
 }
 
 // Eviction is one pod the scheduler evicted.
@@ -144,6 +182,9 @@ type Eviction struct {
 	Preemptor string
 	// Reason is the eviction reason, for messages.
 	Reason string
+	// Node and NICs are where the pod was (its rdmatopo.io/nics).
+	Node string
+	NICs []topology.NICID
 }
 
 // NodeNIC is one NIC of one node.
@@ -210,6 +251,24 @@ type Checker struct {
 	failedOn map[string][]string
 	// failedNICs holds the NICs of each gang's last failed binds.
 	failedNICs map[string][]NodeNIC
+
+	// PlacedOnFailed counts pods bound onto failed hardware or a NIC in
+	// its cool-down; Replacements the replacements bound, of which
+	// ReplacementsInLeaf under a leaf their gang held and
+	// ReplacementsWithinTier those or under its S1s while its leaves had no
+	// room (faults.go).
+	PlacedOnFailed         int
+	Replacements           int
+	ReplacementsInLeaf     int
+	ReplacementsWithinTier int
+	// OutsideTier describes the replacements not within tier.
+	OutsideTier []string
+	// leafSeen remembers the leaf each NIC was last listed under (with
+	// faults, a NIC a pod was planned on may fail later).
+	leafSeen map[nicKey]topology.S0ID
+	// claimed maps the NICs of evicted pods to their preemptor gang, until
+	// that gang is placed or gone: the scheduler holds them for it.
+	claimed map[nicKey]string
 }
 
 // NewChecker returns a checker.
@@ -250,6 +309,22 @@ func (c *Checker) Check(o *Observation) []Violation {
 	add := func(kind Kind, object, format string, args ...interface{}) {
 		out = append(out, Violation{Cycle: o.Cycle, Kind: kind, Object: object, Detail: fmt.Sprintf(format, args...)})
 	}
+	if o.Faults != nil {
+		if c.leafSeen == nil {
+			c.leafSeen = map[nicKey]topology.S0ID{}
+		}
+		for _, name := range o.Fabric.NodeNames() {
+			n, _ := o.Fabric.Node(name)
+			for _, z := range n.Zones {
+				for _, nic := range z.NICs {
+					c.leafSeen[nicKey{name, nic.ID}] = nic.S0
+				}
+			}
+		}
+	}
+	if o.Faults != nil {
+		c.trackClaims(o)
+	}
 	held := c.checkPods(o, add)
 	listed := kcnrListings(o.SessionCNRs)
 	c.recordPlans(o, held, listed)
@@ -258,6 +333,7 @@ func (c *Checker) Check(o *Observation) []Violation {
 	c.checkLedger(o, add)
 	c.checkKCNRTruth(o, listed, add)
 	c.checkEvictions(o, add)
+	c.checkFaults(o, add)
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Kind != out[j].Kind {
 			return out[i].Kind < out[j].Kind
@@ -420,7 +496,8 @@ func (c *Checker) checkGangs(o *Observation, held []heldPod, listed map[string]m
 				c.partialSince[key] = o.Cycle
 			}
 			c.MaxPartialCycles = max(c.MaxPartialCycles, o.Cycle-c.partialSince[key]+1)
-			if c.slotGone(o, key) || c.roomTaken(o, key, listed) || c.roomOutranked(o, key) {
+			if c.slotGone(o, key) || c.roomTaken(o, key, listed) || c.roomOutranked(o, key) ||
+				(o.Faults != nil && o.Faults.Replacing[key]) {
 				// Waiting for capacity; the grace restarts once the node
 				// is back, or the room is free again.
 				c.lastFailure[key] = o.Cycle
@@ -645,6 +722,11 @@ func (c *Checker) breach(o *Observation, tier placement.Tier, held []heldPod) st
 		nodes[h.pod.Spec.NodeName] = true
 		for _, n := range h.nics {
 			leaf, ok := o.Fabric.NICLeaf(h.pod.Spec.NodeName, n)
+			if !ok {
+				// A NIC that failed since keeps the leaf it was planned
+				// under.
+				leaf, ok = c.leafSeen[nicKey{h.pod.Spec.NodeName, n}]
+			}
 			if !ok {
 				leaf = topology.UnknownS0(h.pod.Spec.NodeName, n)
 			}
@@ -980,6 +1062,248 @@ func (c *Checker) checkEvictions(o *Observation, add addFunc) {
 		}
 		if n := boundBy[key]; n > 0 && n < int(pg.Spec.MinMember) {
 			add(KindPartialVictim, key, "%d of minMember %d pods still bound after its evictions", n, pg.Spec.MinMember)
+		}
+	}
+}
+
+// checkFaults checks the pods bound in the cycle against the injected
+// faults (none on failed hardware or a cooling NIC) and grades each
+// replacement of a lost pod.
+func (c *Checker) checkFaults(o *Observation, add addFunc) {
+	fv := o.Faults
+	if fv == nil {
+		return
+	}
+	for _, p := range o.Pods {
+		if !bound(p) || !o.JustBound[string(p.UID)] {
+			continue
+		}
+		node := p.Spec.NodeName
+		nics, _ := ledger.ParseNICs(p.Annotations[ledger.AnnotationNICs])
+		var bad []string
+		if fv.FailedNodes[node] {
+			bad = append(bad, "node "+node+" is NotReady")
+		}
+		for _, n := range nics {
+			switch k := (nicKey{node, n}); {
+			case fv.Down[k]:
+				bad = append(bad, "NIC "+string(n)+" failed")
+			case fv.Cooling[k]:
+				bad = append(bad, "NIC "+string(n)+" is in its cool-down")
+			}
+		}
+		if len(bad) > 0 {
+			c.PlacedOnFailed++
+			add(KindPlacedOnFailed, podKey(p), "bound on %s: %s", node, strings.Join(bad, "; "))
+		}
+		l, lost := fv.Lost[podKey(p)]
+		if !lost || c.rdmaRequest(p) == 0 {
+			continue
+		}
+		c.Replacements++
+		var leaves []topology.S0ID
+		for _, n := range nics {
+			if id, ok := o.Fabric.NICLeaf(node, n); ok && !slices.Contains(leaves, id) {
+				leaves = append(leaves, id)
+			}
+		}
+		inLeaf := len(leaves) > 0 && subset(leaves, l.Leaves)
+		inS1 := len(leaves) > 0
+		for _, id := range leaves {
+			leaf, ok := o.Fabric.Leaf(id)
+			inS1 = inS1 && ok && slices.Contains(l.S1s, leaf.S1)
+		}
+		switch {
+		case inLeaf:
+			c.ReplacementsInLeaf++
+			c.ReplacementsWithinTier++
+		default:
+			room := c.roomUnder(o, p, l.Leaves)
+			if inS1 && room == "" {
+				c.ReplacementsWithinTier++
+				break
+			}
+			c.OutsideTier = append(c.OutsideTier, fmt.Sprintf("cycle %d: %s (lost to %s in cycle %d) bound on %s under %v; gang leaves %v, S1s %v, in S1 %v; room under the gang's leaves: %s",
+				o.Cycle, podKey(p), l.Kind, l.Cycle, node, leaves, l.Leaves, l.S1s, inS1, room))
+		}
+	}
+}
+
+// subset reports whether every element of xs is in set.
+func subset[T comparable](xs, set []T) bool {
+	for _, x := range xs {
+		if !slices.Contains(set, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// roomUnder reports whether, in the view the cycle's session started from
+// (its KCNRs, less the pods bound before it that those KCNRs did not list
+// yet, and the other replacements bound in it), a usable node had room (it
+// names it; "" when none had) for
+// the pod's GPUs, CPU and NICs with every NIC under the leaves: in one NUMA
+// zone on nodes that bind a pod to one zone, across zones on the others.
+// Failed and cooling NICs, failed nodes and failed leaves have no room.
+func (c *Checker) roomUnder(o *Observation, p *corev1.Pod, leaves []topology.S0ID) string {
+	fv := o.Faults
+	f := fv.SessionFabric
+	if f == nil {
+		return ""
+	}
+	gpu, cpu, nicsNeed := c.podNeeds(p)
+	listed := kcnrListings(o.SessionCNRs)
+	// taken: node -> NIC; used: node -> zone -> [gpu, cpu] of pods the
+	// session's KCNRs did not list.
+	taken := map[nicKey]bool{}
+	used := map[string]map[int][2]int64{}
+	for _, q := range o.Pods {
+		if !bound(q) || q.UID == p.UID {
+			continue
+		}
+		if o.JustBound[string(q.UID)] {
+			if _, repl := fv.Lost[podKey(q)]; !repl {
+				continue
+			}
+		}
+		if _, ok := listingOf(listed, q); ok {
+			continue
+		}
+		qn, _ := ledger.ParseNICs(q.Annotations[ledger.AnnotationNICs])
+		for _, n := range qn {
+			taken[nicKey{q.Spec.NodeName, n}] = true
+		}
+		g, cp, _ := c.podNeeds(q)
+		zones := strings.Split(q.Annotations[ledger.AnnotationNUMA], ",")
+		if id, err := strconv.Atoi(strings.TrimSpace(zones[0])); err == nil {
+			m := used[q.Spec.NodeName]
+			if m == nil {
+				m = map[int][2]int64{}
+				used[q.Spec.NodeName] = m
+			}
+			u := m[id]
+			m[id] = [2]int64{u[0] + g, u[1] + cp}
+		}
+	}
+	for _, name := range f.NodeNames() {
+		if fv.FailedNodes[name] || !admits(fv.Nodes[name], p, o.Pods, corev1.ResourceName(c.Config.GPUResource)) {
+			continue
+		}
+		n, _ := f.Node(name)
+		var sumG, sumC, sumN int64
+		for _, z := range n.Zones {
+			u := used[name][z.ID]
+			g, cp := z.FreeGPU-u[0], z.FreeCPUMilli-u[1]
+			var free int64
+			for _, nic := range z.NICs {
+				k := nicKey{name, nic.ID}
+				claimer, claimed := c.claimed[k]
+				claimed = claimed && claimer != podKey(p)[:strings.LastIndex(podKey(p), "/")]+"/"+p.Annotations[ledger.GroupNameAnnotation]
+				if slices.Contains(leaves, nic.S0) && nic.FreeUnits > 0 && !taken[k] && !fv.Down[k] && !fv.Cooling[k] && !claimed {
+					free++
+				}
+			}
+			if n.Policy.Aligned() && g >= gpu && cp >= cpu && free >= nicsNeed {
+				return fmt.Sprintf("%s NUMA %d", name, z.ID)
+			}
+			sumG, sumC, sumN = sumG+max(g, 0), sumC+max(cp, 0), sumN+free
+		}
+		if !n.Policy.Aligned() && sumG >= gpu && sumC >= cpu && sumN >= nicsNeed {
+			return name
+		}
+	}
+	return ""
+}
+
+// podNeeds returns a pod's GPUs, CPU millicores and RDMA units (its
+// containers' requests).
+func (c *Checker) podNeeds(p *corev1.Pod) (gpu, cpuMilli, nics int64) {
+	for _, ct := range p.Spec.Containers {
+		q := ct.Resources.Requests
+		if v, ok := q[corev1.ResourceName(c.Config.GPUResource)]; ok {
+			gpu += v.Value()
+		}
+		cpuMilli += q.Cpu().MilliValue()
+	}
+	return gpu, cpuMilli, c.rdmaRequest(p)
+}
+
+// admits reports whether Kubernetes would let the pod onto the node, for
+// what the soak's constraints vary: the node's taints, the pod's required
+// node selection, the node's memory, CPU and GPUs and host ports beside
+// the pods bound there, whether the KCNR lists them or not (Kubernetes'
+// own helpers for taints and node affinity).
+func admits(node *corev1.Node, p *corev1.Pod, pods []*corev1.Pod, gpu corev1.ResourceName) bool {
+	if node == nil {
+		return false
+	}
+	if _, bad := corev1helpers.FindMatchingUntoleratedTaint(node.Spec.Taints, p.Spec.Tolerations, func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	}); bad {
+		return false
+	}
+	if ok, _ := nodeaffinity.GetRequiredNodeAffinity(p).Match(node); !ok {
+		return false
+	}
+	memFree := node.Status.Allocatable.Memory().Value()
+	cpuFree := node.Status.Allocatable.Cpu().MilliValue()
+	gq := node.Status.Allocatable[gpu]
+	gpuFree := gq.Value()
+	take := func(c corev1.Container) {
+		memFree -= c.Resources.Requests.Memory().Value()
+		cpuFree -= c.Resources.Requests.Cpu().MilliValue()
+		q := c.Resources.Requests[gpu]
+		gpuFree -= q.Value()
+	}
+	ports := map[int32]bool{}
+	for _, q := range pods {
+		if q.UID == p.UID || !bound(q) || q.Spec.NodeName != node.Name {
+			continue
+		}
+		for _, c := range q.Spec.Containers {
+			take(c)
+			for _, cp := range c.Ports {
+				if cp.HostPort > 0 {
+					ports[cp.HostPort] = true
+				}
+			}
+		}
+	}
+	for _, c := range p.Spec.Containers {
+		take(c)
+		for _, cp := range c.Ports {
+			if cp.HostPort > 0 && ports[cp.HostPort] {
+				return false
+			}
+		}
+	}
+	return memFree >= 0 && cpuFree >= 0 && gpuFree >= 0
+}
+
+// trackClaims records the NICs the cycle's evictions freed for their
+// preemptors, and forgets the claims of preemptors placed or gone.
+func (c *Checker) trackClaims(o *Observation) {
+	if c.claimed == nil {
+		c.claimed = map[nicKey]string{}
+	}
+	for _, ev := range o.Evictions {
+		if ev.Preemptor == "" {
+			continue
+		}
+		for _, n := range ev.NICs {
+			c.claimed[nicKey{ev.Node, n}] = ev.Preemptor
+		}
+	}
+	boundBy := boundPerGang(o)
+	min := map[string]int32{}
+	for _, pg := range o.PodGroups {
+		min[pg.Namespace+"/"+pg.Name] = pg.Spec.MinMember
+	}
+	for k, g := range c.claimed {
+		m, live := min[g]
+		if !live || int32(boundBy[g]) >= m {
+			delete(c.claimed, k)
 		}
 	}
 }

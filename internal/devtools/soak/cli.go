@@ -51,6 +51,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	constraints := fs.String("constraints", "on", "on: a third of the nodes GPU-tainted, node pools, memory-tight nodes, and soft gangs that do not all tolerate the taint, with masters of other shapes on their own pool, memory and host ports; off: GPUs and NICs alone")
 	fs.IntVar(&cfg.BurstEvery, "burst-every", 30, "with --priorities, cycles between bursts of high-priority hard gangs")
 	agent := fs.String("node-agent", string(nodeagent.Default), "how the simulated node agent hands out devices: exact, numa or blind")
+	faultList := fs.String("faults", "", "hardware faults to inject, comma-separated: nic (a NIC leaves its KCNR), leaf (every NIC of a leaf at allocatable 0), node (a node NotReady), flap (a NIC fails and returns repeatedly); the pods on failed hardware are deleted and re-created")
+	fs.IntVar(&cfg.FaultEvery, "fault-every", 10, "with --faults, cycles between faults")
+	fs.IntVar(&cfg.FaultFor, "fault-for", 6, "with --faults, cycles a fault lasts")
+	fs.IntVar(&cfg.ReplaceAfter, "replace-after", 2, "with --faults, cycles before a failed pod is re-created")
 	verbose := fs.Bool("verbose", false, "keep the scheduler's logs (on stderr)")
 	dump := fs.Bool("dump-violations", false, fmt.Sprintf("print every violation found (the first %d) on stderr", maxRecorded))
 	output := fs.String("o", outputTable, "output format: table or json")
@@ -73,6 +77,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	cfg.NodeAgent = nodeagent.Mode(*agent)
+	faults, err := ParseFaults(*faultList)
+	if err != nil {
+		fmt.Fprintf(stderr, "rdmatopo-dev soak: faults: %v\n", err)
+		return ExitUsage
+	}
+	cfg.Faults = faults
 	switch *constraints {
 	case "on":
 		cfg.Constraints = true
@@ -113,6 +123,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if *dump {
 		for _, v := range res.Found {
 			fmt.Fprintln(stderr, v.String())
+		}
+		for _, s := range res.OutsideTier {
+			fmt.Fprintln(stderr, "replacement outside tier: "+s)
 		}
 	}
 	if res.Violations > 0 {

@@ -68,6 +68,7 @@ import (
 	"math"
 	"math/rand"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -146,6 +147,14 @@ type Config struct {
 	Queues bool
 	// BurstEvery is the cycles between bursts with Priorities (default 30).
 	BurstEvery int
+	// Faults are the hardware faults injected (faults.go: nic, leaf, node,
+	// flap), one every FaultEvery cycles (default 10), in turn; each lasts
+	// FaultFor cycles (default 6). The pods on failed hardware are deleted
+	// and re-created ReplaceAfter cycles later (default 2).
+	Faults       []string
+	FaultEvery   int
+	FaultFor     int
+	ReplaceAfter int
 }
 
 // WithDefaults fills unset sizes.
@@ -164,6 +173,9 @@ func (c Config) WithDefaults() Config {
 	def(&c.StuckAfter, 5)
 	def(&c.MaxCycles, 50*c.Jobs+1000)
 	def(&c.BurstEvery, 30)
+	def(&c.FaultEvery, 10)
+	def(&c.FaultFor, 6)
+	def(&c.ReplaceAfter, 2)
 	if c.SchedulerConf == "" {
 		c.SchedulerConf = config.SchedulerConf
 	}
@@ -251,10 +263,29 @@ type Result struct {
 	EvictedPods int `json:"evictedPods"`
 	Resubmitted int `json:"resubmitted"`
 	Relaxed     int `json:"relaxed"`
+	// Faults counts the hardware faults injected (LeafFaults of them on a
+	// whole leaf), LostPods the pods they failed.
+	Faults     int `json:"faults"`
+	LeafFaults int `json:"leafFaults"`
+	LostPods   int `json:"lostPods"`
+	// PlacedOnFailed counts pods bound onto failed hardware or a NIC in its
+	// cool-down (violations).
+	PlacedOnFailed int `json:"placedOnFailed"`
+	// Replacements counts re-created pods bound; ReplacementsInLeaf those
+	// under a leaf their gang held when the pod was lost,
+	// ReplacementsWithinTier those plus the ones under the gang's S1s while
+	// no leaf of the gang had room (graded by the checker), and
+	// ReplacementsWithinTierFrac their share.
+	Replacements               int     `json:"replacements"`
+	ReplacementsInLeaf         int     `json:"replacementsInLeaf"`
+	ReplacementsWithinTier     int     `json:"replacementsWithinTier"`
+	ReplacementsWithinTierFrac float64 `json:"replacementsWithinTierFrac"`
 	// FirstDrift describes the first such difference.
 	FirstDrift string `json:"firstDrift,omitempty"`
 	// FirstViolation describes the first violation found ("" if none).
 	FirstViolation string `json:"firstViolation,omitempty"`
+	// OutsideTier describes the replacements not within tier.
+	OutsideTier []string `json:"-"`
 	// Found lists the first violations (at most maxRecorded).
 	Found []Violation `json:"-"`
 }
@@ -306,6 +337,10 @@ type runner struct {
 	marks queueMarks
 	// evictedConsumers are the KCNR consumers of every evicted pod.
 	evictedConsumers map[string]bool
+	// faults are the hardware faults injected (nil: none); recreated
+	// counts the pods re-created, for their UIDs.
+	faults    *faults
+	recreated int
 }
 
 // Run runs a soak. An error means the soak could not run (bad config, a
@@ -316,6 +351,18 @@ func Run(cfg Config) (*Result, error) {
 	}
 	cfg = cfg.WithDefaults()
 	refusedBefore := rdmatopology.PlanRefused()
+	if len(cfg.Faults) > 0 {
+		// The fault arguments the checker expects (faults.go), at one
+		// simulated second per cycle.
+		const anchor = "    arguments:\n"
+		i := strings.Index(cfg.SchedulerConf, "  - name: "+rdmatopology.PluginName+"\n")
+		j := strings.Index(cfg.SchedulerConf[max(i, 0):], anchor)
+		if i < 0 || j < 0 {
+			return nil, fmt.Errorf("faults: the scheduler conf has no %s plugin with arguments to set the fault arguments in", rdmatopology.PluginName)
+		}
+		at := i + j + len(anchor)
+		cfg.SchedulerConf = cfg.SchedulerConf[:at] + faultArgs + cfg.SchedulerConf[at:]
+	}
 	conf, err := sim.ParseConf(cfg.SchedulerConf)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler conf: %w", err)
@@ -340,6 +387,9 @@ func Run(cfg Config) (*Result, error) {
 		marks:            queueMarks{queue: map[string]string{}, nonPreemptable: map[string]bool{}},
 	}
 	r.checker.NodeFollowsPlan = cfg.NodeAgent == nodeagent.Exact
+	if len(cfg.Faults) > 0 {
+		r.faults = newFaults(cfg.Faults)
+	}
 	for _, n := range nodes {
 		n.Status.Allocatable[corev1.ResourcePods] = resource.MustParse("110")
 		n.Status.Capacity[corev1.ResourcePods] = resource.MustParse("110")
@@ -369,6 +419,14 @@ func Run(cfg Config) (*Result, error) {
 	r.res.NICMismatches = r.checker.NICMismatches
 	r.res.RealizedWider = r.checker.RealizedWider
 	r.res.PlanRefused = int(rdmatopology.PlanRefused() - refusedBefore)
+	r.res.PlacedOnFailed = r.checker.PlacedOnFailed
+	r.res.Replacements = r.checker.Replacements
+	r.res.ReplacementsInLeaf = r.checker.ReplacementsInLeaf
+	r.res.ReplacementsWithinTier = r.checker.ReplacementsWithinTier
+	r.res.OutsideTier = r.checker.OutsideTier
+	if r.res.Replacements > 0 {
+		r.res.ReplacementsWithinTierFrac = float64(r.res.ReplacementsWithinTier) / float64(r.res.Replacements)
+	}
 	return &r.res, err
 }
 
@@ -411,7 +469,17 @@ func (r *runner) loop() error {
 			return err
 		}
 		obs.SessionCNRs = sessionCNRs
+		if obs.Faults != nil {
+			obs.Faults.SessionFabric = r.fabricOf(sessionCNRs)
+		}
 		r.record(r.checker.Check(obs))
+		if r.faults != nil {
+			for uid := range obs.JustBound {
+				if p := podByUID(obs.Pods, uid); p != nil {
+					delete(r.faults.lost, podKey(p))
+				}
+			}
+		}
 		if r.idle(obs) {
 			idle++
 		} else {
@@ -442,7 +510,7 @@ func boolSet(m map[string]*job) map[string]bool {
 // no pod bound, no node drained, no KCNR change queued, nothing left to
 // submit this cycle.
 func (r *runner) idle(o *Observation) bool {
-	if len(r.live) == 0 || len(r.drained) > 0 || r.agent.pending() {
+	if len(r.live) == 0 || len(r.drained) > 0 || r.agent.pending() || (r.faults != nil && r.faults.active(r.sim.Cycle()+1)) {
 		return false
 	}
 	for _, p := range o.Pods {
@@ -493,6 +561,7 @@ func (r *runner) record(vs []Violation) {
 			r.res.WrongQueueEvictions++
 		case KindNonPreemptableEvicted:
 			r.res.NonPreemptableEvictions++
+		case KindPlacedOnFailed:
 		}
 	}
 }
@@ -506,12 +575,12 @@ func (r *runner) churn() error {
 		if r.drained[name] <= next {
 			delete(r.drained, name)
 			r.sim.UpsertNode(r.nodes[name])
-			r.sim.UpsertCNR(r.agent.object(name))
+			r.sim.UpsertCNR(r.cnr(name))
 		}
 	}
 	for _, name := range r.agent.due(next) {
 		if _, away := r.drained[name]; !away {
-			r.sim.UpsertCNR(r.agent.object(name))
+			r.sim.UpsertCNR(r.cnr(name))
 		}
 	}
 	for _, name := range sortedKeys(boolSet(r.live)) {
@@ -524,6 +593,11 @@ func (r *runner) churn() error {
 	}
 	if r.cfg.DrainEvery > 0 && next%r.cfg.DrainEvery == 0 {
 		if err := r.drain(); err != nil {
+			return err
+		}
+	}
+	if r.faults != nil {
+		if err := r.injectFaults(next); err != nil {
 			return err
 		}
 	}
@@ -549,6 +623,9 @@ func (r *runner) churn() error {
 	if restart {
 		r.sim.Restart()
 		r.res.Restarts++
+		if r.faults != nil {
+			r.faults.restart = next
+		}
 	}
 	return nil
 }
@@ -628,6 +705,10 @@ func (r *runner) drain() error {
 		return err
 	}
 	r.drained[node] = r.sim.Cycle() + 1 + r.cfg.DrainFor
+	if r.faults != nil {
+		r.faults.forgetNode(node)
+		delete(r.faults.nodes, node)
+	}
 	r.res.Drains++
 	return nil
 }
@@ -720,6 +801,9 @@ func (r *runner) observe(rep *sim.CycleReport) (*Observation, error) {
 			j.finishAt = rep.Cycle + j.duration
 		}
 	}
+	if r.faults != nil {
+		o.Faults = r.faultView(o)
+	}
 	o.Ledger = r.sim.Ledger().All()
 	if err := r.sim.Ledger().CheckInvariants(); err != nil {
 		r.record([]Violation{{Cycle: rep.Cycle, Kind: KindLedgerMismatch, Object: "ledger", Detail: err.Error()}})
@@ -747,5 +831,5 @@ func (r *runner) allot(p *corev1.Pod, o *Observation) (ledger.Reservation, bool)
 		rebuilt, _ := ledger.Rebuild(r.checker.Config, []*corev1.Pod{p}, o.Fabric)
 		return rebuilt.Get(string(p.UID))
 	}
-	return nodeagent.Allot(r.cfg.NodeAgent, r.checker.Config, r.agent.base[p.Spec.NodeName], r.agent.given(p.Spec.NodeName), p)
+	return nodeagent.Allot(r.cfg.NodeAgent, r.checker.Config, r.baseOf(p.Spec.NodeName), r.agent.given(p.Spec.NodeName), p)
 }

@@ -219,5 +219,7 @@ func evictionOf(ps sim.PodState) Eviction {
 		e.Priority = *p.Spec.Priority
 	}
 	e.Preemptor, _ = topologypreempt.PreemptorOf(ps.Evicted)
+	e.Node = p.Spec.NodeName
+	e.NICs, _ = ledger.ParseNICs(p.Annotations[ledger.AnnotationNICs])
 	return e
 }

@@ -1,0 +1,131 @@
+package companion
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+	b "github.com/rdmatopo/rdmatopo/internal/testing/builders"
+)
+
+// TestBookPrune: a booking stays while it is younger than the grace, goes
+// once the pod is gone, elsewhere or shows the booked NICs, and goes after
+// the TTL in any case.
+func TestBookPrune(t *testing.T) {
+	now := time.Unix(1000, 0)
+	book := &Book{Grace: 30 * time.Second, TTL: 2 * time.Minute, Now: func() time.Time { return now }}
+	zones := []ledger.ZoneUse{{NUMA: 0, NICs: []topology.NICID{"a", "b"}}}
+	at := func(age time.Duration) int64 { return now.Add(-age).UnixMilli() }
+	pods := map[string]PodState{
+		"young-gone":    {},
+		"old-gone":      {},
+		"old-elsewhere": {Known: true, Node: "n2"},
+		"old-shown":     {Known: true, Node: "n1", NICs: []topology.NICID{"a", "b"}},
+		"old-unshown":   {Known: true, Node: "n1"},
+		"old-pending":   {Known: true},
+		"expired":       {Known: true, Node: "n1"},
+	}
+	bk := Bookings{
+		"young-gone":    {Zones: zones, At: at(10 * time.Second)},
+		"old-gone":      {Zones: zones, At: at(40 * time.Second)},
+		"old-elsewhere": {Zones: zones, At: at(40 * time.Second)},
+		"old-shown":     {Zones: zones, At: at(40 * time.Second)},
+		"old-unshown":   {Zones: zones, At: at(40 * time.Second)},
+		"old-pending":   {Zones: zones, At: at(40 * time.Second)},
+		"expired":       {Zones: zones, At: at(3 * time.Minute)},
+	}
+	book.prune("n1", bk, func(uid string) PodState { return pods[uid] })
+	var kept []string
+	for uid := range bk {
+		kept = append(kept, uid)
+	}
+	want := map[string]bool{"young-gone": true, "old-unshown": true, "old-pending": true}
+	got := map[string]bool{}
+	for _, k := range kept {
+		got[k] = true
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("kept (-want +got):\n%s", d)
+	}
+}
+
+// TestBookReserveIsIdempotent: the same bind asked twice gets its first
+// booking back, and a second pod on the node is chosen with the first one's
+// NICs excluded; what the Lease holds reads back.
+func TestBookReserveIsIdempotent(t *testing.T) {
+	book := &Book{Client: kubefake.NewSimpleClientset(), Namespace: "ns", Grace: time.Minute, TTL: 2 * time.Minute}
+	ctx := context.Background()
+	none := func(string) PodState { return PodState{} }
+	// A node without KCNR: four synthetic NICs, rdma-0..rdma-3.
+	n, _ := providerNode("n1", "p", "a", "b")
+	f := topology.Build(testConfig, []*corev1.Node{n}, nil)
+	chooser := &Chooser{Config: testConfig}
+	var calls int
+	choose := func(bk Bookings) (*Booking, error) {
+		calls++
+		l := chooser.Ledger(f, "n1", nil, bk)
+		held := l.HeldNICs("n1")
+		for _, nic := range []topology.NICID{"rdma-0", "rdma-1", "rdma-2", "rdma-3"} {
+			if _, ok := held[nic]; !ok {
+				return &Booking{Zones: []ledger.ZoneUse{{NUMA: 0, NICs: []topology.NICID{nic}}}}, nil
+			}
+		}
+		return nil, nil
+	}
+	first, _, err := book.Reserve(ctx, "n1", "u1", none, choose)
+	if err != nil || first == nil {
+		t.Fatalf("first: %v %v", first, err)
+	}
+	again, _, err := book.Reserve(ctx, "n1", "u1", none, choose)
+	if err != nil || calls != 1 || !cmp.Equal(again.NICs(), first.NICs()) {
+		t.Errorf("retried bind: %v (calls %d, err %v), want %v", again, calls, err, first)
+	}
+	second, _, err := book.Reserve(ctx, "n1", "u2", none, choose)
+	if err != nil || second == nil || cmp.Equal(second.NICs(), first.NICs()) {
+		t.Errorf("second pod: %v, first %v (err %v)", second, first, err)
+	}
+	bk, err := book.Read(ctx, "n1")
+	if err != nil || len(bk) != 2 {
+		data, _ := json.Marshal(bk)
+		t.Errorf("book holds %s (%v), want two bookings", data, err)
+	}
+}
+
+// TestAnnotationPatch: keys with '/' are escaped, and a Binding without
+// annotations gets the whole map.
+func TestAnnotationPatch(t *testing.T) {
+	got, _ := annotationPatch(map[string]string{}, map[string]string{"rdmatopo.io/nics": "x", "a~b": "y"})
+	want := `[{"op":"add","path":"/metadata/annotations/a~0b","value":"y"},{"op":"add","path":"/metadata/annotations/rdmatopo.io~1nics","value":"x"}]`
+	if string(got) != want {
+		t.Errorf("patch %s, want %s", got, want)
+	}
+	got, _ = annotationPatch(nil, map[string]string{"k": "v"})
+	if string(got) != `[{"op":"add","path":"/metadata/annotations","value":{"k":"v"}}]` {
+		t.Errorf("patch without annotations: %s", got)
+	}
+}
+
+// TestGangKey: Volcano PodGroup first, then Kueue pod group, then JobSet.
+func TestGangKey(t *testing.T) {
+	tests := map[string]struct {
+		pod  *corev1.Pod
+		want string
+	}{
+		"volcano": {b.MakePod("ns", "p").Group("pg").Label(KueuePodGroupLabel, "k").Obj(), "ns/podgroup:pg"},
+		"kueue":   {b.MakePod("ns", "p").Label(KueuePodGroupLabel, "k").Label(JobSetNameLabel, "js").Obj(), "ns/kueue:k"},
+		"jobset":  {b.MakePod("ns", "p").Label(JobSetNameLabel, "js").Obj(), "ns/jobset:js"},
+		"none":    {b.MakePod("ns", "p").Obj(), ""},
+	}
+	for name, tc := range tests {
+		if got := GangKey(tc.pod); got != tc.want {
+			t.Errorf("%s: %q, want %q", name, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,233 @@
+package companion
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+)
+
+// Event reasons the webhook records on pods.
+const (
+	// EventNICsChosen: the webhook chose the pod's NICs at bind.
+	EventNICsChosen = "NICsChosen"
+	// EventTierExceeded: the node the scheduler chose puts the pod's hard
+	// gang beyond its highest tier.
+	EventTierExceeded = "TierExceeded"
+	// EventNoNICFit: no zone of the target node holds the pod; the node
+	// agent decides.
+	EventNoNICFit = "NoNICFit"
+)
+
+// Cluster is what a replica's informers know, as the webhook reads it.
+type Cluster interface {
+	// Fabric is the current fabric.
+	Fabric() *topology.Fabric
+	// Pod returns a pod by namespace and name.
+	Pod(namespace, name string) (*corev1.Pod, bool)
+	// PodsOnNode lists the pods bound to a node that have not finished.
+	PodsOnNode(node string) []*corev1.Pod
+	// GangPods lists the pods of a gang (GangKey).
+	GangPods(key string) []*corev1.Pod
+	// PodState says where a pod is, for pruning bookings.
+	PodState(uid string) PodState
+	// Booked returns a pod's booking on a node, as last seen.
+	Booked(node, uid string) (Booking, bool)
+}
+
+// Webhook answers AdmissionReviews of pods/binding CREATE.
+type Webhook struct {
+	Chooser  *Chooser
+	Book     *Book
+	Cluster  Cluster
+	Metrics  *Metrics
+	Recorder record.EventRecorder
+	// Client reads a pod the informer does not hold yet.
+	Client kubernetes.Interface
+	// RefuseHardTier makes the webhook refuse a bind that puts a hard
+	// gang beyond its highest tier (default: allow it, with an Event).
+	RefuseHardTier bool
+}
+
+// ServeHTTP implements http.Handler for admission.k8s.io/v1 reviews.
+func (w *Webhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 4<<20))
+	if err != nil {
+		http.Error(rw, err.Error(), http.StatusBadRequest)
+		return
+	}
+	review := &admissionv1.AdmissionReview{}
+	if err := json.Unmarshal(body, review); err != nil || review.Request == nil {
+		http.Error(rw, fmt.Sprintf("not an AdmissionReview: %v", err), http.StatusBadRequest)
+		return
+	}
+	resp := w.Admit(r.Context(), review.Request)
+	resp.UID = review.Request.UID
+	out := admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}
+	rw.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(rw).Encode(out)
+}
+
+// allow is an admission that changes nothing.
+func allow() *admissionv1.AdmissionResponse { return &admissionv1.AdmissionResponse{Allowed: true} }
+
+// Admit answers one request: for a Binding of a pod that requests RDMA and
+// carries no NIC choice yet, it chooses the NICs on the target node, books
+// them and returns a JSON patch adding the annotations to the Binding
+// (kube-apiserver merges them into the pod). Anything else is allowed
+// unchanged; so is an RDMA bind the webhook cannot answer (counted, logged,
+// and for a pod that does not fit, an Event).
+func (w *Webhook) Admit(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	if req.Operation != admissionv1.Create || req.SubResource != "binding" || req.Resource.Resource != "pods" {
+		return allow()
+	}
+	b := &corev1.Binding{}
+	if err := json.Unmarshal(req.Object.Raw, b); err != nil {
+		klog.ErrorS(err, "Cannot read the Binding of an admission request", "pod", klog.KRef(req.Namespace, req.Name))
+		return allow()
+	}
+	ns, name := req.Namespace, req.Name
+	if b.Namespace != "" {
+		ns = b.Namespace
+	}
+	if b.Name != "" {
+		name = b.Name
+	}
+	if b.Annotations[ledger.AnnotationNICs] != "" {
+		// rdmatopo's own scheduler placed it; its binder sent the NICs.
+		if w.Metrics != nil {
+			w.Metrics.Binds.WithLabelValues(ResultAnnotated).Inc()
+		}
+		return allow()
+	}
+	pod, ok := w.Cluster.Pod(ns, name)
+	if !ok && w.Client != nil {
+		p, err := w.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err == nil {
+			pod, ok = p, true
+		}
+	}
+	if !ok || !w.Chooser.RequestsRDMA(pod) {
+		return allow()
+	}
+	start := time.Now()
+	resp, result := w.admitRDMA(ctx, pod, b.Target.Name, b.Annotations)
+	if w.Metrics != nil {
+		w.Metrics.Binds.WithLabelValues(result).Inc()
+		w.Metrics.Latency.Observe(time.Since(start).Seconds())
+	}
+	return resp
+}
+
+// admitRDMA chooses and books an RDMA pod's NICs on node.
+func (w *Webhook) admitRDMA(ctx context.Context, pod *corev1.Pod, node string, have map[string]string) (*admissionv1.AdmissionResponse, string) {
+	f := w.Cluster.Fabric()
+	key := GangKey(pod)
+	var gang []*corev1.Pod
+	if key != "" {
+		gang = w.Cluster.GangPods(key)
+	}
+	var onNode []*corev1.Pod
+	for _, p := range w.Cluster.PodsOnNode(node) {
+		if p.UID != pod.UID {
+			onNode = append(onNode, p)
+		}
+	}
+	var choice *Choice
+	var noFit string
+	booked, conflicts, err := w.Book.Reserve(ctx, node, string(pod.UID), w.Cluster.PodState, func(bk Bookings) (*Booking, error) {
+		c, why, err := w.Chooser.Choose(Request{Pod: pod, Node: node, Fabric: f, OnNode: onNode, Gang: gang, Bookings: bk, Booked: w.Cluster.Booked})
+		if err != nil || c == nil {
+			noFit = why
+			return nil, err
+		}
+		choice = c
+		return &Booking{Namespace: pod.Namespace, Name: pod.Name, Job: key, Zones: c.Assignment.Zones}, nil
+	})
+	if w.Metrics != nil && conflicts > 0 {
+		w.Metrics.BookConflicts.Add(float64(conflicts))
+	}
+	if err != nil {
+		klog.ErrorS(err, "Cannot choose NICs at bind; the bind goes on without them", "pod", klog.KObj(pod), "node", node)
+		return allow(), ResultError
+	}
+	if booked == nil {
+		w.event(pod, corev1.EventTypeWarning, EventNoNICFit, "no NUMA zone of node %s holds the pod's RDMA request (%s); the node agent chooses its NICs", node, noFit)
+		return allow(), ResultNoFit
+	}
+	if choice == nil {
+		// The same bind, retried: the booking stands.
+		choice = &Choice{Assignment: assignmentOf(node, string(pod.UID), *booked)}
+	} else if choice.Hard && choice.Tier > choice.HighestTier {
+		if w.Metrics != nil {
+			w.Metrics.HardTierBroken.Inc()
+		}
+		msg := fmt.Sprintf("node %s puts gang %s at tier %s, beyond its hard highest tier %s", node, key, choice.Tier, choice.HighestTier)
+		w.event(pod, corev1.EventTypeWarning, EventTierExceeded, "%s", msg)
+		if w.RefuseHardTier {
+			return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{
+				Status: metav1.StatusFailure, Reason: metav1.StatusReasonForbidden, Code: http.StatusForbidden, Message: "rdmatopo: " + msg,
+			}}, ResultRefused
+		}
+	}
+	ann := choice.Annotations(f)
+	patch, err := annotationPatch(have, ann)
+	if err != nil {
+		klog.ErrorS(err, "Cannot build the Binding patch", "pod", klog.KObj(pod))
+		return allow(), ResultError
+	}
+	klog.V(3).InfoS("NICs chosen at bind", "pod", klog.KObj(pod), "node", node, "nics", ann[ledger.AnnotationNICs], "numa", ann[ledger.AnnotationNUMA])
+	w.event(pod, corev1.EventTypeNormal, EventNICsChosen, "NICs %s (NUMA %s) on node %s", ann[ledger.AnnotationNICs], ann[ledger.AnnotationNUMA], node)
+	pt := admissionv1.PatchTypeJSONPatch
+	return &admissionv1.AdmissionResponse{Allowed: true, PatchType: &pt, Patch: patch}, ResultAssisted
+}
+
+// assignmentOf turns a booking back into an assignment.
+func assignmentOf(node, uid string, x Booking) placement.Assignment {
+	return placement.Assignment{PodUID: uid, Node: node, Zones: x.Zones}
+}
+
+func (w *Webhook) event(pod *corev1.Pod, typ, reason, format string, args ...any) {
+	if w.Recorder != nil {
+		w.Recorder.Eventf(pod, typ, reason, format, args...)
+	}
+}
+
+// annotationPatch is a JSON patch adding the annotations to an object whose
+// metadata.annotations are have (nil: absent).
+func annotationPatch(have, add map[string]string) ([]byte, error) {
+	type op struct {
+		Op    string `json:"op"`
+		Path  string `json:"path"`
+		Value any    `json:"value"`
+	}
+	if have == nil {
+		return json.Marshal([]op{{Op: "add", Path: "/metadata/annotations", Value: add}})
+	}
+	keys := make([]string, 0, len(add))
+	for k := range add {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	ops := make([]op, 0, len(keys))
+	for _, k := range keys {
+		path := "/metadata/annotations/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(k)
+		ops = append(ops, op{Op: "add", Path: path, Value: add[k]})
+	}
+	return json.Marshal(ops)
+}
