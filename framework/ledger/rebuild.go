@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/kubernetes/pkg/api/v1/resource"
 
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
@@ -387,18 +388,12 @@ func syntheticNICs(node *topology.Node) bool {
 	return any
 }
 
-// podRequest is the pod's effective request of a resource: the larger of the
-// sum over its containers and the largest init container request. Negative
-// values count as 0.
+// podRequest is what kubelet's topology manager aligns of a resource for
+// the whole pod: Kubernetes' effective request (sidecars and init
+// containers counted as Kubernetes counts them) without the pod overhead.
+// Negative values count as 0.
 func podRequest(p *corev1.Pod, name corev1.ResourceName, milli bool) int64 {
-	var sum int64
-	for _, c := range p.Spec.Containers {
-		sum += quantity(c.Resources.Requests[name], milli)
-	}
-	for _, c := range p.Spec.InitContainers {
-		sum = max(sum, quantity(c.Resources.Requests[name], milli))
-	}
-	return sum
+	return quantity(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{ExcludeOverhead: true})[name], milli)
 }
 
 // quantity is q in units (milli: thousandths); negative values count as 0.

@@ -2,11 +2,15 @@ package placement
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/kubernetes/pkg/api/v1/resource"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
@@ -50,15 +54,25 @@ func TestSplitShape(t *testing.T) {
 				{Names: []string{"z"}, GPU: 2, NICs: 1, CPUMilli: 4000},
 			},
 		},
-		"a pod overhead goes to the largest part": {
-			total: Shape{GPU: 8, NICs: 4, CPUMilli: 16500},
+		"what the pod asks beyond its parts stays with the pod, not a part": {
+			total: Shape{GPU: 8, NICs: 4, CPUMilli: 60000},
 			parts: []Part{
-				{Names: []string{"a"}, GPU: 4, NICs: 2, CPUMilli: 8000},
-				{Names: []string{"b"}, GPU: 4, NICs: 2, CPUMilli: 8000},
+				{Names: []string{"a"}, GPU: 4, NICs: 2, CPUMilli: 8000, Order: 1},
+				{Names: []string{"b"}, GPU: 4, NICs: 2, CPUMilli: 8000, Order: 2},
+				{Names: []string{"warmup"}, CPUMilli: 60000, Init: true},
 			},
 			want: []Part{
-				{Names: []string{"a"}, GPU: 4, NICs: 2, CPUMilli: 8500},
-				{Names: []string{"b"}, GPU: 4, NICs: 2, CPUMilli: 8000},
+				{Names: []string{"a"}, GPU: 4, NICs: 2, CPUMilli: 8000, Order: 1},
+				{Names: []string{"b"}, GPU: 4, NICs: 2, CPUMilli: 8000, Order: 2},
+				{Names: []string{"warmup"}, CPUMilli: 60000, Init: true},
+			},
+		},
+		"an init container asking for NICs keeps the pod whole": {
+			total: total,
+			parts: []Part{
+				{Names: []string{"a"}, GPU: 4, NICs: 2, CPUMilli: 8000, Order: 1},
+				{Names: []string{"b"}, GPU: 4, NICs: 2, CPUMilli: 8000, Order: 2},
+				{Names: []string{"probe"}, NICs: 1, Init: true},
 			},
 		},
 	}
@@ -73,18 +87,24 @@ func TestSplitShape(t *testing.T) {
 			}
 		})
 	}
-	t.Run("beyond the most parts the smallest merge into the last kept", func(t *testing.T) {
+	t.Run("beyond the most parts the smallest running side by side merge", func(t *testing.T) {
 		var parts []Part
 		for i := 0; i < maxParts+2; i++ {
-			parts = append(parts, Part{Names: []string{fmt.Sprintf("c%d", i)}, CPUMilli: int64(1000 * (maxParts + 2 - i))})
+			parts = append(parts, Part{Names: []string{fmt.Sprintf("c%d", i)}, CPUMilli: int64(1000 * (maxParts + 2 - i)), Order: i + 1})
 		}
+		// The smallest init container stays a part of its own.
+		parts = append(parts, Part{Names: []string{"init"}, CPUMilli: 500, Init: true})
 		got := SplitShape(Shape{CPUMilli: 1000 * int64((maxParts+2)*(maxParts+3)/2)}, parts).Parts()
 		if len(got) != maxParts {
 			t.Fatalf("%d parts, want %d", len(got), maxParts)
 		}
-		last := got[maxParts-1]
-		if diff := cmp.Diff([]string{"c7", "c9", "c8"}, last.Names); diff != "" || last.CPUMilli != 6000 {
-			t.Errorf("last part %+v (names -want +got:\n%s), want 6000m", last, diff)
+		merged := got[maxParts-2]
+		want := Part{Names: []string{"c6", "c7", "c8", "c9"}, CPUMilli: 10000, Order: 7}
+		if diff := cmp.Diff(want, merged); diff != "" {
+			t.Errorf("merged part (-want +got):\n%s", diff)
+		}
+		if last := got[maxParts-1]; !last.Init {
+			t.Errorf("last part %+v, want the init container", last)
 		}
 	})
 	t.Run("equal pods of equal containers have equal shapes", func(t *testing.T) {
@@ -201,5 +221,48 @@ func TestContainerLevelFitAndExactFill(t *testing.T) {
 	assign, ok := p.exactFill(g.Pods, []string{"n2", "n1"}, nil)
 	if !ok || assign[0].Node != "n1" || len(assign[0].Containers) != 2 {
 		t.Errorf("exactFill = %+v, %v; want the pod on n1, container by container", assign, ok)
+	}
+}
+
+// TestZoneNeedIsPodRequests holds zoneNeed equal to Kubernetes' effective
+// request of a pod made of the zone's containers, in kubelet's order: the
+// count kubelet's CPU and device managers reach with init containers'
+// resources reused by the containers after them.
+func TestZoneNeedIsPodRequests(t *testing.T) {
+	rng := rand.New(rand.NewPCG(43, 1))
+	always := corev1.ContainerRestartPolicyAlways
+	for run := 0; run < 500; run++ {
+		pod := &corev1.Pod{}
+		var parts []Part
+		n := 1 + rng.IntN(6)
+		for i := 0; i < n; i++ {
+			p := Part{Names: []string{fmt.Sprintf("c%d", i)}, GPU: rng.Int64N(5), CPUMilli: 1000 * rng.Int64N(50), Order: i}
+			c := corev1.Container{Name: p.Names[0], Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU:   *resource.NewMilliQuantity(p.CPUMilli, resource.DecimalSI),
+				builders.GPUResource: *resource.NewQuantity(p.GPU, resource.DecimalSI),
+			}}}
+			switch rng.IntN(3) {
+			case 0: // init container
+				p.Init = true
+				pod.Spec.InitContainers = append(pod.Spec.InitContainers, c)
+			case 1: // sidecar
+				c.RestartPolicy = &always
+				pod.Spec.InitContainers = append(pod.Spec.InitContainers, c)
+			default: // regular container, after every init container
+				p.Order = 100 + i
+				pod.Spec.Containers = append(pod.Spec.Containers, c)
+			}
+			parts = append(parts, p)
+		}
+		in := make([]int, len(parts))
+		for i := range in {
+			in[i] = len(parts) - 1 - i // the order of parts in a zone does not matter
+		}
+		gpu, cpu, _ := zoneNeed(parts, in)
+		want := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{ExcludeOverhead: true})
+		wantGPU := want[builders.GPUResource]
+		if gpu != wantGPU.Value() || cpu != want.Cpu().MilliValue() {
+			t.Fatalf("run %d: zoneNeed %d GPU %dm CPU, PodRequests %s GPU %s CPU; pod %+v", run, gpu, cpu, wantGPU.String(), want.Cpu(), pod.Spec)
+		}
 	}
 }

@@ -40,12 +40,24 @@ func (s *State) Plan(g Gang) (*Plan, *Failure) {
 	}
 	p := &planner{s: s, g: &g, main: mainShape(g.Pods), groups: groupsOf(g.Pods), classes: classesOf(g.Pods)}
 	plan, fail := p.run(g.Pods)
-	if plan == nil && g.Need > 0 && g.Need < len(g.Pods) {
-		if smaller, _ := p.run(g.Pods[:g.Need]); smaller != nil {
+	if fewer := g.fewer(); plan == nil && fewer != nil {
+		if smaller, _ := p.run(fewer); smaller != nil {
 			return smaller, nil
 		}
 	}
 	return plan, fail
+}
+
+// fewer returns the pods to plan when not all of them fit (Gang.Need):
+// Fewer, or the first Need by rank; nil when every pod is needed.
+func (g *Gang) fewer() []Pod {
+	switch {
+	case g.Need <= 0 || g.Need >= len(g.Pods):
+		return nil
+	case len(g.Fewer) == g.Need:
+		return g.Fewer
+	}
+	return g.Pods[:g.Need]
 }
 
 // planner carries one Plan call.

@@ -64,10 +64,22 @@ type RankError struct {
 	Pod   string
 	Field string
 	Value string
+	// Same, when set, is another pod of the gang annotated with the same
+	// rank: the value is a rank, but not this pod's alone.
+	Same string
 }
 
 func (e *RankError) Error() string {
+	if e.Same != "" {
+		return fmt.Sprintf("pod %s: %s: %s", e.Pod, e.Field, DuplicateRankProblem(e.Value, e.Same))
+	}
 	return fmt.Sprintf("pod %s: %s: %s", e.Pod, e.Field, RankProblem(e.Value))
+}
+
+// DuplicateRankProblem says that an rdmatopo.io/rank value is also another
+// pod's of the gang.
+func DuplicateRankProblem(v, other string) string {
+	return fmt.Sprintf("rank %s is also given to pod %s (each pod of a gang needs its own rank)", v, other)
 }
 
 // RankProblem says what is wrong with a bad rdmatopo.io/rank value.
@@ -114,7 +126,8 @@ func (a rankKey) less(b rankKey) bool {
 // of pods (see the file comment for the sources). taskOrder gives a Volcano task's position in its Job's
 // spec.tasks (false when unknown: tasks the Job does not list, or a Job the
 // caller has not seen, come after the listed ones, by task name). Pods of
-// equal keys keep name order. It fails only on a bad rdmatopo.io/rank;
+// equal keys keep name order. It fails only on a bad rdmatopo.io/rank, or
+// one that two pods share;
 // controller labels that do not parse are ignored (the next source
 // decides), as the controllers always write numbers.
 func Ranks(pods []RankSource, taskOrder func(task string) (int, bool)) ([]int, error) {
@@ -145,10 +158,18 @@ func Ranks(pods []RankSource, taskOrder func(task string) (int, bool)) ([]int, e
 		}
 		return maxListed + sort.SearchStrings(unlisted, task)
 	}
+	given := map[int]string{}
 	for i, p := range pods {
 		k, err := keyOf(p, taskPos)
 		if err != nil {
 			return nil, err
+		}
+		if k[0] == sourceAnnotation {
+			if other, dup := given[k[1]]; dup {
+				return nil, &RankError{Pod: p.Name, Field: fmt.Sprintf("metadata.annotations[%q]", AnnotationRank),
+					Value: p.Annotations[AnnotationRank], Same: other}
+			}
+			given[k[1]] = p.Name
 		}
 		keys[i] = rankKey{key: k, name: p.Name}
 	}

@@ -123,10 +123,6 @@ func TestRanks(t *testing.T) {
 			pods: []RankSource{rs("g-0"), rs("g-1", "@"+AnnotationRank, "7")},
 			want: []int{1, 0},
 		},
-		"equal annotated ranks keep name order": {
-			pods: []RankSource{rs("b", "@"+AnnotationRank, "0"), rs("a", "@"+AnnotationRank, "0")},
-			want: []int{1, 0},
-		},
 		"bad controller index: the name decides": {
 			pods: []RankSource{rs("pt-worker-1", LabelReplicaType, "worker", LabelReplicaIndex, "x"), pytorch("worker", 0)},
 			want: []int{1, 0},
@@ -142,6 +138,20 @@ func TestRanks(t *testing.T) {
 				t.Errorf("ranks (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestRanksDuplicateAnnotation: two pods of a gang annotated with one rank
+// are an invalid contract naming both.
+func TestRanksDuplicateAnnotation(t *testing.T) {
+	_, err := Ranks([]RankSource{rs("ns/g-1", "@"+AnnotationRank, "0"), rs("ns/g-2"), rs("ns/g-0", "@"+AnnotationRank, "0")}, nil)
+	var re *RankError
+	if !errors.As(err, &re) || !errors.Is(err, ErrInvalidContract) {
+		t.Fatalf("err = %v, want a RankError wrapping ErrInvalidContract", err)
+	}
+	want := `pod ns/g-0: metadata.annotations["rdmatopo.io/rank"]: rank 0 is also given to pod ns/g-1 (each pod of a gang needs its own rank)`
+	if err.Error() != want {
+		t.Errorf("err = %q, want %q", err, want)
 	}
 }
 

@@ -434,7 +434,7 @@ func (w *work) capFits(sh Shape) bool {
 	if w.cap == nil {
 		return true
 	}
-	return w.cap.GPU >= sh.GPU && w.cap.CPUMilli >= sh.CPUMilli && w.cap.NICs >= sh.NICs
+	return w.cap.GPU >= sh.GPU+sh.NodeExtra.GPU && w.cap.CPUMilli >= sh.CPUMilli+sh.NodeExtra.CPUMilli && w.cap.NICs >= sh.NICs+sh.NodeExtra.NICs
 }
 
 // place puts one pod of shape sh on the node, taking what it uses from the
@@ -442,8 +442,20 @@ func (w *work) capFits(sh Shape) bool {
 // best fit, the zone left with the fewest free NICs, then the lowest id.
 // Otherwise spanning nodes take several zones, container-level nodes put
 // the parts of a split shape in zones of their own (placeParts), and
-// pod-level single-NUMA nodes refuse the pod.
+// pod-level single-NUMA nodes refuse the pod. The shape's NodeExtra is
+// taken from the node's cap only.
 func (w *work) place(sh Shape, ok func(topology.S0ID) bool) (Assignment, bool) {
+	a, fit := w.placeAligned(sh, ok)
+	if fit && w.cap != nil {
+		w.cap.GPU -= sh.NodeExtra.GPU
+		w.cap.CPUMilli -= sh.NodeExtra.CPUMilli
+		w.cap.NICs -= sh.NodeExtra.NICs
+	}
+	return a, fit
+}
+
+// placeAligned is place without the shape's NodeExtra: what the zones give.
+func (w *work) placeAligned(sh Shape, ok func(topology.S0ID) bool) (Assignment, bool) {
 	if !w.capFits(sh) {
 		return Assignment{}, false
 	}

@@ -86,12 +86,17 @@ const (
 )
 
 // Shape is what one pod needs on one node: GPU, NICs and CPUMilli are the
-// whole pod's (its effective request, init containers counted as
-// Kubernetes counts them).
+// whole pod's as kubelet's topology manager aligns it in NUMA zones (its
+// effective request, init containers and sidecars counted as Kubernetes
+// counts them, without the pod overhead).
 type Shape struct {
 	GPU      int64
 	NICs     int64
 	CPUMilli int64
+	// NodeExtra is what the pod takes from its node beyond what is aligned
+	// in zones (a RuntimeClass's pod overhead, as the session counts the
+	// pod): it counts against the node's Cap, never against a zone.
+	NodeExtra Cap
 	// Containers, when not empty, splits the need among the pod's
 	// containers (containers.go, built by SplitShape), for nodes whose
 	// policy binds each container to one zone
@@ -183,8 +188,12 @@ type Gang struct {
 	Pods []Pod
 	// Need is how many of Pods must be placed for the gang to run (minMember
 	// minus pods already placed); the planner places all Pods if it can,
-	// else exactly Need of them.
+	// else exactly Need of them: Fewer when it is set, else the first Need.
 	Need int
+	// Fewer, when set, are the Need pods of Pods (in rank order) to place
+	// when not all fit: those that meet every minimum the scheduler checks
+	// (a task role's minAvailable), which the first Need by rank may not.
+	Fewer []Pod
 	// Mode and HighestTier come from the PodGroup annotations.
 	Mode        Mode
 	HighestTier Tier

@@ -148,13 +148,23 @@ func compareSlots(a, b Slot) int {
 }
 
 // newLeaf makes a leaf of sorted, non-empty slots and settles its S1: the S1
-// of the first node by name, with a reason for every node that disagrees.
+// of the first node by name that has a Node object (a node known from its
+// KCNR alone has no S1 to give; when every node of the leaf is such, the
+// leaf's S1 is unknown, ""), with a reason for every node with a Node
+// object that disagrees.
 func newLeaf(id S0ID, slots []Slot) *Leaf {
-	l := &Leaf{ID: id, S1: slots[0].Node.S1, Slots: slots}
-	from := slots[0].Node.Name
+	first := 0
+	for first < len(slots) && slots[first].Node.KCNROnly {
+		first++
+	}
+	if first == len(slots) {
+		return &Leaf{ID: id, Slots: slots}
+	}
+	l := &Leaf{ID: id, S1: slots[first].Node.S1, Slots: slots}
+	from := slots[first].Node.Name
 	last := ""
-	for _, s := range slots[1:] {
-		if s.Node.S1 == l.S1 || s.Node.Name == last {
+	for _, s := range slots[first+1:] {
+		if s.Node.KCNROnly || s.Node.S1 == l.S1 || s.Node.Name == last {
 			continue
 		}
 		last = s.Node.Name

@@ -154,6 +154,19 @@ func TestBuildLeaves(t *testing.T) {
 			},
 			wantS1: map[topology.S1ID][]topology.S0ID{"p": {"x"}},
 		},
+		"a KCNR whose Node is gone gives no S1": {
+			cfg:   s1Config,
+			nodes: []*corev1.Node{sharedNode("n2").S1("p").Obj()},
+			cnrs: []*v1alpha1.CustomNodeResource{
+				builders.MakeCNR("n1").NIC(nicA0, 0, "x").NIC(nicA1, 0, "y").Obj(),
+				builders.MakeCNR("n2").NIC(nicA0, 0, "x").Obj(),
+			},
+			wantLeaves: map[topology.S0ID]leafView{
+				"x": {S1: "p", Slots: []slotView{{"n1", 0, []topology.NICID{nicA0}}, {"n2", 0, []topology.NICID{nicA0}}}},
+				"y": {S1: "", Slots: []slotView{{"n1", 0, []topology.NICID{nicA1}}}},
+			},
+			wantS1: map[topology.S1ID][]topology.S0ID{"p": {"x"}, "": {"y"}},
+		},
 		"unknown leaves are leaves of their own": {
 			cfg:   s1Config,
 			nodes: []*corev1.Node{sharedNode("n1").RDMA(2).S1("p").Obj(), builders.MakeNode("n2").RDMA(1).Obj()},

@@ -59,6 +59,7 @@ func (b *nodeBuilder) build(cfg Config, node *corev1.Node, cnr *v1alpha1.CustomN
 		}
 	} else {
 		out.Name = cnr.Name
+		out.KCNROnly = true
 	}
 	b.node = out.Name
 

@@ -199,6 +199,10 @@ type Node struct {
 	Name string
 	// S1 is the node's miniPod (from the configured label), empty if unknown.
 	S1 S1ID
+	// KCNROnly is true when the node is known from its KCNR alone, with no
+	// Node object (deleted, or not created yet): its S1 is unknown, so it
+	// decides no leaf's S1 (newLeaf).
+	KCNROnly bool
 	// Policy is the node's topology policy.
 	Policy Policy
 	// Known is true when every NIC of the node has a known S0.

@@ -105,6 +105,11 @@ func TestLoadWorkloadErrors(t *testing.T) {
 			in:   pgDoc + "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations: {scheduling.k8s.io/group-name: pg, rdmatopo.io/rank: first}\nspec: {containers: [{name: c}]}\n",
 			want: wantErr{Doc: 2, Kind: "Pod", Name: "default/p", Field: `metadata.annotations["rdmatopo.io/rank"]`, Msg: `"first" is not a rank (want a non-negative integer)`},
 		},
+		"rank: two pods of one gang share one": {
+			in: pgDoc + "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  annotations: {scheduling.k8s.io/group-name: pg, rdmatopo.io/rank: \"0\"}\nspec: {containers: [{name: c}]}\n" +
+				"---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: b\n  annotations: {scheduling.k8s.io/group-name: pg, rdmatopo.io/rank: \"0\"}\nspec: {containers: [{name: c}]}\n",
+			want: wantErr{Doc: 3, Kind: "Pod", Name: "default/b", Field: `metadata.annotations["rdmatopo.io/rank"]`, Msg: `rank 0 is also given to pod default/a`},
+		},
 		"rank: negative in a Volcano Job's template": {
 			in:   "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j}\nspec:\n  minAvailable: 1\n  tasks:\n  - name: w\n    replicas: 1\n    template:\n      metadata: {annotations: {rdmatopo.io/rank: \"-1\"}}\n      spec: {containers: [{name: c, image: x}]}\n",
 			want: wantErr{Doc: 1, Kind: "Job", Name: "default/j", Field: `spec.tasks[].template.metadata.annotations["rdmatopo.io/rank"]`, Msg: `"-1" is not a rank`},

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/rdmatopo/rdmatopo/framework/placement"
 )
 
 // checkQuantities rejects the pod resource quantities the API server's pod
@@ -17,7 +19,10 @@ import (
 // extended resource (a name with a domain outside kubernetes.io, such as
 // nvidia.com/gpu or vke.volcengine.com/rdma) must be a whole number that
 // fits an int64, and a container requesting one must set an equal limit
-// (extended resources cannot be overcommitted). It returns the first
+// (extended resources cannot be overcommitted); and every quantity, and
+// the pod's whole request, must be one the scheduler can count
+// (placement.QuantityProblem: CPU, memory and the rest overflow its
+// counters beyond a bound). It returns the first
 // problem, in field order, as a field path relative to the pod and a
 // message; "" when the pod is fine.
 func checkQuantities(spec *corev1.PodSpec) (field, msg string) {
@@ -49,7 +54,13 @@ func checkQuantities(spec *corev1.PodSpec) (field, msg string) {
 			}
 		}
 	}
-	return checkList("spec.overhead", spec.Overhead)
+	if f, m := checkList("spec.overhead", spec.Overhead); f != "" {
+		return f, m
+	}
+	if q := placement.QuantityProblem(spec); q != nil {
+		return joinPath(q.Path, string(q.Resource)), q.Message
+	}
+	return "", ""
 }
 
 // maxWhole is the largest quantity an extended resource may hold.

@@ -57,6 +57,27 @@ func TestQuantitiesTheAPIServerRejects(t *testing.T) {
 				"spec: {initContainers: [{name: i, resources: {limits: {nvidia.com/gpu: 0.5}}}], containers: [{name: c}]}\n",
 			want: wantErr{Doc: 2, Kind: "Pod", Name: "default/p", Field: `spec.initContainers[0].resources.limits["nvidia.com/gpu"]`, Msg: "must be a whole number"},
 		},
+		"CPU the scheduler cannot count": {
+			in:   resourcesPod(`{limits: {cpu: "9e18"}}`),
+			want: wantErr{Doc: 2, Kind: "Pod", Name: "default/p", Field: `spec.containers[0].resources.limits.cpu`, Msg: "9e18: more cpu than the scheduler can count"},
+		},
+		"CPU beyond every counter": {
+			in:   resourcesPod(`{requests: {cpu: "1e30"}}`),
+			want: wantErr{Doc: 2, Kind: "Pod", Name: "default/p", Field: `spec.containers[0].resources.requests.cpu`, Msg: "1e30: more cpu than the scheduler can count"},
+		},
+		"memory the scheduler cannot count": {
+			in:   resourcesPod(`{requests: {memory: "1e19"}}`),
+			want: wantErr{Doc: 2, Kind: "Pod", Name: "default/p", Field: `spec.containers[0].resources.requests.memory`, Msg: "10e18: more memory than the scheduler can count"},
+		},
+		"ephemeral storage counted in thousandths": {
+			in:   resourcesPod(`{requests: {ephemeral-storage: "1e16"}}`),
+			want: wantErr{Doc: 2, Kind: "Pod", Name: "default/p", Field: `spec.containers[0].resources.requests.ephemeral-storage`, Msg: "10e15: more ephemeral-storage than the scheduler can count"},
+		},
+		"GPUs each countable, together not": {
+			in: "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n" + groupAnn +
+				"spec: {containers: [{name: a, resources: {limits: {nvidia.com/gpu: 5e15}}}, {name: b, resources: {limits: {nvidia.com/gpu: 5e15}}}]}\n",
+			want: wantErr{Doc: 2, Kind: "Pod", Name: "default/p", Field: `spec.containers[*].resources.requests["nvidia.com/gpu"]`, Msg: "the pod's requests of nvidia.com/gpu add up to 10P"},
+		},
 		"Volcano Job template": {
 			in:   strings.Replace(volcanoJob("", 1), "vke.volcengine.com/rdma: 2,", "vke.volcengine.com/rdma: 1.5,", 1),
 			want: wantErr{Doc: 1, Kind: KindVolcanoJob, Name: "team/mpi", Field: `spec.tasks[].template.` + limitsField("vke.volcengine.com/rdma"), Msg: "must be a whole number"},
@@ -95,6 +116,7 @@ func TestQuantitiesTheAPIServerAccepts(t *testing.T) {
 		"zero RDMA":                       "{limits: {vke.volcengine.com/rdma: 0}}",
 		"native resources overcommitted":  "{requests: {cpu: 1, memory: 1Gi}, limits: {cpu: 2}}",
 		"kubernetes.io resources":         "{requests: {example.kubernetes.io/x: 500m}}",
+		"the most CPU and memory counted": `{requests: {cpu: "9223372036854775807m", memory: "9223372036854775807"}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := LoadWorkload("w.yaml", []byte(pgDoc+"---\n"+resourcesPod(resources)))

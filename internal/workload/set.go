@@ -121,6 +121,9 @@ type setBuilder struct {
 	runtimes map[runtimeKey]runtimeEntry
 	pgs      map[string]pgSource // by namespace/name
 	pods     []podSource         // parallel to set.Pods
+	// ranks maps each gang ("namespace/podgroup") to its pods' rdmatopo.io/rank
+	// values, to the pod ("namespace/name") that carries each.
+	ranks map[string]map[int]string
 }
 
 // add decodes one object and adds it (expanded) to the set.
@@ -409,9 +412,23 @@ func (b *setBuilder) putPod(src podSource, p *corev1.Pod) *InputError {
 		return src.origin.errorf(src.kind, src.namespace, src.name, src.prefix+field, "%s", msg)
 	}
 	if v, ok := p.Annotations[placement.AnnotationRank]; ok {
-		if _, ok := placement.ParseRank(v); !ok {
-			return src.origin.errorf(src.kind, src.namespace, src.name,
-				fmt.Sprintf("%smetadata.annotations[%q]", src.prefix, placement.AnnotationRank), "%s", placement.RankProblem(v))
+		field := fmt.Sprintf("%smetadata.annotations[%q]", src.prefix, placement.AnnotationRank)
+		r, ok := placement.ParseRank(v)
+		if !ok {
+			return src.origin.errorf(src.kind, src.namespace, src.name, field, "%s", placement.RankProblem(v))
+		}
+		if group := p.Annotations[schedulingv1beta1.KubeGroupNameAnnotationKey]; group != "" {
+			gang, pod := p.Namespace+"/"+group, p.Namespace+"/"+p.Name
+			if b.ranks == nil {
+				b.ranks = map[string]map[int]string{}
+			}
+			if b.ranks[gang] == nil {
+				b.ranks[gang] = map[int]string{}
+			}
+			if other, dup := b.ranks[gang][r]; dup {
+				return src.origin.errorf(src.kind, src.namespace, src.name, field, "%s", placement.DuplicateRankProblem(v, other))
+			}
+			b.ranks[gang][r] = pod
 		}
 	}
 	if src.prefix != "" && p.Spec.NodeName != "" {

@@ -178,8 +178,12 @@ func resourceOf(r preemption.Resources) *api.Resource {
 	return out
 }
 
-// predicateWithHolds is the plugin's predicate: holds first, then NIC fit.
+// predicateWithHolds is the plugin's predicate: a pod with a quantity the
+// scheduler cannot count fits no node; then holds, then NIC fit.
 func (s *Session) predicateWithHolds(task *api.TaskInfo, node *api.NodeInfo) error {
+	if err := s.uncountableError(task, node); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	probing := s.probing[task.UID] > 0
 	s.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/kubernetes/pkg/api/v1/resource"
 	"volcano.sh/volcano/pkg/scheduler/api"
 
 	"github.com/rdmatopo/rdmatopo/framework/placement"
@@ -49,58 +50,67 @@ func NodeCap(ni *api.NodeInfo, gpu, rdma v1.ResourceName) placement.Cap {
 	}
 }
 
-// ShapeOf is a pod's need: the whole pod's from its Volcano resource
-// request (TaskInfo.InitResreq: the larger of the containers' sum and each
-// init container, plus the pod overhead, as Kubernetes counts it), split
-// into its containers' needs (placement.SplitShape) for nodes that bind
-// each container to one NUMA zone. The parts are the regular and sidecar
-// (restartable init) containers, which run side by side. The pod is not
-// split when an init container exceeds every regular container (in GPUs,
-// NICs or CPU): it runs before them, beside the sidecars, and needs one
-// zone with room for all it asks, which only planning the pod in one zone
-// guarantees. pod may be nil (no split).
+// ShapeOf is a pod's need. The whole pod's is what kubelet's topology
+// manager aligns for it at pod scope: Kubernetes' effective request
+// (resourcehelper.PodRequests: the larger of the running containers' sum,
+// sidecars included, and each init container beside the sidecars declared
+// before it) without the pod overhead. What the session counts beyond it
+// (r, Volcano's TaskInfo.InitResreq: the overhead) is the shape's
+// NodeExtra, which counts against the node only. For nodes that bind each
+// container to one NUMA zone the need is split into its containers'
+// (placement.SplitShape), as the topology manager aligns them at container
+// scope: sidecars and regular containers, and init containers that ask for
+// no NIC; an init container asking for NICs keeps the pod whole unless a
+// regular container asks for at least as much of everything (it then runs
+// in that container's zone, whose devices the container reuses). pod may
+// be nil: r is then the whole need, unsplit.
 func ShapeOf(pod *v1.Pod, r *api.Resource, gpu, rdma v1.ResourceName) placement.Shape {
 	if r == nil {
 		return placement.Shape{}
 	}
-	sh := placement.Shape{
+	session := placement.Shape{
 		GPU:      int64(r.ScalarResources[gpu] / 1000),
 		NICs:     int64(r.ScalarResources[rdma] / 1000),
 		CPUMilli: int64(r.MilliCPU),
 	}
-	if pod == nil || len(pod.Spec.Containers)+len(pod.Spec.InitContainers) < 2 {
+	if pod == nil {
+		return session
+	}
+	aligned := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{ExcludeOverhead: true})
+	sh := placement.Shape{GPU: units(aligned[gpu]), NICs: units(aligned[rdma]), CPUMilli: milli(aligned[v1.ResourceCPU])}
+	sh.NodeExtra = placement.Cap{
+		GPU:      max(session.GPU-sh.GPU, 0),
+		NICs:     max(session.NICs-sh.NICs, 0),
+		CPUMilli: max(session.CPUMilli-sh.CPUMilli, 0),
+	}
+	if len(pod.Spec.Containers)+len(pod.Spec.InitContainers) < 2 {
 		return sh
 	}
-	need := func(c *v1.Container) placement.Part {
+	need := func(c *v1.Container, order int) placement.Part {
 		q := c.Resources.Requests
-		return placement.Part{Names: []string{c.Name}, GPU: units(q[gpu]), NICs: units(q[rdma]), CPUMilli: max(q.Cpu().MilliValue(), 0)}
+		return placement.Part{Names: []string{c.Name}, GPU: units(q[gpu]), NICs: units(q[rdma]), CPUMilli: milli(q[v1.ResourceCPU]), Order: order}
 	}
 	var parts, regular []placement.Part
-	for i := range pod.Spec.InitContainers {
-		if c := &pod.Spec.InitContainers[i]; isSidecar(c) {
-			parts = append(parts, need(c))
-		}
-	}
 	for i := range pod.Spec.Containers {
-		regular = append(regular, need(&pod.Spec.Containers[i]))
+		regular = append(regular, need(&pod.Spec.Containers[i], len(pod.Spec.InitContainers)+i))
 	}
-	parts = append(parts, regular...)
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		if isSidecar(c) {
+		p := need(c, i)
+		switch {
+		case isSidecar(c):
+		case p.NICs == 0:
+			p.Init = true
+		case slices.ContainsFunc(regular, func(r placement.Part) bool {
+			return p.GPU <= r.GPU && p.NICs <= r.NICs && p.CPUMilli <= r.CPUMilli
+		}):
 			continue
-		}
-		// It runs before the regular containers start, beside the
-		// sidecars: it fits in the zone of a regular container it does
-		// not exceed.
-		in := need(c)
-		if !slices.ContainsFunc(regular, func(p placement.Part) bool {
-			return in.GPU <= p.GPU && in.NICs <= p.NICs && in.CPUMilli <= p.CPUMilli
-		}) {
+		default:
 			return sh
 		}
+		parts = append(parts, p)
 	}
-	return placement.SplitShape(sh, parts)
+	return placement.SplitShape(sh, append(parts, regular...))
 }
 
 // isSidecar reports whether an init container keeps running beside the
@@ -112,4 +122,9 @@ func isSidecar(c *v1.Container) bool {
 // units is a count resource's request (GPUs, RDMA units); negative is 0.
 func units(q resource.Quantity) int64 {
 	return max(q.Value(), 0)
+}
+
+// milli is a CPU request in millicores; negative is 0.
+func milli(q resource.Quantity) int64 {
+	return max(q.MilliValue(), 0)
 }

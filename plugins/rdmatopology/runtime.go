@@ -74,6 +74,9 @@ type Runtime struct {
 	// warnings remembers the pods warned about for unreadable annotations,
 	// across rebuilds (annotation_events.go).
 	warnings annotationWarnings
+	// quantityWarnings remembers the pending pods warned about for a
+	// resource quantity the scheduler cannot count.
+	quantityWarnings quantityWarnings
 
 	// State of one topology configuration, made new by reset.
 

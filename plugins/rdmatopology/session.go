@@ -31,6 +31,10 @@ type Session struct {
 	fabric *topology.Fabric
 	// state is the free view after the ledger, kept in step with it.
 	state *placement.State
+	// uncountable are the pending tasks with a resource quantity the
+	// scheduler cannot count (findUncountable); set when the session
+	// opens, read-only after.
+	uncountable map[api.TaskID]*placement.QuantityIssue
 
 	mu sync.Mutex
 	// planned holds the assignment the action chose for a task, consumed by
@@ -85,6 +89,7 @@ func openSession(rt *Runtime, ssn *framework.Session, args *Args) *Session {
 	now := rt.Now()
 	rt.faults.observe(now, f, args, rt.recorder)
 	s := newSession(rt, ssn, args, f)
+	s.uncountable = s.findUncountable()
 	s.reconcile()
 	rt.Ledger.Each(s.indexLocked)
 	s.noteLost(s.released)

@@ -301,6 +301,7 @@ func (n *Nodes) Request(job *api.JobInfo, rdma []*api.TaskInfo, others int) (pla
 	g.Admit = n.Admit(rdma, nil)
 	need := int(job.MinAvailable) - int(job.ReadyTaskNum()) - others
 	g.Need = max(0, min(need, len(rdma)))
+	g.Fewer = fewerPods(job, rdma, g)
 	return g, nil
 }
 
