@@ -3,16 +3,20 @@ package sim
 import (
 	"fmt"
 
+	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 )
 
 // ConfirmPod records a bound pod in its node's KCNR, as katalyst's agent
 // reports a running pod: the simulator's node agent (Options.NodeAgent,
 // nodeagent.Default when unset) chooses the pod's zones and NICs (see
-// nodeagent.Allot), and the KCNR lists one RDMA unit on each chosen NIC
+// nodeagent.Allot; what the pods that arrived bound hold by their
+// annotations while the KCNR does not list them stays theirs, see heldOn),
+// and the KCNR lists one RDMA unit on each chosen NIC
 // and, on each chosen NUMA zone, those NICs plus the pod's GPUs and CPU
 // taken there (nodeagent.Record). With Options.NodeAgent set, the
 // simulator confirms every pod right after its bind; otherwise a bind is
@@ -45,7 +49,7 @@ func (s *Simulator) ConfirmPod(namespace, name string) (ledger.Reservation, erro
 	if mode == "" {
 		mode = nodeagent.Default
 	}
-	r, ok := nodeagent.Allot(mode, s.conf.Topology, cnr, nil, p)
+	r, ok := nodeagent.Allot(mode, s.conf.Topology, cnr, s.heldOn(p.Spec.NodeName, cnr, namespace+"/"+name), p)
 	if !ok {
 		return ledger.Reservation{}, nil
 	}
@@ -55,6 +59,45 @@ func (s *Simulator) ConfirmPod(namespace, name string) (ledger.Reservation, erro
 	}
 	s.putCNR(next)
 	return r, nil
+}
+
+// heldOn returns what the pods that arrived bound to node (cluster pods,
+// running workload pods) hold there by their rdmatopo.io/* annotations
+// while its KCNR does not list them, read as ledger.Rebuild reads them
+// (the earlier pod keeps a NIC two pods name), leaving out the pod self
+// ("namespace/name"). A node agent has admitted those pods before the
+// simulation began: what they hold is not its to hand out again. Pods the
+// simulation bound are the agent's own choices (ConfirmPod), listed once
+// confirmed.
+func (s *Simulator) heldOn(node string, cnr *v1alpha1.CustomNodeResource, self string) []ledger.Reservation {
+	keys := s.arrivedBound[node]
+	if len(keys) == 0 {
+		return nil
+	}
+	listed := nodeagent.ListedNICs(cnr)
+	var pods []*corev1.Pod
+	for key := range keys {
+		e, ok := s.pods[key]
+		switch {
+		case !ok || e.deleted || e.pod.Spec.NodeName != node || len(listed[nodeagent.Consumer(e.pod)]) > 0:
+			delete(keys, key)
+		case key != self:
+			pods = append(pods, e.pod)
+		}
+	}
+	if len(keys) == 0 {
+		delete(s.arrivedBound, node)
+	}
+	if len(pods) == 0 {
+		return nil
+	}
+	var nodes []*corev1.Node
+	if n, ok := s.nodes[node]; ok {
+		nodes = append(nodes, n)
+	}
+	f := topology.BuildWithHyperNodes(s.conf.Topology, s.hyper, nodes, []*v1alpha1.CustomNodeResource{cnr})
+	l, _ := ledger.Rebuild(s.conf.Topology, pods, f)
+	return l.All()
 }
 
 // releaseFromCNR removes a deleted pod's allocations from its node's KCNR,

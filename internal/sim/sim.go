@@ -193,6 +193,12 @@ type Simulator struct {
 	// terminating holds the keys of evicted pods still on their nodes
 	// (Options.EvictionGrace), for endTerminations.
 	terminating map[string]bool
+	// arrivedBound maps a node to the keys of the pods that arrived bound
+	// to it (cluster pods, running workload pods): until its KCNR lists
+	// them they hold what their annotations name, and the node agent
+	// hands none of it out (heldOn). Entries of pods gone, moved or listed
+	// are dropped when next read.
+	arrivedBound map[string]map[string]bool
 
 	cycle int
 	rv    int64
@@ -264,6 +270,8 @@ func New(c *Conf, cluster *workload.Cluster, opts Options) (*Simulator, error) {
 		classes:   map[string]*schedulingv1.PriorityClass{},
 
 		terminating: map[string]bool{},
+
+		arrivedBound: map[string]map[string]bool{},
 	}
 	s.serverOpts = defaultServerOptions(opts.NodesToFindPercent)
 	cycleMu.Lock()
@@ -403,6 +411,14 @@ func (s *Simulator) addPod(p *corev1.Pod, workload bool) error {
 		s.podOrder = append(s.podOrder, key)
 	}
 	s.pods[key] = &podEntry{pod: obj, workload: workload}
+	if !pending {
+		m := s.arrivedBound[obj.Spec.NodeName]
+		if m == nil {
+			m = map[string]bool{}
+			s.arrivedBound[obj.Spec.NodeName] = m
+		}
+		m[key] = true
+	}
 	s.cache.AddPod(s.podLists.copyPod(obj))
 	return nil
 }
