@@ -78,6 +78,13 @@ type RunDetails struct {
 	RealizedOracleInfeasible int `json:"realizedOracleInfeasible"`
 	RealizedBelowOptimum     int `json:"realizedBelowOptimum"`
 	RealizedOneNodeGangs     int `json:"realizedOneNodeGangs"`
+	// S1OracleUnknown counts gangs whose fewest S1s the oracle could not
+	// decide, left out of atS1OptimumFrac.
+	S1OracleUnknown int `json:"s1OracleUnknown"`
+	// OffOptimum lists the gangs graded off the fewest S0s, OffS1Optimum
+	// those on the fewest S0s but off the fewest S1s, in trace order.
+	OffOptimum   []replay.GangMiss `json:"offOptimum,omitempty"`
+	OffS1Optimum []replay.GangMiss `json:"offS1Optimum,omitempty"`
 	// SessionCPUSeconds is the process CPU time (user + system, the
 	// garbage collector's included) over the sessions "seconds" times.
 	SessionCPUSeconds float64 `json:"sessionCPUSeconds"`
@@ -227,6 +234,7 @@ func Run(o Options) (*Report, error) {
 			OneNodeGangs: res.OneNode, NodeAgent: string(agent),
 			RealizedOracleUnknown: res.RealizedOracleUnknown, RealizedOracleInfeasible: res.RealizedOracleInfeasible,
 			RealizedBelowOptimum: res.RealizedBelowOptimum, RealizedOneNodeGangs: res.RealizedOneNode,
+			S1OracleUnknown: res.S1OracleUnknown, OffOptimum: res.OffOptimum, OffS1Optimum: res.OffS1Optimum,
 			SessionCPUSeconds: res.CPUSeconds, PeakLiveHeapBytes: res.PeakLiveHeapBytes,
 			PlanRefused:     int(rdmatopology.PlanRefused() - refusedBefore),
 			AllReduceFaster: res.AllReduceFaster, AllReduceModel: o.allReduce().FlagValues()}
@@ -422,6 +430,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 		{"mean S0 per gang", func(r *replay.RunResult) string { return fmt.Sprintf("%.3f", r.MeanS0) }},
 		{"floor S0 (empty fabric)", func(r *replay.RunResult) string { return fmt.Sprintf("%.3f", r.FloorS0) }},
 		{"at optimum", func(r *replay.RunResult) string { return fmt.Sprintf("%.3f", r.AtOptimumFrac) }},
+		{"at S1 optimum (fewest S0s, then S1s)", func(r *replay.RunResult) string { return fmt.Sprintf("%.3f", r.AtS1OptimumFrac) }},
 		{"oracle unknown (left out)", func(r *replay.RunResult) string { return fmt.Sprint(r.OracleUnknown) }},
 		{"oracle infeasible", func(r *replay.RunResult) string { return fmt.Sprint(r.OracleInfeasible) }},
 		{"ring leaf crossings per gang", func(r *replay.RunResult) string { return fmt.Sprintf("%.3f", r.MeanRingCrossings) }},

@@ -76,7 +76,7 @@ func TestReportJSONKeys(t *testing.T) {
 		}
 	}
 	runs := got["runs"].(map[string]any)
-	want := []string{"placed", "pods", "meanS0", "atOptimumFrac", "fragmentation", "seconds", "secondsPerPod", "peakHeapBytes",
+	want := []string{"placed", "pods", "meanS0", "atOptimumFrac", "atS1OptimumFrac", "fragmentation", "seconds", "secondsPerPod", "peakHeapBytes",
 		"realizedMeanS0", "realizedAtOptimumFrac", "nicMismatches", "meanRingCrossings", "ringAtMinimumFrac",
 		"allreduceSlowdownP50", "allreduceSlowdownP95"}
 	for _, name := range []string{replay.ConfRDMATopo, replay.ConfBaseline} {

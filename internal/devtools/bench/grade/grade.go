@@ -108,6 +108,29 @@ func GradeGang(s0 int, oneNode bool, opt *oracle.OracleResult) Grade {
 	return GradeOff
 }
 
+// GradeGangS1 grades a gang that spanned s0 S0s in s1 S1s against the
+// oracle's fewest leaves and, among those, fewest S1s, at its first bind
+// (nil: none): at the optimum when it is on one node under one leaf, when
+// it spanned fewer leaves than the minimum, or the minimum of leaves in no
+// more S1s than the oracle's fewest; off when it spanned more leaves, or
+// the minimum of leaves in more S1s. Undecided S1s (the oracle's S1Reason)
+// are GradeUnknown.
+func GradeGangS1(s0, s1 int, oneNode bool, opt *oracle.OracleResult) Grade {
+	gr := GradeGang(s0, oneNode, opt)
+	if gr != GradeAt {
+		return gr
+	}
+	switch {
+	case opt.S1Reason != "":
+		return GradeUnknown
+	case s1 < opt.S1s:
+		return GradeBelow
+	case s1 > opt.S1s:
+		return GradeOff
+	}
+	return GradeAt
+}
+
 // Tally counts a run's gangs by grade.
 type Tally struct{ At, OneNode, Below, Unknown, Infeasible int }
 

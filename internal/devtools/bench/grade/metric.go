@@ -300,6 +300,19 @@ func (t *Tracker) S0Count(assign []placement.Assignment) int {
 	return len(seen)
 }
 
+// S1Count returns how many S1s the leaves of the assignments' NICs are in.
+func (t *Tracker) S1Count(assign []placement.Assignment) int {
+	seen := map[topology.S1ID]bool{}
+	for _, a := range assign {
+		for _, id := range t.fabric.NICLeaves(a.Node, a.NICs()) {
+			if l, ok := t.fabric.Leaf(id); ok {
+				seen[l.S1] = true
+			}
+		}
+	}
+	return len(seen)
+}
+
 // OracleState returns every node's free GPUs, CPU and NICs as the tracker
 // holds them, with each free NIC's leaf, for MinLeaves. CPU is what the
 // KCNRs show: the tracker does not follow CPU, which never limits placement
@@ -338,7 +351,7 @@ func (t *Tracker) oracleNode(name string) (oracle.OracleNode, bool) {
 	if !ok {
 		return oracle.OracleNode{}, false
 	}
-	on := oracle.OracleNode{Name: name, Spanning: n.Policy == topology.PolicySpanning, Zones: make([]oracle.OracleZone, len(zones))}
+	on := oracle.OracleNode{Name: name, S1: string(n.S1), Spanning: n.Policy == topology.PolicySpanning, Zones: make([]oracle.OracleZone, len(zones))}
 	for i, z := range zones {
 		oz := oracle.OracleZone{FreeGPU: z.gpu, FreeCPUMilli: n.Zones[i].FreeCPUMilli}
 		for _, nic := range z.nics {

@@ -93,7 +93,7 @@ func TestTrackerOptimum(t *testing.T) {
 	for i := 16; i < 24; i++ {
 		crowded = append(crowded, zoneUse(i, 0))
 	}
-	exact := func(n int) oracle.OracleResult { return oracle.OracleResult{Status: oracle.OracleExact, Leaves: n} }
+	exact := func(n int) oracle.OracleResult { return oracle.OracleResult{Status: oracle.OracleExact, Leaves: n, S1s: 1} }
 	tests := []struct {
 		name  string
 		held  []placement.Assignment
@@ -281,6 +281,35 @@ func TestGradeGang(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := GradeGang(tc.s0, tc.oneNode, tc.opt); got != tc.want {
 				t.Errorf("GradeGang(%d, %v, %+v) = %d, want %d", tc.s0, tc.oneNode, tc.opt, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestGradeGangS1(t *testing.T) {
+	exact := func(leaves, s1s int) *oracle.OracleResult {
+		return &oracle.OracleResult{Status: oracle.OracleExact, Leaves: leaves, S1s: s1s}
+	}
+	tests := []struct {
+		name    string
+		s0, s1  int
+		oneNode bool
+		opt     *oracle.OracleResult
+		want    Grade
+	}{
+		{name: "fewest leaves in the fewest S1s", s0: 3, s1: 2, opt: exact(3, 2), want: GradeAt},
+		{name: "fewest leaves in one S1 too many", s0: 3, s1: 3, opt: exact(3, 2), want: GradeOff},
+		{name: "fewest leaves in fewer S1s (the state changed)", s0: 3, s1: 1, opt: exact(3, 2), want: GradeBelow},
+		{name: "more leaves is off whatever the S1s", s0: 4, s1: 1, opt: exact(3, 2), want: GradeOff},
+		{name: "fewer leaves is below whatever the S1s", s0: 2, s1: 3, opt: exact(3, 2), want: GradeBelow},
+		{name: "one node under one leaf", s0: 1, s1: 1, oneNode: true, want: GradeOneNode},
+		{name: "S1s undecided", s0: 3, s1: 2, opt: &oracle.OracleResult{Status: oracle.OracleExact, Leaves: 3, S1Reason: "two S1s"}, want: GradeUnknown},
+		{name: "not asked", s0: 3, s1: 2, want: GradeUnknown},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := GradeGangS1(tc.s0, tc.s1, tc.oneNode, tc.opt); got != tc.want {
+				t.Errorf("GradeGangS1(%d, %d, %v, %+v) = %d, want %d", tc.s0, tc.s1, tc.oneNode, tc.opt, got, tc.want)
 			}
 		})
 	}

@@ -59,6 +59,9 @@ type OracleZone struct {
 // OracleNode is one node as the oracle sees it.
 type OracleNode struct {
 	Name string
+	// S1 is the node's S1 (miniPod); "" is one S1 like any other (the
+	// nodes whose S1 is unknown).
+	S1 string
 	// Spanning is true when the node's topology policy lets a pod take
 	// resources from several NUMA zones; false for single-NUMA policies.
 	Spanning bool
@@ -98,6 +101,13 @@ type OracleResult struct {
 	// (0 for a gang requesting no NICs); set only when Status is
 	// OracleExact.
 	Leaves int
+	// S1s is the fewest S1s of the placements on Leaves leaves (0 for a
+	// gang requesting no NICs); set only when Status is OracleExact and
+	// S1Reason is empty.
+	S1s int
+	// S1Reason says why S1s could not be decided (s1.go); empty when it
+	// was.
+	S1Reason string
 	// Reason explains an OracleUnknown answer.
 	Reason string
 	// Visited is the number of leaf sets the search visited.
@@ -140,7 +150,8 @@ func MinLeaves(nodes []OracleNode, pods []OracleShape, limit int) OracleResult {
 	}
 	s := &oracleSearch{r: sh.NICs, n: n, limit: limit}
 	var bests [][]int
-	for _, c := range components(units) {
+	comps := components(units)
+	for _, c := range comps {
 		best, ok := s.componentBest(c)
 		if !ok {
 			return OracleResult{Status: OracleUnknown, Visited: s.visited,
@@ -152,7 +163,23 @@ func MinLeaves(nodes []OracleNode, pods []OracleShape, limit int) OracleResult {
 	if !ok {
 		return OracleResult{Status: OracleInfeasible, Visited: s.visited}
 	}
-	return OracleResult{Status: OracleExact, Leaves: k, Visited: s.visited}
+	res := OracleResult{Status: OracleExact, Leaves: k, Visited: s.visited}
+	s1s := make([]string, len(comps))
+	for i, c := range comps {
+		for j, u := range c.units {
+			if j > 0 && u.s1 != s1s[i] {
+				res.S1Reason = fmt.Sprintf("leaf %s is reached from nodes of S1s %q and %q", c.leaves[0], s1s[i], u.s1)
+				return res
+			}
+			s1s[i] = u.s1
+		}
+	}
+	if c, ok := fewestS1s(bests, s1s, n); ok && c.leaves == k {
+		res.S1s = c.s1s
+	} else {
+		res.S1Reason = fmt.Sprintf("the S1 programme found %d leaves where the leaf programme found %d", c.leaves, k)
+	}
+	return res
 }
 
 // unit is where pods of the gang's shape are counted: a zone of a
@@ -160,6 +187,8 @@ func MinLeaves(nodes []OracleNode, pods []OracleShape, limit int) OracleResult {
 type unit struct {
 	// cap is how many pods its GPUs and CPU allow, at most the gang size.
 	cap int
+	// s1 is the S1 of the unit's node.
+	s1 string
 	// leaves are the leaves of the unit's free NICs, each once, in the
 	// order first seen; nics[i] is its free NICs under leaves[i]. (Slices,
 	// not a map: a unit has a few leaves, and the oracle builds a unit per
@@ -207,7 +236,7 @@ func buildUnits(nodes []OracleNode, sh OracleShape, n int, sc *unitScratch) []un
 	defer func() { sc.units, sc.leaves, sc.counts = out, leaves, counts }()
 	// add counts the pods zones hold together: one zone of a single-NUMA
 	// node, every zone of a spanning node.
-	add := func(zones []OracleZone) {
+	add := func(s1 string, zones []OracleZone) {
 		var gpu, cpu, total int64
 		for _, z := range zones {
 			gpu += max(z.FreeGPU, 0)
@@ -236,15 +265,15 @@ func buildUnits(nodes []OracleNode, sh OracleShape, n int, sc *unitScratch) []un
 			}
 		}
 		end := len(leaves)
-		out = append(out, unit{cap: int(c), leaves: leaves[start:end:end], nics: counts[start:end:end]})
+		out = append(out, unit{cap: int(c), s1: s1, leaves: leaves[start:end:end], nics: counts[start:end:end]})
 	}
 	for _, nd := range nodes {
 		if nd.Spanning {
-			add(nd.Zones)
+			add(nd.S1, nd.Zones)
 			continue
 		}
 		for i := range nd.Zones {
-			add(nd.Zones[i : i+1])
+			add(nd.S1, nd.Zones[i:i+1])
 		}
 	}
 	return out

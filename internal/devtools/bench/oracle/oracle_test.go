@@ -27,6 +27,9 @@ type bfZone struct {
 }
 
 type bfNode struct {
+	// s1 is the node's S1: nodes alternate between two, and the leaves
+	// of provider and rail cabling are per S1 (named after it).
+	s1       string
 	spanning bool
 	zones    []bfZone
 }
@@ -42,6 +45,7 @@ func randomFabric(rng *rand.Rand, cabling string) []bfNode {
 			cab = []string{cableProvider, cableRail, cableUnknown}[rng.IntN(3)]
 		}
 		nd := &nodes[ni]
+		nd.s1 = fmt.Sprint("s1-", ni%2)
 		nd.spanning = rng.IntN(5) < 2
 		nicIndex := 0
 		for zi := 0; zi < 1+rng.IntN(2); zi++ {
@@ -50,9 +54,9 @@ func randomFabric(rng *rand.Rand, cabling string) []bfNode {
 				var leaf string
 				switch cab {
 				case cableProvider:
-					leaf = fmt.Sprintf("prov-%d", zi)
+					leaf = fmt.Sprintf("%s/prov-%d", nd.s1, zi)
 				case cableRail:
-					leaf = fmt.Sprintf("rail-%d", nicIndex)
+					leaf = fmt.Sprintf("%s/rail-%d", nd.s1, nicIndex)
 				default:
 					leaf = fmt.Sprintf("unknown-%d-%d", ni, nicIndex)
 				}
@@ -71,7 +75,7 @@ func randomFabric(rng *rand.Rand, cabling string) []bfNode {
 func oracleNodes(nodes []bfNode) []OracleNode {
 	out := make([]OracleNode, len(nodes))
 	for i, nd := range nodes {
-		out[i] = OracleNode{Name: fmt.Sprint("n", i), Spanning: nd.spanning}
+		out[i] = OracleNode{Name: fmt.Sprint("n", i), S1: nd.s1, Spanning: nd.spanning}
 		for _, z := range nd.zones {
 			oz := OracleZone{FreeGPU: z.gpu, FreeCPUMilli: z.cpu}
 			for _, c := range z.nics {
@@ -189,6 +193,8 @@ func options(nodes []bfNode, sh OracleShape) []bfOption {
 type bruteResult struct {
 	Feasible bool
 	Leaves   int
+	// S1s is the fewest S1s among the placements on Leaves leaves.
+	S1s int
 }
 
 // bruteMinLeaves enumerates every assignment of the pods to zones, GPUs,
@@ -224,7 +230,22 @@ func bruteMinLeavesWith(nodes []bfNode, pods []OracleShape, lim bfLimits) bruteR
 	}
 	u := usage{gpu: map[[2]int]int64{}, cpu: map[[2]int]int64{}, nic: map[[3]int]bool{}}
 	leafCount := map[string]int{}
-	best := -1
+	best, bestS1 := -1, 0
+	s1Of := map[string]string{}
+	for _, nd := range nodes {
+		for _, z := range nd.zones {
+			for _, c := range z.nics {
+				s1Of[c.leaf] = nd.s1
+			}
+		}
+	}
+	s1Count := func() int {
+		seen := map[string]bool{}
+		for l := range leafCount {
+			seen[s1Of[l]] = true
+		}
+		return len(seen)
+	}
 	opts := map[OracleShape][]bfOption{}
 	for _, p := range pods {
 		if _, ok := opts[p]; !ok {
@@ -264,11 +285,12 @@ func bruteMinLeavesWith(nodes []bfNode, pods []OracleShape, lim bfLimits) bruteR
 	}
 	var place func(i, from int)
 	place = func(i, from int) {
-		if best >= 0 && len(leafCount) >= best {
-			return // cannot improve: leaves only grow
+		// Leaves and S1s only grow: stop where neither can improve.
+		if best >= 0 && (len(leafCount) > best || len(leafCount) == best && s1Count() >= bestS1) {
+			return
 		}
 		if i == len(pods) {
-			best = len(leafCount)
+			best, bestS1 = len(leafCount), s1Count()
 			return
 		}
 		list := opts[pods[i]]
@@ -298,7 +320,7 @@ func bruteMinLeavesWith(nodes []bfNode, pods []OracleShape, lim bfLimits) bruteR
 	if best < 0 {
 		return bruteResult{}
 	}
-	return bruteResult{Feasible: true, Leaves: best}
+	return bruteResult{Feasible: true, Leaves: best, S1s: bestS1}
 }
 
 // oracleResult reduces an exact or infeasible oracle answer for comparison.
@@ -306,7 +328,10 @@ func oracleResult(t *testing.T, res OracleResult) bruteResult {
 	t.Helper()
 	switch res.Status {
 	case OracleExact:
-		return bruteResult{Feasible: true, Leaves: res.Leaves}
+		if res.S1Reason != "" {
+			t.Fatalf("oracle left S1s undecided: %s", res.S1Reason)
+		}
+		return bruteResult{Feasible: true, Leaves: res.Leaves, S1s: res.S1s}
 	case OracleInfeasible:
 		return bruteResult{}
 	}
@@ -364,7 +389,7 @@ func TestMinLeavesMatchesBruteForce(t *testing.T) {
 			pods    int
 		}{seed, cablings[rng.IntN(len(cablings))], testShapes[rng.IntN(len(testShapes))], 1 + rng.IntN(4)})
 	}
-	feasible, multi := 0, 0
+	feasible, multi, multiS1 := 0, 0, 0
 	for _, tc := range tests {
 		name := fmt.Sprintf("seed=%d/%s/%dx%+v", tc.seed, tc.cabling, tc.pods, tc.shape)
 		rng := rand.New(rand.NewPCG(tc.seed, 2))
@@ -383,12 +408,15 @@ func TestMinLeavesMatchesBruteForce(t *testing.T) {
 			if want.Leaves > 1 {
 				multi++
 			}
+			if want.S1s > 1 {
+				multiS1++
+			}
 		}
 	}
 	// The sweep must exercise both answers and wide optima, not only
 	// infeasible gangs.
-	t.Logf("%d cases: %d feasible, %d of them on more than one leaf", len(tests), feasible, multi)
-	if feasible < len(tests)/4 || multi < len(tests)/10 {
+	t.Logf("%d cases: %d feasible, %d of them on more than one leaf, %d on more than one S1", len(tests), feasible, multi, multiS1)
+	if feasible < len(tests)/4 || multi < len(tests)/10 || multiS1 < len(tests)/50 {
 		t.Errorf("only %d feasible and %d multi-leaf cases of %d: the fabrics are too small to test much", feasible, multi, len(tests))
 	}
 }
@@ -426,17 +454,17 @@ func TestMinLeavesCases(t *testing.T) {
 		{name: "no NICs requested, no room", nodes: []OracleNode{provNode("n1", false)}, pods: gang(3, OracleShape{GPU: 4}),
 			want: OracleResult{Status: OracleInfeasible}},
 		{name: "provider: both zones of two nodes, one leaf", nodes: []OracleNode{provNode("n1", false), provNode("n2", false)},
-			pods: gang(2, half), want: OracleResult{Status: OracleExact, Leaves: 1}},
+			pods: gang(2, half), want: OracleResult{Status: OracleExact, Leaves: 1, S1s: 1}},
 		{name: "provider: a whole-node pod needs both leaves of a spanning node",
 			nodes: []OracleNode{provNode("n1", false), provNode("n2", true)}, pods: gang(1, OracleShape{GPU: 8, NICs: 4}),
-			want: OracleResult{Status: OracleExact, Leaves: 2}},
+			want: OracleResult{Status: OracleExact, Leaves: 2, S1s: 1}},
 		{name: "provider: a whole-node pod on single-NUMA nodes does not fit",
 			nodes: []OracleNode{provNode("n1", false)}, pods: gang(1, OracleShape{GPU: 8, NICs: 4}),
 			want: OracleResult{Status: OracleInfeasible}},
 		{name: "rail: three 2-NIC pods on two rails", nodes: []OracleNode{railNode("n1", false), railNode("n2", false), railNode("n3", false)},
-			pods: gang(3, half), want: OracleResult{Status: OracleExact, Leaves: 2}},
+			pods: gang(3, half), want: OracleResult{Status: OracleExact, Leaves: 2, S1s: 1}},
 		{name: "rail: six 2-NIC pods on four rails (two per zone side)", nodes: []OracleNode{railNode("n1", false), railNode("n2", false), railNode("n3", false)},
-			pods: gang(6, half), want: OracleResult{Status: OracleExact, Leaves: 4}},
+			pods: gang(6, half), want: OracleResult{Status: OracleExact, Leaves: 4, S1s: 1}},
 		{name: "mixed shapes are not searched", nodes: []OracleNode{provNode("n1", false)},
 			pods: []OracleShape{half, {GPU: 1, NICs: 1}},
 			want: OracleResult{Status: OracleUnknown, Reason: "pods of different shapes ({GPU:4 CPUMilli:0 NICs:2} and {GPU:1 CPUMilli:0 NICs:1}): the oracle is exact for one shape only"}},

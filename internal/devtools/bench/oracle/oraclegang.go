@@ -84,6 +84,8 @@ func MinLeavesGang(nodes []OracleNode, g OracleGang, limit int) OracleResult {
 		dp[i] = -1
 	}
 	dp[0] = 0
+	s1 := &s1Search{sp: sp, reach: map[string][]int{}}
+	s1Reason := ""
 	for _, comp := range gangComponents(ns) {
 		if len(comp.leaves) > maxComponentLeaves {
 			return OracleResult{Status: OracleUnknown, Visited: search.visited,
@@ -95,12 +97,30 @@ func MinLeavesGang(nodes []OracleNode, g OracleGang, limit int) OracleResult {
 				Reason: fmt.Sprintf("search limit of %d leaf sets reached", limit)}
 		}
 		dp = sp.combine(dp, bySize)
+		if s1Reason == "" {
+			if id, ok := comp.s1(); ok {
+				s1.add(id, bySize)
+			} else {
+				s1Reason = fmt.Sprintf("leaf %s is reached from nodes of two S1s", comp.leaves[0])
+			}
+		}
 	}
 	best := dp[sp.size-1]
 	if best < 0 {
 		return OracleResult{Status: OracleInfeasible, Visited: search.visited}
 	}
-	return OracleResult{Status: OracleExact, Leaves: best, Visited: search.visited}
+	res := OracleResult{Status: OracleExact, Leaves: best, Visited: search.visited, S1Reason: s1Reason}
+	if s1Reason == "" {
+		switch c, ok, reason := s1.result(); {
+		case reason != "":
+			res.S1Reason = reason
+		case !ok || c.leaves != best:
+			res.S1Reason = fmt.Sprintf("the S1 programme found %d leaves where the leaf programme found %d", c.leaves, best)
+		default:
+			res.S1s = c.s1s
+		}
+	}
+	return res
 }
 
 // gangClasses groups the gang's NIC-using pods by shape and node group, in
@@ -221,6 +241,8 @@ func (sp *stateSpace) combine(dp []int, bySize [][]int) []int {
 
 // gangNode is one node as the mixed search sees it.
 type gangNode struct {
+	// s1 is the node's S1.
+	s1       string
 	spanning bool
 	zones    []OracleZone
 	// allowed[c] says whether pods of class c may use the node.
@@ -248,7 +270,7 @@ func gangNodes(nodes []OracleNode, g OracleGang, classes []gangClass, sc *gangSc
 	leaves := grow(sc.leaves, total)
 	defer func() { sc.nodes, sc.allowed, sc.leaves = out, allowed, leaves }()
 	for _, nd := range nodes {
-		gn := gangNode{spanning: nd.Spanning, zones: nd.Zones, maxPods: -1}
+		gn := gangNode{s1: nd.S1, spanning: nd.Spanning, zones: nd.Zones, maxPods: -1}
 		a0, l0 := len(allowed), len(leaves)
 		any := false
 		for _, c := range classes {
@@ -307,6 +329,16 @@ func gangComponents(nodes []gangNode) []gangComponent {
 		}
 	}
 	return out
+}
+
+// s1 returns the S1 of the component's nodes; false when they name two.
+func (c gangComponent) s1() (string, bool) {
+	for _, n := range c.nodes[1:] {
+		if n.s1 != c.nodes[0].s1 {
+			return "", false
+		}
+	}
+	return c.nodes[0].s1, true
 }
 
 // gangSearch holds what the component searches share.

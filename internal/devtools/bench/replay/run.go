@@ -37,6 +37,11 @@ type RunResult struct {
 	// one node; gangs the oracle could not decide (OracleUnknown) are left
 	// out.
 	AtOptimumFrac float64 `json:"atOptimumFrac"`
+	// AtS1OptimumFrac is the share of those gangs at the optimum of both
+	// rungs: the fewest S0s and, among placements on that many, the
+	// fewest S1s (the oracle's S1s), or on one node; gangs whose leaves or
+	// S1s the oracle could not decide are left out.
+	AtS1OptimumFrac float64 `json:"atS1OptimumFrac"`
 	// Fragmentation is the share of S0s partly used, averaged over cycles.
 	Fragmentation float64 `json:"fragmentation"`
 	// Seconds is the time spent in scheduling sessions (no setup, no
@@ -102,6 +107,11 @@ type RunResult struct {
 	// OffOptimum lists the decided gangs that are not at the optimum, in
 	// trace order.
 	OffOptimum []GangMiss `json:"-"`
+	// OffS1Optimum lists the gangs on the fewest S0s but more S1s than
+	// the fewest, in trace order.
+	OffS1Optimum []GangMiss `json:"-"`
+	// S1OracleUnknown counts the gangs left out of AtS1OptimumFrac.
+	S1OracleUnknown int `json:"-"`
 	// OneNode counts those gangs that sit on one node (at the optimum
 	// whatever the oracle says).
 	OneNode int `json:"-"`
@@ -133,15 +143,19 @@ type RunResult struct {
 // GangMiss is a placed gang that spanned more S0s than the oracle's
 // minimum (or that the oracle found no aligned placement for).
 type GangMiss struct {
-	Gang string
-	Pods int
-	Kind trace.PodKind
+	Gang string        `json:"gang"`
+	Pods int           `json:"pods"`
+	Kind trace.PodKind `json:"kind"`
 	// Arrive and Placed are the cycles it arrived and was placed.
-	Arrive, Placed int
-	// S0 is how many S0s it spanned, Nodes how many nodes it used.
-	S0, Nodes int
+	Arrive int `json:"arrive"`
+	Placed int `json:"placed"`
+	// S0 is how many S0s it spanned, S1 in how many S1s, Nodes how many
+	// nodes it used.
+	S0    int `json:"s0"`
+	S1    int `json:"s1"`
+	Nodes int `json:"nodes"`
 	// Optimum is the oracle's answer at its first bind.
-	Optimum oracle.OracleResult
+	Optimum oracle.OracleResult `json:"optimum"`
 }
 
 // gangState follows one gang through a replay.
@@ -295,7 +309,7 @@ func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, tc *trace.Trace, opt
 	var s0Sum, floorSum, realSum, ringSum float64
 	floors := map[string]grade.GangFloor{}
 	var slowdowns []float64
-	var planGrades, realGrades grade.Tally
+	var planGrades, realGrades, s1Grades grade.Tally
 	ringAt := 0
 	for _, g := range gangs {
 		if g.placed == 0 {
@@ -335,7 +349,10 @@ func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, tc *trace.Trace, opt
 			opt = &g.optimum
 		}
 		if gr := planGrades.Add(grade.GradeGang(n, grade.OneNode(g.assign), opt)); gr == grade.GradeInfeasible || gr == grade.GradeOff {
-			res.OffOptimum = append(res.OffOptimum, missOf(g, n))
+			res.OffOptimum = append(res.OffOptimum, missOf(g, n, tr.S1Count(g.assign)))
+		}
+		if gr := s1Grades.Add(grade.GradeGangS1(n, tr.S1Count(g.assign), grade.OneNode(g.assign), opt)); gr == grade.GradeOff {
+			res.OffS1Optimum = append(res.OffS1Optimum, missOf(g, n, tr.S1Count(g.assign)))
 		}
 
 		rn := rz.tr.S0Count(g.real)
@@ -349,6 +366,8 @@ func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, tc *trace.Trace, opt
 	res.OneNode, res.BelowOptimum, res.OracleUnknown, res.OracleInfeasible = planGrades.OneNode, planGrades.Below, planGrades.Unknown, planGrades.Infeasible
 	res.RealizedOneNode, res.RealizedBelowOptimum, res.RealizedOracleUnknown, res.RealizedOracleInfeasible = realGrades.OneNode, realGrades.Below, realGrades.Unknown, realGrades.Infeasible
 	res.AtOptimumFrac = planGrades.AtFrac(res.RDMAGangs)
+	res.AtS1OptimumFrac = s1Grades.AtFrac(res.RDMAGangs)
+	res.S1OracleUnknown = s1Grades.Unknown
 	res.RealizedAtOptimumFrac = realGrades.AtFrac(res.RDMAGangs)
 	if res.RDMAGangs > 0 {
 		res.MeanS0 = s0Sum / float64(res.RDMAGangs)
@@ -468,14 +487,15 @@ func record(s *sim.Simulator, tr *grade.Tracker, rz *realized, byName map[string
 	return nil
 }
 
-// missOf describes gang g, which spanned s0 S0s, off the optimum.
-func missOf(g *gangState, s0 int) GangMiss {
+// missOf describes gang g, which spanned s0 S0s in s1 S1s, off the
+// optimum.
+func missOf(g *gangState, s0, s1 int) GangMiss {
 	nodes := map[string]bool{}
 	for _, a := range g.assign {
 		nodes[a.Node] = true
 	}
 	return GangMiss{Gang: g.spec.Name, Pods: g.spec.Pods, Kind: g.spec.Kind, Arrive: g.spec.Arrive,
-		Placed: g.placed, S0: s0, Nodes: len(nodes), Optimum: g.optimum}
+		Placed: g.placed, S0: s0, S1: s1, Nodes: len(nodes), Optimum: g.optimum}
 }
 
 // rankOf is the rank of a gang's pod: its index in the trace gang.

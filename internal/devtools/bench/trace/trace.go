@@ -62,6 +62,9 @@ const (
 	cpuOnlyCores = 2
 )
 
+// MarshalText renders the kind by name (String) in JSON reports.
+func (k PodKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
 // Shape returns what a pod of the kind needs on a node, as the placement
 // planner sees it. CPU is left out: it never binds in the trace, and the
 // optimum is computed on GPUs and NICs.
