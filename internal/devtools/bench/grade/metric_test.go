@@ -93,7 +93,9 @@ func TestTrackerOptimum(t *testing.T) {
 	for i := 16; i < 24; i++ {
 		crowded = append(crowded, zoneUse(i, 0))
 	}
-	exact := func(n int) oracle.OracleResult { return oracle.OracleResult{Status: oracle.OracleExact, Leaves: n, S1s: 1} }
+	exact := func(n int) oracle.OracleResult {
+		return oracle.OracleResult{Status: oracle.OracleExact, Leaves: n, S1s: 1}
+	}
 	tests := []struct {
 		name  string
 		held  []placement.Assignment
