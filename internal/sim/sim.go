@@ -423,6 +423,26 @@ func (s *Simulator) addPod(p *corev1.Pod, workload bool) error {
 	return nil
 }
 
+// CompletePod marks a bound pod Succeeded, as its kubelet reports a pod
+// whose containers all exited 0: it stays in the store, frees its node in
+// Volcano's accounting, and its allocations leave its node's KCNR, as
+// katalyst reports once the pod has terminated.
+func (s *Simulator) CompletePod(namespace, name string) error {
+	key := namespace + "/" + name
+	e, ok := s.pods[key]
+	if !ok || e.deleted || e.pod.Spec.NodeName == "" {
+		return fmt.Errorf("pod %s is not bound", key)
+	}
+	old := e.pod
+	next := s.podLists.copyPod(old)
+	next.Status.Phase = corev1.PodSucceeded
+	next.ResourceVersion = s.nextRV()
+	s.cache.UpdatePod(old, s.podLists.copyPod(next))
+	e.pod = next
+	s.releaseFromCNR(next)
+	return nil
+}
+
 // DeletePod removes a pod (a finished or deleted pod frees its node). Its
 // allocations leave its node's KCNR too, as katalyst reports once the pod
 // is gone.

@@ -4,9 +4,9 @@ package rdmatopology
 // the node's lifecycle after a NIC, leaf or node failure), and the room
 // kept for the pods that replace them.
 //
-// When a session opens and reconcile releases the reservation of a pod that
-// is gone or finished while other pods of its gang still run, the pod is
-// recorded as lost, with what failed under it (faults.go). For
+// When a session opens and reconcile releases the reservation of a pod
+// that is gone, Failed or being deleted while other pods of its gang still
+// run, the pod is recorded as lost, with what failed under it (faults.go). For
 // ReplacementHold after the loss, each session keeps room of the lost pod's
 // shape for the gang, from every other gang: on a node the gang holds,
 // else under a leaf the gang holds, else under a leaf of the gang's S1s
@@ -62,8 +62,8 @@ type heldRoom struct {
 }
 
 // noteLost records the pods lost since the last session: reservations
-// reconcile released for a pod gone or finished whose gang has pods
-// bound still.
+// reconcile released for a pod gone, Failed or being deleted whose gang
+// has pods bound still (a pod that Succeeded is owed no replacement).
 func (s *Session) noteLost(released []ledger.Reservation) {
 	ft := s.rt.faults
 	now := s.rt.Now()

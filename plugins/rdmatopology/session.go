@@ -71,8 +71,8 @@ type Session struct {
 	// rdmaPods caches, per job, the UIDs of its pods that request RDMA
 	// NICs (Gang); a session's jobs keep their pods. Made on first use.
 	rdmaPods map[api.JobID]map[string]bool
-	// released are the reservations reconcile released for pods gone or
-	// finished (replace.go).
+	// released are the reservations reconcile released for pods gone,
+	// Failed or being deleted (replace.go); not for pods that Succeeded.
 	released []ledger.Reservation
 	// replaceHeld is the room kept in state for the lost pods of each job
 	// (replace.go).
@@ -169,7 +169,9 @@ func (s *Session) reconcile() {
 			return
 		}
 		l.Release(r.UID)
-		if !ok || t.Status == api.Succeeded || t.Status == api.Failed || (t.Pod != nil && t.Pod.DeletionTimestamp != nil) {
+		// A pod that Succeeded finished its work: its gang is owed no
+		// replacement. One gone, Failed or being deleted may come back.
+		if !ok || t.Status == api.Failed || (t.Pod != nil && t.Pod.DeletionTimestamp != nil) {
 			s.released = append(s.released, r)
 		}
 		klog.V(3).InfoS("Released NIC reservation", "pod", r.Namespace+"/"+r.Name, "node", r.Node, "nics", r.NICs(), "reason", why)

@@ -103,8 +103,21 @@ func (sc *Scenario) Submit(podGroups []*schedulingv1beta1.PodGroup, pods []*core
 	}
 }
 
-// Finish deletes pods ("namespace/name") that finished: they leave their
-// nodes and their nodes' KCNRs.
+// Complete marks bound pods ("namespace/name") Succeeded: they finished
+// their work, and their gang is not owed a replacement.
+func (sc *Scenario) Complete(pods ...string) {
+	sc.t.Helper()
+	for _, key := range pods {
+		ns, name, _ := strings.Cut(key, "/")
+		if err := sc.Sim.CompletePod(ns, name); err != nil {
+			sc.t.Fatalf("complete %s: %v", key, err)
+		}
+	}
+}
+
+// Finish deletes pods ("namespace/name"): they leave their nodes and their
+// nodes' KCNRs. A pod deleted while its gang runs is a lost pod its gang
+// may get a replacement for; Complete is a pod that finished its work.
 func (sc *Scenario) Finish(pods ...string) {
 	sc.t.Helper()
 	for _, key := range pods {
