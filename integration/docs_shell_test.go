@@ -157,8 +157,9 @@ func TestDocsByHandInstall(t *testing.T) {
 		t.Errorf("after the docs' by-hand install the scheduler ConfigMap does not hold rdmatopo's conf (%v)", err)
 	}
 
-	// Again: the patch's test refuses a Deployment already patched.
-	if _, errOut, err := docShell(t, e, block); err == nil || !strings.Contains(errOut, "test") {
+	// Again: the patch's test operation refuses a Deployment already
+	// patched (kubectl reports the request invalid) and changes nothing.
+	if _, errOut, err := docShell(t, e, block); err == nil || !strings.Contains(errOut, "invalid") {
 		t.Errorf("the by-hand block ran twice without the patch refusing (err %v): %s", err, errOut)
 	}
 	again, err := deployments.Get(ctx, stock.Name, metav1.GetOptions{})

@@ -3,6 +3,7 @@ package fabricmap
 import (
 	"fmt"
 	"testing"
+	"time"
 )
 
 // TestAssignColors: every job of a map gets a colour no other job of it
@@ -73,4 +74,34 @@ func hueOfHex(t *testing.T, hex string) float64 {
 		h += 360
 	}
 	return h
+}
+
+// TestAssignColorsOlderJobsKeepTheirs: a job that joins a map never moves
+// an older one, whichever identity sorts first: of two jobs whose hues
+// coincide, the older keeps the colour of its identity, in either order.
+func TestAssignColorsOlderJobsKeepTheirs(t *testing.T) {
+	var a, b string
+	hues := map[float64]string{}
+	for i := 0; a == ""; i++ {
+		id := fmt.Sprintf("pg-%d", i)
+		if prev, ok := hues[hueOf(id)]; ok {
+			a, b = prev, id
+		}
+		hues[hueOf(id)] = id
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, older := range []string{a, b} {
+		younger := a
+		if older == a {
+			younger = b
+		}
+		jobs := []Job{{Key: "ns/" + younger, ID: younger, Created: t0.Add(time.Minute)}, {Key: "ns/" + older, ID: older, Created: t0}}
+		assignColors(jobs)
+		if jobs[1].Colour != ColorOf(older) {
+			t.Errorf("older job %s has %s beside %s, want its own %s", older, jobs[1].Colour, younger, ColorOf(older))
+		}
+		if jobs[0].Colour == jobs[1].Colour {
+			t.Errorf("%s and %s share %s", older, younger, jobs[0].Colour)
+		}
+	}
 }

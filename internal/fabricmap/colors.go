@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"math"
 	"sort"
+	"time"
 )
 
 // Job colours are derived from the job's identity, never from its place
@@ -41,17 +42,20 @@ func hslHex(hueDeg, lightness float64) string {
 const maxHueGap = 24
 
 // assignColors gives each job of a map a colour no other job of it has,
-// and keeps it recognisable: jobs are taken in identity order, each at its
+// and keeps it recognisable: jobs are taken oldest first (by Created, then
+// identity order), each at its
 // own hue when no job before it is within the gap (24 degrees, less when
 // the map has more than 15 jobs), else at the middle of the widest hue
 // arc still free. Past 15 jobs the lightness alternates too, so jobs whose
-// hues end up close still differ. A job keeps its colour while the jobs
-// before it in identity order whose hues are near its own stay.
+// hues end up close still differ. A job keeps its colour while the older
+// jobs whose hues are near its own stay: a job that joins the map never
+// moves an older one (while there are few enough jobs for the gap).
 func assignColors(jobs []Job) {
 	type entry struct {
-		i   int
-		id  string
-		hue float64
+		i       int
+		id      string
+		created time.Time
+		hue     float64
 	}
 	var es []entry
 	seen := map[string]bool{}
@@ -64,9 +68,14 @@ func assignColors(jobs []Job) {
 			continue
 		}
 		seen[j.Key] = true
-		es = append(es, entry{i: i, id: id, hue: hueOf(id)})
+		es = append(es, entry{i: i, id: id, created: j.Created, hue: hueOf(id)})
 	}
-	sort.SliceStable(es, func(a, b int) bool { return es[a].id < es[b].id })
+	sort.SliceStable(es, func(a, b int) bool {
+		if !es[a].created.Equal(es[b].created) {
+			return es[a].created.Before(es[b].created)
+		}
+		return es[a].id < es[b].id
+	})
 	gap := float64(maxHueGap)
 	if n := len(es); n > 360/maxHueGap {
 		gap = 360 / float64(n)

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
@@ -52,6 +53,9 @@ type Job struct {
 	// ID is the identity the job's colour derives from (its PodGroup's
 	// UID); Key when empty.
 	ID string
+	// Created is when the job was created (zero when unknown): older jobs
+	// keep their own hue first (assignColors).
+	Created time.Time
 	// Colour is the colour its map gave it (assignColors), distinct from
 	// the map's other jobs; empty: ColorOf(ID).
 	Colour string

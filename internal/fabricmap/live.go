@@ -40,7 +40,7 @@ func FromLive(v *fabricview.View, jobs []live.Job, at time.Time) Model {
 	listed := map[string]bool{}
 	for _, j := range jobs {
 		listed[j.Key()] = true
-		m.Jobs = append(m.Jobs, Job{Key: j.Key(), ID: j.UID, Label: JobLabel(j)})
+		m.Jobs = append(m.Jobs, Job{Key: j.Key(), ID: j.UID, Created: j.Created, Label: JobLabel(j)})
 	}
 	for key, job := range v.Holders() {
 		use := NICUse{Job: job, Pod: job}

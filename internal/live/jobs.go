@@ -3,6 +3,7 @@ package live
 import (
 	"encoding/json"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +20,9 @@ type Job struct {
 	Name      string `json:"name"`
 	// UID is the PodGroup's UID: the job's identity for its lifetime.
 	UID string `json:"uid"`
+	// Created is the PodGroup's creation time (older jobs keep their map
+	// colour first).
+	Created time.Time `json:"-"`
 	// From is the PodGroup's controller ("Job/llm", "PyTorchJob/bert"),
 	// empty for a plain PodGroup.
 	From      string `json:"from"`
@@ -91,7 +95,7 @@ func (s *Snapshot) Jobs(rdmaResource string) []Job {
 			continue
 		}
 		j := Job{
-			Namespace: pg.Namespace, Name: pg.Name, UID: string(pg.UID), From: OwnerOf(pg), Phase: string(pg.Status.Phase),
+			Namespace: pg.Namespace, Name: pg.Name, UID: string(pg.UID), Created: pg.CreationTimestamp.Time, From: OwnerOf(pg), Phase: string(pg.Status.Phase),
 			MinMember: pg.Spec.MinMember, Pods: len(bound) + len(pending), Bound: len(bound),
 			S0: []string{}, S1: []string{},
 		}
