@@ -74,12 +74,12 @@ func (rt *Runtime) startHyperNodeInformer(cfg *rest.Config) error {
 		return err
 	}
 	factory.Start(rt.stop)
-	observeSynced(informerHyperNode, inf.HasSynced, rt.stop)
 	ctx, cancel := context.WithTimeout(context.Background(), informerSyncTimeout)
 	defer cancel()
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		klog.InfoS("HyperNode cache not synced yet; continuing", "timeout", informerSyncTimeout)
 	}
+	observeSynced(informerHyperNode, inf.HasSynced, rt.stop)
 	klog.InfoS("Watching HyperNodes for the S1 of each node", "tier", rt.cfg.S1HyperNodeTier)
 	return nil
 }

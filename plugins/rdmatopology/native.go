@@ -348,12 +348,12 @@ func (rt *Runtime) startPodGroupInformer(cfg *rest.Config) error {
 	}
 	factory.Start(rt.stop)
 	go w.restoreLoop(client, rt.stop)
-	observeSynced(informerPodGroup, inf.HasSynced, rt.stop)
 	ctx, cancel := context.WithTimeout(context.Background(), informerSyncTimeout)
 	defer cancel()
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		klog.InfoS("PodGroup topology cache not synced yet; continuing", "timeout", informerSyncTimeout)
 	}
+	observeSynced(informerPodGroup, inf.HasSynced, rt.stop)
 	klog.InfoS("Watching PodGroups for spec.networkTopology and spec.subGroupPolicy", "fieldManager", w.self)
 	return nil
 }

@@ -56,10 +56,16 @@ func init() {
 	// cache it does not keep as not synced.
 }
 
-// observeSynced sets rdmatopo_informer_synced for resource to 0, then to 1
-// once synced reports true; it stops early when stop closes.
+// observeSynced sets rdmatopo_informer_synced for resource: 1 when synced
+// reports true already (called after the informer's first wait, so a cache
+// that synced in time never shows 0), else 0 until it does; it stops early
+// when stop closes.
 func observeSynced(resource string, synced func() bool, stop <-chan struct{}) {
 	g := informerSynced.WithLabelValues(resource)
+	if synced() {
+		g.Set(1)
+		return
+	}
 	g.Set(0)
 	go func() {
 		t := time.NewTicker(time.Second)

@@ -309,12 +309,12 @@ func (rt *Runtime) startInformer(cfg *rest.Config) error {
 		// Ranks of Volcano Job pods then order tasks by name.
 		klog.ErrorS(err, "Cannot watch Volcano Jobs; their tasks are ranked by name")
 	}
-	observeSynced(informerCNR, inf.HasSynced, rt.stop)
 	ctx, cancel := context.WithTimeout(context.Background(), informerSyncTimeout)
 	defer cancel()
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		klog.InfoS("CustomNodeResource cache not synced yet; continuing", "timeout", informerSyncTimeout)
 	}
+	observeSynced(informerCNR, inf.HasSynced, rt.stop)
 	klog.InfoS("Watching CustomNodeResources for RDMA topology")
 	return nil
 }
