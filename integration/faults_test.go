@@ -163,6 +163,11 @@ func TestHardwareFaultFlappingNICKeptOut(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The new scheduler's fault tracker starts empty and counts a failure
+	// only for a NIC it has seen listed: let it see the node whole before
+	// the first failure, or that failure goes unseen (a NIC gone at its
+	// first look is not known to it at all).
+	waitSchedulerCycles(t, e, 2, func() {})
 	flapping := zoneNICs[0][0]
 	for i := 0; i < 3; i++ {
 		f.FailNIC(ctx, node, flapping)
