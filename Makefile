@@ -80,14 +80,16 @@ bench-plot:
 ## with NODES kwok nodes (a fresh control plane per run); prints one JSON
 ## object (docs/benchmarks.md, "End to end"). BURST=1 submits every job of
 ## the trace at once (saturation: the scheduler, not the arrivals, bounds
-## the run). RUNS picks runs, e.g. RUNS=rdmatopo,stock
+## the run). RUNS picks runs, e.g. RUNS=rdmatopo,stock; stock-companion and
+## kueue-companion run `rdmatopo companion`'s bind webhook beside stock or
+## Kueue (e.g. RUNS=stock-companion,kueue-companion)
 NODES ?= 1000
 BURST ?=
 RUNS ?= rdmatopo,stock,kueue
 BENCH_E2E_FLAGS ?=
 bench-e2e:
 	@cd integration && ./hack/build-tools.sh etcd kube-apiserver vc-controller-manager kwok vc-scheduler vc-scheduler-stock \
-		$(if $(findstring kueue,$(RUNS)),kube-scheduler kueue) >&2
+		$(if $(findstring kueue,$(RUNS)),kube-scheduler kueue) $(if $(findstring companion,$(RUNS)),rdmatopo) >&2
 	@$(GO) build -o $(BIN)/bench-e2e ./integration/benche2e
 	@$(BIN)/bench-e2e --nodes $(NODES) --bin integration/.bin --repo . --runs $(RUNS) $(if $(filter-out 0,$(BURST)),--burst) $(BENCH_E2E_FLAGS)
 

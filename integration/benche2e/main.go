@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rdmatopo/rdmatopo/integration/internal/harness"
 	benchreplay "github.com/rdmatopo/rdmatopo/internal/devtools/bench/replay"
 	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
@@ -77,7 +78,7 @@ func main() {
 	flag.DurationVar(&o.stallTimeout, "stall-timeout", 0, "end a run in which no gang was placed this long after the first submit: something in the stack is broken (default 90s, 5 minutes with --burst: a thousand jobs submitted at once take minutes to reach the scheduler on a loaded machine)")
 	flag.DurationVar(&o.settle, "settle", 10*time.Second, "wait after the scheduler is up before the first submit")
 	flag.IntVar(&o.controllerQPS, "controller-qps", 200, "vc-controller-manager --kube-api-qps (burst: twice that), the same for both runs")
-	flag.StringVar(&o.runs, "runs", "rdmatopo,stock,kueue", "runs, in order (kueue: Kueue TAS with kube-scheduler)")
+	flag.StringVar(&o.runs, "runs", "rdmatopo,stock,kueue", "runs, in order (kueue: Kueue TAS with kube-scheduler; stock-companion, kueue-companion: stock or kueue with rdmatopo companion's bind webhook)")
 	flag.BoolVar(&o.direct, "direct", false, "create each gang's PodGroup and pods directly instead of a VolcanoJob (no job controller, no enqueue wait)")
 	flag.BoolVar(&o.burst, "burst", false, "submit every gang at once instead of at its arrival time (a bind burst)")
 	flag.StringVar(&o.profileDir, "profile-dir", "", "write a CPU profile of each scheduler (its /debug/pprof/profile) here")
@@ -152,6 +153,10 @@ func run(ctx context.Context, o options) (*report, error) {
 		"rdmatopo": {binary: "vc-scheduler", conf: filepath.Join(root, "config", "volcano-scheduler.conf")},
 		"stock":    {binary: "vc-scheduler-stock", conf: stockConf},
 		"kueue":    {kueue: true},
+		// The companion's webhook choosing NUMA zones and NICs at bind
+		// beside stock Volcano v1.10 and beside Kueue TAS.
+		"stock-companion": {binary: "vc-scheduler-stock", conf: stockConf, companion: true},
+		"kueue-companion": {kueue: true, companion: true},
 	}
 	cluster := trace.NewCluster(o.nodes, o.seed)
 	trace := trace.NewTrace(o.gangs, o.seed)
@@ -168,7 +173,7 @@ func run(ctx context.Context, o options) (*report, error) {
 	for _, name := range strings.Split(o.runs, ",") {
 		spec, ok := specs[name]
 		if !ok {
-			return nil, fmt.Errorf("unknown run %q (rdmatopo, stock, kueue)", name)
+			return nil, fmt.Errorf("unknown run %q (rdmatopo, stock, kueue, stock-companion, kueue-companion)", name)
 		}
 		if o.schedulerArgs != "" {
 			spec.extraArgs = strings.Fields(o.schedulerArgs)
@@ -209,6 +214,12 @@ func runOne(ctx context.Context, o options, name string, spec schedulerSpec, clu
 	if err != nil {
 		return nil, err
 	}
+	if spec.companion {
+		if err := s.startCompanion(ctx); err != nil {
+			logf("%s", s.logTails(30))
+			return nil, err
+		}
+	}
 	if spec.kueue {
 		err = s.startKueue(ctx, cluster)
 	} else {
@@ -248,12 +259,23 @@ func runOne(ctx context.Context, o options, name string, spec schedulerSpec, clu
 	}
 	ag.mu.Lock()
 	r.Details.PodsWithNUMAHint, r.Details.PodsWithoutNUMAHint = ag.hinted, ag.unhinted
-	r.Details.NUMAMisalignedPods, r.Details.KCNRWrites = ag.misaligned, ag.writes
+	r.NUMAMisalignedPods, r.Details.KCNRWrites = ag.misaligned, ag.writes
 	ag.mu.Unlock()
-	if m, err := s.metrics(ctx); err == nil {
+	m, err := s.metrics(ctx)
+	if err == nil {
 		r.Details.APIServerRequests, r.Details.APIServerRejected429 = requestTotals(m)
-	} else {
+	} else if !spec.companion {
 		logf("%s: API server metrics: %v", name, err)
+	} else {
+		return nil, fmt.Errorf("API server metrics: %w", err)
+	}
+	if spec.companion {
+		w, err := webhookLatency(m, harness.BindWebhookName)
+		if err != nil {
+			return nil, err
+		}
+		r.BindWebhookP50Ms, r.BindWebhookP99Ms = &w.P50Ms, &w.P99Ms
+		r.Details.BindWebhook = &w
 	}
 	// Stop the schedulers before reading the audit log, so that every one
 	// of their requests is in it.
@@ -263,6 +285,9 @@ func runOne(ctx context.Context, o options, name string, spec schedulerSpec, clu
 	users := []string{schedulerUser}
 	if spec.kueue {
 		users = []string{kueueUser, kubeSchedulerUser}
+	}
+	if spec.companion {
+		users = append(users, companionUser)
 	}
 	a, err := readAudit(s.auditLog, users...)
 	if err != nil {
@@ -276,6 +301,10 @@ func runOne(ctx context.Context, o options, name string, spec schedulerSpec, clu
 	logf("%s: %d/%d gangs, %d pods bound in %.1fs; %.1f pods/s; gang p50/p99 %.1f/%.1fs; scheduler %.1f CPU s (%.4f per pod), peak RSS %d MiB, %d API requests (%.2f per pod, %d answered 429)",
 		name, r.Details.GangsPlaced, len(trace.Gangs), r.Details.PodsBound, r.Details.WallSeconds, r.PodsPerSecond, r.GangP50Seconds, r.GangP99Seconds,
 		r.CPUSeconds, r.CPUSecondsPerPod, r.PeakRSSBytes>>20, r.APIRequests, r.APIRequestsPerPod, r.Rejected429)
+	if w := r.Details.BindWebhook; w != nil {
+		logf("%s: bind webhook p50/p99 %.2f/%.2f ms (p99 ≤ %g ms) over %d calls, %d failed open; %d NUMA-misaligned pods",
+			name, w.P50Ms, w.P99Ms, w.P99BucketMs, w.Calls, w.FailOpen, r.NUMAMisalignedPods)
+	}
 	return &r, nil
 }
 

@@ -360,10 +360,21 @@ type runResult struct {
 	// the fabric forces, per gang.
 	FloorS0       float64 `json:"floorS0"`
 	S0BeyondFloor float64 `json:"s0BeyondFloor"`
-	APIRequests   int     `json:"apiRequests"`
-	Rejected429   int     `json:"rejected429"`
-	CPUSeconds    float64 `json:"schedulerCPUSeconds"`
-	PeakRSSBytes  int64   `json:"schedulerPeakRSSBytes"`
+	// NUMAMisalignedPods are the RDMA pods the node agent had to spread
+	// over NUMA zones, or overflow, for want of a usable numa_bind_result
+	// (nodeagent.Outcome.Misaligned): pods a kubelet with the
+	// single-numa-node policy would reject.
+	NUMAMisalignedPods int `json:"numaMisalignedPods"`
+	// BindWebhookP50Ms and BindWebhookP99Ms (companion runs) are the
+	// quantiles of the time kube-apiserver waited for the companion's
+	// pods/binding webhook, from the API server's own histogram
+	// (details.bindWebhook says how).
+	BindWebhookP50Ms *float64 `json:"bindWebhookP50Ms,omitempty"`
+	BindWebhookP99Ms *float64 `json:"bindWebhookP99Ms,omitempty"`
+	APIRequests      int      `json:"apiRequests"`
+	Rejected429      int      `json:"rejected429"`
+	CPUSeconds       float64  `json:"schedulerCPUSeconds"`
+	PeakRSSBytes     int64    `json:"schedulerPeakRSSBytes"`
 	// CPUSecondsPerPod and APIRequestsPerPod divide schedulerCPUSeconds and
 	// apiRequests by the trace pods bound.
 	CPUSecondsPerPod  float64 `json:"schedulerCPUSecondsPerPod"`
@@ -397,12 +408,14 @@ type runDetails struct {
 	APIServerRequests    int `json:"apiServerRequests"`
 	APIServerRejected429 int `json:"apiServerRejected429"`
 	// Agent figures: pods placed on their numa_bind_result zones, pods
-	// without the hint, pods no single zone could hold, KCNR writes.
+	// without the hint, KCNR writes.
 	PodsWithNUMAHint    int `json:"podsWithNUMAHint"`
 	PodsWithoutNUMAHint int `json:"podsWithoutNUMAHint"`
-	NUMAMisalignedPods  int `json:"numaMisalignedPods"`
 	KCNRWrites          int `json:"kcnrWrites"`
 	StrayPods           int `json:"strayPods"`
+	// BindWebhook is kube-apiserver's account of the companion's webhook
+	// (companion runs).
+	BindWebhook *webhookFigures `json:"bindWebhook,omitempty"`
 	// GangCreatedP50Seconds and GangCreatedP99Seconds: submit → every pod
 	// of the gang created by the job controller (placed gangs); the rest of
 	// the gang latency is the scheduler's.

@@ -44,6 +44,7 @@ type stack struct {
 
 	etcdURL, serverURL, adminToken string
 	kueueToken, kubeSchedulerToken string
+	companionToken                 string
 	adminKubeconfig                string
 	schedulerKubeconfig            string
 	auditLog                       string
@@ -51,7 +52,8 @@ type stack struct {
 	etcd, apiserver, controllers, kwok, scheduler *harness.Process
 	procs                                         harness.Group
 	// schedulers are the processes under test whose CPU and memory the
-	// run reports: the vc-scheduler, or Kueue and kube-scheduler.
+	// run reports: the vc-scheduler, or Kueue and kube-scheduler; the
+	// companion beside either.
 	schedulers []*harness.Process
 }
 
@@ -105,14 +107,14 @@ func (s *stack) startEtcd(ctx context.Context) (err error) {
 }
 
 // auditPolicy records every request of the schedulers' users (the
-// vc-scheduler's; Kueue's and kube-scheduler's), once, when its response is
+// vc-scheduler's; Kueue's and kube-scheduler's; the companion's), once, when its response is
 // complete (watches: when it starts); nothing else.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
 rules:
 - level: Metadata
-  users: ["` + schedulerUser + `", "` + kueueUser + `", "` + kubeSchedulerUser + `"]
+  users: ["` + schedulerUser + `", "` + kueueUser + `", "` + kubeSchedulerUser + `", "` + companionUser + `"]
 - level: None
 `
 
@@ -124,6 +126,7 @@ func (s *stack) startAPIServer(ctx context.Context) error {
 	kueue := harness.User{Name: kueueUser, UID: "uid-kueue",
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + kueueNamespace}, Token: harness.RandomToken()}
 	kubeScheduler := harness.User{Name: kubeSchedulerUser, UID: "uid-kube-scheduler", Token: harness.RandomToken()}
+	companion := harness.User{Name: companionUser, UID: "uid-companion", Groups: []string{"system:masters"}, Token: harness.RandomToken()}
 	policy := filepath.Join(certs, "audit-policy.yaml")
 	if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
 		return err
@@ -136,7 +139,7 @@ func (s *stack) startAPIServer(ctx context.Context) error {
 		Binary:  filepath.Join(s.binDir, "kube-apiserver"),
 		CertDir: certs,
 		EtcdURL: s.etcdURL,
-		Users:   []harness.User{admin, scheduler, kueue, kubeScheduler},
+		Users:   []harness.User{admin, scheduler, kueue, kubeScheduler, companion},
 		ExtraArgs: []string{
 			"--audit-policy-file=" + policy,
 			"--audit-log-path=" + s.auditLog,
@@ -152,6 +155,7 @@ func (s *stack) startAPIServer(ctx context.Context) error {
 		return err
 	}
 	s.adminToken, s.kueueToken, s.kubeSchedulerToken = admin.Token, kueue.Token, kubeScheduler.Token
+	s.companionToken = companion.Token
 	if s.adminKubeconfig, err = a.Kubeconfig("admin", admin); err != nil {
 		return err
 	}
@@ -271,6 +275,9 @@ type schedulerSpec struct {
 	extraArgs, env []string
 	// kueue runs Kueue with kube-scheduler instead of a vc-scheduler.
 	kueue bool
+	// companion runs `rdmatopo companion` beside it, its pods/binding
+	// webhook installed.
+	companion bool
 }
 
 // startScheduler starts the scheduler under test and waits for its health

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	nodev1alpha1 "github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,8 +38,7 @@ const numaBindResult = "katalyst.kubewharf.io/numa_bind_result"
 
 // companionProc is one running companion replica.
 type companionProc struct {
-	proc    *harness.Process
-	metrics string
+	*harness.CompanionProcess
 	// webhook is the replica's /bind URL ("" when it serves none).
 	webhook string
 }
@@ -60,40 +58,23 @@ func companionCerts(t *testing.T) (dir string, ca []byte) {
 // for its health endpoint. certDir empty: no webhook.
 func startCompanion(t *testing.T, e *Env, name, certDir string, args ...string) *companionProc {
 	t.Helper()
-	ctx := context.Background()
-	if _, err := e.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: companionNamespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
+	p, err := e.procs.StartCompanion(context.Background(), e.Kube, harness.Companion{
+		Name: name, Binary: e.binary("rdmatopo"), Kubeconfig: e.adminKubeconfig, Namespace: companionNamespace,
+		CertDir: certDir, ExtraArgs: append([]string{"--resync-period=2s", "--v=3"}, args...), Timeout: componentReadyTimeout,
+	})
+	if p != nil && p.Process != nil {
+		t.Cleanup(p.Stop)
 	}
-	ports, err := harness.FreePorts(2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &companionProc{metrics: "http://" + harness.HostPort(ports[0])}
-	argv := []string{"companion", "--kubeconfig=" + e.adminKubeconfig, "--namespace=" + companionNamespace,
-		"--metrics-address=" + harness.HostPort(ports[0]), "--resync-period=2s", "--v=3"}
-	if certDir != "" {
-		argv = append(argv, "--webhook-address="+harness.HostPort(ports[1]),
-			"--tls-cert-file="+filepath.Join(certDir, webhookcert.CertFile), "--tls-private-key-file="+filepath.Join(certDir, webhookcert.KeyFile))
-		c.webhook = "https://" + harness.HostPort(ports[1]) + "/bind"
-	} else {
-		argv = append(argv, "--webhook-address=")
-	}
-	argv = append(argv, args...)
-	c.proc, err = e.start(harness.Spec{Name: name, Path: e.binary("rdmatopo"), Args: argv})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.proc.Stop)
-	if err := harness.WaitHTTP(ctx, c.proc, http.DefaultClient, c.metrics+"/readyz", "", componentReadyTimeout); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return &companionProc{CompanionProcess: p, webhook: p.WebhookURL}
 }
 
 // scrape reads the replica's metrics.
 func (c *companionProc) scrape(t *testing.T) monitoring.Scrape {
 	t.Helper()
-	resp, err := http.Get(c.metrics + "/metrics")
+	resp, err := http.Get(c.MetricsURL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +83,7 @@ func (c *companionProc) scrape(t *testing.T) monitoring.Scrape {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return monitoring.Scrape{Instance: c.proc.Name, Samples: samples}
+	return monitoring.Scrape{Instance: c.Name, Samples: samples}
 }
 
 // metric is a series' value (0 when absent).
@@ -137,26 +118,13 @@ type bindHook struct {
 func installBindWebhook(t *testing.T, e *Env, ca []byte, hooks ...bindHook) {
 	t.Helper()
 	ctx := context.Background()
-	ignore := admissionregistrationv1.Ignore
-	none := admissionregistrationv1.SideEffectClassNone
-	timeout := int32(5)
 	name := "rdmatopo-it-" + strings.ToLower(strings.TrimPrefix(t.Name(), "Test"))
-	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	var hs []harness.BindHook
 	for i, h := range hooks {
-		url := h.URL
-		cfg.Webhooks = append(cfg.Webhooks, admissionregistrationv1.MutatingWebhook{
-			Name:                    fmt.Sprintf("bind-%d.companion.rdmatopo.io", i),
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ca},
-			Rules:                   []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/binding"}}}},
-			FailurePolicy:           &ignore,
-			SideEffects:             &none,
-			TimeoutSeconds:          &timeout,
-			AdmissionReviewVersions: []string{"v1"},
-			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: h.Namespace}},
-		})
+		hs = append(hs, harness.BindHook{Name: fmt.Sprintf("bind-%d.companion.rdmatopo.io", i), URL: h.URL, Namespace: h.Namespace})
 	}
 	hooksAPI := e.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations()
-	if _, err := hooksAPI.Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
+	if _, err := hooksAPI.Create(ctx, harness.BindWebhookConfiguration(name, ca, 5, hs...), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = hooksAPI.Delete(context.Background(), name, metav1.DeleteOptions{}) })
@@ -299,7 +267,7 @@ func TestCompanionTwoReplicasNeverShareNIC(t *testing.T) {
 	// Both replicas' informers must hold the pods before they bind.
 	eventually(t, 30*time.Second, func() (bool, string) {
 		for _, r := range []*companionProc{r1, r2} {
-			if _, err := http.Get(r.metrics + "/healthz"); err != nil {
+			if _, err := http.Get(r.MetricsURL + "/healthz"); err != nil {
 				return false, err.Error()
 			}
 		}
@@ -336,7 +304,7 @@ func TestCompanionTwoReplicasNeverShareNIC(t *testing.T) {
 	for _, r := range []*companionProc{r1, r2} {
 		sum, n := r.metric(t, "rdmatopo_companion_bind_webhook_seconds_sum", nil), r.metric(t, "rdmatopo_companion_bind_webhook_seconds_count", nil)
 		if n > 0 {
-			t.Logf("%s: %v binds answered in %.1f ms on average", r.proc.Name, n, 1000*sum/n)
+			t.Logf("%s: %v binds answered in %.1f ms on average", r.Name, n, 1000*sum/n)
 		}
 	}
 	t.Logf("book conflicts: replica 1 %v, replica 2 %v",

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rdmatopo/rdmatopo/integration/internal/harness"
+	"github.com/rdmatopo/rdmatopo/integration/internal/webhookcert"
+)
+
+// The companion runs (stock-companion, kueue-companion): `rdmatopo
+// companion` beside the scheduler, its pods/binding webhook installed as
+// the Helm chart installs it.
+const (
+	// companionUser is the identity the companion runs as: in
+	// system:masters, counted in the run's API requests.
+	companionUser      = "system:serviceaccount:rdmatopo-companion:rdmatopo-companion"
+	companionNamespace = "rdmatopo-companion"
+	// companionWebhookTimeout is the chart's default timeoutSeconds.
+	companionWebhookTimeout = 2
+)
+
+// startCompanion starts `rdmatopo companion` with its webhook and installs
+// the chart's MutatingWebhookConfiguration calling it. The companion
+// publishes neither HyperNodes nor node labels here: stock Volcano v1.10
+// reads no HyperNodes, and the Kueue runs' Topology names the benchmark's
+// own leaf-group label (the same grouping the companion would label).
+func (s *stack) startCompanion(ctx context.Context) error {
+	certDir := filepath.Join(s.dir, "certs", "companion-webhook")
+	ca, err := webhookcert.Write(certDir, "rdmatopo-bench-e2e-companion-ca")
+	if err != nil {
+		return err
+	}
+	kc := filepath.Join(s.dir, "certs", "companion.kubeconfig")
+	if err := harness.WriteKubeconfig(kc, s.serverURL, "companion", s.companionToken); err != nil {
+		return err
+	}
+	p, err := s.procs.StartCompanion(ctx, s.Kube, harness.Companion{
+		Name: "companion", Binary: filepath.Join(s.binDir, "rdmatopo"), Kubeconfig: kc,
+		Namespace: companionNamespace, CertDir: certDir, Timeout: readyTimeout,
+		ExtraArgs: []string{"--publish-hypernodes=false", "--publish-labels=false", "--v=1"},
+	})
+	if p != nil && p.Process != nil {
+		s.schedulers = append(s.schedulers, p.Process)
+	}
+	if err != nil {
+		return err
+	}
+	cfg := harness.BindWebhookConfiguration("rdmatopo-companion", ca, companionWebhookTimeout,
+		harness.BindHook{Name: harness.BindWebhookName, URL: p.WebhookURL})
+	if _, err := s.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create MutatingWebhookConfiguration %s: %w", cfg.Name, err)
+	}
+	return nil
+}
+
+// webhookFigures is what kube-apiserver's own metrics say of one admission
+// webhook: apiserver_admission_webhook_admission_duration_seconds (the
+// time the API server waited for the webhook's answer, over every
+// operation and outcome), apiserver_admission_webhook_fail_open_count.
+type webhookFigures struct {
+	// Calls is the histogram's count.
+	Calls int `json:"calls"`
+	// BucketsMs are the histogram's cumulative counts by upper bound in
+	// milliseconds ("+Inf" last).
+	BucketsMs []bucketCount `json:"bucketsMs"`
+	// P50Ms and P99Ms interpolate linearly inside the bucket the quantile
+	// falls in (as Prometheus' histogram_quantile); P99BucketMs is that
+	// bucket's upper bound: the p99 is at most it.
+	P50Ms       float64 `json:"p50Ms"`
+	P99Ms       float64 `json:"p99Ms"`
+	P99BucketMs float64 `json:"p99BucketMs"`
+	// FailOpen counts the calls that failed or timed out and, under
+	// failurePolicy Ignore, let the bind go on unannotated.
+	FailOpen int `json:"failOpen"`
+}
+
+type bucketCount struct {
+	LeMs  string `json:"le"`
+	Count int    `json:"count"`
+}
+
+// webhookLatency reads the figures of the webhook named name from the API
+// server's /metrics text.
+func webhookLatency(metrics, name string) (webhookFigures, error) {
+	var p expfmt.TextParser
+	families, err := p.TextToMetricFamilies(strings.NewReader(metrics))
+	if err != nil {
+		return webhookFigures{}, fmt.Errorf("parse the API server's metrics: %w", err)
+	}
+	const hist = "apiserver_admission_webhook_admission_duration_seconds"
+	named := func(m *dto.Metric) bool {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "name" {
+				return l.GetValue() == name
+			}
+		}
+		return false
+	}
+	var f webhookFigures
+	byLe := map[float64]float64{}
+	if fam := families[hist]; fam != nil {
+		for _, m := range fam.GetMetric() {
+			if !named(m) {
+				continue
+			}
+			h := m.GetHistogram()
+			for _, b := range h.GetBucket() {
+				if !math.IsInf(b.GetUpperBound(), 1) {
+					byLe[b.GetUpperBound()] += float64(b.GetCumulativeCount())
+				}
+			}
+			// The +Inf bucket is the count.
+			byLe[math.Inf(1)] += float64(h.GetSampleCount())
+			f.Calls += int(h.GetSampleCount())
+		}
+	}
+	if fam := families["apiserver_admission_webhook_fail_open_count"]; fam != nil {
+		for _, m := range fam.GetMetric() {
+			if named(m) {
+				f.FailOpen += int(m.GetCounter().GetValue())
+			}
+		}
+	}
+	if len(byLe) == 0 {
+		return f, fmt.Errorf("the API server exports no %s for webhook %s", hist, name)
+	}
+	bounds := make([]float64, 0, len(byLe))
+	for le := range byLe {
+		bounds = append(bounds, le)
+	}
+	sort.Float64s(bounds)
+	for _, le := range bounds {
+		f.BucketsMs = append(f.BucketsMs, bucketCount{LeMs: formatLeMs(le), Count: int(byLe[le])})
+	}
+	f.P50Ms, _ = histogramQuantile(0.50, bounds, byLe)
+	f.P99Ms, f.P99BucketMs = histogramQuantile(0.99, bounds, byLe)
+	return f, nil
+}
+
+func formatLeMs(le float64) string {
+	if math.IsInf(le, 1) {
+		return "+Inf"
+	}
+	return strconv.FormatFloat(le*1000, 'f', -1, 64)
+}
+
+// histogramQuantile returns, in milliseconds, the q-quantile of a
+// cumulative histogram (bounds sorted, the last +Inf) interpolated
+// linearly inside its bucket (the first bucket from 0), and that bucket's
+// upper bound. A quantile in the +Inf bucket is the highest finite bound
+// for both: the histogram cannot say more.
+func histogramQuantile(q float64, bounds []float64, cum map[float64]float64) (ms, bucketMs float64) {
+	total := cum[bounds[len(bounds)-1]]
+	if total == 0 {
+		return 0, 0
+	}
+	rank := q * total
+	lower, below := 0.0, 0.0
+	for _, le := range bounds {
+		c := cum[le]
+		if c >= rank {
+			if math.IsInf(le, 1) {
+				return lower * 1000, lower * 1000
+			}
+			if c == below {
+				return le * 1000, le * 1000
+			}
+			return 1000 * (lower + (le-lower)*(rank-below)/(c-below)), le * 1000
+		}
+		lower, below = le, c
+	}
+	return lower * 1000, lower * 1000
+}
