@@ -27,7 +27,7 @@ func runCompanion(args []string, stdout, stderr io.Writer) error {
 		webhookAddr, certFile, keyFile  string
 		metricsAddr                     string
 		hyperNodes, nodeLabels, adopt   bool
-		refuseHardTier                  bool
+		refuseHardTier, profiling       bool
 		bookGrace, bookTTL, period      time.Duration
 		qps                             float64
 		burst                           int
@@ -43,6 +43,7 @@ func runCompanion(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&hyperNodes, "publish-hypernodes", true, "publish Volcano HyperNodes (tier 1 leaf groups, tier 2 S1s)")
 	fs.BoolVar(&nodeLabels, "publish-labels", true, "label nodes with their leaf group and S1 (Kueue / KAI Topology levels)")
 	fs.BoolVar(&adopt, "adopt", true, "write on bound pods the NICs their KCNR lists (binds the webhook did not answer, or the agent overrode)")
+	fs.BoolVar(&profiling, "profiling", false, "serve net/http/pprof under /debug/pprof/ on the metrics address")
 	fs.BoolVar(&refuseHardTier, "refuse-hard-tier", false, "refuse a bind whose node puts a hard gang beyond its highest tier (default: allow it, with an Event)")
 	fs.DurationVar(&bookGrace, "book-grace", 30*time.Second, "keep a booking at least this long (longer than the informers' lag)")
 	fs.DurationVar(&bookTTL, "book-ttl", 2*time.Minute, "drop a booking after this long in any case")
@@ -93,7 +94,7 @@ func runCompanion(args []string, stdout, stderr io.Writer) error {
 		Topology: c.Topology, Namespace: namespace,
 		WebhookAddr: webhookAddr, CertFile: certFile, KeyFile: keyFile,
 		MetricsAddr: metricsAddr, PublishHyperNodes: hyperNodes, PublishLabels: nodeLabels,
-		Adopt: adopt, RefuseHardTier: refuseHardTier,
+		Adopt: adopt, RefuseHardTier: refuseHardTier, Profiling: profiling,
 		BookGrace: bookGrace, BookTTL: bookTTL, Period: period,
 	}, kube, kat, dyn)
 	if err != nil {

@@ -47,9 +47,10 @@ func (s *stack) startCompanion(ctx context.Context) error {
 	p, err := s.procs.StartCompanion(ctx, s.Kube, harness.Companion{
 		Name: "companion", Binary: filepath.Join(s.binDir, "rdmatopo"), Kubeconfig: kc,
 		Namespace: companionNamespace, CertDir: certDir, Timeout: readyTimeout,
-		ExtraArgs: []string{"--publish-hypernodes=false", "--publish-labels=false", "--v=1"},
+		ExtraArgs: []string{"--publish-hypernodes=false", "--publish-labels=false", "--profiling", "--v=1"},
 	})
 	if p != nil && p.Process != nil {
+		s.companion = p
 		s.schedulers = append(s.schedulers, p.Process)
 	}
 	if err != nil {

@@ -81,7 +81,7 @@ func main() {
 	flag.StringVar(&o.runs, "runs", "rdmatopo,stock,kueue", "runs, in order (kueue: Kueue TAS with kube-scheduler; stock-companion, kueue-companion: stock or kueue with rdmatopo companion's bind webhook)")
 	flag.BoolVar(&o.direct, "direct", false, "create each gang's PodGroup and pods directly instead of a VolcanoJob (no job controller, no enqueue wait)")
 	flag.BoolVar(&o.burst, "burst", false, "submit every gang at once instead of at its arrival time (a bind burst)")
-	flag.StringVar(&o.profileDir, "profile-dir", "", "write a CPU profile of each scheduler (its /debug/pprof/profile) here")
+	flag.StringVar(&o.profileDir, "profile-dir", "", "write a CPU profile of each scheduler and companion (its /debug/pprof/profile) here")
 	flag.DurationVar(&o.profileFor, "profile-seconds", 60*time.Second, "length of that profile, from the first submit (the scheduler must outlive it)")
 	flag.DurationVar(&o.heapEvery, "heap-every", 0, "with --profile-dir: every this long from the first submit to the last bind, save the scheduler's heap profile (its /debug/pprof/heap) and its VmRSS and VmHWM (<run>.rss.tsv); 0 for none")
 	flag.StringVar(&o.schedulerArgs, "scheduler-args", "", "extra flags for both schedulers, space-separated")
@@ -232,7 +232,10 @@ func runOne(ctx context.Context, o options, name string, spec schedulerSpec, clu
 	logf("%s: scheduler up; settling %s", name, o.settle)
 	time.Sleep(o.settle)
 	if o.profileDir != "" && !spec.kueue {
-		go profile(s, filepath.Join(o.profileDir, name+".cpu.pprof"), o.profileFor)
+		go profile("http://"+listenAddress(s), filepath.Join(o.profileDir, name+".cpu.pprof"), o.profileFor)
+	}
+	if o.profileDir != "" && spec.companion {
+		go profile(s.companion.MetricsURL, filepath.Join(o.profileDir, name+".companion.cpu.pprof"), o.profileFor)
 	}
 	stopSampling := func() {}
 	if o.profileDir != "" && o.heapEvery > 0 && !spec.kueue {
@@ -320,9 +323,10 @@ func listenAddress(s *stack) string {
 	return addr
 }
 
-// profile saves a CPU profile of the running scheduler.
-func profile(s *stack, path string, d time.Duration) {
-	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", listenAddress(s), int(d.Seconds()))
+// profile saves a CPU profile of a running process serving net/http/pprof
+// at base (the scheduler; the companion).
+func profile(base, path string, d time.Duration) {
+	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, int(d.Seconds()))
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		logf("profile: %v", err)
 		return

@@ -50,6 +50,7 @@ type stack struct {
 	auditLog                       string
 
 	etcd, apiserver, controllers, kwok, scheduler *harness.Process
+	companion                                     *harness.CompanionProcess
 	procs                                         harness.Group
 	// schedulers are the processes under test whose CPU and memory the
 	// run reports: the vc-scheduler, or Kueue and kube-scheduler; the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sort"
 	"sync"
 	"time"
@@ -42,6 +43,9 @@ type Options struct {
 	CertFile, KeyFile string
 	// MetricsAddr serves /metrics, /healthz and /readyz over HTTP.
 	MetricsAddr string
+	// Profiling adds net/http/pprof's handlers under /debug/pprof/ to
+	// MetricsAddr.
+	Profiling bool
 	// PublishHyperNodes and PublishLabels turn the publisher's halves on.
 	PublishHyperNodes, PublishLabels bool
 	// Adopt turns on bringing pods' annotations to what their KCNR lists.
@@ -315,6 +319,13 @@ func (c *Companion) Run(ctx context.Context) error {
 		ok := func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }
 		mux.HandleFunc("/healthz", ok)
 		mux.HandleFunc("/readyz", ok)
+		if c.opts.Profiling {
+			mux.HandleFunc("/debug/pprof/", pprof.Index)
+			mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+			mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		}
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		ln, err := net.Listen("tcp", c.opts.MetricsAddr)
 		if err != nil {
