@@ -90,12 +90,21 @@ func runCompanion(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The NIC book's writes are one or two per RDMA bind, each awaited by
+	// the bind: no client-side rate limit (the API server's flow control
+	// still applies).
+	bookCfg := rest.CopyConfig(cfg)
+	bookCfg.QPS, bookCfg.Burst = -1, 0
+	bookClient, err := kubernetes.NewForConfig(bookCfg)
+	if err != nil {
+		return err
+	}
 	comp, err := companion.New(companion.Options{
 		Topology: c.Topology, Namespace: namespace,
 		WebhookAddr: webhookAddr, CertFile: certFile, KeyFile: keyFile,
 		MetricsAddr: metricsAddr, PublishHyperNodes: hyperNodes, PublishLabels: nodeLabels,
 		Adopt: adopt, RefuseHardTier: refuseHardTier, Profiling: profiling,
-		BookGrace: bookGrace, BookTTL: bookTTL, Period: period,
+		BookGrace: bookGrace, BookTTL: bookTTL, Period: period, BookClient: bookClient,
 	}, kube, kat, dyn)
 	if err != nil {
 		return badInputf("%v", err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -32,6 +33,14 @@ import (
 // NICs. A booking stays until every replica's informers surely show the pod
 // with its annotations (Book.Grace after it was made), or the pod is gone
 // or elsewhere, or Book.TTL in any case (see docs/design.md, "Companion").
+//
+// A bind's first attempt starts from the Lease as this replica last wrote
+// it (else as its Lease informer holds it) instead of reading it from the
+// API server: when no other replica wrote the Lease since, the write
+// succeeds and the bind costs one request; when one did, the
+// resourceVersion no longer matches, the API server refuses the write as
+// before, and the next attempt reads the Lease from the API server. A
+// stale copy costs a retry, never a NIC handed out twice.
 
 // BookingsAnnotation (Lease) is the JSON map of a node's bookings.
 const BookingsAnnotation = "rdmatopo.io/bookings"
@@ -79,6 +88,43 @@ type Book struct {
 	TTL time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// Cached, when set, returns the node's Lease as the replica's
+	// informer holds it (nil when it holds none); the first attempt of a
+	// bind starts from the newer of it and the replica's own last write.
+	Cached func(node string) *coordinationv1.Lease
+
+	mu sync.Mutex
+	// written is each node's Lease as this replica last wrote it.
+	written map[string]*coordinationv1.Lease
+}
+
+// cached is the Lease a bind's first attempt starts from: the replica's
+// last write of it, else the informer's copy; nil when neither has one.
+// Which is newer cannot be told from resourceVersions (opaque); the own
+// write is newer unless another replica wrote since, which the write's
+// precondition catches.
+func (b *Book) cached(node string) *coordinationv1.Lease {
+	b.mu.Lock()
+	l := b.written[node]
+	b.mu.Unlock()
+	if l == nil && b.Cached != nil {
+		l = b.Cached(node)
+	}
+	return l
+}
+
+// remember keeps the Lease as written (nil: forget the node's).
+func (b *Book) remember(node string, l *coordinationv1.Lease) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if l == nil {
+		delete(b.written, node)
+		return
+	}
+	if b.written == nil {
+		b.written = map[string]*coordinationv1.Lease{}
+	}
+	b.written[node] = l
 }
 
 func (b *Book) now() time.Time {
@@ -100,6 +146,21 @@ const maxBookAttempts = 8
 // write replaces it.
 func (b *Book) read(ctx context.Context, node string) (*coordinationv1.Lease, Bookings, error) {
 	lease, err := b.Client.CoordinationV1().Leases(b.Namespace).Get(ctx, BookName(node), metav1.GetOptions{})
+	return b.parse(node, lease, err)
+}
+
+// readCached is read from the replica's copy of the Lease (cached); a
+// node without one is read from the API server.
+func (b *Book) readCached(ctx context.Context, node string) (*coordinationv1.Lease, Bookings, error) {
+	if l := b.cached(node); l != nil {
+		return b.parse(node, l, nil)
+	}
+	return b.read(ctx, node)
+}
+
+// parse returns the Lease a Get answered (a new one when it was not
+// found) and its bookings.
+func (b *Book) parse(node string, lease *coordinationv1.Lease, err error) (*coordinationv1.Lease, Bookings, error) {
 	if apierrors.IsNotFound(err) {
 		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
 			Name: BookName(node), Namespace: b.Namespace,
@@ -131,7 +192,7 @@ func ParseBookings(s string) (Bookings, error) {
 
 // write stores the bookings with the Lease's resourceVersion as the
 // precondition; errRetry when another writer came first.
-func (b *Book) write(ctx context.Context, lease *coordinationv1.Lease, bk Bookings) error {
+func (b *Book) write(ctx context.Context, node string, lease *coordinationv1.Lease, bk Bookings) error {
 	data, err := json.Marshal(bk)
 	if err != nil {
 		return err
@@ -146,17 +207,22 @@ func (b *Book) write(ctx context.Context, lease *coordinationv1.Lease, bk Bookin
 	now := metav1.NewMicroTime(b.now())
 	lease.Spec.RenewTime = &now
 	leases := b.Client.CoordinationV1().Leases(b.Namespace)
+	var out *coordinationv1.Lease
 	if create {
-		_, err = leases.Create(ctx, lease, metav1.CreateOptions{})
+		out, err = leases.Create(ctx, lease, metav1.CreateOptions{})
 	} else {
-		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+		out, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
 	}
 	switch {
-	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
+	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err), !create && apierrors.IsNotFound(err):
+		// Another writer came first, or the copy written from is of a
+		// Lease since deleted: read it again.
+		b.remember(node, nil)
 		return errRetry
 	case err != nil:
 		return fmt.Errorf("write Lease %s/%s: %w", b.Namespace, lease.Name, err)
 	}
+	b.remember(node, out)
 	return nil
 }
 
@@ -199,7 +265,11 @@ func (b *Book) prune(node string, bk Bookings, pod func(uid string) PodState) bo
 func (b *Book) Reserve(ctx context.Context, node, uid string, pod func(uid string) PodState,
 	choose func(Bookings) (*Booking, error)) (got *Booking, conflicts int, err error) {
 	for attempt := 0; attempt < maxBookAttempts; attempt++ {
-		lease, bk, rerr := b.read(ctx, node)
+		read := b.read
+		if attempt == 0 {
+			read = b.readCached
+		}
+		lease, bk, rerr := read(ctx, node)
 		if lease == nil {
 			return nil, conflicts, rerr
 		}
@@ -213,7 +283,7 @@ func (b *Book) Reserve(ctx context.Context, node, uid string, pod func(uid strin
 		}
 		x.At = b.now().UnixMilli()
 		bk[uid] = *x
-		werr := b.write(ctx, lease, bk)
+		werr := b.write(ctx, node, lease, bk)
 		if errors.Is(werr, errRetry) {
 			conflicts++
 			continue

@@ -3,12 +3,18 @@ package companion
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
@@ -127,5 +133,104 @@ func TestGangKey(t *testing.T) {
 		if got := GangKey(tc.pod); got != tc.want {
 			t.Errorf("%s: %q, want %q", name, got, tc.want)
 		}
+	}
+}
+
+// casLeases makes a fake clientset's Lease updates compare-and-swap on
+// resourceVersion, as kube-apiserver's do, and number the versions.
+func casLeases(client *kubefake.Clientset) {
+	version := 0
+	tracker := client.Tracker()
+	client.PrependReactor("create", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		l := a.(k8stesting.CreateAction).GetObject().(*coordinationv1.Lease).DeepCopy()
+		version++
+		l.ResourceVersion = strconv.Itoa(version)
+		if err := tracker.Create(leaseGVR, l, l.Namespace); err != nil {
+			return true, nil, err
+		}
+		return true, l, nil
+	})
+	client.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		l := a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease).DeepCopy()
+		cur, err := tracker.Get(leaseGVR, l.Namespace, l.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		if cur.(*coordinationv1.Lease).ResourceVersion != l.ResourceVersion {
+			return true, nil, apierrors.NewConflict(leaseGVR.GroupResource(), l.Name, errors.New("the object has been modified"))
+		}
+		version++
+		l.ResourceVersion = strconv.Itoa(version)
+		return true, l, tracker.Update(leaseGVR, l, l.Namespace)
+	})
+}
+
+var leaseGVR = coordinationv1.SchemeGroupVersion.WithResource("leases")
+
+// TestBookReserveFromCache: a replica's binds start from the Lease it last
+// wrote, without reading it again; when another replica wrote the Lease
+// meanwhile, the write is refused, the Lease read again, and the NICs the
+// other replica booked are not handed out twice.
+func TestBookReserveFromCache(t *testing.T) {
+	client := kubefake.NewSimpleClientset()
+	casLeases(client)
+	r1 := &Book{Client: client, Namespace: "ns", Grace: time.Minute, TTL: 2 * time.Minute}
+	r2 := &Book{Client: client, Namespace: "ns", Grace: time.Minute, TTL: 2 * time.Minute}
+	ctx := context.Background()
+	none := func(string) PodState { return PodState{} }
+	nics := []topology.NICID{"rdma-0", "rdma-1", "rdma-2", "rdma-3"}
+	choose := func(bk Bookings) (*Booking, error) {
+		held := map[topology.NICID]bool{}
+		for _, x := range bk {
+			for _, n := range x.NICs() {
+				held[n] = true
+			}
+		}
+		for _, nic := range nics {
+			if !held[nic] {
+				return &Booking{Zones: []ledger.ZoneUse{{NUMA: 0, NICs: []topology.NICID{nic}}}}, nil
+			}
+		}
+		return nil, nil
+	}
+	gets := func() int {
+		n := 0
+		for _, a := range client.Actions() {
+			if a.GetVerb() == "get" && a.GetResource().Resource == "leases" {
+				n++
+			}
+		}
+		return n
+	}
+	reserve := func(b *Book, uid string) (*Booking, int) {
+		t.Helper()
+		x, conflicts, err := b.Reserve(ctx, "n1", uid, none, choose)
+		if err != nil || x == nil {
+			t.Fatalf("reserve %s: %v %v", uid, x, err)
+		}
+		return x, conflicts
+	}
+	a, _ := reserve(r1, "a") // no Lease yet: read, then created
+	getsBefore := gets()
+	b, conflicts := reserve(r1, "b")
+	if gets() != getsBefore || conflicts != 0 {
+		t.Errorf("second bind of the same replica: %d reads, %d conflicts; want 0, 0", gets()-getsBefore, conflicts)
+	}
+	c, _ := reserve(r2, "c") // the other replica: reads, writes
+	d, conflicts := reserve(r1, "d")
+	if conflicts != 1 {
+		t.Errorf("bind after the other replica's write: %d conflicts, want 1", conflicts)
+	}
+	seen := map[topology.NICID]string{}
+	for uid, x := range map[string]*Booking{"a": a, "b": b, "c": c, "d": d} {
+		for _, n := range x.NICs() {
+			if other, ok := seen[n]; ok {
+				t.Errorf("NIC %s booked for both %s and %s", n, other, uid)
+			}
+			seen[n] = uid
+		}
+	}
+	if bk, err := r2.Read(ctx, "n1"); err != nil || len(bk) != 4 {
+		t.Errorf("the Lease holds %d bookings (%v), want 4", len(bk), err)
 	}
 }

@@ -56,6 +56,11 @@ type Options struct {
 	BookGrace, BookTTL time.Duration
 	// Period is the publisher's and adopter's resync period.
 	Period time.Duration
+	// BookClient, when set, is the client of the NIC book's Lease writes
+	// (default: the companion's client). A bind waits for its write, so
+	// it is best not rate-limited behind the Events, publishing and
+	// adoption the shared client also carries.
+	BookClient kubernetes.Interface
 }
 
 // Companion is a running companion: informers, the fabric cache, the
@@ -169,9 +174,14 @@ func New(opts Options, kube kubernetes.Interface, kat katalystclient.Interface, 
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	c.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "rdmatopo-companion"})
+	bookClient := opts.BookClient
+	if bookClient == nil {
+		bookClient = kube
+	}
 	c.webhook = &Webhook{
 		Chooser: c.chooser,
-		Book:    &Book{Client: kube, Namespace: opts.Namespace, Grace: opts.BookGrace, TTL: opts.BookTTL},
+		Book: &Book{Client: bookClient, Namespace: opts.Namespace, Grace: opts.BookGrace, TTL: opts.BookTTL,
+			Cached: c.cachedLease},
 		Cluster: c, Metrics: c.metrics, Recorder: c.recorder, Client: kube,
 		RefuseHardTier: opts.RefuseHardTier,
 	}
@@ -277,6 +287,16 @@ func (c *Companion) PodState(uid string) PodState {
 	nics, _ := ledger.ParseNICs(p.Annotations[ledger.AnnotationNICs])
 	sort.Slice(nics, func(i, j int) bool { return nics[i] < nics[j] })
 	return PodState{Known: true, Node: p.Spec.NodeName, NICs: nics}
+}
+
+// cachedLease is a node's book Lease as the Lease informer holds it.
+func (c *Companion) cachedLease(node string) *coordinationv1.Lease {
+	o, ok, err := c.leases.GetIndexer().GetByKey(c.opts.Namespace + "/" + BookName(node))
+	if err != nil || !ok {
+		return nil
+	}
+	l, _ := o.(*coordinationv1.Lease)
+	return l
 }
 
 // Booked implements Cluster, from the Lease informer.
