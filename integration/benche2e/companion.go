@@ -83,6 +83,15 @@ type webhookFigures struct {
 	// FailOpen counts the calls that failed or timed out and, under
 	// failurePolicy Ignore, let the bind go on unannotated.
 	FailOpen int `json:"failOpen"`
+	// LeaseWrites, LeaseWriteP50Ms and LeaseWriteP99Ms are the API
+	// server's own account of the Lease creates and updates in the
+	// companion's namespace and every other (apiserver_request_duration_seconds,
+	// resource leases, verbs POST and PUT; the same interpolation): the
+	// NIC book's writes each bind waits for, beside the leases of the
+	// other components.
+	LeaseWrites     int     `json:"leaseWrites"`
+	LeaseWriteP50Ms float64 `json:"leaseWriteP50Ms"`
+	LeaseWriteP99Ms float64 `json:"leaseWriteP99Ms"`
 }
 
 type bucketCount struct {
@@ -114,15 +123,8 @@ func webhookLatency(metrics, name string) (webhookFigures, error) {
 			if !named(m) {
 				continue
 			}
-			h := m.GetHistogram()
-			for _, b := range h.GetBucket() {
-				if !math.IsInf(b.GetUpperBound(), 1) {
-					byLe[b.GetUpperBound()] += float64(b.GetCumulativeCount())
-				}
-			}
-			// The +Inf bucket is the count.
-			byLe[math.Inf(1)] += float64(h.GetSampleCount())
-			f.Calls += int(h.GetSampleCount())
+			addHistogram(byLe, m.GetHistogram())
+			f.Calls += int(m.GetHistogram().GetSampleCount())
 		}
 	}
 	if fam := families["apiserver_admission_webhook_fail_open_count"]; fam != nil {
@@ -135,17 +137,53 @@ func webhookLatency(metrics, name string) (webhookFigures, error) {
 	if len(byLe) == 0 {
 		return f, fmt.Errorf("the API server exports no %s for webhook %s", hist, name)
 	}
-	bounds := make([]float64, 0, len(byLe))
-	for le := range byLe {
-		bounds = append(bounds, le)
-	}
-	sort.Float64s(bounds)
+	bounds := sortedBounds(byLe)
 	for _, le := range bounds {
 		f.BucketsMs = append(f.BucketsMs, bucketCount{LeMs: formatLeMs(le), Count: int(byLe[le])})
 	}
 	f.P50Ms, _ = histogramQuantile(0.50, bounds, byLe)
 	f.P99Ms, f.P99BucketMs = histogramQuantile(0.99, bounds, byLe)
+	leases := map[float64]float64{}
+	if fam := families["apiserver_request_duration_seconds"]; fam != nil {
+		for _, m := range fam.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			if l["resource"] != "leases" || l["verb"] != "POST" && l["verb"] != "PUT" {
+				continue
+			}
+			addHistogram(leases, m.GetHistogram())
+			f.LeaseWrites += int(m.GetHistogram().GetSampleCount())
+		}
+	}
+	if len(leases) > 0 {
+		lb := sortedBounds(leases)
+		f.LeaseWriteP50Ms, _ = histogramQuantile(0.50, lb, leases)
+		f.LeaseWriteP99Ms, _ = histogramQuantile(0.99, lb, leases)
+	}
 	return f, nil
+}
+
+// addHistogram adds a histogram's cumulative buckets to cum, by upper
+// bound (+Inf: the count).
+func addHistogram(cum map[float64]float64, h *dto.Histogram) {
+	for _, b := range h.GetBucket() {
+		if !math.IsInf(b.GetUpperBound(), 1) {
+			cum[b.GetUpperBound()] += float64(b.GetCumulativeCount())
+		}
+	}
+	cum[math.Inf(1)] += float64(h.GetSampleCount())
+}
+
+// sortedBounds lists a histogram's upper bounds in order.
+func sortedBounds(cum map[float64]float64) []float64 {
+	bounds := make([]float64, 0, len(cum))
+	for le := range cum {
+		bounds = append(bounds, le)
+	}
+	sort.Float64s(bounds)
+	return bounds
 }
 
 func formatLeMs(le float64) string {

@@ -155,6 +155,13 @@ func (b *Book) readCached(ctx context.Context, node string) (*coordinationv1.Lea
 	if l := b.cached(node); l != nil {
 		return b.parse(node, l, nil)
 	}
+	if b.Cached != nil {
+		// Neither this replica nor its informer has seen the Lease: it
+		// most likely does not exist, so the write creates it; if another
+		// replica created it meanwhile, the create fails and the Lease is
+		// read.
+		return b.parse(node, nil, apierrors.NewNotFound(coordinationv1.Resource("leases"), BookName(node)))
+	}
 	return b.read(ctx, node)
 }
 

@@ -233,4 +233,16 @@ func TestBookReserveFromCache(t *testing.T) {
 	if bk, err := r2.Read(ctx, "n1"); err != nil || len(bk) != 4 {
 		t.Errorf("the Lease holds %d bookings (%v), want 4", len(bk), err)
 	}
+	// A replica whose informer holds no Lease of a node creates it without
+	// reading it; where one exists after all, the create fails and the
+	// Lease is read.
+	r3 := &Book{Client: client, Namespace: "ns", Grace: time.Minute, TTL: 2 * time.Minute,
+		Cached: func(string) *coordinationv1.Lease { return nil }}
+	getsBefore = gets()
+	if x, conflicts, err := r3.Reserve(ctx, "n2", "e", none, choose); err != nil || x == nil || conflicts != 0 || gets() != getsBefore {
+		t.Errorf("first bind on a node without Lease: %v, %d conflicts, %d reads (%v); want a booking, 0, 0", x, conflicts, gets()-getsBefore, err)
+	}
+	if x, conflicts, err := r3.Reserve(ctx, "n1", "f", none, choose); err != nil || x != nil || conflicts != 1 {
+		t.Errorf("node whose Lease exists unseen: %v, %d conflicts (%v); want no NIC left, 1 conflict", x, conflicts, err)
+	}
 }
