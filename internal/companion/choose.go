@@ -143,17 +143,22 @@ func (c *Chooser) Choose(req Request) (*Choice, string, error) {
 	// whole gang would take with this pod on this node (its pending pods
 	// planned too), the leaves of the S1s the gang holds. The pod takes
 	// its NICs from the first set the node has room in.
-	var prefer []map[topology.S0ID]bool
+	// Each set is computed only when the ones before it have no room: the
+	// whole-gang plan costs a planner run over the fabric, which a pod
+	// that fits under its gang's leaves does not need.
+	var prefer []func() map[topology.S0ID]bool
 	if occ != nil {
-		prefer = append(prefer, occ.S0s)
+		prefer = append(prefer, func() map[topology.S0ID]bool { return occ.S0s })
 	}
-	if leaves := c.gangLeaves(st, req, g); leaves != nil {
-		prefer = append(prefer, leaves)
-	}
+	prefer = append(prefer, func() map[topology.S0ID]bool { return c.gangLeaves(st, req, g) })
 	if occ != nil {
-		prefer = append(prefer, leavesOfS1s(f, occ.S1s))
+		prefer = append(prefer, func() map[topology.S0ID]bool { return leavesOfS1s(f, occ.S1s) })
 	}
-	for _, leaves := range prefer {
+	for _, set := range prefer {
+		leaves := set()
+		if leaves == nil {
+			continue
+		}
 		if a, ok := st.Fit(req.Node, pod.Shape, leaves); ok {
 			a.PodUID = pod.UID
 			plan = &placement.Plan{Assignments: []placement.Assignment{a}}
