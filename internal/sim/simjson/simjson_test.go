@@ -20,8 +20,8 @@ func TestFromReport(t *testing.T) {
 		{
 			name: "pending pod, waiting job, eviction",
 			rep: &sim.Report{
-				Pods: []sim.PodPlacement{{Namespace: "ns", Name: "p-0", Job: "ns/p", NUMA: -1, Rank: 0}},
-				Jobs: []sim.JobPlacement{{Namespace: "ns", Name: "p", MinMember: 2, Reason: "no room", WaitedSeconds: 3}},
+				Pods:      []sim.PodPlacement{{Namespace: "ns", Name: "p-0", Job: "ns/p", NUMA: -1, Rank: 0}},
+				Jobs:      []sim.JobPlacement{{Namespace: "ns", Name: "p", MinMember: 2, Reason: "no room", WaitedSeconds: 3}},
 				Evictions: []sim.Eviction{{Namespace: "ns", Name: "low-0", Job: "ns/low", Preemptor: "ns/p"}},
 			},
 			want: `{"pods":[{"namespace":"ns","name":"p-0","job":"ns/p","node":"","numa":-1,"nics":[],"s0":[],"s1":[],"annotations":{},"evicted":false,"rank":0}],` +
