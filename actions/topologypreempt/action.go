@@ -332,7 +332,7 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 		// A discarded statement re-allocates the victim onto the NICs it
 		// holds rather than a new fit.
 		ev := step.Evict{Job: string(v.task.Job), Pod: string(v.task.UID), Reason: reason,
-			Reserved: placement.Assignment{Node: v.res.Node, Zones: v.res.Zones, Containers: v.res.Containers}}
+			Reserved: placement.AssignmentOf(v.res)}
 		if err := topo.Apply(stmt, ev); err != nil {
 			klog.ErrorS(err, "Cannot evict victim; preemption abandoned", "victim", klog.KRef(v.task.Namespace, v.task.Name), "job", jobName)
 			gangfit.Settle(topo, stmt, step.Settle{})
