@@ -198,12 +198,6 @@ func (r *run) nodes() *gangfit.Nodes {
 	return r.fit
 }
 
-// gangMet reports whether the job has its minMember (and each task role
-// its minimum) placed.
-func gangMet(job *api.JobInfo) bool {
-	return job.CheckTaskReady() && job.IsReady()
-}
-
 // wantsPreemption reports whether the job is a pending RDMA gang that may
 // preempt: enqueued, valid, short of minMember, not already holding
 // resources its victims release.
@@ -215,7 +209,7 @@ func (r *run) wantsPreemption(job *api.JobInfo) bool {
 		return false
 	}
 	j := r.topo.RDMAOf(job)
-	if !j.IsRDMA() || gangMet(job) || r.topo.Preemption().HasHold(string(job.UID)) {
+	if !j.IsRDMA() || gangfit.GangMet(job) || r.topo.Preemption().HasHold(string(job.UID)) {
 		return false
 	}
 	if vr := r.ssn.JobValid(job); vr != nil && !vr.Pass {
