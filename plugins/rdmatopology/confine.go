@@ -1,0 +1,180 @@
+package rdmatopology
+
+// Gangs whose pods request no RDMA NICs under a hard contract. The planner
+// places RDMA gangs by their NICs; a gang without NICs has none to place,
+// but a hard highest tier below cluster (rdmatopo.io/*, Volcano's
+// annotations or spec.networkTopology) still limits where its pods may go:
+// all within one domain of that tier, each domain a set of nodes read from
+// the fabric as the planner reads it. The topology-allocate action places
+// such a gang domain by domain (Confine); this file says what the domains
+// are and writes the gang's outcome on its PodGroup.
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"volcano.sh/volcano/pkg/scheduler/api"
+
+	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+)
+
+// Domain is one domain of a tier: the nodes a confined gang may share.
+type Domain struct {
+	// Name names it in messages: the node, "S0 <leaf>" or "S1 <s1>".
+	Name string
+	// Nodes are its nodes, sorted.
+	Nodes []string
+}
+
+// Confinement is where a gang whose pods request no RDMA NICs must stay:
+// within one domain of Tier.
+type Confinement struct {
+	Tier placement.Tier
+	// Domains are the tier's domains over the nodes asked for, sorted by
+	// name. A node of no domain of the tier (a node with no NIC under a
+	// known leaf, for s0; a node the fabric does not know, for s1) is a
+	// domain of its own: one node is never wider than a tier.
+	Domains []Domain
+}
+
+// Confine returns the confinement of a job none of whose pods request RDMA
+// NICs, over the named nodes: nil when its contract limits nothing (soft,
+// hard at cluster, or relaxed after max-wait). A hard sub-group
+// (segment) is kept by confining the whole gang to the segment's tier when
+// that is tighter: never wider than the user asked. The error is an
+// invalid contract (wrapping placement.ErrInvalidContract); such a job is
+// never placed.
+func (s *Session) Confine(job *api.JobInfo, nodes []string) (*Confinement, error) {
+	c, _, err := s.effectiveContract(job)
+	if err != nil {
+		s.markConfined(job)
+		return nil, err
+	}
+	tier := placement.TierCluster
+	if c.Mode == placement.ModeHard {
+		tier = c.HighestTier
+	}
+	if c.Segment.Set() && c.Segment.Tier < tier {
+		tier = c.Segment.Tier
+	}
+	if tier >= placement.TierCluster || tier < placement.TierNode {
+		return nil, nil
+	}
+	s.markConfined(job)
+	return &Confinement{Tier: tier, Domains: domainsOf(s.fabric, tier, nodes)}, nil
+}
+
+// domainsOf groups nodes into the domains of tier on the fabric.
+func domainsOf(f *topology.Fabric, tier placement.Tier, nodes []string) []Domain {
+	byName := map[string][]string{}
+	for _, name := range nodes {
+		keys := domainKeys(f, tier, name)
+		if len(keys) == 0 {
+			keys = []string{"node " + name}
+		}
+		for _, k := range keys {
+			byName[k] = append(byName[k], name)
+		}
+	}
+	out := make([]Domain, 0, len(byName))
+	for name, members := range byName {
+		sort.Strings(members)
+		out = append(out, Domain{Name: name, Nodes: members})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// domainKeys names the domains of tier a node belongs to (none: a domain
+// of its own).
+func domainKeys(f *topology.Fabric, tier placement.Tier, name string) []string {
+	n, ok := f.Node(name)
+	switch {
+	case tier == placement.TierNode || !ok:
+		return nil
+	case tier == placement.TierS1:
+		if n.KCNROnly {
+			return nil
+		}
+		return []string{"S1 " + string(n.S1)}
+	}
+	var keys []string
+	for _, z := range n.Zones {
+		for _, c := range z.NICs {
+			if k := "S0 " + string(c.S0); c.S0 != "" && !containsString(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	return keys
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// markConfined records that the job's outcome is written by
+// ConfinedPlaced and ReportConfined.
+func (s *Session) markConfined(job *api.JobInfo) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.confined == nil {
+		s.confined = map[api.JobID]string{}
+	}
+	if _, ok := s.confined[job.UID]; !ok {
+		s.confined[job.UID] = ""
+	}
+}
+
+// ConfinedPlaced records that the confined job was placed within domain
+// d of tier t in this session.
+func (s *Session) ConfinedPlaced(job *api.JobInfo, t placement.Tier, d Domain) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.confined == nil {
+		s.confined = map[api.JobID]string{}
+	}
+	s.confined[job.UID] = fmt.Sprintf("pods request no RDMA NICs: placed within one %s domain (%s)", t, d.Name)
+}
+
+// closeConfined writes the outcome of a confined job without RDMA pods:
+// the contract's error, the reason it waits, or where it was placed.
+func (s *Session) closeConfined(job *api.JobInfo) {
+	s.mu.Lock()
+	placed, ok := s.confined[job.UID]
+	f := s.failures[job.UID]
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	_, cerr := s.contract(job)
+	switch {
+	case cerr != nil:
+		s.setCondition(job, v1.ConditionFalse, ReasonInvalid, cerr.Error())
+	case placed != "" && job.ReadyTaskNum() >= job.MinAvailable:
+		s.setCondition(job, v1.ConditionTrue, ReasonPlaced, placed+s.overrideNote(job))
+	case f != nil && job.ReadyTaskNum() < job.MinAvailable:
+		s.setCondition(job, v1.ConditionFalse, string(f.Code), f.Message+s.overrideNote(job))
+	}
+}
+
+// ConfinedFailure is the failure of a confined gang no domain holds.
+func ConfinedFailure(c *Confinement, pods int, tried []string) *placement.Failure {
+	msg := fmt.Sprintf("pods request no RDMA NICs: no %s domain holds the gang's %d pods within its hard highest tier", c.Tier, pods)
+	if len(tried) > 0 {
+		shown := tried
+		if len(shown) > 5 {
+			shown = append(append([]string(nil), shown[:5]...), fmt.Sprintf("%d more", len(tried)-5))
+		}
+		msg += " (tried " + strings.Join(shown, ", ") + ")"
+	}
+	return &placement.Failure{Code: placement.ReasonTierLimit, Message: msg}
+}
