@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
@@ -143,7 +144,8 @@ func TestNativeContractUnhonoured(t *testing.T) {
 // written (rdmatopo.io annotations, spec.networkTopology), or waits with
 // the reason on its PodGroup; soft limits nothing; an invalid contract
 // places nothing. Nodes n1 and n2 have their NUMA zones under leaves A
-// and B, n3 under C and D, all in one S1; each node has room for one pod.
+// and B, n3 (and, when asked, n4) under C and D, all in one S1; each node
+// has room for one pod.
 func TestConfinedGangsWithoutNICs(t *testing.T) {
 	type want struct {
 		Bound  int
@@ -157,8 +159,13 @@ func TestConfinedGangsWithoutNICs(t *testing.T) {
 		size   int
 		ann    map[string]string
 		native *placement.NetworkTopology
-		want   want
+		// n4 adds node n4 under C and D; taintN1 taints n1 (the pods do
+		// not tolerate it).
+		n4, taintN1 bool
+		want        want
 	}{
+		"hard s0: the first leaf tried refuses a pod, the next holds both": {size: 2, ann: hard("s0"), n4: true, taintN1: true,
+			want: want{Bound: 2, Nodes: []string{"n3", "n4"}, Reason: "Placed"}},
 		"hard s0, two pods: one leaf's nodes": {size: 2, ann: hard("s0"),
 			want: want{Bound: 2, Nodes: []string{"n1", "n2"}, Reason: "Placed"}},
 		"hard s0, three pods: no leaf has three nodes": {size: 3, ann: hard("s0"),
@@ -180,8 +187,16 @@ func TestConfinedGangsWithoutNICs(t *testing.T) {
 			c.addNode("n1", "A", "B")
 			c.addNode("n2", "A", "B")
 			c.addNode("n3", "C", "D")
+			if tc.n4 {
+				c.addNode("n4", "C", "D")
+			}
+			if tc.taintN1 {
+				c.nodes[0].Spec.Taints = []corev1.Taint{{Key: "dedicated", Effect: corev1.TaintEffectNoSchedule}}
+			}
 			c.addPods("cpu", tc.size, func(name string) *builders.PodWrapper {
-				return builders.MakePod("ns", name).Req("cpu", "100").Req("memory", "1Gi")
+				// A Volcano Job's task role: allocate skips a task whose
+				// role has failed to fit, unless told to try again.
+				return builders.MakePod("ns", name).Req("cpu", "100").Req("memory", "1Gi").Annotation("volcano.sh/task-spec", "worker")
 			})
 			c.pgs[0].Annotations = tc.ann
 			if tc.native != nil {

@@ -34,6 +34,7 @@ import (
 
 	"github.com/rdmatopo/rdmatopo/config"
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/sim"
 	"github.com/rdmatopo/rdmatopo/internal/sim/simtest"
@@ -174,6 +175,10 @@ type e2eResult struct {
 	Nodes []string
 	// Leaves are the leaves of the bound pods' NICs, sorted.
 	Leaves []string
+	// Partitions are, by volcano.sh/partition-id in order, the tightest
+	// HyperNode holding each partition's bound pods (nil without
+	// partitions).
+	Partitions []string
 	// Reason is that of the rdma-topology condition on the job's
 	// PodGroup ("" when none).
 	Reason string
@@ -313,9 +318,9 @@ var e2eCases = map[string]e2eCase{
 		replicas: 4, cpus: 3, networkTopology: "{mode: hard, highestTierAllowed: 2}",
 		partitionPolicy: "{totalPartitions: 2, partitionSize: 2, networkTopology: {mode: hard, highestTierAllowed: 1}}",
 		volcano:         "running: two pods in s0, two in s1 (three each with the running ones; six in s4)",
-		want:            e2eResult{Bound: 4, HyperNodes: map[string]int{"s0": 2, "s1": 2}, Within: "s4", Nodes: []string{"kwok-node-1", "kwok-node-3"}, Leaves: []string{"s0", "s1"}, Reason: "Placed"},
-		wantCPU:         e2eResult{Reason: "TierLimit"},
-		differs:         "cpu: pods without NICs keep a hard partition by keeping the whole gang within the partition's tier, which no tier-1 HyperNode holds here: pending, the reason on the PodGroup"},
+		want: e2eResult{Bound: 4, HyperNodes: map[string]int{"s0": 2, "s1": 2}, Within: "s4", Nodes: []string{"kwok-node-1", "kwok-node-3"},
+			Leaves: []string{"s0", "s1"}, Partitions: []string{"s0", "s1"}, Reason: "Placed"},
+		wantCPU: e2eResult{Bound: 4, Within: "s4", Partitions: []string{"s0", "s1"}, Reason: "Placed"}},
 }
 
 // oneSlotPerLeaf leaves room for one pod of 2 CPUs in each tier-1
@@ -380,6 +385,20 @@ func e2eResultOf(binds map[string]*sim.BindRecord, job string, pg *schedulingv1b
 	sort.Strings(r.Leaves)
 	sort.Strings(r.Nodes)
 	r.Within = e2eWithin(r.Nodes)
+	parts := map[string][]string{}
+	for name, b := range binds {
+		if id, ok := b.Pod.Labels[placement.PartitionIDLabel]; ok && strings.HasPrefix(name, "ns/"+job+"-") {
+			parts[id] = append(parts[id], b.Node)
+		}
+	}
+	ids := make([]string, 0, len(parts))
+	for id := range parts {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		r.Partitions = append(r.Partitions, e2eWithin(parts[id]))
+	}
 	return r
 }
 

@@ -5,7 +5,9 @@ package rdmatopology
 // but a hard highest tier below cluster (rdmatopo.io/*, Volcano's
 // annotations or spec.networkTopology) still limits where its pods may go:
 // all within one domain of that tier, each domain a set of nodes read from
-// the fabric as the planner reads it. The topology-allocate action places
+// the fabric as the planner reads it, and a hard segment keeps each block
+// of consecutive ranks within one domain of its tier. The topology-allocate
+// action places
 // such a gang domain by domain (Confine); this file says what the domains
 // are and writes the gang's outcome on its PodGroup.
 
@@ -30,23 +32,37 @@ type Domain struct {
 }
 
 // Confinement is where a gang whose pods request no RDMA NICs must stay:
-// within one domain of Tier.
+// within one domain of Tier and, with a Segment, each block of
+// consecutive ranks within one domain of the segment's tier.
 type Confinement struct {
 	Tier placement.Tier
 	// Domains are the tier's domains over the nodes asked for, sorted by
-	// name. A node of no domain of the tier (a node with no NIC under a
-	// known leaf, for s0; a node the fabric does not know, for s1) is a
-	// domain of its own: one node is never wider than a tier.
+	// name (one domain "cluster" of every node at TierCluster). A node of
+	// no domain of the tier (a node with no NIC under a known leaf, for
+	// s0; a node the fabric does not know, for s1) is a domain of its
+	// own: one node is never wider than a tier.
+	Domains []Domain
+	// Segment, when set, keeps each block of Segment.Size consecutive
+	// ranks within one of Segment.Domains.
+	Segment *SegmentConfinement
+}
+
+// SegmentConfinement is a confinement's hard sub-group: blocks of Size
+// consecutive ranks, each within one of Domains (of Tier, tighter than
+// the gang's).
+type SegmentConfinement struct {
+	Size    int
+	Tier    placement.Tier
 	Domains []Domain
 }
 
 // Confine returns the confinement of a job none of whose pods request RDMA
-// NICs, over the named nodes: nil when its contract limits nothing (soft,
-// hard at cluster, or relaxed after max-wait). A hard sub-group
-// (segment) is kept by confining the whole gang to the segment's tier when
-// that is tighter: never wider than the user asked. The error is an
-// invalid contract (wrapping placement.ErrInvalidContract); such a job is
-// never placed.
+// NICs, over the named nodes: nil when its contract limits nothing (soft
+// or hard at cluster without a segment, or relaxed after max-wait). A
+// segment (subGroupPolicy, partitionPolicy, rdmatopo.io/segment-*) no
+// tighter than the gang's tier adds nothing. The error is an invalid
+// contract (wrapping placement.ErrInvalidContract); such a job is never
+// placed.
 func (s *Session) Confine(job *api.JobInfo, nodes []string) (*Confinement, error) {
 	c, _, err := s.effectiveContract(job)
 	if err != nil {
@@ -54,17 +70,31 @@ func (s *Session) Confine(job *api.JobInfo, nodes []string) (*Confinement, error
 		return nil, err
 	}
 	tier := placement.TierCluster
-	if c.Mode == placement.ModeHard {
+	if c.Mode == placement.ModeHard && c.HighestTier >= placement.TierNode {
 		tier = c.HighestTier
 	}
-	if c.Segment.Set() && c.Segment.Tier < tier {
-		tier = c.Segment.Tier
+	out := &Confinement{Tier: tier}
+	if c.Segment.Set() && c.Segment.Tier < tier && c.Segment.Tier >= placement.TierNode {
+		out.Segment = &SegmentConfinement{Size: c.Segment.Size, Tier: c.Segment.Tier, Domains: domainsOf(s.fabric, c.Segment.Tier, nodes)}
 	}
-	if tier >= placement.TierCluster || tier < placement.TierNode {
-		return nil, nil
+	if tier >= placement.TierCluster {
+		if out.Segment == nil {
+			return nil, nil
+		}
+		out.Domains = []Domain{{Name: "cluster", Nodes: append([]string(nil), nodes...)}}
+		sort.Strings(out.Domains[0].Nodes)
+	} else {
+		out.Domains = domainsOf(s.fabric, tier, nodes)
 	}
 	s.markConfined(job)
-	return &Confinement{Tier: tier, Domains: domainsOf(s.fabric, tier, nodes)}, nil
+	return out, nil
+}
+
+// Ranks returns the rank of each task's pod as the planner reads ranks
+// (Runtime.PodRanks); an invalid rank annotation is an error wrapping
+// placement.ErrInvalidContract.
+func (s *Session) Ranks(tasks []*api.TaskInfo) ([]int, error) {
+	return s.taskRanks(tasks)
 }
 
 // domainsOf groups nodes into the domains of tier on the fabric.
@@ -135,14 +165,22 @@ func (s *Session) markConfined(job *api.JobInfo) {
 }
 
 // ConfinedPlaced records that the confined job was placed within domain
-// d of tier t in this session.
-func (s *Session) ConfinedPlaced(job *api.JobInfo, t placement.Tier, d Domain) {
+// d of its tier in this session, its blocks of consecutive ranks within
+// the segment domains named (none without a segment).
+func (s *Session) ConfinedPlaced(job *api.JobInfo, c *Confinement, d Domain, segments []string) {
+	msg := fmt.Sprintf("pods request no RDMA NICs: placed within one %s domain (%s)", c.Tier, d.Name)
+	if c.Tier == placement.TierCluster {
+		msg = "pods request no RDMA NICs: placed"
+	}
+	if c.Segment != nil {
+		msg += fmt.Sprintf(", each block of %d consecutive ranks within one %s domain (%s)", c.Segment.Size, c.Segment.Tier, strings.Join(segments, ", "))
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.confined == nil {
 		s.confined = map[api.JobID]string{}
 	}
-	s.confined[job.UID] = fmt.Sprintf("pods request no RDMA NICs: placed within one %s domain (%s)", t, d.Name)
+	s.confined[job.UID] = msg
 }
 
 // closeConfined writes the outcome of a confined job without RDMA pods:
@@ -169,6 +207,12 @@ func (s *Session) closeConfined(job *api.JobInfo) {
 // ConfinedFailure is the failure of a confined gang no domain holds.
 func ConfinedFailure(c *Confinement, pods int, tried []string) *placement.Failure {
 	msg := fmt.Sprintf("pods request no RDMA NICs: no %s domain holds the gang's %d pods within its hard highest tier", c.Tier, pods)
+	switch {
+	case c.Segment != nil && c.Tier == placement.TierCluster:
+		msg = fmt.Sprintf("pods request no RDMA NICs: the gang's %d pods do not fit with each block of %d consecutive ranks within one %s domain", pods, c.Segment.Size, c.Segment.Tier)
+	case c.Segment != nil:
+		msg = fmt.Sprintf("pods request no RDMA NICs: no %s domain holds the gang's %d pods with each block of %d consecutive ranks within one %s domain", c.Tier, pods, c.Segment.Size, c.Segment.Tier)
+	}
 	if len(tried) > 0 {
 		shown := tried
 		if len(shown) > 5 {
