@@ -73,6 +73,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"volcano.sh/apis/pkg/apis/scheduling"
 	"volcano.sh/volcano/pkg/scheduler/api"
@@ -152,10 +153,19 @@ func (a *Action) Execute(ssn *framework.Session) {
 		r.preempt(jobs.Pop().(*api.JobInfo))
 	}
 	if !r.policy.otherQueues {
-		// Claims of gangs placed, preempting or gone since lapse here
-		// (topology-reclaim makes none: a claim keeps a room from younger
-		// gangs of the claimant's priority, which is preemption's business).
-		topo.Preemption().RetainClaims(func(job string) bool { return r.claimed[api.JobID(job)] })
+		// Claims of gangs placed, preempting or gone since lapse here;
+		// a gang that still waits but claimed nothing this session keeps
+		// its claim for preemption.ClaimGrace (topology-reclaim makes
+		// none: a claim keeps a room from younger gangs of the claimant's
+		// priority, which is preemption's business).
+		now := topo.Now()
+		topo.Preemption().RetainClaims(func(c *preemption.Claim) bool {
+			if r.claimed[api.JobID(c.Job)] {
+				return true
+			}
+			job := ssn.Jobs[api.JobID(c.Job)]
+			return job != nil && r.wantsPreemption(job) && !c.Lapsed(now)
+		})
 	}
 }
 
@@ -301,6 +311,7 @@ func (r *run) preempt(job *api.JobInfo) {
 		return
 	}
 	if cl := r.room(job, g, c, cands, rdma); cl != nil {
+		cl.Renewed = metav1.NewTime(r.topo.Now())
 		r.topo.Preemption().Claim(cl)
 		r.claimed[job.UID] = true
 		klog.V(3).InfoS("Waiting gang claims a room", "job", cl.Name, "room", cl.Room, "nodes", len(cl.Nodes))
