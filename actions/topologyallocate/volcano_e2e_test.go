@@ -17,8 +17,10 @@ package topologyallocate_test
 // same HyperNodes give the S1s (s1Source: hypernode, tier 2). Running pods
 // that only take CPU and memory fill the nodes as each case's do, and the
 // gang is a Volcano Job as a user writes it: spec.networkTopology (and, in
-// case 5.2, tasks[].partitionPolicy), its pods asking the case's CPU and
-// memory plus one NIC each, so rdmatopo places them at NIC level.
+// case 5.2, tasks[].partitionPolicy). Each case runs twice: the job's pods
+// asking the case's CPU and memory plus one NIC each, which rdmatopo
+// places at NIC level, and as upstream's are (CPU and memory only), which
+// rdmatopo keeps within one domain of the hard tier.
 
 import (
 	"fmt"
@@ -43,7 +45,9 @@ import (
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
-// Upstream sources of the ported cases.
+// Upstream sources of the ported cases: tag v1.13.0 is commit
+// 943b8c23d402462b63f1e21f7f7a39129ba8d63c, v1.14.0 is
+// 6f86a47f32772ca8df248add31d01385a8a097b4.
 const (
 	e2eNetworkTopology13 = "test/e2e/hypernode/network_topology_test.go@v1.13.0"
 	e2eNetworkTopology14 = "test/e2e/hypernode/network_topology_test.go@v1.14.0"
@@ -497,7 +501,7 @@ func TestVolcanoHyperNodeE2E(t *testing.T) {
 				pg := last.PodGroups[set.PodGroups[0].Namespace+"/"+set.PodGroups[0].Name]
 				got := cpuView(variant, tc, e2eResultOf(binds, job, pg))
 				if diff := cmp.Diff(want, got); diff != "" {
-					t.Errorf("%s: Volcano: %s\nrdmatopo (-want,+got):\n%s\ncondition: %q", tc.upstream, tc.volcano, diff, condition(pg))
+					t.Errorf("%s: Volcano: %s; rdmatopo differs: %s\nrdmatopo (-want,+got):\n%s\ncondition: %q", tc.upstream, tc.volcano, tc.differs, diff, condition(pg))
 				}
 				if !tc.kill {
 					return
