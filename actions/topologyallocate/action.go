@@ -163,8 +163,6 @@ type run struct {
 	// commits counts the statements this run committed: each may have
 	// placed a gang whose claim then no longer applies.
 	commits int
-	// names are the session's node names (nodeNames), made on first use.
-	names []string
 }
 
 // partialGang reports an RDMA gang that has some but fewer than minMember
@@ -239,7 +237,7 @@ func (r *run) allocateJob(queue *api.QueueInfo, job *api.JobInfo) {
 		return
 	}
 	if r.topo != nil && !isRDMAJob(r.topo, job) {
-		c, err := r.topo.Confine(job, r.nodeNames())
+		c, err := r.topo.Confine(job)
 		if err != nil {
 			// Never placed under a contract it does not have.
 			klog.InfoS("Job not placed: invalid job contract", "job", job.UID, "err", err)

@@ -14,17 +14,6 @@ import (
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
-// nodeNames lists the session's nodes, made once per run.
-func (r *run) nodeNames() []string {
-	if r.names == nil {
-		r.names = make([]string, 0, len(r.ssn.NodeList))
-		for _, n := range r.ssn.NodeList {
-			r.names = append(r.names, n.Name)
-		}
-	}
-	return r.names
-}
-
 // allocateConfined gives its turn to a job whose pods request no RDMA NICs
 // under a hard contract (rdmatopology.Session.Confine): its pending tasks
 // are allocated as allocate does, but only on the nodes of one domain of

@@ -57,13 +57,13 @@ type SegmentConfinement struct {
 }
 
 // Confine returns the confinement of a job none of whose pods request RDMA
-// NICs, over the named nodes: nil when its contract limits nothing (soft
+// NICs, over the session's nodes: nil when its contract limits nothing (soft
 // or hard at cluster without a segment, or relaxed after max-wait). A
 // segment (subGroupPolicy, partitionPolicy, rdmatopo.io/segment-*) no
 // tighter than the gang's tier adds nothing. The error is an invalid
 // contract (wrapping placement.ErrInvalidContract); such a job is never
 // placed.
-func (s *Session) Confine(job *api.JobInfo, nodes []string) (*Confinement, error) {
+func (s *Session) Confine(job *api.JobInfo) (*Confinement, error) {
 	c, _, err := s.effectiveContract(job)
 	if err != nil {
 		s.markConfined(job)
@@ -75,16 +75,15 @@ func (s *Session) Confine(job *api.JobInfo, nodes []string) (*Confinement, error
 	}
 	out := &Confinement{Tier: tier}
 	if c.Segment.Set() && c.Segment.Tier < tier && c.Segment.Tier >= placement.TierNode {
-		out.Segment = &SegmentConfinement{Size: c.Segment.Size, Tier: c.Segment.Tier, Domains: domainsOf(s.fabric, c.Segment.Tier, nodes)}
+		out.Segment = &SegmentConfinement{Size: c.Segment.Size, Tier: c.Segment.Tier, Domains: s.domains(c.Segment.Tier)}
 	}
 	if tier >= placement.TierCluster {
 		if out.Segment == nil {
 			return nil, nil
 		}
-		out.Domains = []Domain{{Name: "cluster", Nodes: append([]string(nil), nodes...)}}
-		sort.Strings(out.Domains[0].Nodes)
+		out.Domains = []Domain{{Name: "cluster", Nodes: s.nodeNames()}}
 	} else {
-		out.Domains = domainsOf(s.fabric, tier, nodes)
+		out.Domains = s.domains(tier)
 	}
 	s.markConfined(job)
 	return out, nil
@@ -95,6 +94,35 @@ func (s *Session) Confine(job *api.JobInfo, nodes []string) (*Confinement, error
 // placement.ErrInvalidContract.
 func (s *Session) Ranks(tasks []*api.TaskInfo) ([]int, error) {
 	return s.taskRanks(tasks)
+}
+
+// domains returns the domains of tier over the session's nodes, made once
+// per session and tier (shared: not to be modified).
+func (s *Session) domains(tier placement.Tier) []Domain {
+	s.mu.Lock()
+	d, ok := s.domainsByTier[tier]
+	s.mu.Unlock()
+	if ok {
+		return d
+	}
+	d = domainsOf(s.fabric, tier, s.nodeNames())
+	s.mu.Lock()
+	if s.domainsByTier == nil {
+		s.domainsByTier = map[placement.Tier][]Domain{}
+	}
+	s.domainsByTier[tier] = d
+	s.mu.Unlock()
+	return d
+}
+
+// nodeNames lists the session's nodes, sorted.
+func (s *Session) nodeNames() []string {
+	names := make([]string, 0, len(s.ssn.NodeList))
+	for _, n := range s.ssn.NodeList {
+		names = append(names, n.Name)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // domainsOf groups nodes into the domains of tier on the fabric.

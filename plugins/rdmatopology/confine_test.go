@@ -1,6 +1,7 @@
 package rdmatopology
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -49,5 +50,26 @@ func TestDomainsOf(t *testing.T) {
 				t.Errorf("domains (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// BenchmarkDomainsOf is the cost of a confined gang's domains, computed
+// once per turn of a job without RDMA pods under a hard contract.
+func BenchmarkDomainsOf(b *testing.B) {
+	for _, n := range []int{512, 5000} {
+		nodes, cnrs := builders.GenerateCluster(n, 16, 8)
+		f := topology.Build(topology.Config{S1NodeLabel: builders.S1Label}, nodes, cnrs)
+		names := f.NodeNames()
+		for _, tier := range []placement.Tier{placement.TierNode, placement.TierS0, placement.TierS1} {
+			if len(domainsOf(f, tier, names)) == 0 {
+				b.Fatalf("no %s domains", tier)
+			}
+			b.Run(fmt.Sprintf("nodes=%d/tier=%s", n, tier), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					domainsOf(f, tier, names)
+				}
+			})
+		}
 	}
 }
