@@ -208,12 +208,6 @@ func (r *run) pushBack(job *api.JobInfo) {
 	}
 }
 
-// gangMet reports whether the job has its minMember (and each task role
-// its minimum) placed: what the gang plugin calls ready.
-func gangMet(job *api.JobInfo) bool {
-	return job.CheckTaskReady() && job.IsReady()
-}
-
 // allocateJob gives the job its turn. An RDMA gang whose minMember is not
 // met is planned whole; any other job, and a gang's pods beyond minMember,
 // get allocate's per-task turn.
@@ -232,9 +226,22 @@ func (r *run) allocateJob(queue *api.QueueInfo, job *api.JobInfo) {
 	if tasks.Empty() {
 		return
 	}
-	if r.topo != nil && isRDMAJob(r.topo, job) && !gangMet(job) {
+	if r.topo != nil && isRDMAJob(r.topo, job) && !gangfit.GangMet(job) {
 		r.allocateGang(queue, job, tasks)
 		return
+	}
+	if r.topo != nil && !isRDMAJob(r.topo, job) {
+		c, err := r.topo.Confine(job)
+		if err != nil {
+			// Never placed under a contract it does not have.
+			klog.InfoS("Job not placed: invalid job contract", "job", job.UID, "err", err)
+			r.topo.Report(job, nil, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
+			return
+		}
+		if c != nil {
+			r.allocateConfined(queue, job, tasks, c)
+			return
+		}
 	}
 	r.allocateTasks(queue, job, tasks)
 }
@@ -296,7 +303,7 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 		stmt := framework.NewStatement(ssn)
 		left, bad, err := r.applyGang(queue, job, stmt, plan, all)
 		if err == nil {
-			if gangMet(job) && ssn.JobReady(job) {
+			if gangfit.GangMet(job) && ssn.JobReady(job) {
 				gangfit.Settle(topo, stmt, step.Settle{Commit: true})
 				r.commits++
 				r.fit.Changed(all)
@@ -337,7 +344,7 @@ func (r *run) applyGang(queue *api.QueueInfo, job *api.JobInfo, stmt *framework.
 	j := r.topo.RDMAOf(job)
 	var left, others []*api.TaskInfo
 	for i, task := range tasks {
-		if gangMet(job) && r.ssn.JobReady(job) {
+		if gangfit.GangMet(job) && r.ssn.JobReady(job) {
 			// Ready: the rest are pods beyond minMember, placed on a
 			// later turn as allocate would.
 			return append(append(left, others...), tasks[i:]...), "", nil
@@ -356,10 +363,10 @@ func (r *run) applyGang(queue *api.QueueInfo, job *api.JobInfo, stmt *framework.
 		}
 	}
 	for i, task := range others {
-		if gangMet(job) && r.ssn.JobReady(job) {
+		if gangfit.GangMet(job) && r.ssn.JobReady(job) {
 			return append(left, others[i:]...), "", nil
 		}
-		r.allocateTask(queue, job, stmt, task)
+		r.allocateTask(queue, job, stmt, task, nil)
 	}
 	return left, "", nil
 }
@@ -408,7 +415,7 @@ func (r *run) allocateTasks(queue *api.QueueInfo, job *api.JobInfo, tasks *util.
 	stmt := framework.NewStatement(ssn)
 	for !tasks.Empty() {
 		task := tasks.Pop().(*api.TaskInfo)
-		if !r.allocateTask(queue, job, stmt, task) {
+		if !r.allocateTask(queue, job, stmt, task, nil) {
 			break
 		}
 		if ssn.JobReady(job) && !tasks.Empty() {
@@ -424,11 +431,12 @@ func (r *run) allocateTasks(queue *api.QueueInfo, job *api.JobInfo, tasks *util.
 }
 
 // allocateTask places one task as allocate does: predicates, node order,
-// best node, idle first, else pipelined on future idle. RDMA tasks are
-// planned by allocateRDMATask instead, or refused when the session cannot
-// place RDMA pods. It returns false when the job's turn should end
-// (allocate's break).
-func (r *run) allocateTask(queue *api.QueueInfo, job *api.JobInfo, stmt *framework.Statement, task *api.TaskInfo) bool {
+// best node, idle first, else pipelined on future idle, on the nodes
+// within (nil: every node of the session). RDMA tasks are planned by
+// allocateRDMATask instead, or refused when the session cannot place RDMA
+// pods. It returns false when the job's turn should end (allocate's
+// break).
+func (r *run) allocateTask(queue *api.QueueInfo, job *api.JobInfo, stmt *framework.Statement, task *api.TaskInfo, within []*api.NodeInfo) bool {
 	ssn := r.ssn
 	if !ssn.Allocatable(queue, task) || job.TaskHasFitErrors(task) {
 		return true
@@ -458,7 +466,10 @@ func (r *run) allocateTask(queue *api.QueueInfo, job *api.JobInfo, stmt *framewo
 		return true
 	}
 	claimed := r.claimedAgainst(job)
-	nodes, fe := feasibleNodes(task, ssn.NodeList, func(t *api.TaskInfo, n *api.NodeInfo) error {
+	if within == nil {
+		within = ssn.NodeList
+	}
+	nodes, fe := feasibleNodes(task, within, func(t *api.TaskInfo, n *api.NodeInfo) error {
 		if by, ok := claimed[n.Name]; ok {
 			return api.NewFitErrWithStatus(t, n, &api.Status{Code: api.Unschedulable,
 				Reason: "node kept for " + by + ", an older waiting gang of the same priority"})

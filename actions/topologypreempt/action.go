@@ -198,12 +198,6 @@ func (r *run) nodes() *gangfit.Nodes {
 	return r.fit
 }
 
-// gangMet reports whether the job has its minMember (and each task role
-// its minimum) placed.
-func gangMet(job *api.JobInfo) bool {
-	return job.CheckTaskReady() && job.IsReady()
-}
-
 // wantsPreemption reports whether the job is a pending RDMA gang that may
 // preempt: enqueued, valid, short of minMember, not already holding
 // resources its victims release.
@@ -215,7 +209,7 @@ func (r *run) wantsPreemption(job *api.JobInfo) bool {
 		return false
 	}
 	j := r.topo.RDMAOf(job)
-	if !j.IsRDMA() || gangMet(job) || r.topo.Preemption().HasHold(string(job.UID)) {
+	if !j.IsRDMA() || gangfit.GangMet(job) || r.topo.Preemption().HasHold(string(job.UID)) {
 		return false
 	}
 	if vr := r.ssn.JobValid(job); vr != nil && !vr.Pass {
@@ -332,7 +326,7 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 		// A discarded statement re-allocates the victim onto the NICs it
 		// holds rather than a new fit.
 		ev := step.Evict{Job: string(v.task.Job), Pod: string(v.task.UID), Reason: reason,
-			Reserved: placement.Assignment{Node: v.res.Node, Zones: v.res.Zones, Containers: v.res.Containers}}
+			Reserved: placement.AssignmentOf(v.res)}
 		if err := topo.Apply(stmt, ev); err != nil {
 			klog.ErrorS(err, "Cannot evict victim; preemption abandoned", "victim", klog.KRef(v.task.Namespace, v.task.Name), "job", jobName)
 			gangfit.Settle(topo, stmt, step.Settle{})
