@@ -10,13 +10,19 @@ package rdmatopology
 // ReplacementHold after the loss, each session keeps room of the lost pod's
 // shape for the gang, from every other gang: on a node the gang holds,
 // else under a leaf the gang holds, else under a leaf of the gang's S1s
-// (never on failed hardware, nor on a failed leaf). The room is a hold in
-// the planner's state (State.AddHold); Plan gives it back to the gang's own
-// planning and keeps it when nothing was planned. The replacement pod (the
-// job controller re-creates it under the same name, with the same rank) is
-// then planned like every late pod of a gang, next to its rank neighbours
-// (framework/placement/neighbours.go), and partial gangs are placed before
-// any other job (topology-allocate). When it is sent to bind, the gang's
+// (within a hard gang's tier; never on failed hardware, nor on a failed
+// leaf), except while the gang waits on a preemption hold. The room is a
+// hold in the planner's state (State.AddHold), which keeps its NICs, GPUs
+// and CPUs from other RDMA pods; the hold predicate keeps its GPUs and CPUs
+// from every other pod (holds.go, RoomKeptOn). Plan gives it back to the
+// gang's own planning, in what-if plans too, and keeps it when nothing was
+// planned; pipelining the gang (topology-preempt) gives it back until the
+// statement is discarded. The replacement pod (the job controller
+// re-creates it under the same name, with the same rank) is then planned
+// like every late pod of a gang, next to its rank neighbours, and back
+// under the leaves its gang held when it lost it (withHome; see
+// framework/placement/neighbours.go); partial gangs are placed before any
+// other job (topology-allocate). When it is sent to bind, the gang's
 // PodGroup gets a ReplacementPlaced Event naming what failed and where the
 // replacement went, and rdmatopo_replacements_total counts it by where it
 // went (leaf, s1, wider).
