@@ -9,8 +9,12 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
 	"github.com/rdmatopo/rdmatopo/integration/internal/harness"
 	"github.com/rdmatopo/rdmatopo/internal/monitoring"
+	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
 // replica is one vc-scheduler process of a leader-elected pair.
@@ -187,5 +191,177 @@ func TestHAReplicasAlerts(t *testing.T) {
 	}
 	if next := checkRoles(rest); next == leader {
 		t.Fatalf("the stopped replica still leads")
+	}
+}
+
+// leaderAmong waits until exactly one of the replicas reports
+// rdmatopo_leader 1 and has completed at least cycles scheduling cycles as
+// leader, and returns it.
+func leaderAmong(ctx context.Context, t *testing.T, live []*replica, cycles float64) *replica {
+	t.Helper()
+	var leader *replica
+	eventually(t, 60*time.Second, func() (bool, string) {
+		leader = nil
+		for _, r := range live {
+			s, err := r.scrape(ctx)
+			if err != nil {
+				return false, err.Error()
+			}
+			if lead, _ := value(s, "rdmatopo_leader", map[string]string{}); lead != 1 {
+				continue
+			}
+			if leader != nil {
+				return false, "two leaders"
+			}
+			if n, _ := value(s, cyclesMetric, map[string]string{}); n < cycles {
+				return false, fmt.Sprintf("%s leads, %v of %v cycles done", r.proc.Name, n, cycles)
+			}
+			leader = r
+		}
+		return leader != nil, "no leader yet"
+	})
+	return leader
+}
+
+// podGang is a gang of plain pods of one shape and its PodGroup, made by
+// the test (no minResources: Volcano's enqueue lets it in at once).
+type podGang struct {
+	Name     string
+	Size     int32
+	Shape    podShape
+	Contract contract
+}
+
+// Create submits the PodGroup, then the pods, and returns when they exist.
+func (g podGang) Create(t *testing.T, e *Env, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	pg := &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: g.Name, Namespace: ns, Annotations: g.Contract.annotations()},
+		Spec:       schedulingv1beta1.PodGroupSpec{MinMember: g.Size, Queue: "default"},
+	}
+	if _, err := e.Volcano.SchedulingV1beta1().PodGroups(ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create PodGroup %s/%s: %v", ns, g.Name, err)
+	}
+	for i := int32(0); i < g.Size; i++ {
+		p := rdmaPod(ns, fmt.Sprintf("%s-%d", g.Name, i), g.Shape, map[string]string{groupNameAnnotation: g.Name})
+		p.Labels = map[string]string{"gang": g.Name}
+		if _, err := e.Kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create pod %s/%s: %v", ns, p.Name, err)
+		}
+	}
+}
+
+// Selector selects the gang's pods.
+func (g podGang) Selector() metav1.ListOptions {
+	return metav1.ListOptions{LabelSelector: "gang=" + g.Name}
+}
+
+// boundPods returns the names of the pods sel selects that have a node.
+func boundPods(t *testing.T, e *Env, ns string, sel metav1.ListOptions) []string {
+	t.Helper()
+	var out []string
+	for _, p := range listPods(t, e, ns, sel) {
+		if p.Spec.NodeName != "" {
+			out = append(out, p.Name+" on "+p.Spec.NodeName)
+		}
+	}
+	return out
+}
+
+// TestHAFailoverKeepsClaims: an older hard-s0 gang that no eviction places
+// (a job of its priority holds one of the only leaf's four slots) claims
+// the leaf, and a younger gang of its priority, which fits the three free
+// slots, is kept out. The leader is killed; the standby takes over, reads
+// the claims back, and its first sessions keep the younger gang out too.
+// Once the blocking job is gone, the older gang takes the whole leaf.
+func TestHAFailoverKeepsClaims(t *testing.T) {
+	e := requireEnv(t)
+	ctx := context.Background()
+	f := newFabric(t, e)
+	ns := newNamespace(t, e)
+	// One leaf of two nodes, both NUMA zones' NICs under it: four slots of
+	// the trainer shape.
+	for i := 1; i <= 2; i++ {
+		f.AddNode(ctx, nodeSpec{Index: i, Leaves: [2]int{0, 0}})
+	}
+	e.StopScheduler()
+	e.scheduler = nil
+	t.Cleanup(func() {
+		if err := e.StartScheduler(context.Background()); err != nil {
+			t.Errorf("restart the environment's scheduler: %v", err)
+		}
+	})
+	replicas := []*replica{startReplica(ctx, t, e, "vc-scheduler-a"), startReplica(ctx, t, e, "vc-scheduler-b")}
+	t.Cleanup(func() {
+		for _, r := range replicas {
+			r.proc.Stop()
+		}
+	})
+	first := leaderAmong(ctx, t, replicas, 1)
+
+	blocker := podGang{Name: "blocker", Size: 1, Shape: trainer}
+	blocker.Create(t, e, ns)
+	f.RecordAllocations(ctx, waitBound(t, e, ns, blocker.Selector(), int(blocker.Size), placeTimeout))
+
+	old := podGang{Name: "old", Size: 4, Shape: trainer, Contract: hardS0}
+	old.Create(t, e, ns)
+	// The claim is kept where the next leader reads it.
+	eventually(t, placeTimeout, func() (bool, string) {
+		cm, err := e.Kube.CoreV1().ConfigMaps("volcano-system").Get(ctx, rdmatopology.ClaimsConfigMap, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		data := cm.Data[rdmatopology.ClaimsKey(schedulerName)]
+		return strings.Contains(data, `"name":"`+ns+`/old"`), "claims: " + data
+	})
+
+	// Claims order gangs by creation time, which the API server records to
+	// the second: the younger gang is created in a later second.
+	oldPG, err := e.Volcano.SchedulingV1beta1().PodGroups(ns).Get(ctx, old.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, func() (bool, string) {
+		return time.Since(oldPG.CreationTimestamp.Time) > time.Second, "still the second old was created in"
+	})
+	young := podGang{Name: "young", Size: 2, Shape: trainer, Contract: hardS0}
+	young.Create(t, e, ns)
+	keptOut := func(who string) {
+		t.Helper()
+		eventually(t, placeTimeout, func() (bool, string) {
+			pg, err := e.Volcano.SchedulingV1beta1().PodGroups(ns).Get(ctx, young.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			c := condition(pg, placedCondition)
+			return c != nil && strings.Contains(c.Message, "kept for "+ns+"/old"), who + ": " + describePodGroup(pg)
+		})
+		if got := boundPods(t, e, ns, young.Selector()); len(got) > 0 {
+			t.Fatalf("%s: young bound %v, in the leaf old claimed", who, got)
+		}
+	}
+	keptOut(first.proc.Name)
+
+	// The leader dies without giving the lease up; the standby takes over
+	// once it expires and runs its sessions.
+	first.proc.Kill()
+	var rest []*replica
+	for _, r := range replicas {
+		if r != first {
+			rest = append(rest, r)
+		}
+	}
+	next := leaderAmong(ctx, t, rest, 5)
+	keptOut(next.proc.Name)
+
+	// The blocker finishes: the older gang takes the whole leaf, the
+	// younger one still waits.
+	deletePods(t, e, ns, blocker.Selector())
+	f.RecordAllocations(ctx, nil) // the node agent forgets it
+	pods := waitBound(t, e, ns, old.Selector(), int(old.Size), placeTimeout)
+	checkGangUnderOneS0(t, f, pods, old.Shape)
+	if got := boundPods(t, e, ns, young.Selector()); len(got) > 0 {
+		t.Errorf("young bound %v; the leaf is old's", got)
 	}
 }

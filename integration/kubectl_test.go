@@ -21,6 +21,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/internal/fabricview"
 	"github.com/rdmatopo/rdmatopo/internal/kubectlcmd"
 	"github.com/rdmatopo/rdmatopo/internal/live"
+	"github.com/rdmatopo/rdmatopo/internal/sim/simjson"
 	"github.com/rdmatopo/rdmatopo/internal/version"
 )
 
@@ -199,7 +200,7 @@ spec:
 			if res.SchedulerConf.Kind != "configmap" {
 				t.Errorf("scheduler conf from %+v, want the cluster's ConfigMap", res.SchedulerConf)
 			}
-			jobs := map[string]kubectlcmd.SimJob{}
+			jobs := map[string]simjson.Job{}
 			for _, j := range res.Jobs {
 				jobs[j.Namespace+"/"+j.Name] = j
 			}

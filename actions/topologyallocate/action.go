@@ -208,12 +208,6 @@ func (r *run) pushBack(job *api.JobInfo) {
 	}
 }
 
-// gangMet reports whether the job has its minMember (and each task role
-// its minimum) placed: what the gang plugin calls ready.
-func gangMet(job *api.JobInfo) bool {
-	return job.CheckTaskReady() && job.IsReady()
-}
-
 // allocateJob gives the job its turn. An RDMA gang whose minMember is not
 // met is planned whole; any other job, and a gang's pods beyond minMember,
 // get allocate's per-task turn.
@@ -232,7 +226,7 @@ func (r *run) allocateJob(queue *api.QueueInfo, job *api.JobInfo) {
 	if tasks.Empty() {
 		return
 	}
-	if r.topo != nil && isRDMAJob(r.topo, job) && !gangMet(job) {
+	if r.topo != nil && isRDMAJob(r.topo, job) && !gangfit.GangMet(job) {
 		r.allocateGang(queue, job, tasks)
 		return
 	}
@@ -296,7 +290,7 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 		stmt := framework.NewStatement(ssn)
 		left, bad, err := r.applyGang(queue, job, stmt, plan, all)
 		if err == nil {
-			if gangMet(job) && ssn.JobReady(job) {
+			if gangfit.GangMet(job) && ssn.JobReady(job) {
 				gangfit.Settle(topo, stmt, step.Settle{Commit: true})
 				r.commits++
 				r.fit.Changed(all)
@@ -337,7 +331,7 @@ func (r *run) applyGang(queue *api.QueueInfo, job *api.JobInfo, stmt *framework.
 	j := r.topo.RDMAOf(job)
 	var left, others []*api.TaskInfo
 	for i, task := range tasks {
-		if gangMet(job) && r.ssn.JobReady(job) {
+		if gangfit.GangMet(job) && r.ssn.JobReady(job) {
 			// Ready: the rest are pods beyond minMember, placed on a
 			// later turn as allocate would.
 			return append(append(left, others...), tasks[i:]...), "", nil
@@ -356,7 +350,7 @@ func (r *run) applyGang(queue *api.QueueInfo, job *api.JobInfo, stmt *framework.
 		}
 	}
 	for i, task := range others {
-		if gangMet(job) && r.ssn.JobReady(job) {
+		if gangfit.GangMet(job) && r.ssn.JobReady(job) {
 			return append(left, others[i:]...), "", nil
 		}
 		r.allocateTask(queue, job, stmt, task)

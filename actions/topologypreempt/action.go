@@ -78,6 +78,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"volcano.sh/apis/pkg/apis/scheduling"
 	"volcano.sh/volcano/pkg/scheduler/api"
@@ -157,10 +158,19 @@ func (a *Action) Execute(ssn *framework.Session) {
 		r.preempt(jobs.Pop().(*api.JobInfo))
 	}
 	if !r.policy.otherQueues {
-		// Claims of gangs placed, preempting or gone since lapse here
-		// (topology-reclaim makes none: a claim keeps a room from younger
-		// gangs of the claimant's priority, which is preemption's business).
-		topo.Preemption().RetainClaims(func(job string) bool { return r.claimed[api.JobID(job)] })
+		// Claims of gangs placed, preempting or gone since lapse here;
+		// a gang that still waits but claimed nothing this session keeps
+		// its claim for preemption.ClaimGrace (topology-reclaim makes
+		// none: a claim keeps a room from younger gangs of the claimant's
+		// priority, which is preemption's business).
+		now := topo.Now()
+		topo.Preemption().RetainClaims(func(c *preemption.Claim) bool {
+			if r.claimed[api.JobID(c.Job)] {
+				return true
+			}
+			job := ssn.Jobs[api.JobID(c.Job)]
+			return job != nil && r.wantsPreemption(job) && !c.Lapsed(now)
+		})
 	}
 }
 
@@ -193,12 +203,6 @@ func (r *run) nodes() *gangfit.Nodes {
 	return r.fit
 }
 
-// gangMet reports whether the job has its minMember (and each task role
-// its minimum) placed.
-func gangMet(job *api.JobInfo) bool {
-	return job.CheckTaskReady() && job.IsReady()
-}
-
 // wantsPreemption reports whether the job is a pending RDMA gang that may
 // preempt: enqueued, valid, short of minMember, not already holding
 // resources its victims release.
@@ -210,7 +214,7 @@ func (r *run) wantsPreemption(job *api.JobInfo) bool {
 		return false
 	}
 	j := r.topo.RDMAOf(job)
-	if !j.IsRDMA() || gangMet(job) || r.topo.Preemption().HasHold(string(job.UID)) {
+	if !j.IsRDMA() || gangfit.GangMet(job) || r.topo.Preemption().HasHold(string(job.UID)) {
 		return false
 	}
 	if vr := r.ssn.JobValid(job); vr != nil && !vr.Pass {
@@ -306,6 +310,7 @@ func (r *run) preempt(job *api.JobInfo) {
 		return
 	}
 	if cl := r.room(job, g, c, cands, rdma); cl != nil {
+		cl.Renewed = metav1.NewTime(r.topo.Now())
 		r.topo.Preemption().Claim(cl)
 		r.claimed[job.UID] = true
 		klog.V(3).InfoS("Waiting gang claims a room", "job", cl.Name, "room", cl.Room, "nodes", len(cl.Nodes))
@@ -326,7 +331,7 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 		// A discarded statement re-allocates the victim onto the NICs it
 		// holds rather than a new fit.
 		ev := step.Evict{Job: string(v.task.Job), Pod: string(v.task.UID), Reason: reason,
-			Reserved: placement.Assignment{Node: v.res.Node, Zones: v.res.Zones, Containers: v.res.Containers}}
+			Reserved: placement.AssignmentOf(v.res)}
 		if err := topo.Apply(stmt, ev); err != nil {
 			klog.ErrorS(err, "Cannot evict victim; preemption abandoned", "victim", klog.KRef(v.task.Namespace, v.task.Name), "job", jobName)
 			gangfit.Settle(topo, stmt, step.Settle{})

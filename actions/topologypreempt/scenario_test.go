@@ -23,6 +23,7 @@ import (
 	_ "github.com/rdmatopo/rdmatopo/actions/topologyreclaim"
 	"github.com/rdmatopo/rdmatopo/config"
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/preemption"
 	"github.com/rdmatopo/rdmatopo/internal/sim"
 	"github.com/rdmatopo/rdmatopo/internal/sim/simtest"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
@@ -645,6 +646,76 @@ func TestClaimedRoom(t *testing.T) {
 	}
 	if got := bound(o, "young"); got != 0 {
 		t.Errorf("session 4: young bound %d pods, want 0", got)
+	}
+}
+
+// claimedLeafA is one leaf, A, of four slots (n1 and n2, both NUMA
+// zones' NICs under A). peera, of priority high, holds one slot (listed
+// only by n1's KCNR); old (hard-s0, four pods, created at minute 100)
+// waits for it, and its first session claims leaf A. young, of the same
+// priority and younger, fits the three free slots.
+func claimedLeafA(t *testing.T) (*cluster, *run) {
+	t.Helper()
+	c := &cluster{}
+	c.addNode("n1", "A", "A")
+	c.addNode("n2", "A", "A")
+	c.addListed("peera", "high", 1, slot{"n1", 0})
+	c.addPending("old", "high", 4, hardS0)
+	c.createdAt("old", 100)
+	r := start(t, c)
+	if o := r.session(); len(o.evicted) > 0 || bound(o, "old") > 0 {
+		t.Fatalf("session 1: evicted %v, old bound %d; want nothing (no eviction places it)", o.evicted, bound(o, "old"))
+	}
+	c.addPending("young", "high", 3, hardS0)
+	c.createdAt("young", 101)
+	return c, r
+}
+
+// TestClaimSurvivesRestart: the scheduler restarts while old's claim on
+// leaf A keeps young out; the new process's first session, whose
+// topology-allocate runs before topology-preempt names any claim, keeps
+// young out too, as do the next ones.
+func TestClaimSurvivesRestart(t *testing.T) {
+	_, r := claimedLeafA(t)
+	if o := r.session(); bound(o, "young") != 0 {
+		t.Fatalf("session 2: young bound %d pods in the leaf old claims, want 0", bound(o, "young"))
+	}
+	r.sc.Sim.Restart()
+	for i := 3; i <= 5; i++ {
+		if o := r.session(); bound(o, "young") != 0 {
+			t.Fatalf("session %d, after the restart: young bound %d pods in the leaf old claims, want 0", i, bound(o, "young"))
+		}
+	}
+}
+
+// TestClaimGraceWhileANodeAgentLags: peera finishes, but n1's KCNR still
+// lists it (its node agent has not reported yet), so old fits no room and
+// claims none. Its claim on leaf A lasts preemption.ClaimGrace from its
+// last renewal: young stays out meanwhile, and once the grace is over
+// with the KCNR still stale, the claim lapses and young may use the leaf.
+func TestClaimGraceWhileANodeAgentLags(t *testing.T) {
+	c, r := claimedLeafA(t)
+	if o := r.session(); bound(o, "young") != 0 {
+		t.Fatalf("session 2: young bound %d pods in the leaf old claims, want 0", bound(o, "young"))
+	}
+	stale := c.kcnrs()[0] // n1's, listing peera
+	r.finish("ns/peera-0")
+	r.sc.Sim.UpsertCNR(stale)
+	start := r.sc.Sim.Now()
+	// At least three sessions, however short the grace.
+	for i := 0; i < 3 || r.sc.Sim.Now().Sub(start) < preemption.ClaimGrace-2*r.sc.Sim.Period(); i++ {
+		if o := r.session(); bound(o, "young") != 0 || bound(o, "old") != 0 {
+			t.Fatalf("%v after peera finished: young bound %d, old %d; want both waiting (old's claim holds for its grace)",
+				r.sc.Sim.Now().Sub(start), bound(o, "young"), bound(o, "old"))
+		}
+	}
+	placed := false
+	for i := 0; i < 10 && !placed; i++ {
+		o := r.session()
+		placed = bound(o, "young") == 3
+	}
+	if !placed {
+		t.Fatalf("young not placed in the 10 sessions after old's claim outlived its grace")
 	}
 }
 

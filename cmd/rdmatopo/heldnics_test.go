@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
+	"github.com/rdmatopo/rdmatopo/internal/sim/simjson"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
 
@@ -40,7 +41,7 @@ func TestSimulateKeepsAnnotationHeldNICs(t *testing.T) {
 			var out fullJSON
 			require.NoError(t, json.Unmarshal([]byte(stdout), &out))
 			owner := map[string]string{}
-			pods := map[string]jsonPod{}
+			pods := map[string]simjson.Pod{}
 			for _, p := range out.Pods {
 				pods[p.Name] = p
 				for _, nic := range p.NICs {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/rdmatopo/rdmatopo/examples"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/sim/simjson"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
@@ -303,8 +304,8 @@ func TestUnusableInputExits2(t *testing.T) {
 
 // jsonOutput is the part of the JSON report these tests read.
 type jsonOutput struct {
-	Pods []jsonPod `json:"pods"`
-	Jobs []jsonJob `json:"jobs"`
+	Pods []simjson.Pod `json:"pods"`
+	Jobs []simjson.Job `json:"jobs"`
 }
 
 // TestSimulateNodeAgents: every bound RDMA pod shows the annotations the
@@ -318,19 +319,19 @@ func TestSimulateNodeAgents(t *testing.T) {
 		agent string
 		// check tests one bound single-zone RDMA pod; it reports whether
 		// the pod sits in the hinted zone.
-		check func(t *testing.T, p jsonPod) bool
+		check func(t *testing.T, p simjson.Pod) bool
 		// wantAllHinted: every such pod sits in its hinted zone.
 		wantAllHinted bool
 	}{
-		{agent: "exact", wantAllHinted: true, check: func(t *testing.T, p jsonPod) bool {
+		{agent: "exact", wantAllHinted: true, check: func(t *testing.T, p simjson.Pod) bool {
 			require.Equal(t, p.Annotations["rdmatopo.io/nics"], strings.Join(p.NICs, ","), "pod %s", p.Name)
 			require.Equal(t, p.Annotations["rdmatopo.io/numa"], p.Annotations[rdmatopology.AnnotationNUMABindResult], "pod %s", p.Name)
 			return strconv.Itoa(p.NUMA) == p.Annotations[rdmatopology.AnnotationNUMABindResult]
 		}},
-		{agent: "numa", wantAllHinted: true, check: func(t *testing.T, p jsonPod) bool {
+		{agent: "numa", wantAllHinted: true, check: func(t *testing.T, p simjson.Pod) bool {
 			return strconv.Itoa(p.NUMA) == p.Annotations[rdmatopology.AnnotationNUMABindResult]
 		}},
-		{agent: "blind", wantAllHinted: false, check: func(t *testing.T, p jsonPod) bool {
+		{agent: "blind", wantAllHinted: false, check: func(t *testing.T, p simjson.Pod) bool {
 			return strconv.Itoa(p.NUMA) == p.Annotations[rdmatopology.AnnotationNUMABindResult]
 		}},
 	}
@@ -424,7 +425,7 @@ func TestSimulateTrainJobOfTheSample(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	var out jsonOutput
 	require.NoError(t, json.Unmarshal([]byte(stdout), &out))
-	var job *jsonJob
+	var job *simjson.Job
 	for i := range out.Jobs {
 		if out.Jobs[i].Name == "llm-pretrain" {
 			job = &out.Jobs[i]
@@ -434,7 +435,7 @@ func TestSimulateTrainJobOfTheSample(t *testing.T) {
 	require.True(t, job.Placed)
 	require.Equal(t, "s0", job.Tier)
 	require.Len(t, job.S0, 1)
-	var pods []jsonPod
+	var pods []simjson.Pod
 	for _, p := range out.Pods {
 		if p.Job == "default/llm-pretrain" {
 			pods = append(pods, p)
@@ -465,8 +466,8 @@ func TestSimulateRanksAndSegments(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "simulate", "-o", "json", "--workload", file)
 	require.Equal(t, exitOK, code, stderr)
 	var out struct {
-		Pods []jsonPod `json:"pods"`
-		Jobs []jsonJob `json:"jobs"`
+		Pods []simjson.Pod `json:"pods"`
+		Jobs []simjson.Job `json:"jobs"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &out))
 	require.Len(t, out.Jobs, 1)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/rdmatopo/rdmatopo/internal/sim/simjson"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
 
@@ -79,9 +80,9 @@ func priorityClassYAML(name string, value int) string {
 
 // fullJSON is the JSON report with the keys these tests read.
 type fullJSON struct {
-	Pods      []jsonPod      `json:"pods"`
-	Jobs      []jsonJob      `json:"jobs"`
-	Evictions []jsonEviction `json:"evictions"`
+	Pods      []simjson.Pod      `json:"pods"`
+	Jobs      []simjson.Job      `json:"jobs"`
+	Evictions []simjson.Eviction `json:"evictions"`
 }
 
 // TestSimulateMaxWait: on two nodes no leaf holds a 3-pod hard s0 gang;
@@ -132,7 +133,7 @@ func TestSimulateMaxWait(t *testing.T) {
 			require.Equal(t, tc.wantTier, job.Tier)
 			require.GreaterOrEqual(t, job.WaitedSeconds, tc.wantWaited[0])
 			require.LessOrEqual(t, job.WaitedSeconds, tc.wantWaited[1])
-			require.Equal(t, []jsonEviction{}, out.Evictions)
+			require.Equal(t, []simjson.Eviction{}, out.Evictions)
 		})
 	}
 }
@@ -158,8 +159,8 @@ func TestSimulatePreemptsRunningJobs(t *testing.T) {
 	cluster := writeFile(t, dir, "c.yaml", testCluster(t, 4))
 	wl := writeFile(t, dir, "w.yaml", strings.Join(docs, "---\n"))
 
-	victim := func(name string) jsonEviction {
-		return jsonEviction{Namespace: "default", Name: name, Job: "default/low-b", Preemptor: "default/high"}
+	victim := func(name string) simjson.Eviction {
+		return simjson.Eviction{Namespace: "default", Name: name, Job: "default/low-b", Preemptor: "default/high"}
 	}
 	cases := map[string]struct {
 		output string
@@ -168,7 +169,7 @@ func TestSimulatePreemptsRunningJobs(t *testing.T) {
 		"json": {output: "json", check: func(t *testing.T, stdout string) {
 			var out fullJSON
 			require.NoError(t, json.Unmarshal([]byte(stdout), &out))
-			want := []jsonEviction{victim("low-b-1"), victim("low-b-2"), victim("low-b-3")}
+			want := []simjson.Eviction{victim("low-b-1"), victim("low-b-2"), victim("low-b-3")}
 			if diff := cmp.Diff(want, out.Evictions); diff != "" {
 				t.Errorf("evictions (-want +got):\n%s", diff)
 			}
@@ -182,7 +183,7 @@ func TestSimulatePreemptsRunningJobs(t *testing.T) {
 					require.NotEmpty(t, p.Node, p.Name)
 				}
 			}
-			jobs := map[string]jsonJob{}
+			jobs := map[string]simjson.Job{}
 			for _, j := range out.Jobs {
 				jobs[j.Name] = j
 			}

@@ -99,7 +99,10 @@ func run() int {
 
 	// The rdma-topology runtime: built from the first session's client
 	// config (informers) and plugin arguments, rebuilt when they change.
-	registry.Install(rdmatopology.NewClusterRuntime())
+	// The claims of waiting hard gangs are kept beside the leader-election
+	// lease, so that a restarted or new leader keeps their rooms.
+	registry.Install(rdmatopology.NewClusterRuntime(
+		rdmatopology.WithClaimsStore(opts.LeaderElection.ResourceNamespace, opts.LeaderElection.ResourceName)))
 
 	klog.StartFlushDaemon(*logFlushFrequency)
 	defer klog.Flush()

@@ -243,6 +243,12 @@ type Assignment struct {
 	Containers []ledger.ContainerUse
 }
 
+// AssignmentOf is the assignment a reservation holds: its pod, node,
+// zones and container split.
+func AssignmentOf(r ledger.Reservation) Assignment {
+	return Assignment{PodUID: r.UID, Node: r.Node, Zones: r.Zones, Containers: r.Containers}
+}
+
 // NICs lists the assignment's NICs in zone order.
 func (a Assignment) NICs() []topology.NICID {
 	var out []topology.NICID

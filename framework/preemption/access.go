@@ -39,10 +39,9 @@ func (a *Access) Reserved() []ReservedPod { return Reserved(a.fabric, a.ledger.A
 // RetainClaims drops it.
 func (a *Access) Claim(c *Claim) { a.store.Claims.Put(c.Job, c) }
 
-// RetainClaims drops every claim whose job keep does not name: the gangs
-// the action found still waiting in this session.
-func (a *Access) RetainClaims(keep func(job string) bool) {
-	a.store.Claims.Retain(func(job string, _ *Claim) bool { return keep(job) })
+// RetainClaims drops every claim keep returns false for.
+func (a *Access) RetainClaims(keep func(c *Claim) bool) {
+	a.store.Claims.Retain(func(_ string, c *Claim) bool { return keep(c) })
 }
 
 // HasHold reports whether a hold is recorded for the job (applied in this

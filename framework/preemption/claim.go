@@ -1,7 +1,10 @@
 package preemption
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -13,19 +16,93 @@ import (
 // priority are not placed there while it waits.
 type Claim struct {
 	// Job is the claiming job's UID; Name its "namespace/name".
-	Job  string
-	Name string
+	Job  string `json:"job"`
+	Name string `json:"name"`
 	// Priority and Created are the job's, when it claimed: the claim keeps
 	// out jobs of that priority created later.
-	Priority int32
-	Created  metav1.Time
+	Priority int32       `json:"priority"`
+	Created  metav1.Time `json:"created"`
 	// Room names the room ("s1 <id>", "s0 <id>", "node <name>"). S0s are
 	// its leaves (none for a node room): RDMA gangs kept out of it do not
 	// use their NICs. Nodes are its nodes: a node room keeps RDMA gangs off
 	// the node, and every room keeps pods without RDMA off its nodes.
-	Room  string
-	S0s   map[topology.S0ID]bool
-	Nodes map[string]bool
+	Room  string                 `json:"room"`
+	S0s   map[topology.S0ID]bool `json:"s0s,omitempty"`
+	Nodes map[string]bool        `json:"nodes,omitempty"`
+	// Renewed is when the claim was last named: a claim its gang does not
+	// name again lasts ClaimGrace from then while the gang waits.
+	Renewed metav1.Time `json:"renewed"`
+}
+
+// ClaimGrace is how long a claim lasts after it was last named while its
+// gang still waits but is not found to fit its room any more. The room is
+// named from the pods the scheduler knows: when one of them is deleted, a
+// node agent may list its allocation for a few more seconds, and in those
+// sessions the gang fits no room. Without the grace the claim would lapse
+// then, and a younger gang take the room the pod just freed.
+const ClaimGrace = 30 * time.Second
+
+// Lapsed reports whether the claim, not named again, has outlived
+// ClaimGrace at now.
+func (c *Claim) Lapsed(now time.Time) bool {
+	return now.Sub(c.Renewed.Time) >= ClaimGrace
+}
+
+// claimsRecord is the claims as EncodeClaims writes them.
+type claimsRecord struct {
+	// Version is the record's format, claimsVersion.
+	Version int      `json:"version"`
+	Claims  []*Claim `json:"claims"`
+}
+
+// claimsVersion is the format EncodeClaims writes and DecodeClaims reads.
+const claimsVersion = 1
+
+// EncodeClaims is the claims as a new leader reads them back with
+// DecodeClaims: the same claims give the same bytes (claims in the order
+// given, map keys sorted).
+func EncodeClaims(claims []*Claim) ([]byte, error) {
+	if claims == nil {
+		claims = []*Claim{}
+	}
+	return json.Marshal(claimsRecord{Version: claimsVersion, Claims: claims})
+}
+
+// DecodeClaims reads what EncodeClaims wrote. A record of another version,
+// unknown fields or a claim without its job, name or room is an error
+// naming what is wrong; nothing of a bad record is returned.
+func DecodeClaims(data []byte) ([]*Claim, error) {
+	var rec claimsRecord
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rec); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("data after the record")
+	}
+	if rec.Version != claimsVersion {
+		return nil, fmt.Errorf("version %d, want %d", rec.Version, claimsVersion)
+	}
+	seen := map[string]bool{}
+	for i, c := range rec.Claims {
+		switch {
+		case c == nil:
+			return nil, fmt.Errorf("claims[%d]: null", i)
+		case c.Job == "":
+			return nil, fmt.Errorf("claims[%d].job: empty", i)
+		case c.Name == "":
+			return nil, fmt.Errorf("claims[%d].name: empty", i)
+		case c.Room == "":
+			return nil, fmt.Errorf("claims[%d].room: empty", i)
+		case len(c.Nodes) == 0 && len(c.S0s) == 0:
+			return nil, fmt.Errorf("claims[%d]: room %q has neither nodes nor s0s", i, c.Room)
+		case seen[c.Job]:
+			return nil, fmt.Errorf("claims[%d].job: %s claims twice", i, c.Job)
+		}
+		seen[c.Job] = true
+	}
+	return rec.Claims, nil
 }
 
 // Older reports whether job a (created at ca) is ahead of job b in age:

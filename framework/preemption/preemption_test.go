@@ -260,7 +260,7 @@ func TestAccess(t *testing.T) {
 	if got := a.Claims(); len(got) != 2 || got[0].Name != "ns/c1" || got[1].Room != "again" {
 		t.Errorf("Claims = %+v, want ns/c1 then ns/c2's second claim", got)
 	}
-	a.RetainClaims(func(job string) bool { return job == "c2" })
+	a.RetainClaims(func(c *Claim) bool { return c.Job == "c2" })
 	claims := store.Claims.Values()
 	if len(claims) != 1 || claims[0].Job != "c2" || claims[0].Room != "again" {
 		t.Errorf("claims after RetainClaims = %+v, want c2's second claim only", claims)

@@ -15,10 +15,13 @@ import (
 	"github.com/rdmatopo/rdmatopo/internal/fabricmap"
 	"github.com/rdmatopo/rdmatopo/internal/live"
 	"github.com/rdmatopo/rdmatopo/internal/sim"
+	"github.com/rdmatopo/rdmatopo/internal/sim/simjson"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
 
-// SimulateResult is what `simulate -o json|yaml` prints.
+// SimulateResult is what `simulate -o json|yaml` prints: the outcome in the
+// shape `rdmatopo simulate -o json` prints (pods, jobs, evictions), with
+// the live cluster's context beside it.
 type SimulateResult struct {
 	// SchedulerConf says which conf ran (file, configmap or built-in).
 	SchedulerConf confSource `json:"schedulerConf"`
@@ -26,49 +29,9 @@ type SimulateResult struct {
 	// simulation includes ("namespace/name").
 	Waiting []string `json:"waiting"`
 	Cycles  int      `json:"cycles"`
-	Pods    []SimPod `json:"pods"`
-	Jobs    []SimJob `json:"jobs"`
+	simjson.Report
 
 	report *sim.Report
-}
-
-// SimPod is where one simulated pod landed (the fields of `rdmatopo
-// simulate -o json`).
-type SimPod struct {
-	Namespace string   `json:"namespace"`
-	Name      string   `json:"name"`
-	Job       string   `json:"job"`
-	Node      string   `json:"node"`
-	NUMA      int      `json:"numa"`
-	NICs      []string `json:"nics"`
-	S0        []string `json:"s0"`
-	S1        []string `json:"s1"`
-	// Rank is the pod's rank in its gang (-1: an invalid rdmatopo.io/rank).
-	Rank int `json:"rank"`
-}
-
-// SimJob is the outcome of one simulated gang.
-type SimJob struct {
-	Namespace string   `json:"namespace"`
-	Name      string   `json:"name"`
-	MinMember int32    `json:"minMember"`
-	Placed    bool     `json:"placed"`
-	BoundPods int      `json:"boundPods"`
-	Tier      string   `json:"tier"`
-	S0        []string `json:"s0"`
-	S1        []string `json:"s1"`
-	Reason    string   `json:"reason"`
-	// RingCrossings counts the leaf changes along the rank ring of its
-	// bound pods.
-	RingCrossings int `json:"ringCrossings"`
-}
-
-// nonNil returns s, or an empty list for nil.
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 func newSimulateCommand(o *options) *cobra.Command {
@@ -218,15 +181,7 @@ func simulate(conf *sim.Conf, snap *live.Snapshot, extra *workload.Set, withWait
 	}
 	rep := sim.BuildReport(s)
 	res.Cycles, res.report = rep.Cycles, rep
-	res.Pods, res.Jobs = []SimPod{}, []SimJob{}
-	for _, p := range rep.Pods {
-		res.Pods = append(res.Pods, SimPod{Namespace: p.Namespace, Name: p.Name, Job: p.Job, Node: p.Node, NUMA: p.NUMA,
-			NICs: nonNil(p.NICs), S0: nonNil(p.S0), S1: nonNil(p.S1), Rank: p.Rank})
-	}
-	for _, j := range rep.Jobs {
-		res.Jobs = append(res.Jobs, SimJob{Namespace: j.Namespace, Name: j.Name, MinMember: j.MinMember, Placed: j.Placed,
-			BoundPods: j.BoundPods, Tier: j.Tier, S0: nonNil(j.S0), S1: nonNil(j.S1), Reason: j.Reason, RingCrossings: j.RingCrossings})
-	}
+	res.Report = simjson.FromReport(rep)
 	return res, s, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
 // Restart simulates a scheduler process restart: Volcano's scheduler cache
@@ -14,7 +15,9 @@ import (
 // and annotations) into the cache, Nodes and KCNRs into the fabric. The
 // ledger starts empty and rebuilds itself from the bound pods'
 // rdmatopo.io/* annotations when the next session opens. Nothing is in
-// flight: the simulator writes every bind back before a cycle ends.
+// flight: the simulator writes every bind back before a cycle ends. The
+// claims of waiting hard gangs are carried over, as the scheduler reads
+// them back from where it keeps them.
 func (s *Simulator) Restart() {
 	cycleMu.Lock()
 	defer cycleMu.Unlock()
@@ -25,7 +28,7 @@ func (s *Simulator) Restart() {
 	for _, name := range sortedKeys(s.classes) {
 		c.AddPriorityClass(s.classes[name].DeepCopy())
 	}
-	rt := s.newRuntime()
+	rt := s.newRuntime(rdmatopology.WithClaims(s.runtime.Claims()))
 	for _, name := range s.nodeOrder {
 		_ = c.AddOrUpdateNode(s.nodes[name].DeepCopy()) // never fails
 		rt.Fabric.UpsertNode(s.nodes[name].DeepCopy())

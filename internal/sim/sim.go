@@ -654,9 +654,9 @@ func (s *Simulator) actions() []framework.Action {
 // newRuntime returns a fresh rdma-topology runtime on the simulated clock,
 // whose pod patches the simulator applies after the cycle; the simulator
 // feeds its fabric.
-func (s *Simulator) newRuntime() *rdmatopology.Runtime {
-	return rdmatopology.NewRuntime(s.conf.Topology, rdmatopology.WithClock(s.Now), rdmatopology.WithPodPatcher(s.queuePatch),
-		rdmatopology.WithRecorder(s.events))
+func (s *Simulator) newRuntime(opts ...rdmatopology.Option) *rdmatopology.Runtime {
+	return rdmatopology.NewRuntime(s.conf.Topology, append([]rdmatopology.Option{rdmatopology.WithClock(s.Now),
+		rdmatopology.WithPodPatcher(s.queuePatch), rdmatopology.WithRecorder(s.events)}, opts...)...)
 }
 
 // applyBinds hands the cycle's bind requests to the cache's binder (as

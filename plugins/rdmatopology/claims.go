@@ -13,8 +13,9 @@
 // room's nodes by topology-allocate or topology-preempt; lower-priority
 // jobs still are (the claiming gang may evict them), and so are jobs of
 // higher priority and jobs with pods already running. A claim lasts while
-// its gang is pending and the action renews it each session; a scheduler
-// restart forgets claims, and the first session names them again. The
+// its gang is pending and the action renews it each session (or, not
+// renewed, for preemption.ClaimGrace). The claims outlive a restart or a
+// failover: the scheduler keeps them in a ConfigMap (claimstore.go). The
 // claims are package framework/preemption's (which apply to a job:
 // preemption.Against); the runtime keeps them and the session hands them
 // out.
@@ -24,6 +25,17 @@ package rdmatopology
 import (
 	"github.com/rdmatopo/rdmatopo/framework/preemption"
 )
+
+// WithClaims starts the runtime with claims an earlier runtime kept, as a
+// restarted scheduler reads them back (the simulator's restart).
+func WithClaims(claims []*preemption.Claim) Option {
+	return func(rt *Runtime) { rt.startClaims = claims }
+}
+
+// Claims returns the runtime's claims, by job UID.
+func (rt *Runtime) Claims() []*preemption.Claim {
+	return rt.preemption.Claims.Values()
+}
 
 // Preemption is the session's access to the runtime's holds and claims,
 // what the holds applied in the session keep on each node, the ledger's

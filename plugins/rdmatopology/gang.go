@@ -114,7 +114,7 @@ func (s *Session) Plan(g placement.Gang, evicted []ledger.Reservation) (*placeme
 		st.RemoveHold(r.holder, r.a)
 	}
 	for _, r := range evicted {
-		st.Release(r.UID, placement.Assignment{PodUID: r.UID, Node: r.Node, Zones: r.Zones})
+		st.Release(r.UID, placement.AssignmentOf(r))
 	}
 	return st.Plan(g)
 }

@@ -128,4 +128,7 @@ func (p *plugin) OnSessionClose(ssn *framework.Session) {
 	if s := p.rt.removeSession(string(ssn.UID)); s != nil {
 		s.close()
 	}
+	if cs := p.rt.claimsStore; cs != nil {
+		cs.save(p.rt.preemption.Claims.Values())
+	}
 }

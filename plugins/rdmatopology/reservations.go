@@ -24,7 +24,7 @@ func (s *Session) reserve(r ledger.Reservation) error {
 	if err := s.rt.Ledger.Reserve(r); err != nil {
 		return err
 	}
-	s.state.Apply(r.UID, placement.Assignment{PodUID: r.UID, Node: r.Node, Zones: r.Zones})
+	s.state.Apply(r.UID, placement.AssignmentOf(r))
 	s.mu.Lock()
 	s.indexLocked(r)
 	s.mu.Unlock()
@@ -40,7 +40,7 @@ func (s *Session) release(uid string, job api.JobID) (ledger.Reservation, bool) 
 	s.mu.Unlock()
 	r, held := s.rt.Ledger.Release(uid)
 	if held {
-		s.state.Unapply(r.UID, placement.Assignment{PodUID: r.UID, Node: r.Node, Zones: r.Zones})
+		s.state.Unapply(r.UID, placement.AssignmentOf(r))
 		if id := api.JobID(r.Job); id != job {
 			s.mu.Lock()
 			delete(s.byJob[id], uid)

@@ -59,6 +59,12 @@ type Runtime struct {
 	// kube client).
 	recorder record.EventRecorder
 
+	// claimsStore keeps the claims outside the process for the next
+	// leader (claimstore.go); nil: claims live only in memory.
+	claimsStore *claimsStore
+	// startClaims are claims the runtime starts with (WithClaims).
+	startClaims []*preemption.Claim
+
 	// external is true when the fabric is fed by the caller (NewRuntime)
 	// rather than by informers this runtime starts (NewClusterRuntime).
 	external bool
@@ -147,6 +153,9 @@ func NewRuntime(cfg topology.Config, opts ...Option) *Runtime {
 		o(rt)
 	}
 	rt.reset(cfg.WithDefaults())
+	for _, c := range rt.startClaims {
+		rt.preemption.Claims.Put(c.Job, c)
+	}
 	return rt
 }
 
@@ -246,6 +255,14 @@ func (rt *Runtime) ensure(ssn *framework.Session, args *Args) {
 			if err := rt.startHyperNodeInformer(c); err != nil {
 				klog.ErrorS(err, "Cannot watch HyperNodes; every node shares the default S1")
 			}
+		}
+	}
+	if kc := ssn.KubeClient(); kc != nil && rt.claimsStore != nil {
+		if rt.stop == nil {
+			rt.stop = make(chan struct{})
+		}
+		for _, c := range rt.claimsStore.load(kc, rt.stop) {
+			rt.preemption.Claims.Put(c.Job, c)
 		}
 	}
 	if kc := ssn.KubeClient(); kc != nil && rt.recorder == nil {

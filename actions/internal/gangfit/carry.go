@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
 	"volcano.sh/volcano/pkg/scheduler/api"
@@ -125,15 +124,16 @@ type nodeInputs struct {
 	pods []podRef
 }
 
-// inputsOf reads a node's inputs, pods in address order, into reuse's
-// backing array.
+// inputsOf reads a node's inputs, pods in UID order (then namespace and
+// name), into reuse's backing array.
 func inputsOf(ni *api.NodeInfo, reuse []podRef) nodeInputs {
 	in := nodeInputs{node: ni.Node, pods: reuse[:0]}
 	for _, t := range ni.Tasks {
 		in.pods = append(in.pods, podRef{pod: t.Pod, status: t.Status})
 	}
 	slices.SortFunc(in.pods, func(a, b podRef) int {
-		return cmp.Compare(uintptr(unsafe.Pointer(a.pod)), uintptr(unsafe.Pointer(b.pod)))
+		return cmp.Or(cmp.Compare(a.pod.UID, b.pod.UID), cmp.Compare(a.pod.Namespace, b.pod.Namespace),
+			cmp.Compare(a.pod.Name, b.pod.Name))
 	})
 	return in
 }

@@ -6,6 +6,13 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 )
 
+// GangMet reports whether the job has its minMember, and each task role
+// its minimum, placed: what Volcano's gang plugin calls ready
+// (JobInfo.CheckTaskReady and JobInfo.IsReady).
+func GangMet(job *api.JobInfo) bool {
+	return job.CheckTaskReady() && job.IsReady()
+}
+
 // fewerPods chooses which pods of an elastic gang to plan when not all of
 // its pending RDMA pods fit (placement.Gang.Fewer): g.Need of them, in
 // rank order, such that the job is ready by Volcano's own checks

@@ -113,7 +113,7 @@ func TestKeepOffClaims(t *testing.T) {
 		t.Errorf("failure message %q, want %q", f.Message, want)
 	}
 
-	p.RetainClaims(func(job string) bool { return job == "c2" })
+	p.RetainClaims(func(c *preemption.Claim) bool { return c.Job == "c2" })
 	if got := p.Claims(); len(got) != 1 || got[0].Name != "ns/c2" {
 		t.Errorf("claims after RetainClaims(c2): %v, want only ns/c2", got)
 	}

@@ -136,6 +136,20 @@ func (p *Process) Stop() {
 	}
 }
 
+// Kill ends the component's whole process group at once with SIGKILL, as
+// a crash or a lost node would, and waits until it has exited. It is safe
+// to call more than once, and on nil.
+func (p *Process) Kill() {
+	if p == nil {
+		return
+	}
+	if gone, _ := p.Exited(); gone {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
 // Tail returns the last n lines of the component's log.
 func (p *Process) Tail(n int) string {
 	return TailFile(p.LogPath, n)

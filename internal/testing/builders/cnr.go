@@ -2,12 +2,13 @@ package builders
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
 )
 
 // RDMATorPrefix prefixes the KCNR property naming a NIC's leaf switch.
@@ -272,7 +273,8 @@ func addQty(l corev1.ResourceList, name corev1.ResourceName, n int64) {
 	l[name] = q
 }
 
-// Consumer formats a KCNR consumer id ("namespace/name/uid").
+// Consumer formats a KCNR consumer id ("namespace/name/uid") as the
+// ledger reads it (ledger.Reservation.Consumer).
 func Consumer(namespace, name, uid string) string {
-	return strings.Join([]string{namespace, name, uid}, "/")
+	return ledger.Reservation{Namespace: namespace, Name: name, UID: uid}.Consumer()
 }

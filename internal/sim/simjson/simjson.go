@@ -1,0 +1,123 @@
+// Package simjson is the JSON shape of a simulation's outcome: what
+// `rdmatopo simulate -o json` prints, and what `kubectl rdmatopo simulate
+// -o json|yaml` prints beside the live cluster's context. One shape, so the
+// two commands cannot drift apart. Field order is the documented one
+// (docs/cli.md); lists and objects are never null.
+package simjson
+
+import "github.com/rdmatopo/rdmatopo/internal/sim"
+
+// Pod is where one simulated pod landed.
+type Pod struct {
+	Namespace string   `json:"namespace"`
+	Name      string   `json:"name"`
+	Job       string   `json:"job"`
+	Node      string   `json:"node"`
+	NUMA      int      `json:"numa"`
+	NICs      []string `json:"nics"`
+	S0        []string `json:"s0"`
+	S1        []string `json:"s1"`
+	// Annotations are the keys the scheduler wrote on the pod
+	// (rdmatopo.io/* and katalyst.kubewharf.io/numa_bind_result).
+	Annotations map[string]string `json:"annotations"`
+	// Evicted is true for a pod evicted during the run (its node is then
+	// empty).
+	Evicted bool `json:"evicted"`
+	// Rank is the pod's rank in its gang (-1: an invalid rdmatopo.io/rank).
+	Rank int `json:"rank"`
+}
+
+// Job is the outcome of one simulated gang.
+type Job struct {
+	Namespace string   `json:"namespace"`
+	Name      string   `json:"name"`
+	MinMember int32    `json:"minMember"`
+	Placed    bool     `json:"placed"`
+	BoundPods int      `json:"boundPods"`
+	Tier      string   `json:"tier"`
+	S0        []string `json:"s0"`
+	S1        []string `json:"s1"`
+	Reason    string   `json:"reason"`
+	// WaitedSeconds is the simulated time from the job's first failed
+	// attempt to its placement (0 when placed at once), or until the last
+	// cycle for a job still waiting.
+	WaitedSeconds float64 `json:"waitedSeconds"`
+	// RingCrossings counts the leaf changes along the rank ring of its
+	// bound pods.
+	RingCrossings int `json:"ringCrossings"`
+	// Segments, with rdmatopo.io/segment-size, are its blocks of ranks
+	// and their leaves.
+	Segments []Segment `json:"segments,omitempty"`
+}
+
+// Segment is one block of a gang with segments.
+type Segment struct {
+	Ranks []int    `json:"ranks"`
+	S0    []string `json:"s0"`
+}
+
+// Eviction is a pod evicted during the run.
+type Eviction struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Job       string `json:"job"`
+	// Preemptor is the gang ("namespace/podgroup") the pod was evicted
+	// for.
+	Preemptor string `json:"preemptor"`
+}
+
+// Report is a simulation's outcome.
+type Report struct {
+	Pods      []Pod      `json:"pods"`
+	Jobs      []Job      `json:"jobs"`
+	Evictions []Eviction `json:"evictions"`
+}
+
+// FromReport converts a simulator report to the shape.
+func FromReport(rep *sim.Report) Report {
+	out := Report{Pods: make([]Pod, 0, len(rep.Pods)), Jobs: make([]Job, 0, len(rep.Jobs)),
+		Evictions: make([]Eviction, 0, len(rep.Evictions))}
+	for _, p := range rep.Pods {
+		out.Pods = append(out.Pods, Pod{
+			Namespace: p.Namespace, Name: p.Name, Job: p.Job, Node: p.Node, NUMA: p.NUMA,
+			NICs: nonNil(p.NICs), S0: nonNil(p.S0), S1: nonNil(p.S1), Annotations: nonNilMap(p.Annotations),
+			Evicted: p.Evicted != "", Rank: p.Rank,
+		})
+	}
+	for _, j := range rep.Jobs {
+		out.Jobs = append(out.Jobs, Job{
+			Namespace: j.Namespace, Name: j.Name, MinMember: j.MinMember, Placed: j.Placed,
+			BoundPods: j.BoundPods, Tier: j.Tier, S0: nonNil(j.S0), S1: nonNil(j.S1), Reason: j.Reason,
+			WaitedSeconds: j.WaitedSeconds, RingCrossings: j.RingCrossings, Segments: segmentsOf(j.Segments),
+		})
+	}
+	for _, e := range rep.Evictions {
+		out.Evictions = append(out.Evictions, Eviction{Namespace: e.Namespace, Name: e.Name, Job: e.Job, Preemptor: e.Preemptor})
+	}
+	return out
+}
+
+// segmentsOf converts a job's segments (nil when it has none).
+func segmentsOf(segs []sim.SegmentPlacement) []Segment {
+	var out []Segment
+	for _, sg := range segs {
+		out = append(out, Segment{Ranks: sg.Ranks, S0: nonNil(sg.S0)})
+	}
+	return out
+}
+
+// nonNil returns s, or an empty list for nil (lists are never null).
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// nonNilMap returns m, or an empty map for nil (objects are never null).
+func nonNilMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
