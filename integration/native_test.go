@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -146,5 +147,71 @@ func TestNativeNetworkTopologyTrainJob(t *testing.T) {
 	}
 	if nt := nativeTopologyOf(t, e, ns, job.name); nt["highestTierAllowed"] != int64(1) {
 		t.Errorf("PodGroup %s/%s spec.networkTopology = %v, want Trainer's copy of the runtime's", ns, job.name, nt)
+	}
+}
+
+// TestNativeNetworkTopologyPodGroupWithoutNICs: a PodGroup whose pods
+// request no RDMA NICs and whose spec.networkTopology is hard at tier 1 is
+// kept within the nodes of one leaf: with two nodes on different leaves
+// (each with room for one pod) it waits, with the plugin's condition,
+// where stock allocate would take both nodes; once a third node shares a
+// leaf with the first, it is placed on those two.
+func TestNativeNetworkTopologyPodGroupWithoutNICs(t *testing.T) {
+	e := requireEnv(t)
+	ctx := context.Background()
+	f := newFabric(t, e)
+	ns := newNamespace(t, e)
+	n1 := f.AddNode(ctx, nodeSpec{Index: 1, Leaves: [2]int{0, 1}})
+	f.AddNode(ctx, nodeSpec{Index: 2, Leaves: [2]int{2, 3}})
+
+	const name = "cpu"
+	pg := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+		"metadata": map[string]interface{}{"name": name, "namespace": ns},
+		"spec":     map[string]interface{}{"minMember": int64(2), "queue": "default", "networkTopology": nativeHardTier1},
+	}}
+	if _, err := e.Dynamic.Resource(rdmatopology.PodGroupResource).Namespace(ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create PodGroup %s/%s: %v", ns, name, err)
+	}
+	for i := 0; i < 2; i++ {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, i), Namespace: ns,
+				Annotations: map[string]string{groupNameAnnotation: name}, Labels: map[string]string{"rdmatopo-it/gang": name}},
+			Spec: corev1.PodSpec{SchedulerName: schedulerName, RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "etl", Image: image, Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("40"), corev1.ResourceMemory: resource.MustParse("8Gi")}}}}},
+		}
+		if _, err := e.Kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create pod %s/%s: %v", ns, p.Name, err)
+		}
+	}
+	sel := metav1.ListOptions{LabelSelector: "rdmatopo-it/gang=" + name}
+	noneBound := func() {
+		for _, p := range listPods(t, e, ns, sel) {
+			if p.Spec.NodeName != "" {
+				t.Fatalf("pod %s/%s bound to %s although no leaf's nodes hold the gang", p.Namespace, p.Name, p.Spec.NodeName)
+			}
+		}
+	}
+	eventually(t, placeTimeout, func() (bool, string) {
+		noneBound()
+		pg, err := e.Volcano.SchedulingV1beta1().PodGroups(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		c := condition(pg, placedCondition)
+		ok := c != nil && c.Status == corev1.ConditionFalse && c.Reason == string(placement.ReasonTierLimit)
+		return ok, describePodGroup(pg)
+	})
+	waitSchedulerCycles(t, e, pendingCycles, noneBound)
+
+	n3 := f.AddNode(ctx, nodeSpec{Index: 3, Leaves: [2]int{0, 1}})
+	pods := waitBound(t, e, ns, sel, 2, placeTimeout)
+	got := map[string]bool{}
+	for _, p := range pods {
+		got[p.Spec.NodeName] = true
+	}
+	if !got[n1] || !got[n3] {
+		t.Errorf("pods bound to %v, want %s and %s (the nodes of leaf 0)", got, n1, n3)
 	}
 }

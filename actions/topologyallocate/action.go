@@ -230,6 +230,19 @@ func (r *run) allocateJob(queue *api.QueueInfo, job *api.JobInfo) {
 		r.allocateGang(queue, job, tasks)
 		return
 	}
+	if r.topo != nil && !isRDMAJob(r.topo, job) {
+		c, err := r.topo.Confine(job)
+		if err != nil {
+			// Never placed under a contract it does not have.
+			klog.InfoS("Job not placed: invalid job contract", "job", job.UID, "err", err)
+			r.topo.Report(job, nil, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
+			return
+		}
+		if c != nil {
+			r.allocateConfined(queue, job, tasks, c)
+			return
+		}
+	}
 	r.allocateTasks(queue, job, tasks)
 }
 
@@ -353,7 +366,7 @@ func (r *run) applyGang(queue *api.QueueInfo, job *api.JobInfo, stmt *framework.
 		if gangfit.GangMet(job) && r.ssn.JobReady(job) {
 			return append(left, others[i:]...), "", nil
 		}
-		r.allocateTask(queue, job, stmt, task)
+		r.allocateTask(queue, job, stmt, task, nil)
 	}
 	return left, "", nil
 }
@@ -402,7 +415,7 @@ func (r *run) allocateTasks(queue *api.QueueInfo, job *api.JobInfo, tasks *util.
 	stmt := framework.NewStatement(ssn)
 	for !tasks.Empty() {
 		task := tasks.Pop().(*api.TaskInfo)
-		if !r.allocateTask(queue, job, stmt, task) {
+		if !r.allocateTask(queue, job, stmt, task, nil) {
 			break
 		}
 		if ssn.JobReady(job) && !tasks.Empty() {
@@ -418,11 +431,12 @@ func (r *run) allocateTasks(queue *api.QueueInfo, job *api.JobInfo, tasks *util.
 }
 
 // allocateTask places one task as allocate does: predicates, node order,
-// best node, idle first, else pipelined on future idle. RDMA tasks are
-// planned by allocateRDMATask instead, or refused when the session cannot
-// place RDMA pods. It returns false when the job's turn should end
-// (allocate's break).
-func (r *run) allocateTask(queue *api.QueueInfo, job *api.JobInfo, stmt *framework.Statement, task *api.TaskInfo) bool {
+// best node, idle first, else pipelined on future idle, on the nodes
+// within (nil: every node of the session). RDMA tasks are planned by
+// allocateRDMATask instead, or refused when the session cannot place RDMA
+// pods. It returns false when the job's turn should end (allocate's
+// break).
+func (r *run) allocateTask(queue *api.QueueInfo, job *api.JobInfo, stmt *framework.Statement, task *api.TaskInfo, within []*api.NodeInfo) bool {
 	ssn := r.ssn
 	if !ssn.Allocatable(queue, task) || job.TaskHasFitErrors(task) {
 		return true
@@ -452,7 +466,10 @@ func (r *run) allocateTask(queue *api.QueueInfo, job *api.JobInfo, stmt *framewo
 		return true
 	}
 	claimed := r.claimedAgainst(job)
-	nodes, fe := feasibleNodes(task, ssn.NodeList, func(t *api.TaskInfo, n *api.NodeInfo) error {
+	if within == nil {
+		within = ssn.NodeList
+	}
+	nodes, fe := feasibleNodes(task, within, func(t *api.TaskInfo, n *api.NodeInfo) error {
 		if by, ok := claimed[n.Name]; ok {
 			return api.NewFitErrWithStatus(t, n, &api.Status{Code: api.Unschedulable,
 				Reason: "node kept for " + by + ", an older waiting gang of the same priority"})

@@ -1,12 +1,16 @@
 package topologyallocate_test
 
 import (
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
@@ -132,5 +136,88 @@ func TestNativeContractUnhonoured(t *testing.T) {
 		if string(cond.Type) == string(rdmatopology.ConditionType) && cond.Reason != string(placement.ReasonInvalidContract) {
 			t.Errorf("condition reason %q, want %s", cond.Reason, placement.ReasonInvalidContract)
 		}
+	}
+}
+
+// TestConfinedGangsWithoutNICs: a gang whose pods request no RDMA NICs is
+// kept within one domain of its hard highest tier, however the contract is
+// written (rdmatopo.io annotations, spec.networkTopology), or waits with
+// the reason on its PodGroup; soft limits nothing; an invalid contract
+// places nothing. Nodes n1 and n2 have their NUMA zones under leaves A
+// and B, n3 (and, when asked, n4) under C and D, all in one S1; each node
+// has room for one pod.
+func TestConfinedGangsWithoutNICs(t *testing.T) {
+	type want struct {
+		Bound  int
+		Nodes  []string
+		Reason string
+	}
+	hard := func(tier string) map[string]string {
+		return map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: tier}
+	}
+	cases := map[string]struct {
+		size   int
+		ann    map[string]string
+		native *placement.NetworkTopology
+		// n4 adds node n4 under C and D; taintN1 taints n1 (the pods do
+		// not tolerate it).
+		n4, taintN1 bool
+		want        want
+	}{
+		"hard s0: the first leaf tried refuses a pod, the next holds both": {size: 2, ann: hard("s0"), n4: true, taintN1: true,
+			want: want{Bound: 2, Nodes: []string{"n3", "n4"}, Reason: "Placed"}},
+		"hard s0, two pods: one leaf's nodes": {size: 2, ann: hard("s0"),
+			want: want{Bound: 2, Nodes: []string{"n1", "n2"}, Reason: "Placed"}},
+		"hard s0, three pods: no leaf has three nodes": {size: 3, ann: hard("s0"),
+			want: want{Reason: string(placement.ReasonTierLimit)}},
+		"hard s1, three pods": {size: 3, ann: hard("s1"),
+			want: want{Bound: 3, Nodes: []string{"n1", "n2", "n3"}, Reason: "Placed"}},
+		"hard node, two pods of a node each": {size: 2, ann: hard("node"),
+			want: want{Reason: string(placement.ReasonTierLimit)}},
+		"spec.networkTopology hard tier 1, three pods": {size: 3, native: &placement.NetworkTopology{Mode: "hard", HighestTierAllowed: tierPtr(1)},
+			want: want{Reason: string(placement.ReasonTierLimit)}},
+		"soft s0, three pods: placed as allocate places them": {size: 3, ann: map[string]string{ledger.AnnotationMode: "soft", ledger.AnnotationHighestTier: "s0"},
+			want: want{Bound: 3, Nodes: []string{"n1", "n2", "n3"}}},
+		"invalid contract": {size: 2, ann: map[string]string{ledger.AnnotationMode: "strict"},
+			want: want{Reason: rdmatopology.ReasonInvalid}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := &cluster{}
+			c.addNode("n1", "A", "B")
+			c.addNode("n2", "A", "B")
+			c.addNode("n3", "C", "D")
+			if tc.n4 {
+				c.addNode("n4", "C", "D")
+			}
+			if tc.taintN1 {
+				c.nodes[0].Spec.Taints = []corev1.Taint{{Key: "dedicated", Effect: corev1.TaintEffectNoSchedule}}
+			}
+			c.addPods("cpu", tc.size, func(name string) *builders.PodWrapper {
+				// A Volcano Job's task role: allocate skips a task whose
+				// role has failed to fit, unless told to try again.
+				return builders.MakePod("ns", name).Req("cpu", "100").Req("memory", "1Gi").Annotation("volcano.sh/task-spec", "worker")
+			})
+			c.pgs[0].Annotations = tc.ann
+			if tc.native != nil {
+				c.native = map[string]*placement.NativeTopology{"ns/cpu": {NetworkTopology: tc.native}}
+			}
+			o := runSession(t, c)
+			got := want{Bound: bound(o, "cpu")}
+			for name, b := range o.binds {
+				if strings.HasPrefix(name, "ns/cpu-") {
+					got.Nodes = append(got.Nodes, b.Node)
+				}
+			}
+			sort.Strings(got.Nodes)
+			for _, cond := range o.pgs["ns/cpu"].Status.Conditions {
+				if string(cond.Type) == string(rdmatopology.ConditionType) {
+					got.Reason = cond.Reason
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("placement (-want,+got):\n%s\ncondition %q", diff, condition(o.pgs["ns/cpu"]))
+			}
+		})
 	}
 }

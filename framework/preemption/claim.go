@@ -30,8 +30,10 @@ type Claim struct {
 	S0s   map[topology.S0ID]bool `json:"s0s,omitempty"`
 	Nodes map[string]bool        `json:"nodes,omitempty"`
 	// Renewed is when the claim was last named: a claim its gang does not
-	// name again lasts ClaimGrace from then while the gang waits.
-	Renewed metav1.Time `json:"renewed"`
+	// name again lasts ClaimGrace from then while the gang waits. It is
+	// not encoded (EncodeClaims would change every session): a claim read
+	// back is renewed by its reader.
+	Renewed metav1.Time `json:"-"`
 }
 
 // ClaimGrace is how long a claim lasts after it was last named while its

@@ -248,7 +248,11 @@ func Explain(cfg topology.Config, snap *live.Snapshot, pg *schedulingv1beta1.Pod
 		return e
 	}
 	if len(pods) == 0 {
-		e.Notes = append(e.Notes, "no pending pod requests "+cfg.RDMAResource+": rdmatopo does not place this gang, stock Volcano does")
+		note := "no pending pod requests " + cfg.RDMAResource + ": its pods are placed as stock Volcano's allocate places them"
+		if tier := confinedTier(contract); tier != "" {
+			note += ", within one " + tier + " domain (" + tierDomain[tier] + ")"
+		}
+		e.Notes = append(e.Notes, note)
 		return e
 	}
 	main := pods[0].Shape
@@ -579,4 +583,25 @@ func firstN(names []string, n int) []string {
 		return names
 	}
 	return append(append([]string(nil), names[:n]...), "...")
+}
+
+// tierDomain says what one domain of a tier is for pods without RDMA NICs.
+var tierDomain = map[string]string{
+	"node": "one node",
+	"s0":   "the nodes with a NIC under one leaf",
+	"s1":   "the nodes of one S1",
+}
+
+// confinedTier is the tier a gang whose pods request no RDMA NICs is kept
+// within as a whole (rdmatopology.Session.Confine): its hard highest tier
+// ("" when it limits nothing).
+func confinedTier(c placement.Contract) string {
+	tier := placement.TierCluster
+	if c.Mode == placement.ModeHard && c.HighestTier >= placement.TierNode {
+		tier = c.HighestTier
+	}
+	if tier == placement.TierCluster {
+		return ""
+	}
+	return tier.String()
 }

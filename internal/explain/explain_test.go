@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -317,6 +318,39 @@ func TestExplainOtherScheduler(t *testing.T) {
 			}
 			if tc.wantOther != nil && strings.Contains(notes, "waits for something else") {
 				t.Errorf("notes %q still say the gang waits for something else", notes)
+			}
+		})
+	}
+}
+
+// TestExplainGangWithoutNICs: for a gang whose pods request no RDMA NICs,
+// explain says how it is placed: as allocate places it, within one domain
+// of its hard highest tier when it has one.
+func TestExplainGangWithoutNICs(t *testing.T) {
+	cases := map[string]struct {
+		mode, tier string
+		wantNote   string
+	}{
+		"soft": {mode: "soft", tier: "s0",
+			wantNote: "no pending pod requests vke.volcengine.com/rdma: its pods are placed as stock Volcano's allocate places them"},
+		"hard s0": {mode: "hard", tier: "s0",
+			wantNote: "no pending pod requests vke.volcengine.com/rdma: its pods are placed as stock Volcano's allocate places them, within one s0 domain (the nodes with a NIC under one leaf)"},
+		"hard cluster": {mode: "hard", tier: "cluster",
+			wantNote: "no pending pod requests vke.volcengine.com/rdma: its pods are placed as stock Volcano's allocate places them"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			nodes, cnrs := fourNodes(nil, nil)
+			pg, _ := gangOf(2, tc.mode, tc.tier, "")
+			pods := []*corev1.Pod{
+				builders.MakePod("research", "llm-0").Group("llm").Req("cpu", "2").Obj(),
+				builders.MakePod("research", "llm-1").Group("llm").Req("cpu", "2").Obj(),
+			}
+			snap := &live.Snapshot{Cluster: &workload.Cluster{Nodes: nodes, CNRs: cnrs}, Pending: pods,
+				PodGroups: []*schedulingv1beta1.PodGroup{pg}}
+			e := Explain(topology.Config{S1NodeLabel: builders.S1Label}, snap, pg)
+			if !slices.Contains(e.Notes, tc.wantNote) {
+				t.Errorf("notes %q do not hold %q", e.Notes, tc.wantNote)
 			}
 		})
 	}

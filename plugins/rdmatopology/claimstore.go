@@ -71,11 +71,12 @@ type claimsStore struct {
 	failing  bool
 }
 
-// load reads the claims back from the ConfigMap with client, and starts a
-// writer that runs until stop closes (one per runtime build). A missing ConfigMap is no claim;
+// load reads the claims back from the ConfigMap with client, renewed at
+// now, and starts a writer that runs until stop closes (one per runtime
+// build). A missing ConfigMap is no claim;
 // an unreadable one is logged, naming the object and key, and the claims
 // start empty (topology-preempt names them again).
-func (cs *claimsStore) load(client kubernetes.Interface, stop <-chan struct{}) []*preemption.Claim {
+func (cs *claimsStore) load(client kubernetes.Interface, stop <-chan struct{}, now time.Time) []*preemption.Claim {
 	cs.mu.Lock()
 	cs.client = client
 	if cs.loopStop != stop {
@@ -106,6 +107,9 @@ func (cs *claimsStore) load(client kubernetes.Interface, stop <-chan struct{}) [
 	if err != nil {
 		klog.ErrorS(err, "Ignoring unreadable claims of waiting hard gangs; they are named again by topology-preempt", "configMap", ref, "key", cs.key)
 		return nil
+	}
+	for _, c := range claims {
+		c.Renewed = metav1.NewTime(now)
 	}
 	cs.setLast([]byte(data))
 	klog.InfoS("Read back the claims of waiting hard gangs", "configMap", ref, "key", cs.key, "claims", len(claims))

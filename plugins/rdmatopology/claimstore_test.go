@@ -28,6 +28,13 @@ func claimFor(job, s0 string, nodes ...string) *preemption.Claim {
 	return c
 }
 
+// renewedAt is c renewed at now, as a reader renews what it reads back.
+func renewedAt(c *preemption.Claim, now time.Time) *preemption.Claim {
+	out := *c
+	out.Renewed = metav1.NewTime(now)
+	return &out
+}
+
 // claimsConfigMap builds the claims ConfigMap with data.
 func claimsConfigMap(data map[string]string) *v1.ConfigMap {
 	return &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: ClaimsConfigMap, Namespace: "volcano-system"}, Data: data}
@@ -70,6 +77,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // record is ignored (topology-preempt names the claims again).
 func TestClaimsStoreLoad(t *testing.T) {
 	a := claimFor("uid-a", "leaf-1", "n1", "n2")
+	now := time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name    string
 		objects []runtime.Object
@@ -77,7 +85,7 @@ func TestClaimsStoreLoad(t *testing.T) {
 	}{
 		{name: "no ConfigMap"},
 		{name: "another scheduler's key only", objects: []runtime.Object{claimsConfigMap(map[string]string{"other.json": encoded(t, a)})}},
-		{name: "claims", objects: []runtime.Object{claimsConfigMap(map[string]string{"volcano.json": encoded(t, a)})}, want: []*preemption.Claim{a}},
+		{name: "claims", objects: []runtime.Object{claimsConfigMap(map[string]string{"volcano.json": encoded(t, a)})}, want: []*preemption.Claim{renewedAt(a, now)}},
 		{name: "unreadable", objects: []runtime.Object{claimsConfigMap(map[string]string{"volcano.json": `{"version":7}`})}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -85,7 +93,7 @@ func TestClaimsStoreLoad(t *testing.T) {
 			cs := &claimsStore{namespace: "volcano-system", key: ClaimsKey("volcano")}
 			stop := make(chan struct{})
 			defer close(stop)
-			got := cs.load(client, stop)
+			got := cs.load(client, stop, now)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("loaded claims (-want,+got):\n%s", diff)
 			}
@@ -102,7 +110,7 @@ func TestClaimsStoreWrites(t *testing.T) {
 	cs := &claimsStore{namespace: "volcano-system", key: ClaimsKey("volcano")}
 	stop := make(chan struct{})
 	defer close(stop)
-	if got := cs.load(client, stop); len(got) != 1 {
+	if got := cs.load(client, stop, time.Time{}); len(got) != 1 {
 		t.Fatalf("loaded %d claims, want 1", len(got))
 	}
 	stored := func() map[string]string {
@@ -114,6 +122,9 @@ func TestClaimsStoreWrites(t *testing.T) {
 	}
 
 	cs.save([]*preemption.Claim{a}) // as read: nothing to write
+	renewed := *a
+	renewed.Renewed = metav1.NewTime(time.Now())
+	cs.save([]*preemption.Claim{&renewed}) // renewed only: nothing to write
 	cs.save([]*preemption.Claim{a, b})
 	waitFor(t, "the second claim written", func() bool { return stored()["volcano.json"] == encoded(t, a, b) })
 	if got := stored()["other.json"]; got != "kept" {
@@ -156,7 +167,7 @@ func TestClaimsStoreCreates(t *testing.T) {
 	cs := &claimsStore{namespace: "volcano-system", key: ClaimsKey("volcano")}
 	stop := make(chan struct{})
 	defer close(stop)
-	cs.load(client, stop)
+	cs.load(client, stop, time.Time{})
 	cs.save(nil) // empty as read: nothing
 	a := claimFor("uid-a", "leaf-1", "n1")
 	cs.save([]*preemption.Claim{a})

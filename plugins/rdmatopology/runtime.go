@@ -261,7 +261,7 @@ func (rt *Runtime) ensure(ssn *framework.Session, args *Args) {
 		if rt.stop == nil {
 			rt.stop = make(chan struct{})
 		}
-		for _, c := range rt.claimsStore.load(kc, rt.stop) {
+		for _, c := range rt.claimsStore.load(kc, rt.stop, rt.Now()) {
 			rt.preemption.Claims.Put(c.Job, c)
 		}
 	}

@@ -47,6 +47,13 @@ type Session struct {
 	broken map[api.JobID]string
 	// failures records why a gang was not placed in this session.
 	failures map[api.JobID]*placement.Failure
+	// confined marks the jobs without RDMA pods under a hard contract
+	// (Confine), with where they were placed in this session ("": not
+	// placed); made on first use.
+	confined map[api.JobID]string
+	// domainsByTier caches the domains of confined gangs per tier over
+	// the session's nodes (Session.domains); made on first use.
+	domainsByTier map[placement.Tier][]Domain
 	// held caches each job's current placement; dropped on change.
 	held map[api.JobID]*placement.Occupancy
 	// byJob indexes the ledger's reservations by job (pod UID ->

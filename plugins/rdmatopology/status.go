@@ -61,6 +61,7 @@ func (s *Session) close() {
 			if _, forged := job.PodGroup.Annotations[ledger.AnnotationPlacement]; forged {
 				s.setPlacement(job, "")
 			}
+			s.closeConfined(job)
 			continue
 		}
 		h := s.realized(job.UID)
