@@ -78,6 +78,13 @@ func recreated(group, name string) *corev1.Pod {
 // minMember members each, and runs a first session in which nothing fails.
 func startFaults(t *testing.T, nodes []faultNode, gangs map[string]int) *simtest.Scenario {
 	t.Helper()
+	return startFaultsWith(t, nodes, gangs, nil)
+}
+
+// startFaultsWith is startFaults with annotations on some gangs' PodGroups
+// (by gang name).
+func startFaultsWith(t *testing.T, nodes []faultNode, gangs map[string]int, ann map[string]map[string]string) *simtest.Scenario {
+	t.Helper()
 	var c simtest.Cluster
 	for _, n := range nodes {
 		c.Nodes = append(c.Nodes, builders.MakeNode(n.name).Shared().GPU(8).RDMA(4).CPU("128").
@@ -89,7 +96,7 @@ func startFaults(t *testing.T, nodes []faultNode, gangs map[string]int) *simtest
 	}
 	for _, name := range sortedNames(gangs) {
 		c.PodGroups = append(c.PodGroups, builders.MakePodGroup("ns", name).MinMember(int32(gangs[name])).
-			Phase("Running").Obj())
+			Phase("Running").Annotations(ann[name]).Obj())
 	}
 	sc := simtest.Start(t, config.SchedulerConf, c, sim.Options{})
 	if o := sc.Session(); len(o.Binds) != 0 {
@@ -229,5 +236,97 @@ func TestNodeNotReadyScenario(t *testing.T) {
 	placed := eventsWith(o, rdmatopology.ReasonReplacementPlaced)
 	if len(placed) != 1 || !strings.Contains(placed[0], "node n1 is NotReady or gone") || !strings.Contains(placed[0], "a leaf the gang holds") {
 		t.Errorf("ReplacementPlaced events = %q, want one naming NotReady n1 and the gang's leaf", placed)
+	}
+}
+
+// notReady is n1 as the node lifecycle controller leaves it when it stops
+// reporting: NotReady, tainted NoExecute.
+func notReady(name string) *corev1.Node {
+	return builders.MakeNode(name).Shared().GPU(8).RDMA(4).CPU("128").Resource("pods", "110").Resource("memory", "512Gi").
+		Ready(corev1.ConditionFalse).Taint(corev1.TaintNodeNotReady, corev1.TaintEffectNoExecute).Obj()
+}
+
+// TestReplacementRoomKeptFromPodsWithoutRDMA: a gang of two runs under leaf
+// A on n1 and n2; n1 goes NotReady and its pod fails, so n3's NUMA 0 (4 of
+// its 8 GPUs, under A) is kept for the replacement. A pending job of
+// another gang that requests GPUs and no RDMA may take what is not kept,
+// never the kept room; the replacement then lands there.
+func TestReplacementRoomKeptFromPodsWithoutRDMA(t *testing.T) {
+	cases := map[string]struct {
+		gpus string
+		// wantNode is where the pod without RDMA binds ("": nowhere).
+		wantNode string
+	}{
+		"the node's GPUs beside the room": {gpus: "4", wantNode: "n3"},
+		"the whole node, the room too":    {gpus: "8", wantNode: ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			nodes := []faultNode{
+				{name: "n1", leaf0: "A", leaf1: "B", pods: []zonePod{{"g", "g-0", 0}}},
+				{name: "n2", leaf0: "A", leaf1: "B", pods: []zonePod{{"g", "g-1", 0}, {"busy", "busy-0", 1}}},
+				{name: "n3", leaf0: "A", leaf1: "B"},
+			}
+			sc := startFaults(t, nodes, map[string]int{"g": 2, "busy": 1})
+			sc.Sim.UpsertNode(notReady("n1"))
+			sc.Finish("ns/g-0")
+			plain := builders.MakePodGroup("ns", "plain").MinMember(1).Phase("Inqueue").Obj()
+			pod := builders.MakePod("ns", "plain-0").Group("plain").Req("cpu", "4").Req("memory", "8Gi").
+				Req(builders.GPUResource, tc.gpus).SchedulerName("volcano").Obj()
+			sc.Submit([]*schedulingv1beta1.PodGroup{plain}, []*corev1.Pod{pod})
+			o := sc.Session()
+			got := ""
+			if b := o.Binds["ns/plain-0"]; b != nil {
+				got = b.Node
+			}
+			if got != tc.wantNode {
+				t.Errorf("pod without RDMA (%s GPUs) bound on %q, want %q: n3's NUMA 0 is kept for g's replacement", tc.gpus, got, tc.wantNode)
+			}
+
+			addPods(t, sc, recreated("g", "g-0"))
+			o = sc.Session()
+			b := o.Binds["ns/g-0"]
+			if b == nil {
+				t.Fatalf("replacement g-0 not bound; condition %q", condition(o.PodGroups["ns/g"]))
+			}
+			if got := b.Node + "/" + b.Pod.Annotations[ledger.AnnotationS0]; got != "n3/A" {
+				t.Errorf("replacement g-0 on %s, want n3/A (the room kept for it)", got)
+			}
+		})
+	}
+}
+
+// TestReplacementRoomWithinHardTier: a gang of two runs under leaf A on n1
+// and n2, n1 goes NotReady and its pod fails. Leaf A has no room left;
+// leaf C (n3, the same S1) has. A soft gang's replacement may go there, so
+// one of n3's zones is kept for it and a pending gang of two does not fit;
+// a hard s0 gang's replacement may not, so nothing is kept there and the
+// pending gang takes n3.
+func TestReplacementRoomWithinHardTier(t *testing.T) {
+	cases := map[string]struct {
+		ann       map[string]string
+		wantOther bool
+	}{
+		"soft":    {ann: nil, wantOther: false},
+		"hard s0": {ann: map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s0"}, wantOther: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			nodes := []faultNode{
+				{name: "n1", leaf0: "A", leaf1: "B", pods: []zonePod{{"g", "g-0", 0}}},
+				{name: "n2", leaf0: "A", leaf1: "B", pods: []zonePod{{"g", "g-1", 0}, {"busy", "busy-0", 1}}},
+				{name: "n3", leaf0: "C", leaf1: "C"},
+			}
+			sc := startFaultsWith(t, nodes, map[string]int{"g": 2, "busy": 1}, map[string]map[string]string{"g": tc.ann})
+			sc.Sim.UpsertNode(notReady("n1"))
+			sc.Finish("ns/g-0")
+			other := builders.MakePodGroup("ns", "other").MinMember(2).Phase("Inqueue").Obj()
+			sc.Submit([]*schedulingv1beta1.PodGroup{other}, []*corev1.Pod{recreated("other", "other-0"), recreated("other", "other-1")})
+			o := sc.Session()
+			placed := o.Binds["ns/other-0"] != nil && o.Binds["ns/other-1"] != nil
+			if placed != tc.wantOther {
+				t.Errorf("pending gang placed = %v, want %v; its condition %q", placed, tc.wantOther, condition(o.PodGroups["ns/other"]))
+			}
+		})
 	}
 }

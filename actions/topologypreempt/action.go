@@ -39,7 +39,12 @@
 // scope's answer: exact for the unit model. With more units, units are added
 // cheapest first until the gang fits and then removed again, most expensive
 // first, while it still fits: a minimal set, not always the cheapest. The
-// cheapest scope answer wins. Each evaluation is a planner call, so the
+// cheapest scope answer wins. A gang that holds pods already (a running
+// gang whose lost pods are re-created) is planned next to them, in the
+// room kept for its lost pods too (plugins/rdmatopology replace.go), and
+// among answers of equal cost the one keeping more of its new pods under
+// its leaves, else its S1s, wins; for it, every scope is searched at equal
+// cost as well. Each evaluation is a planner call, so the
 // answer is as good as the planner; what-if copies free only what the
 // ledger records (NICs, GPUs and CPUs of RDMA pods): pods without RDMA are
 // never victims and their resources never count as freed.

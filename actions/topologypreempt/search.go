@@ -39,17 +39,40 @@ type choice struct {
 	units []*unit
 	cost  cost
 	plan  *placement.Plan
+	// near says how close the plan keeps the pods of a gang that holds
+	// pods already (nearness).
+	near near
 }
 
 func (c *choice) victims() []*victim { return union(c.units) }
 
-// better reports whether c beats d (nil d is beaten by anything).
+// near counts the planned pods of a gang that holds pods already (late
+// pods, replacements of lost pods) whose NICs are all under the leaves the
+// gang holds (leaf), and those all under its S1s (s1, the first
+// included).
+type near struct{ leaf, s1 int }
+
+// closer reports whether n keeps more pods under the gang's leaves, else
+// more under its S1s, than m.
+func (n near) closer(m near) bool {
+	if n.leaf != m.leaf {
+		return n.leaf > m.leaf
+	}
+	return n.s1 > m.s1
+}
+
+// better reports whether c beats d (nil d is beaten by anything): the
+// cheaper evictions; at equal cost, the plan that keeps more of a running
+// gang's new pods under its leaves, else its S1s; then the tighter tier.
 func (c *choice) better(d *choice) bool {
 	if d == nil {
 		return true
 	}
 	if c.cost != d.cost {
 		return c.cost.Less(d.cost)
+	}
+	if c.near != d.near {
+		return c.near.closer(d.near)
 	}
 	if c.plan.Tier != d.plan.Tier {
 		return c.plan.Tier < d.plan.Tier
@@ -134,6 +157,61 @@ type searcher struct {
 	// tasks are the gang's RDMA tasks, whose requests Admit sums per node.
 	tasks []*api.TaskInfo
 	plans int
+	// running is set when the gang holds pods already: its new pods
+	// belong under its leaves, else its S1s (leaves, s1s), so choices of
+	// equal cost are compared by how near they keep them (near).
+	running bool
+	leaves  map[topology.S0ID]bool
+	s1s     map[topology.S1ID]bool
+}
+
+// newSearcher returns the searcher of gang g.
+func newSearcher(r *run, g placement.Gang, tasks []*api.TaskInfo) *searcher {
+	s := &searcher{r: r, g: g, tasks: tasks}
+	if occ := g.Occupancy; occ != nil && occ.Pods > 0 && len(occ.S0s) > 0 {
+		s.running = true
+		s.leaves, s.s1s = occ.S0s, occ.S1s
+	}
+	return s
+}
+
+// nearness counts the plan's pods under the running gang's leaves and
+// under its S1s (the zero value for a gang that holds no pod).
+func (s *searcher) nearness(plan *placement.Plan) near {
+	var n near
+	if !s.running || plan == nil {
+		return n
+	}
+	f := s.r.topo.Preemption().Fabric()
+	for _, a := range plan.Assignments {
+		inLeaf, inS1 := true, true
+		nics := a.NICs()
+		for _, nic := range nics {
+			id, ok := f.NICLeaf(a.Node, nic)
+			if !ok {
+				inLeaf, inS1 = false, false
+				break
+			}
+			l, _ := f.Leaf(id)
+			inLeaf = inLeaf && s.leaves[id]
+			inS1 = inS1 && l != nil && s.s1s[l.S1]
+		}
+		if len(nics) == 0 {
+			continue
+		}
+		if inLeaf {
+			n.leaf++
+		}
+		if inLeaf || inS1 {
+			n.s1++
+		}
+	}
+	return n
+}
+
+// choose returns the choice of a set of evictions with its plan.
+func (s *searcher) choose(sc scope, units []*unit, c cost, plan *placement.Plan) *choice {
+	return &choice{scope: sc.name, units: units, cost: c, plan: plan, near: s.nearness(plan)}
 }
 
 // fits plans the gang in a what-if copy of the free view with the units'
@@ -170,7 +248,7 @@ func (s *searcher) fits(sc scope, units []*unit) *placement.Plan {
 // search returns the cheapest choice over the contract's scopes, or nil
 // when no allowed evictions let the gang fit.
 func (r *run) search(g placement.Gang, c placement.Contract, jobs map[api.JobID]*victimJob, rdma []*api.TaskInfo) *choice {
-	s := &searcher{r: r, g: g, tasks: rdma}
+	s := newSearcher(r, g, rdma)
 	var best *choice
 	for _, sc := range r.scopes(c) {
 		units := unitsIn(jobs, sc.in)
@@ -229,7 +307,9 @@ func (s *searcher) exact(sc scope, units []*unit, bound *choice) *choice {
 	}
 	sort.Slice(subsets, func(i, j int) bool { return subsets[i].cost.Less(subsets[j].cost) })
 	for _, sub := range subsets {
-		if bound != nil && !sub.cost.Less(bound.cost) {
+		// A running gang's choices of equal cost differ in how near they
+		// keep its new pods: those are tried too.
+		if bound != nil && (bound.cost.Less(sub.cost) || !s.running && !sub.cost.Less(bound.cost)) {
 			return nil
 		}
 		if s.plans >= planBudget {
@@ -239,7 +319,7 @@ func (s *searcher) exact(sc scope, units []*unit, bound *choice) *choice {
 			continue
 		}
 		if plan := s.fits(sc, sub.set); plan != nil {
-			return &choice{scope: sc.name, units: sub.set, cost: sub.cost, plan: plan}
+			return s.choose(sc, sub.set, sub.cost, plan)
 		}
 	}
 	return nil
@@ -273,7 +353,7 @@ func (s *searcher) greedy(sc scope, units []*unit) *choice {
 	if plan == nil {
 		return nil
 	}
-	return &choice{scope: sc.name, units: set, cost: costOf(set), plan: plan}
+	return s.choose(sc, set, costOf(set), plan)
 }
 
 // allowed reports whether the session's vetoes let the gang evict the

@@ -15,6 +15,14 @@
 // stage, the pods are also placed under the leaves the whole gang holds,
 // and, when those have room for some of them only, split: the first under
 // the gang's leaves, the rest under its S1s.
+//
+// Replacements (Occupancy.Home set: pods re-created after the gang lost
+// them) go back home before any other stage after the gang's own leaves:
+// as many of them as there is room for under the leaves the gang held when
+// it lost them, even where that adds a leaf to what the gang holds now,
+// and the rest under one other leaf of its S1s if one holds them all, else
+// anywhere under its S1s, provided that the rest costs no more leaves
+// outside home than the search's own choice does (backHome).
 
 package placement
 
@@ -58,15 +66,25 @@ func (p *planner) nextToRanks(pods []Pod, c *candidate, limit Tier) *candidate {
 	stages := []struct {
 		nodes  []string
 		leaves map[topology.S0ID]bool
+		home   bool
 	}{
-		{nodes, leaves},
-		{p.nodesUnder(leaves), leaves},
-		{p.nodesUnder(held), held},
-		{}, // split between the held leaves and the S1s' (splitUnder)
-		{p.nodesUnder(s1Leaves), s1Leaves},
+		{nodes: nodes, leaves: leaves},
+		{nodes: p.nodesUnder(leaves), leaves: leaves},
+		{nodes: p.nodesUnder(held), leaves: held},
+		{home: true}, // replacements back home (backHome)
+		{},           // split between the held leaves and the S1s' (splitUnder)
+		{nodes: p.nodesUnder(s1Leaves), leaves: s1Leaves},
 	}
 	base := p.gangSpan(c.assign)
 	for _, st := range stages {
+		if st.home {
+			if len(h.Home) > 0 {
+				if assign := p.backHome(pods, c.assign, held, s1Leaves, limit); assign != nil {
+					return &candidate{assign: assign, leaves: p.leavesOf(assign), key: "home"}
+				}
+			}
+			continue
+		}
 		if st.leaves == nil {
 			if split := p.splitUnder(pods, held, s1Leaves); split != nil {
 				span := p.gangSpan(split)
@@ -90,6 +108,93 @@ func (p *planner) nextToRanks(pods []Pod, c *candidate, limit Tier) *candidate {
 		return &candidate{assign: assign, leaves: p.leavesOf(assign), key: "neighbours"}
 	}
 	return c
+}
+
+// backHome places replacements back under the leaves their gang held
+// when it lost them (Occupancy.Home) and the leaves it holds: all of them
+// if there is room, else the most (the first, in rank order) there is room
+// for, and the rest on other nodes under one other leaf of the gang's S1s,
+// else anywhere under them. A split is kept only when its leaves outside
+// home are no more than base's (the search's own choice), and never beyond
+// limit. Nil when neither fits.
+func (p *planner) backHome(pods []Pod, base []Assignment, held, s1Leaves map[topology.S0ID]bool, limit Tier) []Assignment {
+	home := map[topology.S0ID]bool{}
+	for id := range held {
+		home[id] = true
+	}
+	for id := range p.g.Occupancy.Home {
+		home[id] = true
+	}
+	homeNodes := p.nodesUnder(home)
+	if assign, ok := p.fill(pods, homeNodes, home); ok {
+		if p.gangSpan(assign).tier() <= limit {
+			return assign
+		}
+		return nil
+	}
+	for k := len(pods) - 1; k >= 1; k-- {
+		first, ok := p.fill(pods[:k], homeNodes, home)
+		if !ok {
+			continue
+		}
+		rest := p.restUnder(pods[k:], first, home, s1Leaves)
+		if rest == nil {
+			return nil
+		}
+		assign := append(first, rest...)
+		if countOutside(p.leavesOf(assign), home) > countOutside(p.leavesOf(base), home) || p.gangSpan(assign).tier() > limit {
+			return nil
+		}
+		return assign
+	}
+	return nil
+}
+
+// restUnder places pods on nodes first does not use: under one leaf of
+// s1Leaves outside home (in leaf order) if one holds them all, else
+// anywhere under s1Leaves. Nil when they do not fit.
+func (p *planner) restUnder(pods []Pod, first []Assignment, home, s1Leaves map[topology.S0ID]bool) []Assignment {
+	used := map[string]bool{}
+	for _, a := range first {
+		used[a.Node] = true
+	}
+	free := func(nodes []string) []string {
+		var out []string
+		for _, n := range nodes {
+			if !used[n] {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	ids := make([]topology.S0ID, 0, len(s1Leaves))
+	for id := range s1Leaves {
+		if !home[id] {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		one := map[topology.S0ID]bool{id: true}
+		if rest, ok := p.fill(pods, free(p.nodesUnder(one)), one); ok {
+			return rest
+		}
+	}
+	if rest, ok := p.fill(pods, free(p.nodesUnder(s1Leaves)), s1Leaves); ok {
+		return rest
+	}
+	return nil
+}
+
+// countOutside counts the leaves not in set.
+func countOutside(leaves, set map[topology.S0ID]bool) int {
+	n := 0
+	for id := range leaves {
+		if !set[id] {
+			n++
+		}
+	}
+	return n
 }
 
 // splitUnder places as many of the pods (the first ones, in rank order) as

@@ -2,6 +2,7 @@ package placement
 
 import (
 	"fmt"
+	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -86,6 +87,50 @@ func TestPlanLatePods(t *testing.T) {
 			checkPlan(t, s, tc.g, plan)
 			if diff := cmp.Diff([]string{tc.want}, ringOf(t, s, tc.g, plan)); diff != "" {
 				t.Errorf("late pod's leaf (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPlanReplacementsBackHome: a gang of four lost ranks 0-2 and holds
+// rank 3 under A (n1's zone 0); Home is what it held when it lost them.
+// A has room for one pod (n2's zone 0), H for one (n3's zone 0), C for two
+// (n4). The search's own choice is A plus C, two leaves; replacements whose
+// gang held A and H when it lost them go back there, as many as there is
+// room for, and the rest under one other leaf.
+func TestPlanReplacementsBackHome(t *testing.T) {
+	f := &fixture{}
+	f.add(usedZone(usedZone(f.node("n1", "s1-0", "A", "B"), 0), 1))
+	f.add(usedZone(f.node("n2", "s1-0", "A", "B"), 1))
+	f.add(usedZone(f.node("n3", "s1-0", "H", "X"), 1))
+	f.add(f.node("n4", "s1-0", "C", "C"))
+	held := &Occupancy{Nodes: map[string]bool{"n1": true}, S0s: map[topology.S0ID]bool{"A": true},
+		S1s: map[topology.S1ID]bool{"s1-0": true}, Pods: 1, Ranks: []OccupiedRank{{3, "n1", []topology.S0ID{"A"}}}}
+	cases := map[string]struct {
+		home map[topology.S0ID]bool
+		// want are the replacements' leaves, sorted.
+		want []string
+	}{
+		"no lost pods: the fewest leaves":             {home: nil, want: []string{"A", "C", "C"}},
+		"back under A and H, the rest under C":        {home: map[topology.S0ID]bool{"A": true, "H": true}, want: []string{"A", "C", "H"}},
+		"home is A alone (H failed): as without home": {home: map[topology.S0ID]bool{"A": true}, want: []string{"A", "C", "C"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := NewState(f.fabric(), ledger.New())
+			g := gang(3, worker)
+			occ := *held
+			occ.Home = tc.home
+			g.Occupancy = &occ
+			plan, fail := s.Plan(g)
+			if plan == nil {
+				t.Fatalf("Plan() failed: %v", fail)
+			}
+			checkPlan(t, s, g, plan)
+			got := ringOf(t, s, g, plan)
+			sort.Strings(got)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("replacements' leaves (-want,+got):\n%s", diff)
 			}
 		})
 	}

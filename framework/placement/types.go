@@ -155,6 +155,12 @@ type Occupancy struct {
 	// late pods go where its held pods are (segments.go). Empty: the
 	// pending pods are ranked among themselves.
 	Ranks []OccupiedRank
+	// Home are the leaves the gang held when it lost the pods it plans
+	// again (replacements after a failure: the lost pods' own leaves and
+	// those of the pods it still holds, failed leaves left out). Its late
+	// pods go back under them, as many as there is room for, before
+	// anywhere else in its S1s (neighbours.go). Nil: no lost pods.
+	Home map[topology.S0ID]bool
 }
 
 // OccupiedRank is one placed pod of a gang: its rank and where it sits.

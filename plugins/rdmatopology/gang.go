@@ -10,6 +10,7 @@ package rdmatopology
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"volcano.sh/volcano/pkg/scheduler/api"
@@ -90,6 +91,7 @@ func (s *Session) gangRequest(job *api.JobInfo, c placement.Contract, rdma []*ap
 // evicting them would let the gang do. A plan on the free view is timed
 // (rdmatopo_plan_duration_seconds); what-if plans are not.
 func (s *Session) Plan(g placement.Gang, evicted []ledger.Reservation) (*placement.Plan, *placement.Failure) {
+	g = s.withHome(g)
 	if evicted == nil {
 		start := time.Now()
 		defer func() { observePlan(time.Since(start)) }()
@@ -102,6 +104,15 @@ func (s *Session) Plan(g placement.Gang, evicted []ledger.Reservation) (*placeme
 		return plan, fail
 	}
 	st := s.state.Clone()
+	// The room kept for the gang's lost pods is the gang's in a what-if
+	// plan too: a replacement planned with evictions (topology-preempt)
+	// goes back where its gang's room is before it takes a victim's place.
+	s.mu.Lock()
+	rooms := slices.Clone(s.replaceHeld[api.JobID(g.Job)])
+	s.mu.Unlock()
+	for _, r := range rooms {
+		st.RemoveHold(r.holder, r.a)
+	}
 	for _, r := range evicted {
 		st.Release(r.UID, placement.AssignmentOf(r))
 	}
@@ -164,6 +175,7 @@ func (s *Session) Apply(stmt *framework.Statement, st step.Step) error {
 	case step.Settle:
 		settle(stmt, st)
 		s.clearPlanned()
+		s.settleRooms(st.Commit || st.Keep)
 		return nil
 	case step.RealizeHolds:
 		s.realizeHolds(st.RebindOnly)
@@ -191,6 +203,21 @@ func (s *Session) lookup(jobUID, pod, nodeName string) (*api.TaskInfo, *api.Node
 		return nil, nil, fmt.Errorf("node %s of %s/%s is not in the session", nodeName, task.Namespace, task.Name)
 	}
 	return task, node, nil
+}
+
+// settleRooms forgets the replacement room given back to pipelined gangs
+// when their statement is kept, and keeps it again when it is discarded.
+func (s *Session) settleRooms(kept bool) {
+	s.mu.Lock()
+	rooms := s.pipelinedRooms
+	s.pipelinedRooms = nil
+	s.mu.Unlock()
+	if kept {
+		return
+	}
+	for _, job := range sortedJobIDs(rooms) {
+		s.keepReplacements(job, rooms[job])
+	}
 }
 
 // settle commits or discards stmt as st says.
@@ -251,6 +278,16 @@ func refusedBy(err error) string {
 // admit it there, a being its planned NICs (nil for a task without RDMA),
 // and notes it for the gang's hold.
 func (s *Session) pipeline(stmt *framework.Statement, task *api.TaskInfo, node *api.NodeInfo, a *placement.Assignment) error {
+	// The room kept for the gang's lost pods is the gang's: its plan (made
+	// with that room free, Plan) may put its pods there.
+	if rooms := s.releaseReplacements(task.Job); len(rooms) > 0 {
+		s.mu.Lock()
+		if s.pipelinedRooms == nil {
+			s.pipelinedRooms = map[api.JobID][]heldRoom{}
+		}
+		s.pipelinedRooms[task.Job] = append(s.pipelinedRooms[task.Job], rooms...)
+		s.mu.Unlock()
+	}
 	if a != nil {
 		s.setPlanned(task.UID, *a)
 	}

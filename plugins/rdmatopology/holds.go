@@ -116,17 +116,75 @@ func (s *Session) pipelineAllowed(job api.JobID) bool {
 
 // holdPredicate refuses a task of another job on a node where an applied
 // hold keeps resources the task would need: what the node will have free
-// once its releasing pods are gone, less what the holds keep there.
+// once its releasing pods are gone, less what the holds keep there and
+// what the room kept for other gangs' lost pods keeps (replace.go). It
+// holds for every pod, with RDMA or without: the free view keeps a
+// replacement's NICs from other RDMA pods, and this keeps its GPUs and
+// CPUs from every pod.
 func (s *Session) holdPredicate(task *api.TaskInfo, node *api.NodeInfo) error {
+	if task.InitResreq == nil {
+		return nil
+	}
 	kept, holder := s.keptOn(task.Job, node.Name)
-	if kept == nil || task.InitResreq == nil {
+	room, gang := s.RoomKeptOn(task.Job, node.Name)
+	if kept == nil && room == nil {
 		return nil
 	}
-	need := task.InitResreq.Clone().Add(kept)
-	if need.LessEqual(node.FutureIdle(), api.Zero) {
-		return nil
+	need := task.InitResreq.Clone()
+	if kept != nil {
+		need.Add(kept)
+		if !need.LessEqual(node.FutureIdle(), api.Zero) {
+			return s.fitError(task, node, "resources on the node are held for preempting gang "+holder)
+		}
 	}
-	return s.fitError(task, node, "resources on the node are held for preempting gang "+holder)
+	if room != nil && !need.Add(room).LessEqual(node.FutureIdle(), api.Zero) {
+		return s.fitError(task, node, ErrReasonReplacementRoom+gang)
+	}
+	return nil
+}
+
+// ErrReasonReplacementRoom is the predicate's reason on a node whose free
+// resources are kept for the replacement of a pod another running gang
+// lost; the gang's name follows.
+const ErrReasonReplacementRoom = "resources on the node are kept for the replacement of a lost pod of running gang "
+
+// RoomKeptOn returns the GPUs and CPUs that the room kept for the lost
+// pods of gangs other than job keeps on node (nil when none does) and the
+// first of those gangs by name: what a pod of job may not take there,
+// beside the node's idle resources (the free view keeps it zone by zone,
+// but not against what pods without RDMA took since the session opened).
+func (s *Session) RoomKeptOn(job api.JobID, node string) (*api.Resource, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var kept *api.Resource
+	var first string
+	for other, rooms := range s.replaceHeld {
+		if other == job {
+			continue
+		}
+		for _, r := range rooms {
+			if r.a.Node != node {
+				continue
+			}
+			if kept == nil {
+				kept = api.EmptyResource()
+			}
+			for _, z := range r.a.Zones {
+				kept.MilliCPU += float64(z.CPUMilli)
+				if z.GPU > 0 {
+					kept.AddScalar(v1.ResourceName(s.args.GPUResource), float64(z.GPU*1000))
+				}
+			}
+			name := string(other)
+			if j := s.ssn.Jobs[other]; j != nil {
+				name = j.Namespace + "/" + j.Name
+			}
+			if first == "" || name < first {
+				first = name
+			}
+		}
+	}
+	return kept, first
 }
 
 // keptOn returns what the holds of gangs other than job keep on node (nil

@@ -10,13 +10,19 @@ package rdmatopology
 // ReplacementHold after the loss, each session keeps room of the lost pod's
 // shape for the gang, from every other gang: on a node the gang holds,
 // else under a leaf the gang holds, else under a leaf of the gang's S1s
-// (never on failed hardware, nor on a failed leaf). The room is a hold in
-// the planner's state (State.AddHold); Plan gives it back to the gang's own
-// planning and keeps it when nothing was planned. The replacement pod (the
-// job controller re-creates it under the same name, with the same rank) is
-// then planned like every late pod of a gang, next to its rank neighbours
-// (framework/placement/neighbours.go), and partial gangs are placed before
-// any other job (topology-allocate). When it is sent to bind, the gang's
+// (within a hard gang's tier; never on failed hardware, nor on a failed
+// leaf), except while the gang waits on a preemption hold. The room is a
+// hold in the planner's state (State.AddHold), which keeps its NICs, GPUs
+// and CPUs from other RDMA pods; the hold predicate keeps its GPUs and CPUs
+// from every other pod (holds.go, RoomKeptOn). Plan gives it back to the
+// gang's own planning, in what-if plans too, and keeps it when nothing was
+// planned; pipelining the gang (topology-preempt) gives it back until the
+// statement is discarded. The replacement pod (the job controller
+// re-creates it under the same name, with the same rank) is then planned
+// like every late pod of a gang, next to its rank neighbours, and back
+// under the leaves its gang held when it lost it (withHome; see
+// framework/placement/neighbours.go); partial gangs are placed before any
+// other job (topology-allocate). When it is sent to bind, the gang's
 // PodGroup gets a ReplacementPlaced Event naming what failed and where the
 // replacement went, and rdmatopo_replacements_total counts it by where it
 // went (leaf, s1, wider).
@@ -134,6 +140,10 @@ func (s *Session) holdReplacements() {
 			delete(ft.lost, key)
 			continue
 		}
+		if s.rt.preemption.Holds.Has(key) {
+			// Its replacements are held where its preemption placed them.
+			continue
+		}
 		for _, lp := range ft.lost[key] {
 			if now.Sub(lp.since) > s.args.ReplacementHold {
 				continue
@@ -150,7 +160,8 @@ func (s *Session) holdReplacements() {
 
 // roomFor finds room of the lost pod's shape for its gang: on a node the
 // gang holds, then under the gang's leaves, then under the leaves of its
-// S1s; never on a failed node or leaf.
+// S1s, as far as the gang's hard tier allows; never on a failed node or
+// leaf.
 func (s *Session) roomFor(job *api.JobInfo, lp lostPod) (placement.Assignment, bool) {
 	failed := map[topology.S0ID]bool{}
 	for _, id := range s.rt.faults.failedLeafIDs() {
@@ -181,6 +192,16 @@ func (s *Session) roomFor(job *api.JobInfo, lp lostPod) (placement.Assignment, b
 		nodes   []string
 		allowed map[topology.S0ID]bool
 	}{{held, leaves}, {s.nodesUnder(leaves), leaves}, {s.nodesUnder(s1Leaves), s1Leaves}}
+	// Never room the gang's hard tier forbids it: a hard node gang grows
+	// on its node, a hard s0 gang under its leaves.
+	if c, _, err := s.effectiveContract(job); err == nil && c.Mode == placement.ModeHard {
+		switch c.HighestTier {
+		case placement.TierNode:
+			stages = stages[:1]
+		case placement.TierS0:
+			stages = stages[:2]
+		}
+	}
 	for _, st := range stages {
 		if len(st.allowed) == 0 {
 			continue
@@ -195,6 +216,40 @@ func (s *Session) roomFor(job *api.JobInfo, lp lostPod) (placement.Assignment, b
 		}
 	}
 	return placement.Assignment{}, false
+}
+
+// withHome returns g with the leaves its gang held when it lost the pods
+// it now replaces (every lost pod recorded for it, failed leaves left
+// out) as its occupancy's Home, so the planner puts the replacements back
+// there first (framework/placement neighbours.go). A gang that holds no
+// pod or lost none is returned as it is; g's occupancy is not changed.
+func (s *Session) withHome(g placement.Gang) placement.Gang {
+	if g.Occupancy == nil || len(g.Occupancy.Ranks) == 0 {
+		return g
+	}
+	lost := s.rt.faults.lost[g.Job]
+	if len(lost) == 0 {
+		return g
+	}
+	failed := map[topology.S0ID]bool{}
+	for _, id := range s.rt.faults.failedLeafIDs() {
+		failed[id] = true
+	}
+	home := map[topology.S0ID]bool{}
+	for _, lp := range lost {
+		for _, id := range lp.leaves {
+			if !failed[id] {
+				home[id] = true
+			}
+		}
+	}
+	if len(home) == 0 {
+		return g
+	}
+	occ := *g.Occupancy
+	occ.Home = home
+	g.Occupancy = &occ
+	return g
 }
 
 // nodesUnder lists the nodes with a NIC under the leaves, sorted.
@@ -359,5 +414,14 @@ func sortedLostJobs(m map[string][]lostPod) []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
+	return out
+}
+
+func sortedJobIDs(m map[api.JobID][]heldRoom) []api.JobID {
+	out := make([]api.JobID, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
 	return out
 }

@@ -84,6 +84,10 @@ type Session struct {
 	// replaceHeld is the room kept in state for the lost pods of each job
 	// (replace.go).
 	replaceHeld map[api.JobID][]heldRoom
+	// pipelinedRooms is the room of replaceHeld given back to jobs whose
+	// tasks were pipelined onto their plan (topology-preempt) in the
+	// statement not settled yet: kept again when it is discarded.
+	pipelinedRooms map[api.JobID][]heldRoom
 }
 
 // openSession builds the session state: the runtime (started on first use),

@@ -69,6 +69,9 @@ type Nodes struct {
 	// heldOn says what other gangs' preemption holds keep on a node
 	// (preemption.Access.KeptOn); nil: nothing.
 	heldOn func(job, node string) ([]preemption.HoldTask, string)
+	// roomOn says what the room kept for other gangs' lost pods keeps on
+	// a node (rdmatopology.Session.RoomKeptOn); nil: nothing.
+	roomOn func(job api.JobID, node string) (*api.Resource, string)
 	// touched logs, in order, the node of every task allocated, pipelined,
 	// evicted or taken back in the session since New (the session's event
 	// handlers), and anyNode where such a task has required pod
@@ -125,7 +128,8 @@ type group struct {
 // carried).
 func New(ssn *framework.Session, topo *rdmatopology.Session, mode Mode, carry *Carry) *Nodes {
 	access := topo.Preemption()
-	n := &Nodes{ssn: ssn, topo: topo, mode: mode, groups: map[[32]byte]int{}, heldOn: access.KeptOn}
+	n := &Nodes{ssn: ssn, topo: topo, mode: mode, groups: map[[32]byte]int{}, heldOn: access.KeptOn,
+		roomOn: topo.RoomKeptOn}
 	// touch logs a task's node; with stale, every set is walked again
 	// there before its next use.
 	touch := func(e *framework.Event, stale bool) {
@@ -559,17 +563,25 @@ func (n *Nodes) Admit(tasks, victims []*api.TaskInfo) func(node string, pod plac
 		if !sum.LessEqual(room, api.Zero) {
 			return false
 		}
-		// What other gangs' preemption holds keep on the node is not for
-		// this gang (the plugin's hold check, against future idle).
-		if n.heldOn == nil {
-			return true
+		// What other gangs' preemption holds, and the room kept for
+		// their lost pods, keep on the node is not for this gang (the
+		// plugin's hold check, against future idle).
+		var kept []preemption.HoldTask
+		if n.heldOn != nil {
+			kept, _ = n.heldOn(string(t.Job), node)
 		}
-		kept, _ := n.heldOn(string(t.Job), node)
-		if len(kept) == 0 {
+		var lost *api.Resource
+		if n.roomOn != nil {
+			lost, _ = n.roomOn(t.Job, node)
+		}
+		if len(kept) == 0 && lost == nil {
 			return true
 		}
 		for _, k := range kept {
 			addResources(sum, k.Resreq)
+		}
+		if lost != nil {
+			sum.Add(lost)
 		}
 		limit := room
 		if n.mode != ForPreempt {

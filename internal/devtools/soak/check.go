@@ -1141,7 +1141,8 @@ func subset[T comparable](xs, set []T) bool {
 
 // roomUnder reports whether, in the view the cycle's session started from
 // (its KCNRs, less the pods bound before it that those KCNRs did not list
-// yet, and the other replacements bound in it), a usable node had room (it
+// yet, the other replacements bound in it and the NICs the gang's failed
+// binds of the cycle named), a usable node had room (it
 // names it; "" when none had) for
 // the pod's GPUs, CPU and NICs with every NIC under the leaves: in one NUMA
 // zone on nodes that bind a pod to one zone, across zones on the others.
@@ -1186,6 +1187,13 @@ func (c *Checker) roomUnder(o *Observation, p *corev1.Pod, leaves []topology.S0I
 			m[id] = [2]int64{u[0] + g, u[1] + cp}
 		}
 	}
+	// The room a pod of the same gang was sent to bind on in this cycle
+	// is the gang's even when that bind failed: the scheduler gave it to
+	// a sibling replacement.
+	gang := p.Namespace + "/" + p.Annotations[ledger.GroupNameAnnotation]
+	for _, nn := range o.GangFailedNICs[gang] {
+		taken[nicKey{nn.Node, nn.NIC}] = true
+	}
 	for _, name := range f.NodeNames() {
 		if fv.FailedNodes[name] || !admits(fv.Nodes[name], p, o.Pods, corev1.ResourceName(c.Config.GPUResource)) {
 			continue
@@ -1199,7 +1207,7 @@ func (c *Checker) roomUnder(o *Observation, p *corev1.Pod, leaves []topology.S0I
 			for _, nic := range z.NICs {
 				k := nicKey{name, nic.ID}
 				claimer, claimed := c.claimed[k]
-				claimed = claimed && claimer != podKey(p)[:strings.LastIndex(podKey(p), "/")]+"/"+p.Annotations[ledger.GroupNameAnnotation]
+				claimed = claimed && claimer != gang
 				if slices.Contains(leaves, nic.S0) && nic.FreeUnits > 0 && !taken[k] && !fv.Down[k] && !fv.Cooling[k] && !claimed {
 					free++
 				}

@@ -667,3 +667,60 @@ func TestCheckerPipelinedReservations(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckerGradesReplacements: gang g lost g-1, which ran under leafA;
+// its replacement binds under leafB (n2's NUMA 1). leafA's NUMA-0 NICs on
+// n1, n3 and n4 are taken by running pods; n2's are free unless the case
+// takes them. The replacement is within tier only when leafA had no room.
+func TestCheckerGradesReplacements(t *testing.T) {
+	nodes, cnrs := builders.TwoLeavesFourNodes()
+	fabric := topology.Build(topology.Config{S1NodeLabel: builders.S1Label}.WithDefaults(), nodes, cnrs)
+	byName := map[string]*corev1.Node{}
+	for _, n := range nodes {
+		byName[n.Name] = n
+	}
+	n2NUMA0 := []NodeNIC{{Node: "n2", NIC: "0000:1a:00.0"}, {Node: "n2", NIC: "0000:3f:00.0"}}
+	cases := map[string]struct {
+		// sibling, when set, is another replacement of g bound in the cycle
+		// on n2's NUMA 0.
+		sibling bool
+		// failed are the NICs each gang's failed binds named in the cycle.
+		failed     map[string][]NodeNIC
+		wantWithin int
+	}{
+		"leafA had room on n2":                            {wantWithin: 0},
+		"a sibling replacement bound there":               {sibling: true, wantWithin: 1},
+		"a sibling replacement's bind there failed":       {failed: map[string][]NodeNIC{Namespace + "/g": n2NUMA0}, wantWithin: 1},
+		"another gang's bind there failed: room was free": {failed: map[string][]NodeNIC{Namespace + "/x": n2NUMA0}, wantWithin: 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			repl := boundPod("g-1", "g", "n2", "0000:d1:00.0")
+			pods := []*corev1.Pod{repl, boundPod("g-0", "g", "n1", "0000:d1:00.0"),
+				boundPod("x-1", "x", "n1", "0000:1a:00.0", "0000:3f:00.0"),
+				boundPod("x-3", "x", "n3", "0000:1a:00.0", "0000:3f:00.0"),
+				boundPod("x-4", "x", "n4", "0000:1a:00.0", "0000:3f:00.0")}
+			loss := Loss{Gang: Namespace + "/g", Cycle: 1, Kind: "nic", Leaves: []topology.S0ID{"leafA"}, S1s: []topology.S1ID{"s1-0"}}
+			lost := map[string]Loss{Namespace + "/g-1": loss}
+			just := map[string]bool{string(repl.UID): true}
+			if tc.sibling {
+				sib := boundPod("g-2", "g", "n2", "0000:1a:00.0", "0000:3f:00.0")
+				pods = append(pods, sib)
+				lost[Namespace+"/g-2"] = loss
+				just[string(sib.UID)] = true
+			}
+			c := NewChecker(topology.Config{}.WithDefaults(), 2)
+			c.Check(&Observation{Cycle: 3, Pods: pods, Fabric: fabric, SessionCNRs: cnrs, JustBound: just,
+				GangFailedNICs: tc.failed,
+				Faults: &FaultView{Lost: lost, SessionFabric: fabric, Nodes: byName,
+					FailedNodes: map[string]bool{}, Down: map[nicKey]bool{}, Cooling: map[nicKey]bool{}}})
+			within := c.ReplacementsWithinTier
+			if tc.sibling {
+				within-- // the sibling itself, under leafA
+			}
+			if within != tc.wantWithin || len(c.OutsideTier) != 1-tc.wantWithin {
+				t.Errorf("g-1 graded within tier %d times, want %d; outside: %q", within, tc.wantWithin, c.OutsideTier)
+			}
+		})
+	}
+}
