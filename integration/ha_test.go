@@ -49,6 +49,27 @@ func startReplica(ctx context.Context, t *testing.T, e *Env, name string) *repli
 	return &replica{proc: p, metrics: "http://" + metrics + "/metrics"}
 }
 
+// startReplicaPair starts replicas vc-scheduler-a and vc-scheduler-b, as
+// the overlay runs them. The environment's scheduler (no leader election)
+// makes way for the pair, and comes back after the test.
+func startReplicaPair(ctx context.Context, t *testing.T, e *Env) []*replica {
+	t.Helper()
+	e.StopScheduler()
+	e.scheduler = nil
+	t.Cleanup(func() {
+		if err := e.StartScheduler(context.Background()); err != nil {
+			t.Errorf("restart the environment's scheduler: %v", err)
+		}
+	})
+	replicas := []*replica{startReplica(ctx, t, e, "vc-scheduler-a"), startReplica(ctx, t, e, "vc-scheduler-b")}
+	t.Cleanup(func() {
+		for _, r := range replicas {
+			r.proc.Stop()
+		}
+	})
+	return replicas
+}
+
 // scrape reads the replica's metrics.
 func (r *replica) scrape(ctx context.Context) (monitoring.Scrape, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.metrics, nil)
@@ -100,21 +121,7 @@ func TestHAReplicasAlerts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The environment's scheduler (no leader election) makes way for the
-	// pair, and comes back after the test.
-	e.StopScheduler()
-	e.scheduler = nil
-	t.Cleanup(func() {
-		if err := e.StartScheduler(context.Background()); err != nil {
-			t.Errorf("restart the environment's scheduler: %v", err)
-		}
-	})
-	replicas := []*replica{startReplica(ctx, t, e, "vc-scheduler-a"), startReplica(ctx, t, e, "vc-scheduler-b")}
-	t.Cleanup(func() {
-		for _, r := range replicas {
-			r.proc.Stop()
-		}
-	})
+	replicas := startReplicaPair(ctx, t, e)
 
 	// checkRoles waits until exactly one live replica leads, with its
 	// informer synced and conf valid, and the others stand by exporting
@@ -285,19 +292,7 @@ func TestHAFailoverKeepsClaims(t *testing.T) {
 	for i := 1; i <= 2; i++ {
 		f.AddNode(ctx, nodeSpec{Index: i, Leaves: [2]int{0, 0}})
 	}
-	e.StopScheduler()
-	e.scheduler = nil
-	t.Cleanup(func() {
-		if err := e.StartScheduler(context.Background()); err != nil {
-			t.Errorf("restart the environment's scheduler: %v", err)
-		}
-	})
-	replicas := []*replica{startReplica(ctx, t, e, "vc-scheduler-a"), startReplica(ctx, t, e, "vc-scheduler-b")}
-	t.Cleanup(func() {
-		for _, r := range replicas {
-			r.proc.Stop()
-		}
-	})
+	replicas := startReplicaPair(ctx, t, e)
 	first := leaderAmong(ctx, t, replicas, 1)
 
 	blocker := podGang{Name: "blocker", Size: 1, Shape: trainer}

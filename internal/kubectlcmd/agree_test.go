@@ -13,13 +13,9 @@ import (
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
 
-// TestExplainAgreesWithSimulate: with the sample's six gangs all waiting
-// in a cluster, explain's "Would be placed now at" for each is where
-// simulate (the scheduler's sessions) puts it: the gangs ahead of it in
-// Volcano's order take their room first. Planned alone, several would be
-// placed elsewhere (mpi-allreduce under the leaf llm-pretrain takes), and
-// vision-hard, which the scheduler leaves waiting, would get a plan.
-func TestExplainAgreesWithSimulate(t *testing.T) {
+// sampleInputs are the project's conf and the sample cluster and workload.
+func sampleInputs(t *testing.T) (*sim.Conf, *workload.Cluster, *workload.Set) {
+	t.Helper()
 	conf, err := sim.ParseConf(config.SchedulerConf)
 	if err != nil {
 		t.Fatal(err)
@@ -32,6 +28,17 @@ func TestExplainAgreesWithSimulate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return conf, cluster, set
+}
+
+// TestExplainAgreesWithSimulate: with the sample's six gangs all waiting
+// in a cluster, explain's "Would be placed now at" for each is where
+// simulate (the scheduler's sessions) puts it: the gangs ahead of it in
+// Volcano's order take their room first. Planned alone, several would be
+// placed elsewhere (mpi-allreduce under the leaf llm-pretrain takes), and
+// vision-hard, which the scheduler leaves waiting, would get a plan.
+func TestExplainAgreesWithSimulate(t *testing.T) {
+	conf, cluster, set := sampleInputs(t)
 	snap := &live.Snapshot{Cluster: cluster, Pending: set.Pods, PodGroups: set.PodGroups, Queues: set.Queues, VolcanoJobTasks: set.VolcanoJobTasks}
 	res, _, err := simulate(conf, snap, nil, true, 100)
 	if err != nil {

@@ -7,11 +7,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/rdmatopo/rdmatopo/config"
-	"github.com/rdmatopo/rdmatopo/examples"
 	"github.com/rdmatopo/rdmatopo/internal/live"
-	"github.com/rdmatopo/rdmatopo/internal/sim"
-	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
 
 // TestSimulateResultShape: `kubectl rdmatopo simulate -o json|yaml` prints
@@ -19,18 +15,7 @@ import (
 // waitedSeconds and ringCrossings, evictions) at the top level, beside its
 // own schedulerConf, waiting and cycles.
 func TestSimulateResultShape(t *testing.T) {
-	conf, err := sim.ParseConf(config.SchedulerConf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cluster, err := workload.LoadCluster("cluster.yaml", examples.Cluster)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := workload.LoadWorkload("workload.yaml", examples.Workload)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conf, cluster, set := sampleInputs(t)
 	snap := &live.Snapshot{Cluster: cluster}
 	res, _, err := simulate(conf, snap, set, true, 100)
 	if err != nil {
