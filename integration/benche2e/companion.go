@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/http"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -62,6 +63,39 @@ func (s *stack) startCompanion(ctx context.Context) error {
 		return fmt.Errorf("create MutatingWebhookConfiguration %s: %w", cfg.Name, err)
 	}
 	return nil
+}
+
+// companionBinds reads rdmatopo_companion_binds_total by result from the
+// companion's /metrics.
+func companionBinds(ctx context.Context, base string) (map[string]int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s/metrics: %s", base, resp.Status)
+	}
+	var p expfmt.TextParser
+	families, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%s/metrics: %w", base, err)
+	}
+	out := map[string]int{}
+	if fam := families["rdmatopo_companion_binds_total"]; fam != nil {
+		for _, m := range fam.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "result" {
+					out[l.GetValue()] += int(m.GetCounter().GetValue())
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 // webhookFigures is what kube-apiserver's own metrics say of one admission

@@ -279,6 +279,9 @@ func runOne(ctx context.Context, o options, name string, spec schedulerSpec, clu
 		}
 		r.BindWebhookP50Ms, r.BindWebhookP99Ms = &w.P50Ms, &w.P99Ms
 		r.Details.BindWebhook = &w
+		if r.Details.CompanionBinds, err = companionBinds(ctx, s.companion.MetricsURL); err != nil {
+			logf("%s: companion metrics: %v", name, err)
+		}
 	}
 	// Stop the schedulers before reading the audit log, so that every one
 	// of their requests is in it.

@@ -416,6 +416,11 @@ type runDetails struct {
 	// BindWebhook is kube-apiserver's account of the companion's webhook
 	// (companion runs).
 	BindWebhook *webhookFigures `json:"bindWebhook,omitempty"`
+	// CompanionBinds is the companion's own count of the binds its
+	// webhook answered, by result (rdmatopo_companion_binds_total:
+	// assisted, annotated, nofit, error, refused); informative, not a
+	// grade.
+	CompanionBinds map[string]int `json:"companionBinds,omitempty"`
 	// GangCreatedP50Seconds and GangCreatedP99Seconds: submit → every pod
 	// of the gang created by the job controller (placed gangs); the rest of
 	// the gang latency is the scheduler's.
