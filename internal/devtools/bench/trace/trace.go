@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,6 +65,24 @@ const (
 
 // MarshalText renders the kind by name (String) in JSON reports.
 func (k PodKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText reads a kind as MarshalText writes it, so that the reports
+// read back (the plot reads the committed JSON).
+func (k *PodKind) UnmarshalText(b []byte) error {
+	for c := KindHalf; c <= KindGPUOnly; c++ {
+		if c.String() == string(b) {
+			*k = c
+			return nil
+		}
+	}
+	if n, ok := strings.CutPrefix(string(b), "kind-"); ok {
+		if i, err := strconv.Atoi(n); err == nil {
+			*k = PodKind(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("pod kind %q: want one of 4gpu-2rdma, 8gpu-4rdma, 1gpu-1rdma, cpu, 4gpu", b)
+}
 
 // Shape returns what a pod of the kind needs on a node, as the placement
 // planner sees it. CPU is left out: it never binds in the trace, and the

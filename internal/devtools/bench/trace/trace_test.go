@@ -89,3 +89,23 @@ func TestHardGangsFitEmptyFabric(t *testing.T) {
 		})
 	}
 }
+
+// TestPodKindTextRoundTrip: every kind reads back as MarshalText writes
+// it (the plot reads the committed bench JSON); an unknown name is an
+// error.
+func TestPodKindTextRoundTrip(t *testing.T) {
+	for k := KindHalf; k <= KindGPUOnly+1; k++ {
+		b, err := k.MarshalText()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got PodKind
+		if err := got.UnmarshalText(b); err != nil || got != k {
+			t.Errorf("%s: read back %v, %v", b, got, err)
+		}
+	}
+	var k PodKind
+	if err := k.UnmarshalText([]byte("9gpu")); err == nil {
+		t.Error("UnmarshalText(9gpu) succeeded")
+	}
+}
