@@ -9,6 +9,7 @@ package explain
 
 import (
 	"encoding/json"
+	"slices"
 	"sort"
 	"strings"
 
@@ -74,7 +75,7 @@ func FailedLeaves(cfg topology.Config, cnrs []*v1alpha1.CustomNodeResource, pgs 
 			var ann struct {
 				S0 []string `json:"s0"`
 			}
-			if json.Unmarshal([]byte(pg.Annotations[ledger.AnnotationPlacement]), &ann) == nil && containsString(ann.S0, id) {
+			if json.Unmarshal([]byte(pg.Annotations[ledger.AnnotationPlacement]), &ann) == nil && slices.Contains(ann.S0, id) {
 				fl.Gangs = append(fl.Gangs, pg.Namespace+"/"+pg.Name)
 			}
 		}
@@ -109,13 +110,4 @@ func listedUnits(cnr *v1alpha1.CustomNodeResource, rdma corev1.ResourceName) map
 	}
 	walk(cnr.Status.TopologyZone)
 	return out
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -13,6 +13,7 @@ package rdmatopology
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -162,21 +163,12 @@ func domainKeys(f *topology.Fabric, tier placement.Tier, name string) []string {
 	var keys []string
 	for _, z := range n.Zones {
 		for _, c := range z.NICs {
-			if k := "S0 " + string(c.S0); c.S0 != "" && !containsString(keys, k) {
+			if k := "S0 " + string(c.S0); c.S0 != "" && !slices.Contains(keys, k) {
 				keys = append(keys, k)
 			}
 		}
 	}
 	return keys
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // markConfined records that the job's outcome is written by
