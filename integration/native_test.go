@@ -73,24 +73,7 @@ func TestNativeNetworkTopologyPodGroupHardTier1(t *testing.T) {
 	const name = "native"
 	createNativePodGroup(t, e, ns, name, 3, nativeHardTier1)
 	sel := metav1.ListOptions{LabelSelector: "rdmatopo-it/gang=" + name}
-	noneBound := func() {
-		for _, p := range listPods(t, e, ns, sel) {
-			if p.Spec.NodeName != "" {
-				t.Fatalf("pod %s/%s bound to %s although no S0 holds the gang", p.Namespace, p.Name, p.Spec.NodeName)
-			}
-		}
-	}
-	eventually(t, placeTimeout, func() (bool, string) {
-		noneBound()
-		pg, err := e.Volcano.SchedulingV1beta1().PodGroups(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		c := condition(pg, placedCondition)
-		ok := c != nil && c.Status == corev1.ConditionFalse && c.Reason == string(placement.ReasonTierLimit)
-		return ok, describePodGroup(pg)
-	})
-	waitSchedulerCycles(t, e, pendingCycles, noneBound)
+	waitHeldAtTierLimit(t, e, ns, name, sel, "no S0 holds the gang")
 	eventually(t, placeTimeout, func() (bool, string) {
 		nt := nativeTopologyOf(t, e, ns, name)
 		return nt["highestTierAllowed"] == int64(1) && nt["mode"] == "hard", fmt.Sprintf("spec.networkTopology = %v", nt)
@@ -186,24 +169,7 @@ func TestNativeNetworkTopologyPodGroupWithoutNICs(t *testing.T) {
 		}
 	}
 	sel := metav1.ListOptions{LabelSelector: "rdmatopo-it/gang=" + name}
-	noneBound := func() {
-		for _, p := range listPods(t, e, ns, sel) {
-			if p.Spec.NodeName != "" {
-				t.Fatalf("pod %s/%s bound to %s although no leaf's nodes hold the gang", p.Namespace, p.Name, p.Spec.NodeName)
-			}
-		}
-	}
-	eventually(t, placeTimeout, func() (bool, string) {
-		noneBound()
-		pg, err := e.Volcano.SchedulingV1beta1().PodGroups(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		c := condition(pg, placedCondition)
-		ok := c != nil && c.Status == corev1.ConditionFalse && c.Reason == string(placement.ReasonTierLimit)
-		return ok, describePodGroup(pg)
-	})
-	waitSchedulerCycles(t, e, pendingCycles, noneBound)
+	waitHeldAtTierLimit(t, e, ns, name, sel, "no leaf's nodes hold the gang")
 
 	n3 := f.AddNode(ctx, nodeSpec{Index: 3, Leaves: [2]int{0, 1}})
 	pods := waitBound(t, e, ns, sel, 2, placeTimeout)
@@ -214,4 +180,29 @@ func TestNativeNetworkTopologyPodGroupWithoutNICs(t *testing.T) {
 	if !got[n1] || !got[n3] {
 		t.Errorf("pods bound to %v, want %s and %s (the nodes of leaf 0)", got, n1, n3)
 	}
+}
+
+// waitHeldAtTierLimit waits until PodGroup ns/name waits with reason
+// TierLimit, and then pendingCycles more scheduling cycles, failing the
+// test as soon as a pod sel selects is bound (why says what forbids it).
+func waitHeldAtTierLimit(t *testing.T, e *Env, ns, name string, sel metav1.ListOptions, why string) {
+	t.Helper()
+	noneBound := func() {
+		for _, p := range listPods(t, e, ns, sel) {
+			if p.Spec.NodeName != "" {
+				t.Fatalf("pod %s/%s bound to %s although %s", p.Namespace, p.Name, p.Spec.NodeName, why)
+			}
+		}
+	}
+	eventually(t, placeTimeout, func() (bool, string) {
+		noneBound()
+		pg, err := e.Volcano.SchedulingV1beta1().PodGroups(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		c := condition(pg, placedCondition)
+		ok := c != nil && c.Status == corev1.ConditionFalse && c.Reason == string(placement.ReasonTierLimit)
+		return ok, describePodGroup(pg)
+	})
+	waitSchedulerCycles(t, e, pendingCycles, noneBound)
 }
