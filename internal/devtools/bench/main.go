@@ -81,6 +81,9 @@ type RunDetails struct {
 	// S1OracleUnknown counts gangs whose fewest S1s the oracle could not
 	// decide, left out of atS1OptimumFrac.
 	S1OracleUnknown int `json:"s1OracleUnknown"`
+	// HardTierWider counts the hard gangs held to one S1 graded against
+	// the fewest leaves within one S1 where more S1s would give fewer.
+	HardTierWider int `json:"hardTierWider"`
 	// OffOptimum lists the gangs graded off the fewest S0s, OffS1Optimum
 	// those on the fewest S0s but off the fewest S1s, in trace order.
 	OffOptimum   []replay.GangMiss `json:"offOptimum,omitempty"`
@@ -234,7 +237,7 @@ func Run(o Options) (*Report, error) {
 			OneNodeGangs: res.OneNode, NodeAgent: string(agent),
 			RealizedOracleUnknown: res.RealizedOracleUnknown, RealizedOracleInfeasible: res.RealizedOracleInfeasible,
 			RealizedBelowOptimum: res.RealizedBelowOptimum, RealizedOneNodeGangs: res.RealizedOneNode,
-			S1OracleUnknown: res.S1OracleUnknown, OffOptimum: res.OffOptimum, OffS1Optimum: res.OffS1Optimum,
+			S1OracleUnknown: res.S1OracleUnknown, HardTierWider: res.HardTierWider, OffOptimum: res.OffOptimum, OffS1Optimum: res.OffS1Optimum,
 			SessionCPUSeconds: res.CPUSeconds, PeakLiveHeapBytes: res.PeakLiveHeapBytes,
 			PlanRefused:     int(rdmatopology.PlanRefused() - refusedBefore),
 			AllReduceFaster: res.AllReduceFaster, AllReduceModel: o.allReduce().FlagValues()}

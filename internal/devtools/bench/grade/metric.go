@@ -381,6 +381,51 @@ func (t *Tracker) OptimumOf(g trace.GangSpec) oracle.OracleResult {
 	return t.optimumOn(t.OracleState(), g)
 }
 
+// OptimumWithinTier is OptimumOf for the placements gang g's contract
+// allows: a hard gang held to one S1 is graded against the fewest leaves
+// (and then one S1) that the nodes of any single S1 give it, since a
+// placement over two S1s is one it must not take. Nodes of unknown S1 ("")
+// are one S1 like any other, as the scheduler counts them. A soft gang, or
+// a hard one held to the cluster, gets OptimumOf; so does a hard gang held
+// to one node or one S0, whose placement is on one leaf, which no
+// unconstrained placement beats. wider reports that the tier made a
+// difference: fewer leaves over several S1s would hold the gang, or
+// nothing holds it within one S1.
+func (t *Tracker) OptimumWithinTier(g trace.GangSpec) (within oracle.OracleResult, wider bool) {
+	all := t.OptimumOf(g)
+	if g.Mode != placement.ModeHard || g.HighestTier != placement.TierS1 || all.Status != oracle.OracleExact || all.S1s <= 1 && all.S1Reason == "" {
+		return all, false
+	}
+	byS1 := map[topology.S1ID][]oracle.OracleNode{}
+	var ids []topology.S1ID
+	for _, on := range t.OracleState() {
+		id := topology.S1ID(on.S1)
+		if _, ok := byS1[id]; !ok {
+			ids = append(ids, id)
+		}
+		byS1[id] = append(byS1[id], on)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	within = oracle.OracleResult{Status: oracle.OracleInfeasible}
+	for _, id := range ids {
+		o := t.optimumOn(byS1[id], g)
+		within.Visited += o.Visited
+		switch o.Status {
+		case oracle.OracleUnknown:
+			return oracle.OracleResult{Status: oracle.OracleUnknown, Visited: within.Visited,
+				Reason: fmt.Sprintf("within S1 %q: %s", id, o.Reason)}, false
+		case oracle.OracleExact:
+			if within.Status != oracle.OracleExact || o.Leaves < within.Leaves {
+				within.Status, within.Leaves = oracle.OracleExact, o.Leaves
+			}
+		}
+	}
+	if within.Status == oracle.OracleExact {
+		within.S1s = 1
+	}
+	return within, within.Status != oracle.OracleExact || within.Leaves > all.Leaves
+}
+
 // optimumOn is OptimumOf on the nodes of state only.
 func (t *Tracker) optimumOn(state []oracle.OracleNode, g trace.GangSpec) oracle.OracleResult {
 	if g.Master == nil && !g.Pools && g.MemoryGi == 0 && g.HostPort == 0 && (g.Tolerates || !t.tainted) {

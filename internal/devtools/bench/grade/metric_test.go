@@ -418,3 +418,60 @@ func TestGradeTally(t *testing.T) {
 		})
 	}
 }
+
+// TestOptimumWithinTier: a hard gang held to one S1 is graded against
+// the fewest leaves one S1 gives it, not against fewer leaves over two
+// S1s it must not take; every other gang against the oracle's answer.
+func TestOptimumWithinTier(t *testing.T) {
+	// Two S1s of two groups of 16 nodes each (four leaves per S1). S1 0
+	// keeps 12 free zones under its first leaf; S1 1 keeps 6 under each
+	// of its four leaves.
+	nodes, cnrs := builders.ClusterShape{Nodes: 64, ZonesPerLeaf: 16, LeavesPerS1: 4, SpanningEvery: 4}.Generate()
+	tr := NewTracker(nodes, cnrs)
+	var held []placement.Assignment
+	for i := 0; i < 32; i++ {
+		for numa := 0; numa < 2; numa++ {
+			if numa == 0 && i < 12 {
+				continue
+			}
+			held = append(held, zoneUse(i, numa))
+		}
+	}
+	for i := 32; i < 64; i++ {
+		if i%16 < 6 {
+			continue
+		}
+		held = append(held, zoneUse(i, 0), zoneUse(i, 1))
+	}
+	reserveAll(t, tr, held)
+	exact := func(leaves, s1s int) oracle.OracleResult {
+		return oracle.OracleResult{Status: oracle.OracleExact, Leaves: leaves, S1s: s1s}
+	}
+	tests := []struct {
+		name      string
+		mode      placement.Mode
+		tier      placement.Tier
+		pods      int
+		want      oracle.OracleResult
+		wantWider bool
+	}{
+		{name: "soft: two leaves over two S1s", mode: placement.ModeSoft, tier: placement.TierS1, pods: 16, want: exact(2, 2)},
+		{name: "hard s1: three leaves of one S1", mode: placement.ModeHard, tier: placement.TierS1, pods: 16, want: exact(3, 1), wantWider: true},
+		{name: "hard s1: one S1 holds the fewest leaves anyway", mode: placement.ModeHard, tier: placement.TierS1, pods: 12, want: exact(1, 1)},
+		{name: "hard s1: no S1 holds the gang alone", mode: placement.ModeHard, tier: placement.TierS1, pods: 30,
+			want: oracle.OracleResult{Status: oracle.OracleInfeasible}, wantWider: true},
+		{name: "hard cluster: the oracle's answer", mode: placement.ModeHard, tier: placement.TierCluster, pods: 16, want: exact(2, 2)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := trace.GangSpec{Name: "g", Pods: tc.pods, Kind: trace.KindHalf, Mode: tc.mode, HighestTier: tc.tier, Tolerates: true}
+			got, wider := tr.OptimumWithinTier(g)
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(oracle.OracleResult{}, "Visited")); diff != "" {
+				t.Errorf("OptimumWithinTier(%d pods, %s %s) differs (-want +got):\n%s", tc.pods, tc.mode, tc.tier, diff)
+			}
+			if wider != tc.wantWider {
+				t.Errorf("OptimumWithinTier(%d pods, %s %s) wider = %v, want %v", tc.pods, tc.mode, tc.tier, wider, tc.wantWider)
+			}
+		})
+	}
+}

@@ -112,6 +112,10 @@ type RunResult struct {
 	OffS1Optimum []GangMiss `json:"-"`
 	// S1OracleUnknown counts the gangs left out of AtS1OptimumFrac.
 	S1OracleUnknown int `json:"-"`
+	// HardTierWider counts the hard gangs held to one S1 that fewer leaves
+	// over several S1s would hold: they are graded against the fewest
+	// leaves within one S1 (grade.Tracker.OptimumWithinTier).
+	HardTierWider int `json:"-"`
 	// OneNode counts those gangs that sit on one node (at the optimum
 	// whatever the oracle says).
 	OneNode int `json:"-"`
@@ -170,6 +174,9 @@ type gangState struct {
 	// false until then (and for gangs without NICs).
 	optimum  oracle.OracleResult
 	computed bool
+	// wider is true when the gang's hard tier made its optimum wider than
+	// the oracle's answer without it (grade.Tracker.OptimumWithinTier).
+	wider bool
 	// real holds what the node agent gave each bound pod (RDMA and GPU
 	// pods), realOptimum the oracle's answer on the realized state at the
 	// gang's first bind.
@@ -347,6 +354,9 @@ func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, tc *trace.Trace, opt
 		var opt *oracle.OracleResult
 		if g.computed {
 			opt = &g.optimum
+			if g.wider {
+				res.HardTierWider++
+			}
 		}
 		if gr := planGrades.Add(grade.GradeGang(n, grade.OneNode(g.assign), opt)); gr == grade.GradeInfeasible || gr == grade.GradeOff {
 			res.OffOptimum = append(res.OffOptimum, missOf(g, n, tr.S1Count(g.assign)))
@@ -424,10 +434,11 @@ func record(s *sim.Simulator, tr *grade.Tracker, rz *realized, byName map[string
 	}
 	for _, g := range order {
 		if g.spec.RDMA() && g.bound == 0 {
-			g.optimum, g.computed = tr.OptimumOf(g.spec), true
+			g.optimum, g.wider = tr.OptimumWithinTier(g.spec)
+			g.computed = true
 			g.realOptimum = g.optimum
 			if rz.diverged {
-				g.realOptimum = rz.tr.OptimumOf(g.spec)
+				g.realOptimum, _ = rz.tr.OptimumWithinTier(g.spec)
 			}
 		}
 		for _, b := range binds[g] {
