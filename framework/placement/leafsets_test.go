@@ -1,0 +1,143 @@
+package placement
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/oracle"
+)
+
+// searchLeafSet runs the leaf-set search for gang g on s: its set for
+// all of g's pods, within one S1 when oneS1.
+func searchLeafSet(s *State, g Gang, oneS1 bool) (map[topology.S0ID]bool, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := &planner{s: s, g: &g, main: mainShape(g.Pods), groups: groupsOf(g.Pods), classes: classesOf(g.Pods)}
+	return p.exactLeafSet(len(g.Pods), oneS1)
+}
+
+// TestLeafSetsOnHalfBusyClusters: on random half-busy provider clusters of
+// several S1s, the leaf-set search finds, for a gang of one shape, the
+// fewest leaves and, among those, the fewest S1s, as the benchmark's
+// oracle (an independent exhaustive search, imported only here) counts
+// them; the planner places the gang on that many leaves.
+func TestLeafSetsOnHalfBusyClusters(t *testing.T) {
+	for seed := uint64(1); seed <= 40; seed++ {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 43))
+			f := &fixture{}
+			var state []oracle.OracleNode
+			s1s := 2 + rng.IntN(3)
+			for s := 0; s < s1s; s++ {
+				s1 := fmt.Sprint("s1-", s)
+				for pair := 0; pair < 1+rng.IntN(3); pair++ {
+					leaf0, leaf1 := fmt.Sprintf("L%d%da", s, pair), fmt.Sprintf("L%d%db", s, pair)
+					for i := 0; i < 1+rng.IntN(4); i++ {
+						name := fmt.Sprintf("n%d-%d-%d", s, pair, i)
+						w := f.node(name, s1, leaf0, leaf1)
+						on := oracle.OracleNode{Name: name, S1: s1}
+						for numa, leaf := range []string{leaf0, leaf1} {
+							if rng.IntN(2) == 0 {
+								usedZone(w, numa)
+								on.Zones = append(on.Zones, oracle.OracleZone{FreeCPUMilli: 64000})
+								continue
+							}
+							on.Zones = append(on.Zones, oracle.OracleZone{FreeGPU: 4, FreeCPUMilli: 64000, FreeNICLeaves: []string{leaf, leaf}})
+						}
+						f.add(w)
+						state = append(state, on)
+					}
+				}
+			}
+			g := gang(2+rng.IntN(8), worker)
+			pods := make([]oracle.OracleShape, len(g.Pods))
+			for i := range pods {
+				pods[i] = oracle.OracleShape{GPU: worker.GPU, CPUMilli: worker.CPUMilli, NICs: worker.NICs}
+			}
+			want := oracle.MinLeaves(state, pods, 0)
+			s := NewState(f.fabric(), ledger.New())
+			set, ok := searchLeafSet(s, g, false)
+			plan, fail := s.Plan(g)
+			if want.Status != oracle.OracleExact {
+				if plan != nil || ok {
+					t.Fatalf("oracle: %s (%s), but the gang was placed on %v (leaf-set search: %v)", want.Status, want.Reason, plan.S0s, set)
+				}
+				return
+			}
+			if !ok {
+				t.Fatalf("the leaf-set search found nothing where the oracle finds %d leaves", want.Leaves)
+			}
+			if got := len(set); got != want.Leaves || s1Count(s.fabric, set) != want.S1s {
+				t.Errorf("leaf-set search: %d pods on %d leaves over %d S1s %v, want %d over %d", len(g.Pods), got, s1Count(s.fabric, set), sortedS0s(set), want.Leaves, want.S1s)
+			}
+			if plan == nil {
+				t.Fatalf("Plan() failed (%v) where the oracle finds %d leaves", fail, want.Leaves)
+			}
+			checkPlan(t, s, g, plan)
+			if got := planLeaves(s, plan); got != want.Leaves {
+				t.Errorf("%d pods on %d leaves %v, want %d", len(g.Pods), got, plan.S0s, want.Leaves)
+			}
+		})
+	}
+}
+
+// TestLeafSets: the leaf-set search on the smallest clusters where the
+// tier searches' estimate (the largest leaves first) takes more S1s than
+// needed. Each leaf is NUMA 0 of its nodes (NUMA 1 busy), one 4 GPU +
+// 2 RDMA pod per free zone.
+func TestLeafSets(t *testing.T) {
+	type leaf struct {
+		s1, id string
+		free   int
+	}
+	// No S1 holds 10 pods; the largest leaves first are a1, b1 and c1
+	// (three S1s), while a1 with c1 and c2 hold 10 in two.
+	spread := []leaf{{"a", "a1", 4}, {"b", "b1", 4}, {"c", "c1", 3}, {"c", "c2", 3}}
+	cases := map[string]struct {
+		leaves []leaf
+		pods   int
+		oneS1  bool
+		want   []topology.S0ID
+	}{
+		"fewest leaves, then S1s":                   {leaves: spread, pods: 10, want: []topology.S0ID{"a1", "c1", "c2"}},
+		"among sets of one size, the best fit":      {leaves: spread, pods: 9, want: []topology.S0ID{"a1", "c1", "c2"}},
+		"one leaf when one holds the gang":          {leaves: spread, pods: 4, want: []topology.S0ID{"c1", "c2"}[:0]},
+		"within one S1: the S1 that holds the gang": {leaves: spread, pods: 6, oneS1: true, want: []topology.S0ID{"c1", "c2"}},
+		"within one S1: none holds the gang":        {leaves: spread, pods: 7, oneS1: true},
+		"more than the cluster holds":               {leaves: spread, pods: 15},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := &fixture{}
+			for _, l := range tc.leaves {
+				for i := 1; i <= l.free; i++ {
+					f.add(usedZone(f.node(fmt.Sprintf("%s-%d", l.id, i), l.s1, l.id, l.id+"-busy"), 1))
+				}
+			}
+			s := NewState(f.fabric(), ledger.New())
+			set, ok := searchLeafSet(s, gang(tc.pods, worker), tc.oneS1)
+			got := sortedS0s(set)
+			if tc.want == nil {
+				if ok {
+					t.Errorf("search found %v, want nothing", got)
+				}
+				return
+			}
+			if len(tc.want) == 0 {
+				// One leaf of 4: a1 or b1, either is a best fit.
+				if !ok || len(got) != 1 || got[0] != "a1" && got[0] != "b1" {
+					t.Errorf("search found %v (ok %v), want one of a1, b1", got, ok)
+				}
+				return
+			}
+			if diff := cmp.Diff(tc.want, got); !ok || diff != "" {
+				t.Errorf("search (ok %v) differs (-want +got):\n%s", ok, diff)
+			}
+		})
+	}
+}
