@@ -24,6 +24,7 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/util"
 
 	"github.com/rdmatopo/rdmatopo/actions/internal/gangfit"
+	"github.com/rdmatopo/rdmatopo/actions/internal/plugin"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/preemption"
 	"github.com/rdmatopo/rdmatopo/framework/step"
@@ -69,7 +70,7 @@ func (a *Action) UnInitialize() {}
 func (a *Action) Execute(ssn *framework.Session) {
 	klog.V(5).InfoS("Enter topology-allocate")
 	defer klog.V(5).InfoS("Leave topology-allocate")
-	topo, missing := a.rt.ForSession(ssn)
+	topo, missing := plugin.For(a.rt, ssn)
 	st := &run{ssn: ssn, topo: topo, refuse: checkConf(missing),
 		jobs:   map[api.QueueID]*util.PriorityQueue{},
 		tasks:  map[api.JobID]*util.PriorityQueue{},
@@ -147,7 +148,7 @@ func (a *Action) Execute(ssn *framework.Session) {
 // plugin is not enabled) and the jobs and tasks still to allocate.
 type run struct {
 	ssn  *framework.Session
-	topo *rdmatopology.Session
+	topo plugin.Topology
 	// fit says where the predicates admit the pods of a gang (nil when
 	// topo is).
 	fit *gangfit.Nodes
@@ -167,20 +168,20 @@ type run struct {
 
 // partialGang reports an RDMA gang that has some but fewer than minMember
 // pods placed.
-func partialGang(topo *rdmatopology.Session, job *api.JobInfo) bool {
+func partialGang(topo plugin.Topology, job *api.JobInfo) bool {
 	ready := job.ReadyTaskNum()
 	return ready > 0 && ready < job.MinAvailable && isRDMAJob(topo, job)
 }
 
 // isRDMAJob reports whether any task of the job requests RDMA NICs
-// (rdmatopology.Session.RDMAOf).
-func isRDMAJob(topo *rdmatopology.Session, job *api.JobInfo) bool {
+// (plugin.Topology.RDMAOf).
+func isRDMAJob(topo plugin.Topology, job *api.JobInfo) bool {
 	return topo.RDMAOf(job).IsRDMA()
 }
 
 // requestsRDMAOf reports whether the job's task requests RDMA NICs
-// (rdmatopology.Session.RDMAOf).
-func requestsRDMAOf(topo *rdmatopology.Session, job *api.JobInfo, task *api.TaskInfo) bool {
+// (plugin.Topology.RDMAOf).
+func requestsRDMAOf(topo plugin.Topology, job *api.JobInfo, task *api.TaskInfo) bool {
 	return topo.RDMAOf(job).Requests(string(task.UID))
 }
 
@@ -304,7 +305,7 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 		left, bad, err := r.applyGang(queue, job, stmt, plan, all)
 		if err == nil {
 			if gangfit.GangMet(job) && ssn.JobReady(job) {
-				gangfit.Settle(topo, stmt, step.Settle{Commit: true})
+				plugin.Settle(topo, stmt, step.Settle{Commit: true})
 				r.commits++
 				r.fit.Changed(all)
 				topo.Report(job, plan, nil)
@@ -318,7 +319,7 @@ func (r *run) allocateGang(queue *api.QueueInfo, job *api.JobInfo, tasks *util.P
 			}
 			err = fmt.Errorf("gang is not ready after its plan was applied")
 		}
-		gangfit.Settle(topo, stmt, step.Settle{})
+		plugin.Settle(topo, stmt, step.Settle{})
 		klog.V(3).InfoS("Discarded gang plan", "job", job.UID, "attempt", attempt, "err", err)
 		if bad == "" {
 			topo.Report(job, nil, &placement.Failure{Code: placement.ReasonNoCapacity, Message: err.Error()})
@@ -373,7 +374,7 @@ func (r *run) applyGang(queue *api.QueueInfo, job *api.JobInfo, stmt *framework.
 
 // applyPlan allocates every planned task on its node, checked by the
 // session predicates. It returns the node to exclude when one refuses.
-func applyPlan(ssn *framework.Session, topo *rdmatopology.Session, queue *api.QueueInfo, stmt *framework.Statement, plan *placement.Plan, byUID map[string]*api.TaskInfo) (string, error) {
+func applyPlan(ssn *framework.Session, topo plugin.Topology, queue *api.QueueInfo, stmt *framework.Statement, plan *placement.Plan, byUID map[string]*api.TaskInfo) (string, error) {
 	for _, a := range plan.Assignments {
 		task := byUID[a.PodUID]
 		if task == nil {
@@ -388,7 +389,7 @@ func applyPlan(ssn *framework.Session, topo *rdmatopology.Session, queue *api.Qu
 
 // applyAssignment allocates one planned task on its node, checked by the
 // session predicates. It returns the node to exclude when the node refuses.
-func applyAssignment(ssn *framework.Session, topo *rdmatopology.Session, queue *api.QueueInfo, stmt *framework.Statement, task *api.TaskInfo, a placement.Assignment) (string, error) {
+func applyAssignment(ssn *framework.Session, topo plugin.Topology, queue *api.QueueInfo, stmt *framework.Statement, task *api.TaskInfo, a placement.Assignment) (string, error) {
 	node := ssn.Nodes[a.Node]
 	if node == nil {
 		return a.Node, fmt.Errorf("plan names unknown node %s", a.Node)
@@ -424,7 +425,7 @@ func (r *run) allocateTasks(queue *api.QueueInfo, job *api.JobInfo, tasks *util.
 		}
 	}
 	ready := ssn.JobReady(job)
-	gangfit.Settle(r.topo, stmt, step.Settle{Commit: ready, Keep: !ready && ssn.JobPipelined(job)})
+	plugin.Settle(r.topo, stmt, step.Settle{Commit: ready, Keep: !ready && ssn.JobPipelined(job)})
 	if ready {
 		r.commits++
 	}

@@ -8,14 +8,14 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/framework"
 	"volcano.sh/volcano/pkg/scheduler/util"
 
-	"github.com/rdmatopo/rdmatopo/actions/internal/gangfit"
+	"github.com/rdmatopo/rdmatopo/actions/internal/plugin"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/step"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
 // allocateConfined gives its turn to a job whose pods request no RDMA NICs
-// under a hard contract (rdmatopology.Session.Confine): its pending tasks
+// under a hard contract (plugin.Topology.Confine): its pending tasks
 // are allocated as allocate does, but only on the nodes of one domain of
 // the contract's tier, domain by domain until one makes the job ready.
 // Only domains holding every node the job already has pods on are tried
@@ -96,7 +96,7 @@ func (r *run) allocateConfined(queue *api.QueueInfo, job *api.JobInfo, tasks *ut
 		ready := ssn.JobReady(job)
 		if ready {
 			for _, stmt := range stmts {
-				gangfit.Settle(r.topo, stmt, step.Settle{Commit: true})
+				plugin.Settle(r.topo, stmt, step.Settle{Commit: true})
 			}
 			r.commits++
 			r.fit.Changed(pending)
@@ -105,7 +105,7 @@ func (r *run) allocateConfined(queue *api.QueueInfo, job *api.JobInfo, tasks *ut
 			return
 		}
 		for i := len(stmts) - 1; i >= 0; i-- {
-			gangfit.Settle(r.topo, stmts[i], step.Settle{})
+			plugin.Settle(r.topo, stmts[i], step.Settle{})
 		}
 		r.fit.Changed(pending)
 		tried = append(tried, cd.domain.Name)
@@ -222,7 +222,7 @@ func (r *run) allocateBlocks(queue *api.QueueInfo, job *api.JobInfo, seg *rdmato
 				placed = true
 				break
 			}
-			gangfit.Settle(r.topo, stmt, step.Settle{})
+			plugin.Settle(r.topo, stmt, step.Settle{})
 		}
 		if !placed {
 			break

@@ -14,7 +14,7 @@
 // anti-affinity that could match them), once per session, by walking the
 // chain for one pod of the group over every node of the fabric, with the
 // rdma-topology plugin's own NIC check left to the planner and its hold
-// check to the admission (rdmatopology.Session.WithoutNICCheck). Pods that
+// check to the admission (plugin.Topology.WithoutNICCheck). Pods that
 // differ only by their host ports derive their set from that of the same
 // pods without them (ports.go).
 //
@@ -33,9 +33,9 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
+	"github.com/rdmatopo/rdmatopo/actions/internal/plugin"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/preemption"
-	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
 // Mode says which of Volcano's readings of a predicate failure applies.
@@ -54,7 +54,7 @@ const (
 // gangs may use. It is not safe for concurrent use.
 type Nodes struct {
 	ssn  *framework.Session
-	topo *rdmatopology.Session
+	topo plugin.Topology
 	mode Mode
 	// fabric lists the session's nodes the fabric knows, sorted: the only
 	// nodes a gang's RDMA pods are planned on.
@@ -70,7 +70,7 @@ type Nodes struct {
 	// (preemption.Access.KeptOn); nil: nothing.
 	heldOn func(job, node string) ([]preemption.HoldTask, string)
 	// roomOn says what the room kept for other gangs' lost pods keeps on
-	// a node (rdmatopology.Session.RoomKeptOn); nil: nothing.
+	// a node (plugin.Topology.RoomKeptOn); nil: nothing.
 	roomOn func(job api.JobID, node string) (*api.Resource, string)
 	// touched logs, in order, the node of every task allocated, pipelined,
 	// evicted or taken back in the session since New (the session's event
@@ -126,7 +126,7 @@ type group struct {
 // New returns the node sets of one session, read with mode, taking over
 // the sets carry kept from the action's earlier sessions (nil: none are
 // carried).
-func New(ssn *framework.Session, topo *rdmatopology.Session, mode Mode, carry *Carry) *Nodes {
+func New(ssn *framework.Session, topo plugin.Topology, mode Mode, carry *Carry) *Nodes {
 	access := topo.Preemption()
 	n := &Nodes{ssn: ssn, topo: topo, mode: mode, groups: map[[32]byte]int{}, heldOn: access.KeptOn,
 		roomOn: topo.RoomKeptOn}
@@ -281,7 +281,7 @@ func (n *Nodes) Filter(pods []placement.Pod, scope map[string]bool) func(node st
 }
 
 // Request is the planner request of the job's pending RDMA tasks rdma
-// (rdmatopology.Session.Gang: the pods in rank order, their shapes, the
+// (plugin.Topology.Gang: the pods in rank order, their shapes, the
 // gang's contract and occupancy), with each pod's group, what the
 // session's predicates admit (Allowed, Admit) and how many of the pods
 // the gang needs beside its others pending tasks without RDMA (Need).
