@@ -335,35 +335,33 @@ func (p *planner) setComponents(target int) ([]setComp, bool) {
 			}
 		}
 	}
-	// Units by component, alike units merged (the key is built in
+	// Units by component, alike units merged: one map for all components,
+	// keyed by the component's root and the unit (the key is built in
 	// scratch space; only a new one is stored).
-	seen := map[*setComp]map[string]int{}
+	seen := map[string]int{}
 	var key []byte
 	var bitsOf [maxUnitLeaves]uint
 	for i := range units {
 		u := &units[i]
 		leaves, nics := flatLeaves[u.off:u.off+u.n], flatNICs[u.off:u.off+u.n]
-		c := byRoot[find(leaves[0])]
+		root := find(leaves[0])
+		c := byRoot[root]
 		for j, id := range leaves {
 			bitsOf[j] = uint(slices.Index(c.leaves, id))
 		}
-		key = appendInt(key[:0], int64(u.cap))
+		key = append(append(key[:0], root...), '|')
+		key = appendInt(key, int64(u.cap))
 		for j := 0; j < u.n; j++ {
 			key = append(key, '/')
 			key = appendInt(key, int64(bitsOf[j]))
 			key = append(key, ':')
 			key = appendInt(key, nics[j])
 		}
-		m := seen[c]
-		if m == nil {
-			m = map[string]int{}
-			seen[c] = m
-		}
-		if at, ok := m[string(key)]; ok {
+		if at, ok := seen[string(key)]; ok {
 			c.units[at].mult++
 			continue
 		}
-		m[string(key)] = len(c.units)
+		seen[string(key)] = len(c.units)
 		c.units = append(c.units, setUnit{cap: u.cap, bits: slices.Clone(bitsOf[:u.n]), nics: slices.Clone(nics), mult: 1})
 	}
 	comps := make([]setComp, 0, len(roots))
