@@ -33,11 +33,11 @@ func (c *Companion) adopt(ctx context.Context, f *topology.Fabric) {
 		}
 		have := p.Annotations[ledger.AnnotationNICs]
 		if have == "" && !c.seen[string(p.UID)] {
-			if _, booked := c.Booked(p.Spec.NodeName, string(p.UID)); !booked {
-				c.seen[string(p.UID)] = true
-				c.metrics.Unassisted.Inc()
-				klog.V(2).InfoS("RDMA pod bound without NICs chosen at bind", "pod", klog.KObj(p), "node", p.Spec.NodeName)
-			}
+			// The Binding's annotations reach the pod with the bind: a
+			// bound pod without them had none chosen.
+			c.seen[string(p.UID)] = true
+			c.metrics.Unassisted.Inc()
+			klog.V(2).InfoS("RDMA pod bound without NICs chosen at bind", "pod", klog.KObj(p), "node", p.Spec.NodeName)
 		}
 		r, ok := ledger.Listed(c.opts.Topology, p, f)
 		if !ok {

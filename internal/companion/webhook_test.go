@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
@@ -62,35 +62,12 @@ func (c *fakeCluster) PodState(uid string) PodState {
 	}
 	return PodState{}
 }
-func (c *fakeCluster) Booked(string, string) (Booking, bool) { return Booking{}, false }
 
 // bind applies the webhook's answer to the pod as kube-apiserver does: the
 // Binding's annotations are merged into the pod, which gets the node.
 func bind(t *testing.T, w *Webhook, c *fakeCluster, pod *corev1.Pod, node string, have map[string]string) (*admissionv1.AdmissionResponse, map[string]string) {
 	t.Helper()
-	binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, Annotations: have},
-		Target: corev1.ObjectReference{Kind: "Node", Name: node}}
-	raw, _ := json.Marshal(binding)
-	resp := w.Admit(context.Background(), &admissionv1.AdmissionRequest{
-		Operation: admissionv1.Create, SubResource: "binding", Namespace: pod.Namespace, Name: pod.Name,
-		Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"}, Object: runtime.RawExtension{Raw: raw},
-	})
-	got := map[string]string{}
-	if resp.Patch != nil {
-		p, err := jsonpatch.DecodePatch(resp.Patch)
-		if err != nil {
-			t.Fatalf("patch %s: %v", resp.Patch, err)
-		}
-		out, err := p.Apply(raw)
-		if err != nil {
-			t.Fatalf("apply %s: %v", resp.Patch, err)
-		}
-		nb := &corev1.Binding{}
-		if err := json.Unmarshal(out, nb); err != nil {
-			t.Fatal(err)
-		}
-		got = nb.Annotations
-	}
+	resp, got := bindWith(t, w.Admit, pod, node, have)
 	if resp.Allowed {
 		pod.Spec.NodeName = node
 		if pod.Annotations == nil {
@@ -99,6 +76,53 @@ func bind(t *testing.T, w *Webhook, c *fakeCluster, pod *corev1.Pod, node string
 		for k, v := range got {
 			pod.Annotations[k] = v
 		}
+	}
+	return resp, got
+}
+
+// bindNoApply asks the webhook about binding pod to node and returns the
+// annotations its answer adds, changing nothing.
+func bindNoApply(t *testing.T, w *Webhook, pod *corev1.Pod, node string) (*admissionv1.AdmissionResponse, map[string]string) {
+	return bindWith(t, w.Admit, pod, node, nil)
+}
+
+// bindingRequest is the admission request of binding pod to node.
+func bindingRequest(pod *corev1.Pod, node string, have map[string]string) (*admissionv1.AdmissionRequest, []byte) {
+	binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, Annotations: have},
+		Target: corev1.ObjectReference{Kind: "Node", Name: node}}
+	raw, _ := json.Marshal(binding)
+	return &admissionv1.AdmissionRequest{
+		UID:       types.UID("req-" + pod.Name),
+		Operation: admissionv1.Create, SubResource: "binding", Namespace: pod.Namespace, Name: pod.Name,
+		Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"}, Object: runtime.RawExtension{Raw: raw},
+	}, raw
+}
+
+// bindWith sends the request of binding pod to node to admit and returns
+// the answer and the annotations its patch adds.
+func bindWith(t *testing.T, admit func(context.Context, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse,
+	pod *corev1.Pod, node string, have map[string]string) (*admissionv1.AdmissionResponse, map[string]string) {
+	t.Helper()
+	req, raw := bindingRequest(pod, node, have)
+	resp := admit(context.Background(), req)
+	got := map[string]string{}
+	if resp.Patch != nil {
+		p, err := jsonpatch.DecodePatch(resp.Patch)
+		if err != nil {
+			t.Errorf("patch %s: %v", resp.Patch, err)
+			return resp, got
+		}
+		out, err := p.Apply(raw)
+		if err != nil {
+			t.Errorf("apply %s: %v", resp.Patch, err)
+			return resp, got
+		}
+		nb := &corev1.Binding{}
+		if err := json.Unmarshal(out, nb); err != nil {
+			t.Error(err)
+			return resp, got
+		}
+		got = nb.Annotations
 	}
 	return resp, got
 }
@@ -112,7 +136,7 @@ func gangPod(name, g string) *corev1.Pod {
 func newTestWebhook(c *fakeCluster) *Webhook {
 	return &Webhook{
 		Chooser: &Chooser{Config: testConfig},
-		Book:    &Book{Client: kubefake.NewSimpleClientset(), Namespace: "rdmatopo", Grace: time.Minute, TTL: 2 * time.Minute},
+		Book:    &Book{Grace: time.Minute, TTL: 2 * time.Minute},
 		Cluster: c, Metrics: NewMetrics(),
 	}
 }
