@@ -30,6 +30,7 @@ func runCompanion(args []string, stdout, stderr io.Writer) error {
 		metricsAddr                     string
 		hyperNodes, nodeLabels, adopt   bool
 		refuseHardTier, profiling       bool
+		refuseNoFit                     bool
 		bookGrace, bookTTL, period      time.Duration
 		qps                             float64
 		burst                           int
@@ -57,6 +58,7 @@ func runCompanion(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&owner.RetryPeriod, "owner-retry-period", 2*time.Second, "how often the owner Lease is renewed or tried")
 	fs.DurationVar(&owner.Grace, "owner-grace", 5*time.Second, "a new owner waits this long before it lists the bound pods and answers (above the webhook's timeoutSeconds)")
 	fs.DurationVar(&forwardTimeout, "forward-timeout", time.Second, "give up a bind forwarded to the owner after this long; it goes on without NICs (below the webhook's timeoutSeconds)")
+	fs.BoolVar(&refuseNoFit, "refuse-no-fit", false, "refuse a bind to a node where no NUMA zone holds the pod's RDMA request, GPUs and CPUs (default: allow it unannotated, with an Event; the node agent decides)")
 	fs.DurationVar(&bookGrace, "book-grace", 30*time.Second, "keep a booking of a pod the informer does not hold at least this long (longer than the informers' lag)")
 	fs.DurationVar(&bookTTL, "book-ttl", 2*time.Minute, "drop a booking after this long in any case")
 	fs.DurationVar(&period, "resync-period", 30*time.Second, "publish and adopt at least this often")
@@ -119,7 +121,7 @@ func runCompanion(args []string, stdout, stderr io.Writer) error {
 		Topology: c.Topology, Namespace: namespace,
 		WebhookAddr: webhookAddr, CertFile: certFile, KeyFile: keyFile,
 		MetricsAddr: metricsAddr, PublishHyperNodes: hyperNodes, PublishLabels: nodeLabels,
-		Adopt: adopt, RefuseHardTier: refuseHardTier, Profiling: profiling,
+		Adopt: adopt, RefuseHardTier: refuseHardTier, RefuseNoFit: refuseNoFit, Profiling: profiling,
 		BookGrace: bookGrace, BookTTL: bookTTL, Period: period,
 		Owner: owner, ForwardTimeout: forwardTimeout,
 	}, kube, kat, dyn)
@@ -132,7 +134,7 @@ func runCompanion(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	klog.InfoS("Companion running", "namespace", namespace, "webhook", webhookAddr, "identity", owner.Identity, "metrics", metricsAddr,
-		"hyperNodes", hyperNodes, "labels", nodeLabels, "adopt", adopt, "refuseHardTier", refuseHardTier)
+		"hyperNodes", hyperNodes, "labels", nodeLabels, "adopt", adopt, "refuseHardTier", refuseHardTier, "refuseNoFit", refuseNoFit)
 	return comp.Run(ctx)
 }
 

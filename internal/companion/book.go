@@ -166,6 +166,17 @@ func (b *Book) Booked(uid string) (string, Booking, bool) {
 	return node, x, ok
 }
 
+// Forget drops a pod's booking: its answer was not sent, or refused the
+// bind.
+func (b *Book) Forget(uid string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if node, ok := b.byUID[uid]; ok {
+		delete(b.nodes[node].bookings, uid)
+		delete(b.byUID, uid)
+	}
+}
+
 // Len counts the bookings and seeded pods.
 func (b *Book) Len() (bookings, seeded int) {
 	b.mu.Lock()

@@ -56,6 +56,8 @@ type Options struct {
 	Adopt bool
 	// RefuseHardTier: refuse binds that break a hard gang's tier.
 	RefuseHardTier bool
+	// RefuseNoFit: refuse binds to a node where no NUMA zone holds the pod.
+	RefuseNoFit bool
 	// BookGrace and BookTTL bound how long bookings are kept (Book).
 	BookGrace, BookTTL time.Duration
 	// Period is the publisher's and adopter's resync period.
@@ -176,7 +178,7 @@ func New(opts Options, kube kubernetes.Interface, kat katalystclient.Interface, 
 	c.webhook = &Webhook{
 		Chooser: c.chooser, Book: c.book,
 		Cluster: c, Metrics: c.metrics, Recorder: c.recorder, Client: kube,
-		RefuseHardTier: opts.RefuseHardTier,
+		RefuseHardTier: opts.RefuseHardTier, RefuseNoFit: opts.RefuseNoFit,
 	}
 	if opts.WebhookAddr != "" {
 		oc := opts.Owner

@@ -67,6 +67,11 @@ type Webhook struct {
 	// RefuseHardTier makes the webhook refuse a bind that puts a hard
 	// gang beyond its highest tier (default: allow it, with an Event).
 	RefuseHardTier bool
+	// RefuseNoFit makes the webhook refuse a bind to a node whose RDMA
+	// topology it knows but where no NUMA zone (or zones, as the node's
+	// policy allows) holds the pod (default: allow it unannotated, with
+	// an Event; the node agent decides).
+	RefuseNoFit bool
 	// Owner says whether this replica answers; nil: it always does.
 	Owner Ownership
 	// Forward sends a bind to the owner at an address; nil: binds this
@@ -151,6 +156,7 @@ func (w *Webhook) admit(ctx context.Context, req *admissionv1.AdmissionRequest, 
 		// The answer names NICs (or refuses): it stands only if this
 		// replica still holds the book now, as it is sent.
 		if answering, why := w.answering(); !answering {
+			w.Book.Forget(string(pod.UID))
 			klog.V(2).InfoS("Lost the NIC book while choosing; the bind goes on without NICs", "pod", klog.KObj(pod), "reason", why)
 			return w.unassisted(why)
 		}
@@ -228,6 +234,11 @@ func (w *Webhook) admitRDMA(ctx context.Context, pod *corev1.Pod, node string, h
 		return allow(), ResultError
 	}
 	if booked == nil {
+		if _, known := f.Node(node); known && w.RefuseNoFit {
+			msg := fmt.Sprintf("no NUMA zone of node %s holds the pod's RDMA request (%s)", node, noFit)
+			w.event(pod, corev1.EventTypeWarning, EventNoNICFit, "%s; bind refused", msg)
+			return refuse(msg), ResultRefused
+		}
 		w.event(pod, corev1.EventTypeWarning, EventNoNICFit, "no NUMA zone of node %s holds the pod's RDMA request (%s); the node agent chooses its NICs", node, noFit)
 		return allow(), ResultNoFit
 	}
@@ -241,14 +252,14 @@ func (w *Webhook) admitRDMA(ctx context.Context, pod *corev1.Pod, node string, h
 		msg := fmt.Sprintf("node %s puts gang %s at tier %s, beyond its hard highest tier %s", node, key, choice.Tier, choice.HighestTier)
 		w.event(pod, corev1.EventTypeWarning, EventTierExceeded, "%s", msg)
 		if w.RefuseHardTier {
-			return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{
-				Status: metav1.StatusFailure, Reason: metav1.StatusReasonForbidden, Code: http.StatusForbidden, Message: "rdmatopo: " + msg,
-			}}, ResultRefused
+			w.Book.Forget(string(pod.UID))
+			return refuse(msg), ResultRefused
 		}
 	}
 	ann := choice.Annotations(f)
 	patch, err := annotationPatch(have, ann)
 	if err != nil {
+		w.Book.Forget(string(pod.UID))
 		klog.ErrorS(err, "Cannot build the Binding patch", "pod", klog.KObj(pod))
 		return allow(), ResultError
 	}
@@ -256,6 +267,13 @@ func (w *Webhook) admitRDMA(ctx context.Context, pod *corev1.Pod, node string, h
 	w.event(pod, corev1.EventTypeNormal, EventNICsChosen, "NICs %s (NUMA %s) on node %s", ann[ledger.AnnotationNICs], ann[ledger.AnnotationNUMA], node)
 	pt := admissionv1.PatchTypeJSONPatch
 	return &admissionv1.AdmissionResponse{Allowed: true, PatchType: &pt, Patch: patch}, ResultAssisted
+}
+
+// refuse is an admission that refuses the bind.
+func refuse(msg string) *admissionv1.AdmissionResponse {
+	return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{
+		Status: metav1.StatusFailure, Reason: metav1.StatusReasonForbidden, Code: http.StatusForbidden, Message: "rdmatopo: " + msg,
+	}}
 }
 
 // assignmentOf turns a booking back into an assignment.

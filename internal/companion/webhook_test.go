@@ -297,3 +297,33 @@ func TestWebhookBindOrders(t *testing.T) {
 		}
 	}
 }
+
+// TestWebhookRefuseNoFit: with RefuseNoFit, a bind to a node whose zones
+// are all taken is refused (naming the node), and counted; a bind to a
+// node without RDMA topology the companion knows is still allowed.
+func TestWebhookRefuseNoFit(t *testing.T) {
+	n1, c1 := providerNode("n1", "p", "a", "b")
+	c := &fakeCluster{f: topology.Build(testConfig, []*corev1.Node{n1}, []*v1alpha1.CustomNodeResource{c1})}
+	p0, p1, p2, p3 := gangPod("w-0", "g"), gangPod("w-1", "g"), gangPod("w-2", "g"), gangPod("w-3", "g")
+	c.pods = []*corev1.Pod{p0, p1, p2, p3}
+	w := newTestWebhook(c)
+	w.RefuseNoFit = true
+	for _, p := range []*corev1.Pod{p0, p1} {
+		if resp, got := bind(t, w, c, p, "n1", nil); !resp.Allowed || got[ledger.AnnotationNICs] == "" {
+			t.Fatalf("%s: allowed %v, annotations %v", p.Name, resp.Allowed, got)
+		}
+	}
+	resp, _ := bind(t, w, c, p2, "n1", nil)
+	if resp.Allowed || resp.Result == nil || !strings.Contains(resp.Result.Message, "no NUMA zone of node n1 holds") {
+		t.Errorf("full node: allowed %v, result %v; want refused", resp.Allowed, resp.Result)
+	}
+	if resp, got := bind(t, w, c, p3, "unknown", nil); !resp.Allowed || len(got) != 0 {
+		t.Errorf("node without known topology: allowed %v, annotations %v; want allowed, none", resp.Allowed, got)
+	}
+	if n := testutilValue(w.Metrics.Binds.WithLabelValues(ResultRefused)); n != 1 {
+		t.Errorf("refused %v, want 1", n)
+	}
+	if n := testutilValue(w.Metrics.Binds.WithLabelValues(ResultNoFit)); n != 1 {
+		t.Errorf("nofit %v, want 1 (the unknown node)", n)
+	}
+}
