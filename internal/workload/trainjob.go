@@ -135,44 +135,13 @@ func expandTrainJobPods(r *rawObject, job *TrainJob, entry runtimeEntry, clk *cl
 	sets := trainerPodSets(job, rt, rjobs)
 	applyTrainerSettings(job, rt, rjobs)
 
-	var total int64 // pods
-	var minMember int32
-	minRes := corev1.ResourceList{}
-	prio := ""
-	for i := range rjobs {
-		rj := &rjobs[i]
-		total += int64(sets[i].count) * int64(*rj.Replicas)
-		if total > room {
-			return nil, nil, r.errorf("spec.trainer.numNodes", "%d pods would bring the workload past %d pods, the most a workload file holds", total, maxWorkloadPods)
-		}
-		// Trainer sums the counts and count × one pod's requests per pod
-		// set (not per replica of the set), from the runtime's template
-		// after the overrides: resourcesPerNode is not in it.
-		minMember += sets[i].count
-		addList(minRes, scaled(sets[i].requests, sets[i].count))
-		if p := rj.Template.Spec.Template.Spec.PriorityClassName; p != "" {
-			prio = p // the last replicated job naming one wins
-		}
-		field := fmt.Sprintf("spec.template.spec.replicatedJobs[%d].template.spec.template.spec.schedulerName", i)
-		if s := rj.Template.Spec.Template.Spec.SchedulerName; s != DefaultSchedulerName {
-			return nil, nil, entry.src.errorf(rt.Kind, rt.Namespace, rt.Name, field,
-				"%q: Trainer's Volcano plugin does not set the scheduler; the runtime's pods must name %q to be gang scheduled", s, DefaultSchedulerName)
-		}
+	gang, ierr := trainerGang(r, entry, rjobs, sets, room)
+	if ierr != nil {
+		return nil, nil, ierr
 	}
-
-	annotations := copyMap(rt.Spec.Template.Metadata.Annotations)
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	for k, v := range job.Spec.Annotations {
-		annotations[k] = v
-	}
-	queue := DefaultQueue
-	if q, ok := annotations[volcanoQueueAnnotation]; ok {
-		if q == "" {
-			return nil, nil, r.errorf(fmt.Sprintf("spec.annotations[%q]", volcanoQueueAnnotation), "must not be empty")
-		}
-		queue = q
+	queue, ierr := trainerQueue(r, job, rt)
+	if ierr != nil {
+		return nil, nil, ierr
 	}
 
 	owner := metav1.NewControllerRef(job, trainJobGVK)
@@ -185,15 +154,73 @@ func expandTrainJobPods(r *rawObject, job *TrainJob, entry runtimeEntry, clk *cl
 			OwnerReferences: []metav1.OwnerReference{*owner},
 		},
 		Spec: schedulingv1beta1.PodGroupSpec{
-			MinMember:         minMember,
+			MinMember:         gang.minMember,
 			Queue:             queue,
-			PriorityClassName: prio,
-			MinResources:      &minRes,
+			PriorityClassName: gang.priorityClass,
+			MinResources:      &gang.minResources,
 		},
 		Status: schedulingv1beta1.PodGroupStatus{Phase: schedulingv1beta1.PodGroupPending},
 	}
 	pg.CreationTimestamp = timeOr(job.CreationTimestamp, clk)
 	return pg, jobSetPods(job, rt, rjobs, sets, clk), nil
+}
+
+// trainerGangSpec is what Trainer's Volcano plugin writes into the
+// PodGroup from the replicated jobs.
+type trainerGangSpec struct {
+	minMember     int32
+	minResources  corev1.ResourceList
+	priorityClass string
+}
+
+// trainerGang sums the replicated jobs' pods as Trainer's Volcano plugin
+// does, refusing more pods than room and pods that do not name the
+// default scheduler.
+func trainerGang(r *rawObject, entry runtimeEntry, rjobs []ReplicatedJob, sets []podSet, room int64) (trainerGangSpec, *InputError) {
+	rt := entry.rt
+	g := trainerGangSpec{minResources: corev1.ResourceList{}}
+	var total int64 // pods
+	for i := range rjobs {
+		rj := &rjobs[i]
+		total += int64(sets[i].count) * int64(*rj.Replicas)
+		if total > room {
+			return g, r.errorf("spec.trainer.numNodes", "%d pods would bring the workload past %d pods, the most a workload file holds", total, maxWorkloadPods)
+		}
+		// Trainer sums the counts and count × one pod's requests per pod
+		// set (not per replica of the set), from the runtime's template
+		// after the overrides: resourcesPerNode is not in it.
+		g.minMember += sets[i].count
+		addList(g.minResources, scaled(sets[i].requests, sets[i].count))
+		if p := rj.Template.Spec.Template.Spec.PriorityClassName; p != "" {
+			g.priorityClass = p // the last replicated job naming one wins
+		}
+		field := fmt.Sprintf("spec.template.spec.replicatedJobs[%d].template.spec.template.spec.schedulerName", i)
+		if s := rj.Template.Spec.Template.Spec.SchedulerName; s != DefaultSchedulerName {
+			return g, entry.src.errorf(rt.Kind, rt.Namespace, rt.Name, field,
+				"%q: Trainer's Volcano plugin does not set the scheduler; the runtime's pods must name %q to be gang scheduled", s, DefaultSchedulerName)
+		}
+	}
+	return g, nil
+}
+
+// trainerQueue is the PodGroup's queue: the Volcano queue annotation of
+// the TrainJob's spec.annotations over the runtime's, else the default.
+func trainerQueue(r *rawObject, job *TrainJob, rt *TrainingRuntime) (string, *InputError) {
+	annotations := copyMap(rt.Spec.Template.Metadata.Annotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	for k, v := range job.Spec.Annotations {
+		annotations[k] = v
+	}
+	q, ok := annotations[volcanoQueueAnnotation]
+	if !ok {
+		return DefaultQueue, nil
+	}
+	if q == "" {
+		return "", r.errorf(fmt.Sprintf("spec.annotations[%q]", volcanoQueueAnnotation), "must not be empty")
+	}
+	return q, nil
 }
 
 // trainJobRuntime resolves spec.runtimeRef: a ClusterTrainingRuntime
