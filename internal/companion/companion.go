@@ -84,6 +84,9 @@ type Companion struct {
 	fabric *topology.Cache
 	// seen marks RDMA pods already counted as unassisted (by UID).
 	seen map[string]bool
+	// rdma remembers, by UID, whether a bound pod requests RDMA (adopt's
+	// goroutine only).
+	rdma map[string]bool
 
 	// changed wakes the publisher and the adopter.
 	changed chan struct{}
