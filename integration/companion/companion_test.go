@@ -26,7 +26,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/internal/monitoring"
 )
 
-// companionNamespace holds the companion's per-node NIC book Leases.
+// companionNamespace holds the companion's owner Leases.
 const companionNamespace = "rdmatopo-companion"
 
 // manualScheduler is a schedulerName no scheduler serves: the tests bind

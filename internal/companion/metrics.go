@@ -42,7 +42,8 @@ type Metrics struct {
 	// UnassistedAnswers counts RDMA binds this replica let through without
 	// choosing NICs because no owner could answer, by reason (Reason*).
 	UnassistedAnswers *prometheus.CounterVec
-	// Owner is 1 while this replica answers binds as the book's owner.
+	// Owner is 1 on the replica that owns the book, from the end of its
+	// takeover until it stops leading (Answering also checks each bind).
 	Owner prometheus.Gauge
 	// PublishWrites counts writes of the publisher, by kind (hypernode,
 	// label) and op (create, update, delete, patch).
@@ -76,7 +77,7 @@ func NewMetrics() *Metrics {
 			Name: "rdmatopo_companion_unassisted_answers_total", Help: "RDMA binds let through without NICs because no owner of the NIC book could answer, by reason.",
 		}, []string{"reason"}),
 		Owner: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "rdmatopo_companion_owner", Help: "1 while this replica answers binds as the owner of the NIC book.",
+			Name: "rdmatopo_companion_owner", Help: "1 on the replica that owns the NIC book, from the end of its takeover until it stops leading.",
 		}),
 		PublishWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rdmatopo_companion_publish_writes_total", Help: "Writes of HyperNodes and node labels, by kind and operation.",

@@ -94,6 +94,11 @@ func (c OwnerConfig) Validate() error {
 	if c.RenewDeadline <= c.RetryPeriod {
 		errs = append(errs, fmt.Errorf("owner renew deadline %s must exceed the retry period %s", c.RenewDeadline, c.RetryPeriod))
 	}
+	if c.LeaseDuration%time.Second != 0 {
+		// The Lease records whole seconds, and the other replicas wait
+		// what it records: a fraction would be cut off.
+		errs = append(errs, fmt.Errorf("owner lease duration %s must be a whole number of seconds", c.LeaseDuration))
+	}
 	if c.LeaseDuration <= c.RenewDeadline {
 		errs = append(errs, fmt.Errorf("owner lease duration %s must exceed the renew deadline %s", c.LeaseDuration, c.RenewDeadline))
 	}
