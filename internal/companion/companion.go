@@ -127,6 +127,40 @@ func New(opts Options, kube kubernetes.Interface, kat katalystclient.Interface, 
 		seen:    map[string]bool{},
 		changed: make(chan struct{}, 1),
 	}
+	if err := c.watch(kube, kat); err != nil {
+		return nil, err
+	}
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	c.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "rdmatopo-companion"})
+	c.book = &Book{Grace: opts.BookGrace, TTL: opts.BookTTL}
+	c.webhook = &Webhook{
+		Chooser: c.chooser, Book: c.book,
+		Cluster: c, Metrics: c.metrics, Recorder: c.recorder, Client: kube,
+		RefuseHardTier: opts.RefuseHardTier, RefuseNoFit: opts.RefuseNoFit,
+	}
+	if opts.WebhookAddr != "" {
+		oc := opts.Owner
+		oc.Namespace = opts.Namespace
+		owner, err := NewOwner(oc, kube, c.book, nil, func(on bool) {
+			if on {
+				c.metrics.Owner.Set(1)
+			} else {
+				c.metrics.Owner.Set(0)
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("companion: %w", err)
+		}
+		c.owner = owner
+		c.webhook.Owner = owner
+	}
+	return c, nil
+}
+
+// watch sets up the informers (pods indexed by node, gang and UID; nodes
+// and KCNRs fed to the fabric cache) and what their changes wake.
+func (c *Companion) watch(kube kubernetes.Interface, kat katalystclient.Interface) error {
 	c.factory = informers.NewSharedInformerFactory(kube, 0)
 	c.katFact = katalystinformers.NewSharedInformerFactory(kat, 0)
 	c.pods = c.factory.Core().V1().Pods().Informer()
@@ -155,7 +189,7 @@ func New(opts Options, kube kubernetes.Interface, kat katalystclient.Interface, 
 			return []string{string(p.UID)}, nil
 		},
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	wake := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { c.wake() },
@@ -173,33 +207,7 @@ func New(opts Options, kube kubernetes.Interface, kat katalystclient.Interface, 
 		DeleteFunc: func(o any) { c.deleteObj(o, c.fabric.DeleteCNR) },
 	})
 	_, _ = c.pods.AddEventHandler(wake)
-
-	broadcaster := record.NewBroadcaster()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	c.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "rdmatopo-companion"})
-	c.book = &Book{Grace: opts.BookGrace, TTL: opts.BookTTL}
-	c.webhook = &Webhook{
-		Chooser: c.chooser, Book: c.book,
-		Cluster: c, Metrics: c.metrics, Recorder: c.recorder, Client: kube,
-		RefuseHardTier: opts.RefuseHardTier, RefuseNoFit: opts.RefuseNoFit,
-	}
-	if opts.WebhookAddr != "" {
-		oc := opts.Owner
-		oc.Namespace = opts.Namespace
-		owner, err := NewOwner(oc, kube, c.book, nil, func(on bool) {
-			if on {
-				c.metrics.Owner.Set(1)
-			} else {
-				c.metrics.Owner.Set(0)
-			}
-		})
-		if err != nil {
-			return nil, fmt.Errorf("companion: %w", err)
-		}
-		c.owner = owner
-		c.webhook.Owner = owner
-	}
-	return c, nil
+	return nil
 }
 
 // Metrics returns the companion's metrics.
