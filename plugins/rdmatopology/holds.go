@@ -1,6 +1,6 @@
 // Holds: what the topology-preempt action keeps for a preempting gang
 // between the session that evicted its victims and the session the gang
-// binds in; and what a partial gang keeps of the slots its failed binds
+// binds in; and what a partial gang keeps of the places its failed binds
 // leave, until topology-allocate places the pods there again (rebind
 // holds, rebind.go).
 //
