@@ -55,6 +55,13 @@ func TestAllotUnits(t *testing.T) {
 			want: []ledger.ZoneUse{use(0, 1, 4000, nic[0][0], nic[0][1])},
 		},
 		{
+			name: "numa: the NIC with the most free units first", agent: NUMA,
+			cnr: builders.MakeCNR("n1").Policy(v1alpha1.TopologyPolicyNone).Zone(0, 4, 16000).
+				NIC(nic[0][0], 0, "A").NIC(nic[0][1], 0, "A").Units(nic[0][0], 2).Units(nic[0][1], 3).Obj(),
+			pod:  "1",
+			want: []ledger.ZoneUse{use(0, 1, 4000, nic[0][1])},
+		},
+		{
 			name: "blind: the listed unit leaves one for the pod", agent: Blind,
 			cnr: unitsCNR("ns/r/u-r"), pod: "1",
 			want: []ledger.ZoneUse{use(0, 1, 4000, nic[0][0])},
