@@ -8,14 +8,14 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/framework"
 	"volcano.sh/volcano/pkg/scheduler/util"
 
-	"github.com/rdmatopo/rdmatopo/actions/internal/gangfit"
+	"github.com/rdmatopo/rdmatopo/actions/internal/plugin"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/step"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
 // allocateConfined gives its turn to a job whose pods request no RDMA NICs
-// under a hard contract (rdmatopology.Session.Confine): its pending tasks
+// under a hard contract (plugin.Topology.Confine): its pending tasks
 // are allocated as allocate does, but only on the nodes of one domain of
 // the contract's tier, domain by domain until one makes the job ready.
 // Only domains holding every node the job already has pods on are tried
@@ -24,7 +24,6 @@ import (
 // fullest are tried first (allocate's binpack, by domain). A job no domain
 // makes ready waits, the reason on its PodGroup; nothing is placed wider.
 func (r *run) allocateConfined(queue *api.QueueInfo, job *api.JobInfo, tasks *util.PriorityQueue, c *rdmatopology.Confinement) {
-	ssn := r.ssn
 	var pending []*api.TaskInfo
 	for !tasks.Empty() {
 		pending = append(pending, tasks.Pop().(*api.TaskInfo))
@@ -35,6 +34,49 @@ func (r *run) allocateConfined(queue *api.QueueInfo, job *api.JobInfo, tasks *ut
 			held[t.NodeName] = true
 		}
 	}
+	cands := r.confinedCandidates(job, pending, c, held)
+	var blocks *rankBlocks
+	if c.Segment != nil {
+		var err error
+		if blocks, err = r.rankBlocks(job, c.Segment.Size); err != nil {
+			klog.InfoS("Job not placed: invalid rank", "job", job.UID, "err", err)
+			r.topo.Report(job, nil, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
+			return
+		}
+	}
+	var tried []string
+	for _, cd := range cands {
+		if r.tryDomain(queue, job, pending, c, blocks, cd) {
+			return
+		}
+		tried = append(tried, cd.domain.Name)
+	}
+	if job.ReadyTaskNum() >= job.MinAvailable && len(tried) == 0 && len(cands) == 0 && len(held) > 0 {
+		// A running job whose domain has no room for more pods.
+		return
+	}
+	f := rdmatopology.ConfinedFailure(c, int(job.MinAvailable), tried)
+	klog.V(3).InfoS("No domain holds confined job", "job", job.UID, "reason", f.Message)
+	r.topo.Report(job, nil, f)
+	for _, t := range pending {
+		if _, ok := job.NodesFitErrors[t.UID]; !ok {
+			setFitError(job, t, rdmatopology.PluginName+": "+f.Message)
+		}
+	}
+}
+
+// confinedDomain is a domain a confined job may be tried in: its session
+// nodes and their idle resources.
+type confinedDomain struct {
+	domain rdmatopology.Domain
+	nodes  []*api.NodeInfo
+	idle   *api.Resource
+}
+
+// confinedCandidates returns the domains that hold every node the job has
+// pods on (held) and idle room for the pods it still needs, the fullest
+// first.
+func (r *run) confinedCandidates(job *api.JobInfo, pending []*api.TaskInfo, c *rdmatopology.Confinement, held map[string]bool) []confinedDomain {
 	need := api.EmptyResource()
 	for i, t := range pending {
 		if i > 0 && int32(i) >= job.MinAvailable-int32(job.ReadyTaskNum()) {
@@ -42,17 +84,12 @@ func (r *run) allocateConfined(queue *api.QueueInfo, job *api.JobInfo, tasks *ut
 		}
 		need.Add(t.InitResreq)
 	}
-	type candidate struct {
-		domain rdmatopology.Domain
-		nodes  []*api.NodeInfo
-		idle   *api.Resource
-	}
-	var cands []candidate
+	var cands []confinedDomain
 	for _, d := range c.Domains {
-		cd := candidate{domain: d, idle: api.EmptyResource()}
+		cd := confinedDomain{domain: d, idle: api.EmptyResource()}
 		covered := 0
 		for _, name := range d.Nodes {
-			n, ok := ssn.Nodes[name]
+			n, ok := r.ssn.Nodes[name]
 			if !ok {
 				continue
 			}
@@ -68,60 +105,43 @@ func (r *run) allocateConfined(queue *api.QueueInfo, job *api.JobInfo, tasks *ut
 		cands = append(cands, cd)
 	}
 	sort.SliceStable(cands, func(i, j int) bool { return cands[i].idle.MilliCPU < cands[j].idle.MilliCPU })
-	var blocks *rankBlocks
-	if c.Segment != nil {
-		var err error
-		if blocks, err = r.rankBlocks(job, c.Segment.Size); err != nil {
-			klog.InfoS("Job not placed: invalid rank", "job", job.UID, "err", err)
-			r.topo.Report(job, nil, &placement.Failure{Code: placement.ReasonInvalidContract, Message: err.Error()})
-			return
+	return cands
+}
+
+// tryDomain allocates the job's pending tasks on the domain's nodes (block
+// by block when the contract has segments) and commits them if that makes
+// the job ready; otherwise it takes them back and reports false.
+func (r *run) tryDomain(queue *api.QueueInfo, job *api.JobInfo, pending []*api.TaskInfo, c *rdmatopology.Confinement, blocks *rankBlocks, cd confinedDomain) bool {
+	ssn := r.ssn
+	var stmts []*framework.Statement
+	var segments []string
+	clearFitErrors(job, pending)
+	if blocks == nil {
+		stmt := framework.NewStatement(ssn)
+		for _, t := range pending {
+			if !r.allocateTask(queue, job, stmt, t, cd.nodes) {
+				break
+			}
 		}
+		stmts = append(stmts, stmt)
+	} else {
+		stmts, segments = r.allocateBlocks(queue, job, c.Segment, blocks, cd.nodes)
 	}
-	var tried []string
-	for _, cd := range cands {
-		var stmts []*framework.Statement
-		var segments []string
-		clearFitErrors(job, pending)
-		if blocks == nil {
-			stmt := framework.NewStatement(ssn)
-			for _, t := range pending {
-				if !r.allocateTask(queue, job, stmt, t, cd.nodes) {
-					break
-				}
-			}
-			stmts = append(stmts, stmt)
-		} else {
-			stmts, segments = r.allocateBlocks(queue, job, c.Segment, blocks, cd.nodes)
+	if ssn.JobReady(job) {
+		for _, stmt := range stmts {
+			plugin.Settle(r.topo, stmt, step.Settle{Commit: true})
 		}
-		ready := ssn.JobReady(job)
-		if ready {
-			for _, stmt := range stmts {
-				gangfit.Settle(r.topo, stmt, step.Settle{Commit: true})
-			}
-			r.commits++
-			r.fit.Changed(pending)
-			r.topo.ConfinedPlaced(job, c, cd.domain, segments)
-			klog.V(3).InfoS("Placed confined job", "job", job.UID, "tier", c.Tier, "domain", cd.domain.Name)
-			return
-		}
-		for i := len(stmts) - 1; i >= 0; i-- {
-			gangfit.Settle(r.topo, stmts[i], step.Settle{})
-		}
+		r.commits++
 		r.fit.Changed(pending)
-		tried = append(tried, cd.domain.Name)
+		r.topo.ConfinedPlaced(job, c, cd.domain, segments)
+		klog.V(3).InfoS("Placed confined job", "job", job.UID, "tier", c.Tier, "domain", cd.domain.Name)
+		return true
 	}
-	if job.ReadyTaskNum() >= job.MinAvailable && len(tried) == 0 && len(cands) == 0 && len(held) > 0 {
-		// A running job whose domain has no room for more pods.
-		return
+	for i := len(stmts) - 1; i >= 0; i-- {
+		plugin.Settle(r.topo, stmts[i], step.Settle{})
 	}
-	f := rdmatopology.ConfinedFailure(c, int(job.MinAvailable), tried)
-	klog.V(3).InfoS("No domain holds confined job", "job", job.UID, "reason", f.Message)
-	r.topo.Report(job, nil, f)
-	for _, t := range pending {
-		if _, ok := job.NodesFitErrors[t.UID]; !ok {
-			setFitError(job, t, rdmatopology.PluginName+": "+f.Message)
-		}
-	}
+	r.fit.Changed(pending)
+	return false
 }
 
 // rankBlocks are a job's tasks in blocks of consecutive ranks: the
@@ -222,7 +242,7 @@ func (r *run) allocateBlocks(queue *api.QueueInfo, job *api.JobInfo, seg *rdmato
 				placed = true
 				break
 			}
-			gangfit.Settle(r.topo, stmt, step.Settle{})
+			plugin.Settle(r.topo, stmt, step.Settle{})
 		}
 		if !placed {
 			break

@@ -86,6 +86,7 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/util"
 
 	"github.com/rdmatopo/rdmatopo/actions/internal/gangfit"
+	"github.com/rdmatopo/rdmatopo/actions/internal/plugin"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/preemption"
 	"github.com/rdmatopo/rdmatopo/framework/step"
@@ -138,7 +139,7 @@ func (a *Action) UnInitialize() {}
 func (a *Action) Execute(ssn *framework.Session) {
 	klog.V(5).InfoS("Enter action", "action", a.policy.action)
 	defer klog.V(5).InfoS("Leave action", "action", a.policy.action)
-	topo, err := a.rt.ForSession(ssn)
+	topo, err := plugin.For(a.rt, ssn)
 	if topo == nil {
 		klog.ErrorS(err, "Scheduler conf enables the action without a working rdma-topology plugin; nothing is evicted",
 			"action", a.policy.action)
@@ -177,7 +178,7 @@ func (a *Action) Execute(ssn *framework.Session) {
 // run is one Execute.
 type run struct {
 	ssn  *framework.Session
-	topo *rdmatopology.Session
+	topo plugin.Topology
 	// policy says whose pods are victims (preempt or reclaim).
 	policy *policy
 	// fit says where the predicates admit a preemptor's pods once
@@ -334,7 +335,7 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 			Reserved: placement.AssignmentOf(v.res)}
 		if err := topo.Apply(stmt, ev); err != nil {
 			klog.ErrorS(err, "Cannot evict victim; preemption abandoned", "victim", klog.KRef(v.task.Namespace, v.task.Name), "job", jobName)
-			gangfit.Settle(topo, stmt, step.Settle{})
+			plugin.Settle(topo, stmt, step.Settle{})
 			return
 		}
 	}
@@ -344,7 +345,7 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 	}
 	fail := func(err error) {
 		klog.V(3).InfoS("Gang not pipelined after evictions; nothing evicted", "job", jobName, "err", err)
-		gangfit.Settle(topo, stmt, step.Settle{})
+		plugin.Settle(topo, stmt, step.Settle{})
 	}
 	for _, a := range ch.plan.Assignments {
 		task, node := byUID[a.PodUID], ssn.Nodes[a.Node]
@@ -382,7 +383,7 @@ func (r *run) apply(job *api.JobInfo, rdma, others []*api.TaskInfo, ch *choice) 
 		fail(err)
 		return
 	}
-	gangfit.Settle(topo, stmt, step.Settle{Commit: true})
+	plugin.Settle(topo, stmt, step.Settle{Commit: true})
 	r.policy.gangs.Inc()
 	r.policy.pods.Add(float64(len(victims)))
 	r.events(job, ch)

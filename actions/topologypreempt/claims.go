@@ -36,68 +36,7 @@ func (r *run) room(job *api.JobInfo, g placement.Gang, c placement.Contract, can
 		}
 	}
 	f := r.topo.Preemption().Fabric()
-	var rooms []*room
-	byNode := map[string]*room{}
-	byLeaf := map[topology.S0ID][]*room{}
-	for _, sc := range r.scopes(c) {
-		if sc.tier != c.HighestTier {
-			continue
-		}
-		rm := &room{sc: sc}
-		rooms = append(rooms, rm)
-		if sc.leaves == nil {
-			for n := range sc.nodes {
-				byNode[n] = rm
-			}
-			continue
-		}
-		for id := range sc.leaves {
-			byLeaf[id] = append(byLeaf[id], rm)
-		}
-	}
-	// Each pod joins the rooms it is in once: the room of its node, or
-	// those of its NICs' leaves. The pods are counted first; only the
-	// rooms tried collect them.
-	var seen []*room
-	roomsOf := func(h preemption.ReservedPod) []*room {
-		seen = seen[:0]
-		if rm := byNode[h.Res.Node]; rm != nil {
-			seen = append(seen, rm)
-		}
-		if len(byLeaf) > 0 {
-			for _, id := range h.Leaves {
-				for _, rm := range byLeaf[id] {
-					if !slices.Contains(seen, rm) {
-						seen = append(seen, rm)
-					}
-				}
-			}
-		}
-		return seen
-	}
-	reserved := r.reservedPods()
-	for _, h := range reserved {
-		for _, rm := range roomsOf(h) {
-			if !evictable[h.Res.UID] {
-				rm.blocked++
-			}
-		}
-	}
-	// Stable: equal rooms keep the scopes' order (by id).
-	sort.SliceStable(rooms, func(i, j int) bool { return rooms[i].blocked < rooms[j].blocked })
-	rooms = rooms[:min(len(rooms), roomChecks)]
-	tried := make(map[*room]bool, len(rooms))
-	for _, rm := range rooms {
-		tried[rm] = true
-	}
-	for _, h := range reserved {
-		for _, rm := range roomsOf(h) {
-			if tried[rm] {
-				rm.pods = append(rm.pods, h.Res)
-			}
-		}
-	}
-	for _, rk := range rooms {
+	for _, rk := range r.roomsToTry(c, evictable) {
 		// Rooms older gangs claim may be claimed too: this gang waits
 		// there behind them.
 		try := g
@@ -114,6 +53,87 @@ func (r *run) room(job *api.JobInfo, g placement.Gang, c placement.Contract, can
 			Created: job.CreationTimestamp, Room: rk.sc.name, S0s: rk.sc.leaves, Nodes: rk.sc.nodes}
 	}
 	return nil
+}
+
+// roomIndex finds the rooms of the contract's tier a reserved pod is in.
+type roomIndex struct {
+	rooms  []*room
+	byNode map[string]*room
+	byLeaf map[topology.S0ID][]*room
+	seen   []*room
+}
+
+// newRoomIndex indexes the rooms of the contract's highest tier by node
+// (node rooms) and by leaf.
+func (r *run) newRoomIndex(c placement.Contract) *roomIndex {
+	x := &roomIndex{byNode: map[string]*room{}, byLeaf: map[topology.S0ID][]*room{}}
+	for _, sc := range r.scopes(c) {
+		if sc.tier != c.HighestTier {
+			continue
+		}
+		rm := &room{sc: sc}
+		x.rooms = append(x.rooms, rm)
+		if sc.leaves == nil {
+			for n := range sc.nodes {
+				x.byNode[n] = rm
+			}
+			continue
+		}
+		for id := range sc.leaves {
+			x.byLeaf[id] = append(x.byLeaf[id], rm)
+		}
+	}
+	return x
+}
+
+// of returns the rooms a pod is in, each once: the room of its node, or
+// those of its NICs' leaves (valid until the next call).
+func (x *roomIndex) of(h preemption.ReservedPod) []*room {
+	x.seen = x.seen[:0]
+	if rm := x.byNode[h.Res.Node]; rm != nil {
+		x.seen = append(x.seen, rm)
+	}
+	if len(x.byLeaf) > 0 {
+		for _, id := range h.Leaves {
+			for _, rm := range x.byLeaf[id] {
+				if !slices.Contains(x.seen, rm) {
+					x.seen = append(x.seen, rm)
+				}
+			}
+		}
+	}
+	return x.seen
+}
+
+// roomsToTry returns the rooms to try, fewest pods that may not be evicted
+// first (at most roomChecks), each with the reserved pods in it. The pods
+// are counted first; only the rooms tried collect them.
+func (r *run) roomsToTry(c placement.Contract, evictable map[string]bool) []*room {
+	x := r.newRoomIndex(c)
+	reserved := r.reservedPods()
+	for _, h := range reserved {
+		for _, rm := range x.of(h) {
+			if !evictable[h.Res.UID] {
+				rm.blocked++
+			}
+		}
+	}
+	rooms := x.rooms
+	// Stable: equal rooms keep the scopes' order (by id).
+	sort.SliceStable(rooms, func(i, j int) bool { return rooms[i].blocked < rooms[j].blocked })
+	rooms = rooms[:min(len(rooms), roomChecks)]
+	tried := make(map[*room]bool, len(rooms))
+	for _, rm := range rooms {
+		tried[rm] = true
+	}
+	for _, h := range reserved {
+		for _, rm := range x.of(h) {
+			if tried[rm] {
+				rm.pods = append(rm.pods, h.Res)
+			}
+		}
+	}
+	return rooms
 }
 
 // reservedPods returns the ledger's reservations with their leaves, read

@@ -52,46 +52,18 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	if err := fs.parse(args, 0); err != nil {
 		return err
 	}
-	if o.output != outputTable && o.output != outputWide && o.output != outputJSON {
-		return badInputf("simulate: -o %q: must be table, wide or json", o.output)
-	}
-	if o.cluster != "" && o.kubeconfig != "" {
-		return badInputf("simulate: --cluster and --kubeconfig are exclusive (the live cluster is the cluster)")
-	}
-	if o.maxCycles < 1 {
-		return badInputf("simulate: --max-cycles must be at least 1, got %d", o.maxCycles)
-	}
-	if o.period <= 0 {
-		return badInputf("simulate: --period must be positive, got %s", o.period)
-	}
-	agent, err := nodeagent.ParseMode(o.nodeAgent)
+	agent, err := o.check()
 	if err != nil {
-		return badInputf("simulate: --node-agent: %v", err)
+		return err
 	}
 
 	c, err := loadConf(o.conf)
 	if err != nil {
 		return err
 	}
-	var cluster *workload.Cluster
-	clusterName := nameOr(o.cluster, examples.ClusterFile)
-	if o.kubeconfig != "" {
-		clusterName = o.kubeconfig
-		if cluster, err = loadLiveCluster(o.kubeconfig, c.Topology); err != nil {
-			return err
-		}
-	} else if cluster, err = loadCluster(o.cluster); err != nil {
-		return err
-	}
-	set, err := loadWorkload(o.workload)
+	cluster, clusterName, set, err := o.inputs(c)
 	if err != nil {
 		return err
-	}
-	if err := checkDisjoint(cluster, set, nameOr(o.workload, examples.WorkloadFile)); err != nil {
-		return err
-	}
-	if err := workload.CheckRunning(cluster, set); err != nil {
-		return badInput(err)
 	}
 
 	s, err := sim.New(c, cluster, sim.Options{NodeAgent: agent, Period: o.period})
@@ -124,4 +96,53 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 		return writeJSON(stdout, rep)
 	}
 	return writeTable(stdout, rep, o.output == outputWide)
+}
+
+// check checks the flags that need no input read, and returns the node
+// agent's mode.
+func (o *simulateOpts) check() (nodeagent.Mode, error) {
+	if o.output != outputTable && o.output != outputWide && o.output != outputJSON {
+		return "", badInputf("simulate: -o %q: must be table, wide or json", o.output)
+	}
+	if o.cluster != "" && o.kubeconfig != "" {
+		return "", badInputf("simulate: --cluster and --kubeconfig are exclusive (the live cluster is the cluster)")
+	}
+	if o.maxCycles < 1 {
+		return "", badInputf("simulate: --max-cycles must be at least 1, got %d", o.maxCycles)
+	}
+	if o.period <= 0 {
+		return "", badInputf("simulate: --period must be positive, got %s", o.period)
+	}
+	agent, err := nodeagent.ParseMode(o.nodeAgent)
+	if err != nil {
+		return "", badInputf("simulate: --node-agent: %v", err)
+	}
+	return agent, nil
+}
+
+// inputs reads the cluster (a file, the sample, or a live cluster) and the
+// workload, and checks that they fit together.
+func (o *simulateOpts) inputs(c *sim.Conf) (*workload.Cluster, string, *workload.Set, error) {
+	var cluster *workload.Cluster
+	clusterName := nameOr(o.cluster, examples.ClusterFile)
+	var err error
+	if o.kubeconfig != "" {
+		clusterName = o.kubeconfig
+		if cluster, err = loadLiveCluster(o.kubeconfig, c.Topology); err != nil {
+			return nil, "", nil, err
+		}
+	} else if cluster, err = loadCluster(o.cluster); err != nil {
+		return nil, "", nil, err
+	}
+	set, err := loadWorkload(o.workload)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if err := checkDisjoint(cluster, set, nameOr(o.workload, examples.WorkloadFile)); err != nil {
+		return nil, "", nil, err
+	}
+	if err := workload.CheckRunning(cluster, set); err != nil {
+		return nil, "", nil, badInput(err)
+	}
+	return cluster, clusterName, set, nil
 }

@@ -7,10 +7,8 @@ package explain
 
 import (
 	"fmt"
-	"io"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -160,6 +158,69 @@ func Explain(cfg topology.Config, snap *live.Snapshot, pg *schedulingv1beta1.Pod
 	if len(bound) > 0 && int32(len(bound)) >= pg.Spec.MinMember {
 		e.State = StatePlaced
 	}
+	contract, cerr := e.readContract(cfg, snap, pg, bound, pending)
+	for _, j := range snap.Jobs(cfg.RDMAResource) {
+		if j.Namespace == pg.Namespace && j.Name == pg.Name && !j.Placed {
+			e.Scheduler = j.Reason
+		}
+	}
+	e.noteOtherSchedulers(pending)
+
+	view := fabricview.Build(cfg, snap.Cluster)
+	f := view.Fabric()
+	reserved, _ := ledger.Rebuild(cfg, snap.Cluster.Pods, f)
+	if len(bound) > 0 {
+		e.Current = where(f, reserved, bound)
+		e.Ranked, e.RingCrossings = ranked(f, reserved, bound, pending, snap.JobTasks)
+	}
+	g := pendingGang(cfg, f, reserved, bound, pending, snap.JobTasks)
+	if cerr == nil {
+		cerr = g.rankErr
+	}
+	if len(pending) == 0 {
+		return e
+	}
+	if len(g.pods) == 0 {
+		note := "no pending pod requests " + cfg.RDMAResource + ": its pods are placed as stock Volcano's allocate places them"
+		if tier := confinedTier(contract); tier != "" {
+			note += ", within one " + tier + " domain (" + tierDomain[tier] + ")"
+		}
+		e.Notes = append(e.Notes, note)
+		return e
+	}
+	main := g.pods[0].Shape
+	for _, p := range g.pods[1:] {
+		if p.Shape.NICs > main.NICs || (p.Shape.NICs == main.NICs && p.Shape.GPU > main.GPU) {
+			main = p.Shape
+		}
+	}
+	e.Shape = main.String()
+	need := min(max(int(pg.Spec.MinMember)-len(bound), 1), len(g.pods))
+
+	nodes := sessionNodes(snap.Cluster)
+	st := placement.NewState(f, reserved)
+	rdmatopology.LimitNodes(st, nodes, corev1.ResourceName(cfg.GPUResource), corev1.ResourceName(cfg.RDMAResource))
+	gang := placement.Gang{Job: pg.Namespace + "/" + pg.Name, Pods: g.pods, Need: need,
+		Mode: contract.Mode, HighestTier: contract.HighestTier, Occupancy: g.held, Segment: contract.Segment, Members: g.members,
+		Allowed: func(node string, group int) bool {
+			ni, ok := nodes[node]
+			return ok && admits(g.reps[group], ni.Node)
+		}}
+	e.planNow(st, gang, contract, cerr)
+	e.Leaves = bestLeaves(st, view, main, len(g.pods), func(node string) bool {
+		for i := range g.reps {
+			if gang.Allowed(node, i) {
+				return true
+			}
+		}
+		return false
+	})
+	return e
+}
+
+// readContract reads the gang's contract as the scheduler reads it, into
+// e.Contract and e.Notes; the error is the contract's.
+func (e *Explanation) readContract(cfg topology.Config, snap *live.Snapshot, pg *schedulingv1beta1.PodGroup, bound, pending []*corev1.Pod) (placement.Contract, error) {
 	hyper, _ := topology.NewHyperNodeIndex(cfg.S1HyperNodeTier, snap.Cluster.HyperNodes)
 	contract, problems := placement.ReadGangContract(placement.ContractInput{Group: pg.Annotations, Native: snap.NativeOf(pg.Namespace, pg.Name),
 		MinMember: pg.Spec.MinMember, Tiers: placement.VolcanoTiers{S1Tier: cfg.S1HyperNodeTier, Names: hyper.TierNames()},
@@ -176,109 +237,91 @@ func Explain(cfg topology.Config, snap *live.Snapshot, pg *schedulingv1beta1.Pod
 	if cerr != nil {
 		e.Contract.Error = cerr.Error()
 	}
-	for _, j := range snap.Jobs(cfg.RDMAResource) {
-		if j.Namespace == pg.Namespace && j.Name == pg.Name && !j.Placed {
-			e.Scheduler = j.Reason
-		}
-	}
-	if e.OtherSchedulers = otherSchedulers(pending); e.OtherSchedulers != nil {
-		names := make([]string, 0, len(e.OtherSchedulers))
-		for n := range e.OtherSchedulers {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			pods := e.OtherSchedulers[n]
-			e.Notes = append(e.Notes, fmt.Sprintf("%d pending pod(s) (%s) wait for the scheduler %q%s, not Volcano's %q: "+
-				"Volcano and rdmatopo never place them; pods of a plain PodGroup need spec.schedulerName: %s",
-				len(pods), strings.Join(firstN(pods, 3), ", "), n, schedulerNameSource(n), VolcanoSchedulerName, VolcanoSchedulerName))
-		}
-	}
+	return contract, cerr
+}
 
-	view := fabricview.Build(cfg, snap.Cluster)
-	f := view.Fabric()
-	reserved, _ := ledger.Rebuild(cfg, snap.Cluster.Pods, f)
-	if len(bound) > 0 {
-		e.Current = where(f, reserved, bound)
-		e.Ranked, e.RingCrossings = ranked(f, reserved, bound, pending, snap.JobTasks)
+// noteOtherSchedulers notes the pending pods that wait for another
+// scheduler than Volcano's.
+func (e *Explanation) noteOtherSchedulers(pending []*corev1.Pod) {
+	if e.OtherSchedulers = otherSchedulers(pending); e.OtherSchedulers == nil {
+		return
 	}
+	names := make([]string, 0, len(e.OtherSchedulers))
+	for n := range e.OtherSchedulers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		pods := e.OtherSchedulers[n]
+		e.Notes = append(e.Notes, fmt.Sprintf("%d pending pod(s) (%s) wait for the scheduler %q%s, not Volcano's %q: "+
+			"Volcano and rdmatopo never place them; pods of a plain PodGroup need spec.schedulerName: %s",
+			len(pods), strings.Join(firstN(pods, 3), ", "), n, schedulerNameSource(n), VolcanoSchedulerName, VolcanoSchedulerName))
+	}
+}
 
+// gangToPlan is the gang's pending RDMA pods as the scheduler would plan
+// them, and what its bound pods hold.
+type gangToPlan struct {
+	// pods are the pending pods that request RDMA NICs, in rank order;
+	// a pod's Group indexes reps, its pod object.
+	pods []placement.Pod
+	reps []*corev1.Pod
+	// held is what the bound pods hold, their ranks included.
+	held *placement.Occupancy
+	// members counts the ranked pods (pending and holding NICs); 0 when
+	// the ranks are invalid (rankErr).
+	members int
+	rankErr error
+}
+
+// pendingGang reads the pending pods that request RDMA NICs and ranks
+// them as the scheduler ranks a gang (rdmatopology.RanksOf, a Volcano
+// Job's tasks in spec order when the snapshot has the Job, else by name),
+// over the pending RDMA pods and the bound pods that hold NICs: the pods in
+// rank order, the held ones with theirs, so that late pods are planned
+// next to their neighbours.
+func pendingGang(cfg topology.Config, f *topology.Fabric, reserved *ledger.Ledger, bound, pending []*corev1.Pod,
+	tasks func(namespace, job string) []string) gangToPlan {
 	gpu, rdma := corev1.ResourceName(cfg.GPUResource), corev1.ResourceName(cfg.RDMAResource)
-	var pods []placement.Pod
-	var reps []*corev1.Pod
+	var g gangToPlan
 	for _, p := range pending {
 		sh := rdmatopology.ShapeOf(p, api.NewTaskInfo(p).InitResreq, gpu, rdma)
 		if sh.NICs <= 0 {
 			continue
 		}
-		pods = append(pods, placement.Pod{UID: string(p.UID), Name: p.Namespace + "/" + p.Name, Shape: sh, Group: len(reps)})
-		reps = append(reps, p)
+		g.pods = append(g.pods, placement.Pod{UID: string(p.UID), Name: p.Namespace + "/" + p.Name, Shape: sh, Group: len(g.reps)})
+		g.reps = append(g.reps, p)
 	}
-	// Ranks as the scheduler reads them (rdmatopology.RanksOf, a Volcano
-	// Job's tasks in spec order when the snapshot has the Job, else by
-	// name) over the pending RDMA pods and the bound pods that hold NICs,
-	// as the scheduler ranks a gang: the pods in rank order, the held ones
-	// with theirs, so that late pods are planned next to their neighbours.
-	gangHeld := held(f, reserved, bound)
-	members := 0
+	g.held = held(f, reserved, bound)
 	var holding []*corev1.Pod
 	for _, p := range bound {
 		if _, ok := reserved.Get(string(p.UID)); ok {
 			holding = append(holding, p)
 		}
 	}
-	rank, rerr := rdmatopology.RanksOf(append(append([]*corev1.Pod(nil), reps...), holding...), snap.JobTasks)
-	if rerr == nil {
-		for i := range pods {
-			pods[i].Rank = rank[i]
-		}
-		sort.SliceStable(pods, func(i, j int) bool { return pods[i].Rank < pods[j].Rank })
-		for i, p := range holding {
-			r, _ := reserved.Get(string(p.UID))
-			leaves := f.NICLeaves(r.Node, r.NICs())
-			sort.Slice(leaves, func(a, b int) bool { return leaves[a] < leaves[b] })
-			gangHeld.Ranks = append(gangHeld.Ranks, placement.OccupiedRank{Rank: rank[len(reps)+i], Node: r.Node, Leaves: leaves})
-		}
-		sort.SliceStable(gangHeld.Ranks, func(i, j int) bool { return gangHeld.Ranks[i].Rank < gangHeld.Ranks[j].Rank })
-		members = len(reps) + len(holding)
-	} else if cerr == nil {
-		cerr = rerr
+	rank, err := rdmatopology.RanksOf(append(append([]*corev1.Pod(nil), g.reps...), holding...), tasks)
+	if err != nil {
+		g.rankErr = err
+		return g
 	}
-	if len(pending) == 0 {
-		return e
+	for i := range g.pods {
+		g.pods[i].Rank = rank[i]
 	}
-	if len(pods) == 0 {
-		note := "no pending pod requests " + cfg.RDMAResource + ": its pods are placed as stock Volcano's allocate places them"
-		if tier := confinedTier(contract); tier != "" {
-			note += ", within one " + tier + " domain (" + tierDomain[tier] + ")"
-		}
-		e.Notes = append(e.Notes, note)
-		return e
+	sort.SliceStable(g.pods, func(i, j int) bool { return g.pods[i].Rank < g.pods[j].Rank })
+	for i, p := range holding {
+		r, _ := reserved.Get(string(p.UID))
+		leaves := f.NICLeaves(r.Node, r.NICs())
+		sort.Slice(leaves, func(a, b int) bool { return leaves[a] < leaves[b] })
+		g.held.Ranks = append(g.held.Ranks, placement.OccupiedRank{Rank: rank[len(g.reps)+i], Node: r.Node, Leaves: leaves})
 	}
-	main := pods[0].Shape
-	for _, p := range pods[1:] {
-		if p.Shape.NICs > main.NICs || (p.Shape.NICs == main.NICs && p.Shape.GPU > main.GPU) {
-			main = p.Shape
-		}
-	}
-	e.Shape = main.String()
-	need := int(pg.Spec.MinMember) - len(bound)
-	if need < 1 {
-		need = 1
-	}
-	if need > len(pods) {
-		need = len(pods)
-	}
+	sort.SliceStable(g.held.Ranks, func(i, j int) bool { return g.held.Ranks[i].Rank < g.held.Ranks[j].Rank })
+	g.members = len(g.reps) + len(holding)
+	return g
+}
 
-	nodes := sessionNodes(snap.Cluster)
-	st := placement.NewState(f, reserved)
-	rdmatopology.LimitNodes(st, nodes, gpu, rdma)
-	gang := placement.Gang{Job: pg.Namespace + "/" + pg.Name, Pods: pods, Need: need,
-		Mode: contract.Mode, HighestTier: contract.HighestTier, Occupancy: gangHeld, Segment: contract.Segment, Members: members,
-		Allowed: func(node string, group int) bool {
-			ni, ok := nodes[node]
-			return ok && admits(reps[group], ni.Node)
-		}}
+// planNow plans the gang on the state now, into e.Plan or e.Blocked (the
+// contract's error, cerr, first).
+func (e *Explanation) planNow(st *placement.State, gang placement.Gang, contract placement.Contract, cerr error) {
 	switch plan, fail := st.Plan(gang); {
 	case cerr != nil:
 		e.Blocked = string(placement.ReasonInvalidContract) + ": " + cerr.Error()
@@ -305,15 +348,6 @@ func Explain(cfg topology.Config, snap *live.Snapshot, pg *schedulingv1beta1.Pod
 			}
 		}
 	}
-	e.Leaves = bestLeaves(st, view, main, len(pods), func(node string) bool {
-		for g := range reps {
-			if gang.Allowed(node, g) {
-				return true
-			}
-		}
-		return false
-	})
-	return e
 }
 
 // where is the placement of the bound pods, by their reservations.
@@ -473,116 +507,6 @@ func s1s(in []topology.S1ID) []string {
 		}
 	}
 	return out
-}
-
-// WriteText prints an explanation for people.
-func (e *Explanation) WriteText(w io.Writer) error {
-	var b strings.Builder
-	from := ""
-	if e.From != "" {
-		from = " (from " + e.From + ")"
-	}
-	fmt.Fprintf(&b, "PodGroup %s/%s%s: %s, %d/%d pods bound (minMember %d), phase %s\n",
-		e.Namespace, e.PodGroup, from, e.State, e.Bound, e.Pods, e.MinMember, e.Phase)
-	c := e.Contract
-	fmt.Fprintf(&b, "Contract: mode %s, highest tier %s", c.Mode, c.HighestTier)
-	if c.MaxWait != "" {
-		fmt.Fprintf(&b, ", max-wait %s", c.MaxWait)
-	}
-	if c.WaitingSince != "" {
-		fmt.Fprintf(&b, ", waiting since %s", c.WaitingSince)
-	}
-	b.WriteString("\n")
-	if c.Error != "" {
-		fmt.Fprintf(&b, "Contract error: %s\n", c.Error)
-	}
-	if e.Current != nil {
-		fmt.Fprintf(&b, "Sits at: %s\n", describe(e.Current))
-	}
-	if e.RingCrossings != nil {
-		fmt.Fprintf(&b, "Ring over ranks: %d leaf crossings\n", *e.RingCrossings)
-		for _, rp := range e.Ranked {
-			leaves := "no RDMA NICs"
-			if len(rp.S0) > 0 {
-				leaves = "S0 " + strings.Join(rp.S0, ",")
-			}
-			fmt.Fprintf(&b, "  rank %d: %s on %s, %s\n", rp.Rank, rp.Pod, rp.Node, leaves)
-		}
-	}
-	if e.Shape != "" {
-		fmt.Fprintf(&b, "Pending pods: %d, largest %s\n", e.Pods-e.Bound, e.Shape)
-	}
-	if e.Plan != nil {
-		fmt.Fprintf(&b, "Would be placed now at: %s\n", describe(e.Plan))
-	}
-	if e.Blocked != "" {
-		fmt.Fprintf(&b, "Blocked: %s\n", e.Blocked)
-	}
-	if e.Scheduler != "" {
-		fmt.Fprintf(&b, "Scheduler says: %s\n", e.Scheduler)
-	}
-	for _, n := range e.Notes {
-		fmt.Fprintf(&b, "Note: %s\n", n)
-	}
-	for _, fl := range e.FailedLeaves {
-		gangs := "none"
-		if len(fl.Gangs) > 0 {
-			gangs = strings.Join(fl.Gangs, ", ")
-		}
-		fmt.Fprintf(&b, "Failed leaf %s (%d NICs on %s): gangs that lost pods under it: %s\n", fl.S0, fl.NICs,
-			strings.Join(fl.Nodes, ", "), gangs)
-	}
-	if _, err := io.WriteString(w, b.String()); err != nil {
-		return err
-	}
-	if len(e.Leaves) == 0 {
-		return nil
-	}
-	fmt.Fprintln(w, "\nBest leaves for the gang:")
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "S1\tS0\tPODS THAT FIT\tFREE NICS\tHELD BY (NICS)")
-	for _, l := range e.Leaves {
-		s1 := l.S1
-		if s1 == "" {
-			s1 = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d/%d\t%s\n", s1, l.S0, l.Pods, l.FreeNICs, l.NICs, fabricview.HolderList(l.HeldBy))
-	}
-	return tw.Flush()
-}
-
-// describe renders a placement on one line.
-func describe(p *Placement) string {
-	tier := p.Tier
-	if tier == "" {
-		tier = "no RDMA NICs"
-	} else {
-		tier = "tier " + tier
-	}
-	s := fmt.Sprintf("%s on nodes %s", tier, strings.Join(p.Nodes, ","))
-	if len(p.S0) > 0 {
-		s += ", S0 " + strings.Join(p.S0, ",")
-	}
-	if len(p.S1) > 0 {
-		s += ", S1 " + strings.Join(p.S1, ",")
-	}
-	return s
-}
-
-// schedulerNameSource says where the default scheduler's name came from.
-func schedulerNameSource(name string) string {
-	if name == DefaultSchedulerName {
-		return " (what a pod gets when its spec names no scheduler)"
-	}
-	return ""
-}
-
-// firstN returns at most n names, the last one "..." when some are left out.
-func firstN(names []string, n int) []string {
-	if len(names) <= n {
-		return names
-	}
-	return append(append([]string(nil), names[:n]...), "...")
 }
 
 // tierDomain says what one domain of a tier is for pods without RDMA NICs.

@@ -126,12 +126,36 @@ func Render(f *topology.Fabric, m Model) []byte {
 		holders[key] = h
 	}
 
-	// Group leaves by S1; leaves of unknown topology go last.
-	type group struct {
-		title  string
-		leaves []topology.S0ID
+	var body bytes.Buffer
+	y := mapMargin + 28
+	width := 2*mapMargin + leavesPerRow*leafWidth + (leavesPerRow-1)*leafGap
+	for _, g := range leafGroups(f) {
+		y = drawGroup(&body, f, g, y, width, holders, waiting)
 	}
-	var groups []group
+	height := drawLegend(&body, m, jobColor, y+4) + mapMargin
+
+	var out bytes.Buffer
+	fmt.Fprintf(&out, `<?xml version="1.0" encoding="UTF-8"?>`+"\n")
+	fmt.Fprintf(&out, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif">`+"\n",
+		width, height, width, height)
+	fmt.Fprintf(&out, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height)
+	text(&out, mapMargin, mapMargin+12, "font-weight=\"bold\" font-size=\"16\"",
+		m.Title)
+	out.Write(body.Bytes())
+	out.WriteString("</svg>\n")
+	return out.Bytes()
+}
+
+// leafGroup is one box of the map: an S1's leaves, or those of unknown
+// topology.
+type leafGroup struct {
+	title  string
+	leaves []topology.S0ID
+}
+
+// leafGroups groups the leaves by S1; leaves of unknown topology go last.
+func leafGroups(f *topology.Fabric) []leafGroup {
+	var groups []leafGroup
 	var unknown []topology.S0ID
 	for _, s1 := range f.S1IDs() {
 		var known []topology.S0ID
@@ -150,55 +174,57 @@ func Render(f *topology.Fabric, m Model) []byte {
 			title = "S1 unknown (no s1NodeLabel configured, or nodes without the label): one miniPod"
 		}
 		sortLeaves(f, known)
-		groups = append(groups, group{title: title, leaves: known})
+		groups = append(groups, leafGroup{title: title, leaves: known})
 	}
 	if len(unknown) > 0 {
 		sort.Slice(unknown, func(i, j int) bool { return unknown[i] < unknown[j] })
-		groups = append(groups, group{title: "Topology unknown: each NIC is a leaf of its own", leaves: unknown})
+		groups = append(groups, leafGroup{title: "Topology unknown: each NIC is a leaf of its own", leaves: unknown})
 	}
+	return groups
+}
 
-	var body bytes.Buffer
-	y := mapMargin + 28
-	width := 2*mapMargin + leavesPerRow*leafWidth + (leavesPerRow-1)*leafGap
-	for _, g := range groups {
-		rows := (len(g.leaves) + leavesPerRow - 1) / leavesPerRow
-		heights := make([]int, rows)
-		for i, id := range g.leaves {
-			if h := leafHeight(f, id, waiting); h > heights[i/leavesPerRow] {
-				heights[i/leavesPerRow] = h
-			}
+// drawGroup draws a group's box at y, its leaves in rows, and returns the
+// y below it.
+func drawGroup(body *bytes.Buffer, f *topology.Fabric, g leafGroup, y, width int, holders map[string]nicHolder, waiting map[topology.S0ID][]waitMark) int {
+	rows := (len(g.leaves) + leavesPerRow - 1) / leavesPerRow
+	heights := make([]int, rows)
+	for i, id := range g.leaves {
+		if h := leafHeight(f, id, waiting); h > heights[i/leavesPerRow] {
+			heights[i/leavesPerRow] = h
 		}
-		total := s1Header
-		for _, h := range heights {
-			total += h + leafGap
-		}
-		fmt.Fprintf(&body, `<rect x="%d" y="%d" width="%d" height="%d" rx="6" fill="#f9fafb" stroke="#9ca3af"/>`+"\n",
-			mapMargin/2, y, width-mapMargin, total)
-		text(&body, mapMargin, y+20, "font-weight=\"bold\" font-size=\"14\"", g.title)
-		rowY := y + s1Header
-		for i, id := range g.leaves {
-			col := i % leavesPerRow
-			if col == 0 && i > 0 {
-				rowY += heights[i/leavesPerRow-1] + leafGap
-			}
-			l, _ := f.Leaf(id)
-			drawLeaf(&body, l, mapMargin+col*(leafWidth+leafGap), rowY, holders, waiting[id])
-		}
-		y += total + leafGap
 	}
+	total := s1Header
+	for _, h := range heights {
+		total += h + leafGap
+	}
+	fmt.Fprintf(body, `<rect x="%d" y="%d" width="%d" height="%d" rx="6" fill="#f9fafb" stroke="#9ca3af"/>`+"\n",
+		mapMargin/2, y, width-mapMargin, total)
+	text(body, mapMargin, y+20, "font-weight=\"bold\" font-size=\"14\"", g.title)
+	rowY := y + s1Header
+	for i, id := range g.leaves {
+		col := i % leavesPerRow
+		if col == 0 && i > 0 {
+			rowY += heights[i/leavesPerRow-1] + leafGap
+		}
+		l, _ := f.Leaf(id)
+		drawLeaf(body, l, mapMargin+col*(leafWidth+leafGap), rowY, holders, waiting[id])
+	}
+	return y + total + leafGap
+}
 
-	// Legend.
-	y += 4
-	text(&body, mapMargin, y+12, "font-weight=\"bold\" font-size=\"13\"", "Jobs")
+// drawLegend draws the jobs' colours and the fixed ones from y and returns
+// the y below them.
+func drawLegend(body *bytes.Buffer, m Model, jobColor map[string]string, y int) int {
+	text(body, mapMargin, y+12, "font-weight=\"bold\" font-size=\"13\"", "Jobs")
 	y += legendRow
 	for _, j := range m.Jobs {
-		fmt.Fprintf(&body, `<g data-job="%s"><title>%s</title>`+"\n", escape(j.Key), escape(j.Label))
-		fmt.Fprintf(&body, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>`+"\n", mapMargin, y, nicSize, nicSize, jobColor[j.Key])
+		fmt.Fprintf(body, `<g data-job="%s"><title>%s</title>`+"\n", escape(j.Key), escape(j.Label))
+		fmt.Fprintf(body, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>`+"\n", mapMargin, y, nicSize, nicSize, jobColor[j.Key])
 		for i, line := range wrap(j.Label, legendChars) {
 			if i > 0 {
 				y += legendRow - 4
 			}
-			text(&body, mapMargin+nicSize+8, y+12, "font-size=\"12\"", line)
+			text(body, mapMargin+nicSize+8, y+12, "font-size=\"12\"", line)
 		}
 		body.WriteString("</g>\n")
 		y += legendRow
@@ -207,22 +233,11 @@ func Render(f *topology.Fabric, m Model) []byte {
 		{colorFree, "free NIC"}, {colorRunning, m.OtherLabel},
 		{colorReported, "NIC in use per its KCNR, holder unknown"},
 	} {
-		fmt.Fprintf(&body, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s" stroke="#6b7280"/>`+"\n", mapMargin, y, nicSize, nicSize, fixed.color)
-		text(&body, mapMargin+nicSize+8, y+12, "font-size=\"12\"", fixed.label)
+		fmt.Fprintf(body, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s" stroke="#6b7280"/>`+"\n", mapMargin, y, nicSize, nicSize, fixed.color)
+		text(body, mapMargin+nicSize+8, y+12, "font-size=\"12\"", fixed.label)
 		y += legendRow
 	}
-	height := y + mapMargin
-
-	var out bytes.Buffer
-	fmt.Fprintf(&out, `<?xml version="1.0" encoding="UTF-8"?>`+"\n")
-	fmt.Fprintf(&out, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif">`+"\n",
-		width, height, width, height)
-	fmt.Fprintf(&out, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height)
-	text(&out, mapMargin, mapMargin+12, "font-weight=\"bold\" font-size=\"16\"",
-		m.Title)
-	out.Write(body.Bytes())
-	out.WriteString("</svg>\n")
-	return out.Bytes()
+	return y
 }
 
 // sortLeaves orders leaves by their first node and NUMA zone, so leaves

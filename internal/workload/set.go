@@ -136,27 +136,7 @@ func (b *setBuilder) add(r *rawObject) *InputError {
 		}
 		return b.addQueue(r, q)
 	case KindPodGroup:
-		native, ierr := cutPodGroupNative(r)
-		if ierr != nil {
-			return ierr
-		}
-		pg := &schedulingv1beta1.PodGroup{}
-		if ierr := decodeStrict(r, pg); ierr != nil {
-			return ierr
-		}
-		if ierr := checkContract(r, pg.Namespace, pg.Name, pg.Annotations); ierr != nil {
-			return ierr
-		}
-		if ierr := b.addPodGroup(r, pg); ierr != nil {
-			return ierr
-		}
-		if native != nil {
-			if ierr := checkNetworkTopology(r, "spec.networkTopology", native.NetworkTopology); ierr != nil {
-				return ierr
-			}
-			b.setNative(pg, native)
-		}
-		return nil
+		return b.addPodGroupObject(r)
 	case KindPod:
 		p := &corev1.Pod{}
 		if ierr := decodeStrict(r, p); ierr != nil {
@@ -164,84 +144,126 @@ func (b *setBuilder) add(r *rawObject) *InputError {
 		}
 		return b.addPod(r, p)
 	case KindVolcanoJob:
-		native, ierr := cutJobNative(r)
-		if ierr != nil {
-			return ierr
-		}
-		job := &batchv1alpha1.Job{}
-		if ierr := decodeStrict(r, job); ierr != nil {
-			return ierr
-		}
-		if native.set() {
-			r.name, r.namespace = job.Name, job.Namespace
-			if ierr := defaultPartitions(r, job, native); ierr != nil {
-				return ierr
-			}
-		}
-		if ierr := checkContract(r, job.Namespace, job.Name, job.Annotations); ierr != nil {
-			return ierr
-		}
-		if ierr := b.reg.add(r.origin, KindVolcanoJob, job.Namespace, job.Name); ierr != nil {
-			return ierr
-		}
-		pg, pods, ierr := expandVolcanoJob(r, job, b.classes, &b.clk, b.podRoom())
-		if ierr != nil {
-			return ierr
-		}
-		if b.set.VolcanoJobTasks == nil {
-			b.set.VolcanoJobTasks = map[string][]string{}
-		}
-		for _, t := range job.Spec.Tasks {
-			key := job.Namespace + "/" + job.Name
-			b.set.VolcanoJobTasks[key] = append(b.set.VolcanoJobTasks[key], t.Name)
-		}
-		if native.set() {
-			labelPartitions(job, native, pods)
-		}
-		if ierr := b.addExpanded(r, pg, pods, "spec.queue", "spec.tasks[].template."); ierr != nil {
-			return ierr
-		}
-		if native.set() {
-			b.setNative(pg, podGroupNative(job, native))
-		}
-		return nil
+		return b.addVolcanoJob(r)
 	case KindPyTorchJob:
-		job := &PyTorchJob{}
-		if ierr := decodeStrict(r, job); ierr != nil {
-			return ierr
-		}
-		if ierr := checkContract(r, job.Namespace, job.Name, job.Annotations); ierr != nil {
-			return ierr
-		}
-		if ierr := b.reg.add(r.origin, KindPyTorchJob, job.Namespace, job.Name); ierr != nil {
-			return ierr
-		}
-		pg, pods, ierr := expandPyTorchJob(r, job, b.classes, &b.clk, b.podRoom())
-		if ierr != nil {
-			return ierr
-		}
-		return b.addExpanded(r, pg, pods, "spec.runPolicy.schedulingPolicy.queue", "spec.pytorchReplicaSpecs[].template.")
+		return b.addPyTorchJob(r)
 	case KindTrainJob:
-		job := &TrainJob{}
-		if ierr := decodeStrict(r, job); ierr != nil {
-			return ierr
-		}
-		if ierr := b.reg.add(r.origin, KindTrainJob, job.Namespace, job.Name); ierr != nil {
-			return ierr
-		}
-		pg, pods, native, ierr := expandTrainJob(r, job, b.runtimes, &b.clk, b.podRoom())
-		if ierr != nil {
-			return ierr
-		}
-		if ierr := b.addExpanded(r, pg, pods, fmt.Sprintf("spec.annotations[%q]", volcanoQueueAnnotation), "the runtime's spec.template.spec.replicatedJobs[].template.spec.template."); ierr != nil {
-			return ierr
-		}
-		if native != nil {
-			b.setNative(pg, native)
-		}
-		return nil
+		return b.addTrainJob(r)
 	}
 	return nil // PriorityClasses and runtimes were added first
+}
+
+// addPodGroupObject adds a PodGroup and its native topology fields.
+func (b *setBuilder) addPodGroupObject(r *rawObject) *InputError {
+	native, ierr := cutPodGroupNative(r)
+	if ierr != nil {
+		return ierr
+	}
+	pg := &schedulingv1beta1.PodGroup{}
+	if ierr := decodeStrict(r, pg); ierr != nil {
+		return ierr
+	}
+	if ierr := checkContract(r, pg.Namespace, pg.Name, pg.Annotations); ierr != nil {
+		return ierr
+	}
+	if ierr := b.addPodGroup(r, pg); ierr != nil {
+		return ierr
+	}
+	if native != nil {
+		if ierr := checkNetworkTopology(r, "spec.networkTopology", native.NetworkTopology); ierr != nil {
+			return ierr
+		}
+		b.setNative(pg, native)
+	}
+	return nil
+}
+
+// addVolcanoJob adds a Volcano Job's PodGroup and pods, its tasks' order
+// and its native topology fields.
+func (b *setBuilder) addVolcanoJob(r *rawObject) *InputError {
+	native, ierr := cutJobNative(r)
+	if ierr != nil {
+		return ierr
+	}
+	job := &batchv1alpha1.Job{}
+	if ierr := decodeStrict(r, job); ierr != nil {
+		return ierr
+	}
+	if native.set() {
+		r.name, r.namespace = job.Name, job.Namespace
+		if ierr := defaultPartitions(r, job, native); ierr != nil {
+			return ierr
+		}
+	}
+	if ierr := checkContract(r, job.Namespace, job.Name, job.Annotations); ierr != nil {
+		return ierr
+	}
+	if ierr := b.reg.add(r.origin, KindVolcanoJob, job.Namespace, job.Name); ierr != nil {
+		return ierr
+	}
+	pg, pods, ierr := expandVolcanoJob(r, job, b.classes, &b.clk, b.podRoom())
+	if ierr != nil {
+		return ierr
+	}
+	if b.set.VolcanoJobTasks == nil {
+		b.set.VolcanoJobTasks = map[string][]string{}
+	}
+	for _, t := range job.Spec.Tasks {
+		key := job.Namespace + "/" + job.Name
+		b.set.VolcanoJobTasks[key] = append(b.set.VolcanoJobTasks[key], t.Name)
+	}
+	if native.set() {
+		labelPartitions(job, native, pods)
+	}
+	if ierr := b.addExpanded(r, pg, pods, "spec.queue", "spec.tasks[].template."); ierr != nil {
+		return ierr
+	}
+	if native.set() {
+		b.setNative(pg, podGroupNative(job, native))
+	}
+	return nil
+}
+
+// addPyTorchJob adds a PyTorchJob's PodGroup and pods.
+func (b *setBuilder) addPyTorchJob(r *rawObject) *InputError {
+	job := &PyTorchJob{}
+	if ierr := decodeStrict(r, job); ierr != nil {
+		return ierr
+	}
+	if ierr := checkContract(r, job.Namespace, job.Name, job.Annotations); ierr != nil {
+		return ierr
+	}
+	if ierr := b.reg.add(r.origin, KindPyTorchJob, job.Namespace, job.Name); ierr != nil {
+		return ierr
+	}
+	pg, pods, ierr := expandPyTorchJob(r, job, b.classes, &b.clk, b.podRoom())
+	if ierr != nil {
+		return ierr
+	}
+	return b.addExpanded(r, pg, pods, "spec.runPolicy.schedulingPolicy.queue", "spec.pytorchReplicaSpecs[].template.")
+}
+
+// addTrainJob adds a TrainJob's PodGroup and pods, as its runtime makes
+// them, and the native topology fields the runtime writes.
+func (b *setBuilder) addTrainJob(r *rawObject) *InputError {
+	job := &TrainJob{}
+	if ierr := decodeStrict(r, job); ierr != nil {
+		return ierr
+	}
+	if ierr := b.reg.add(r.origin, KindTrainJob, job.Namespace, job.Name); ierr != nil {
+		return ierr
+	}
+	pg, pods, native, ierr := expandTrainJob(r, job, b.runtimes, &b.clk, b.podRoom())
+	if ierr != nil {
+		return ierr
+	}
+	if ierr := b.addExpanded(r, pg, pods, fmt.Sprintf("spec.annotations[%q]", volcanoQueueAnnotation), "the runtime's spec.template.spec.replicatedJobs[].template.spec.template."); ierr != nil {
+		return ierr
+	}
+	if native != nil {
+		b.setNative(pg, native)
+	}
+	return nil
 }
 
 // setNative records a PodGroup's native topology fields.

@@ -1,14 +1,9 @@
 package workload
 
 import (
-	"crypto/sha1"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strconv"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -33,15 +28,6 @@ type runtimeKey struct {
 type runtimeEntry struct {
 	rt  *TrainingRuntime
 	src origin
-}
-
-// JobSetPodName is the name simulate gives pod index of Job jobIndex of a
-// JobSet's replicated job: the Job's name (<jobset>-<replicatedJob>-<job
-// index>, as JobSet names it) and the completion index. The Job
-// controller adds five random characters after it (generateName); the
-// simulation leaves them out to stay deterministic.
-func JobSetPodName(jobSet, replicatedJob string, jobIndex, podIndex int) string {
-	return fmt.Sprintf("%s-%s-%d-%d", jobSet, replicatedJob, jobIndex, podIndex)
 }
 
 // podSet is one replicated job as Trainer counts it: how many pods each of
@@ -135,44 +121,13 @@ func expandTrainJobPods(r *rawObject, job *TrainJob, entry runtimeEntry, clk *cl
 	sets := trainerPodSets(job, rt, rjobs)
 	applyTrainerSettings(job, rt, rjobs)
 
-	var total int64 // pods
-	var minMember int32
-	minRes := corev1.ResourceList{}
-	prio := ""
-	for i := range rjobs {
-		rj := &rjobs[i]
-		total += int64(sets[i].count) * int64(*rj.Replicas)
-		if total > room {
-			return nil, nil, r.errorf("spec.trainer.numNodes", "%d pods would bring the workload past %d pods, the most a workload file holds", total, maxWorkloadPods)
-		}
-		// Trainer sums the counts and count × one pod's requests per pod
-		// set (not per replica of the set), from the runtime's template
-		// after the overrides: resourcesPerNode is not in it.
-		minMember += sets[i].count
-		addList(minRes, scaled(sets[i].requests, sets[i].count))
-		if p := rj.Template.Spec.Template.Spec.PriorityClassName; p != "" {
-			prio = p // the last replicated job naming one wins
-		}
-		field := fmt.Sprintf("spec.template.spec.replicatedJobs[%d].template.spec.template.spec.schedulerName", i)
-		if s := rj.Template.Spec.Template.Spec.SchedulerName; s != DefaultSchedulerName {
-			return nil, nil, entry.src.errorf(rt.Kind, rt.Namespace, rt.Name, field,
-				"%q: Trainer's Volcano plugin does not set the scheduler; the runtime's pods must name %q to be gang scheduled", s, DefaultSchedulerName)
-		}
+	gang, ierr := trainerGang(r, entry, rjobs, sets, room)
+	if ierr != nil {
+		return nil, nil, ierr
 	}
-
-	annotations := copyMap(rt.Spec.Template.Metadata.Annotations)
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	for k, v := range job.Spec.Annotations {
-		annotations[k] = v
-	}
-	queue := DefaultQueue
-	if q, ok := annotations[volcanoQueueAnnotation]; ok {
-		if q == "" {
-			return nil, nil, r.errorf(fmt.Sprintf("spec.annotations[%q]", volcanoQueueAnnotation), "must not be empty")
-		}
-		queue = q
+	queue, ierr := trainerQueue(r, job, rt)
+	if ierr != nil {
+		return nil, nil, ierr
 	}
 
 	owner := metav1.NewControllerRef(job, trainJobGVK)
@@ -185,15 +140,73 @@ func expandTrainJobPods(r *rawObject, job *TrainJob, entry runtimeEntry, clk *cl
 			OwnerReferences: []metav1.OwnerReference{*owner},
 		},
 		Spec: schedulingv1beta1.PodGroupSpec{
-			MinMember:         minMember,
+			MinMember:         gang.minMember,
 			Queue:             queue,
-			PriorityClassName: prio,
-			MinResources:      &minRes,
+			PriorityClassName: gang.priorityClass,
+			MinResources:      &gang.minResources,
 		},
 		Status: schedulingv1beta1.PodGroupStatus{Phase: schedulingv1beta1.PodGroupPending},
 	}
 	pg.CreationTimestamp = timeOr(job.CreationTimestamp, clk)
 	return pg, jobSetPods(job, rt, rjobs, sets, clk), nil
+}
+
+// trainerGangSpec is what Trainer's Volcano plugin writes into the
+// PodGroup from the replicated jobs.
+type trainerGangSpec struct {
+	minMember     int32
+	minResources  corev1.ResourceList
+	priorityClass string
+}
+
+// trainerGang sums the replicated jobs' pods as Trainer's Volcano plugin
+// does, refusing more pods than room and pods that do not name the
+// default scheduler.
+func trainerGang(r *rawObject, entry runtimeEntry, rjobs []ReplicatedJob, sets []podSet, room int64) (trainerGangSpec, *InputError) {
+	rt := entry.rt
+	g := trainerGangSpec{minResources: corev1.ResourceList{}}
+	var total int64 // pods
+	for i := range rjobs {
+		rj := &rjobs[i]
+		total += int64(sets[i].count) * int64(*rj.Replicas)
+		if total > room {
+			return g, r.errorf("spec.trainer.numNodes", "%d pods would bring the workload past %d pods, the most a workload file holds", total, maxWorkloadPods)
+		}
+		// Trainer sums the counts and count × one pod's requests per pod
+		// set (not per replica of the set), from the runtime's template
+		// after the overrides: resourcesPerNode is not in it.
+		g.minMember += sets[i].count
+		addList(g.minResources, scaled(sets[i].requests, sets[i].count))
+		if p := rj.Template.Spec.Template.Spec.PriorityClassName; p != "" {
+			g.priorityClass = p // the last replicated job naming one wins
+		}
+		field := fmt.Sprintf("spec.template.spec.replicatedJobs[%d].template.spec.template.spec.schedulerName", i)
+		if s := rj.Template.Spec.Template.Spec.SchedulerName; s != DefaultSchedulerName {
+			return g, entry.src.errorf(rt.Kind, rt.Namespace, rt.Name, field,
+				"%q: Trainer's Volcano plugin does not set the scheduler; the runtime's pods must name %q to be gang scheduled", s, DefaultSchedulerName)
+		}
+	}
+	return g, nil
+}
+
+// trainerQueue is the PodGroup's queue: the Volcano queue annotation of
+// the TrainJob's spec.annotations over the runtime's, else the default.
+func trainerQueue(r *rawObject, job *TrainJob, rt *TrainingRuntime) (string, *InputError) {
+	annotations := copyMap(rt.Spec.Template.Metadata.Annotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	for k, v := range job.Spec.Annotations {
+		annotations[k] = v
+	}
+	q, ok := annotations[volcanoQueueAnnotation]
+	if !ok {
+		return DefaultQueue, nil
+	}
+	if q == "" {
+		return "", r.errorf(fmt.Sprintf("spec.annotations[%q]", volcanoQueueAnnotation), "must not be empty")
+	}
+	return q, nil
 }
 
 // trainJobRuntime resolves spec.runtimeRef: a ClusterTrainingRuntime
@@ -384,127 +397,6 @@ func applyTrainerSettings(job *TrainJob, rt *TrainingRuntime, rjobs []Replicated
 			}
 		}
 	}
-}
-
-// jobSetPods builds the pods of the JobSet's Jobs, replicated job by
-// replicated job, Job by Job, completion index by completion index, with
-// JobSet's labels and annotations (the same keys on both), the Job
-// controller's, and the PodGroup annotation Trainer's Volcano plugin adds.
-func jobSetPods(job *TrainJob, rt *TrainingRuntime, rjobs []ReplicatedJob, sets []podSet, clk *clock) []*corev1.Pod {
-	jsUID := string(StableUID(jobsetKind, job.Namespace, job.Name))
-	var globalReplicas int32
-	groupReplicas := map[string]int32{}
-	for i := range rjobs {
-		globalReplicas += *rjobs[i].Replicas
-		groupReplicas[groupOf(&rjobs[i])] += *rjobs[i].Replicas
-	}
-	subdomain := job.Name
-	net := rt.Spec.Template.Spec.Network
-	if net != nil && net.Subdomain != "" {
-		subdomain = net.Subdomain
-	}
-	dns := net == nil || net.EnableDNSHostnames == nil || *net.EnableDNSHostnames
-
-	var pods []*corev1.Pod
-	var globalIndex int32
-	groupIndex := map[string]int32{}
-	for i := range rjobs {
-		rj := &rjobs[i]
-		group := groupOf(rj)
-		indexed := rj.Template.Spec.CompletionMode == nil || *rj.Template.Spec.CompletionMode == batchv1.IndexedCompletion
-		for j := int32(0); j < *rj.Replicas; j++ {
-			jobName := fmt.Sprintf("%s-%s-%d", job.Name, rj.Name, j)
-			set := map[string]string{
-				jobsetNameKey:           job.Name,
-				jobsetUIDKey:            jsUID,
-				jobsetReplicatedJobKey:  rj.Name,
-				jobsetRestartsKey:       "0",
-				jobsetReplicasKey:       strconv.Itoa(int(*rj.Replicas)),
-				jobsetGlobalReplicasKey: strconv.Itoa(int(globalReplicas)),
-				jobsetJobIndexKey:       strconv.Itoa(int(j)),
-				jobsetJobKey:            sha1Hex(job.Namespace + "/" + jobName),
-				jobsetJobGlobalIndexKey: strconv.Itoa(int(globalIndex)),
-				jobsetGroupNameKey:      group,
-				jobsetGroupReplicasKey:  strconv.Itoa(int(groupReplicas[group])),
-				jobsetJobGroupIndexKey:  strconv.Itoa(int(groupIndex[group])),
-			}
-			globalIndex++
-			groupIndex[group]++
-			for k := 0; k < int(sets[i].count); k++ {
-				name := JobSetPodName(job.Name, rj.Name, int(j), k)
-				pods = append(pods, jobSetPod(job, rj, jobName, name, set, k, indexed, dns, subdomain, clk))
-			}
-		}
-	}
-	return pods
-}
-
-// jobSetPod builds pod name, completion index k of Job jobName, with the
-// JobSet's keys jobset.
-func jobSetPod(job *TrainJob, rj *ReplicatedJob, jobName, name string, jobset map[string]string, k int, indexed, dns bool, subdomain string, clk *clock) *corev1.Pod {
-	jobUID := StableUID("Job", job.Namespace, jobName)
-	tpl := rj.Template.Spec.Template.DeepCopy()
-	labels := copyMap(tpl.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	ann := copyMap(tpl.Annotations)
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	for key, v := range jobset {
-		labels[key] = v
-		ann[key] = v
-	}
-	labels[batchv1.ControllerUidLabel] = string(jobUID)
-	labels[legacyControllerUIDLabel] = string(jobUID)
-	labels[batchv1.JobNameLabel] = jobName
-	labels[legacyJobNameLabel] = jobName
-	ann[schedulingv1beta1.KubeGroupNameAnnotationKey] = job.Name
-	if indexed {
-		labels[batchv1.JobCompletionIndexAnnotation] = strconv.Itoa(k)
-		ann[batchv1.JobCompletionIndexAnnotation] = strconv.Itoa(k)
-		if dns {
-			tpl.Spec.Hostname = name
-			tpl.Spec.Subdomain = subdomain
-		}
-	}
-	if tpl.Spec.RestartPolicy == "" {
-		tpl.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
-	}
-	defaultRequests(&tpl.Spec)
-	isController := true
-	jobOwner := metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: jobName, UID: jobUID, Controller: &isController, BlockOwnerDeletion: &isController}
-	pod := controllerPod(job.Namespace, name, labels, ann, jobOwner, tpl.Spec)
-	pod.CreationTimestamp = metav1.NewTime(clk.tick())
-	return pod
-}
-
-// groupOf is a replicated job's JobSet group ("default" when unset).
-func groupOf(rj *ReplicatedJob) string {
-	if rj.GroupName == "" {
-		return jobsetDefaultGroup
-	}
-	return rj.GroupName
-}
-
-// sha1Hex is JobSet's job key: the hex SHA-1 of "namespace/job".
-func sha1Hex(s string) string {
-	h := sha1.Sum([]byte(s))
-	return hex.EncodeToString(h[:])
-}
-
-// upsertEnv sets each of add in env, replacing a variable of the same name
-// in place (Trainer's apply.UpsertEnvVars).
-func upsertEnv(env, add []corev1.EnvVar) []corev1.EnvVar {
-	for _, e := range add {
-		if i := slices.IndexFunc(env, func(x corev1.EnvVar) bool { return x.Name == e.Name }); i >= 0 {
-			env[i] = e
-		} else {
-			env = append(env, e)
-		}
-	}
-	return env
 }
 
 // addRuntime decodes and checks a TrainingRuntime or ClusterTrainingRuntime

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 )
@@ -110,35 +112,71 @@ func carryAllowed(ssn *framework.Session) bool {
 	return true
 }
 
-// podRef is one pod on a node as the predicates see it.
+// version names one version of an object: its UID and the
+// resourceVersion the API server gave it, which changes with every write.
+// An object no API server stored (no resourceVersion: a simulator's, a
+// test's) is named by its address instead, which the informers replace on
+// every change.
+type version struct {
+	uid types.UID
+	rv  string
+	obj any
+}
+
+// versionOf names the version of the object m is the metadata of; a nil
+// obj (no object) is the zero version.
+func versionOf[T any](obj *T, m func(*T) *metav1.ObjectMeta) version {
+	if obj == nil {
+		return version{}
+	}
+	meta := m(obj)
+	if meta.ResourceVersion == "" {
+		return version{uid: meta.UID, obj: obj}
+	}
+	return version{uid: meta.UID, rv: meta.ResourceVersion}
+}
+
+// podRef is one pod on a node as the predicates see it: the pod's version
+// and its status in the session (Volcano's status changes without a write,
+// when a session allocates or pipelines it).
 type podRef struct {
-	pod    *v1.Pod
+	pod    version
 	status api.TaskStatus
+	// namespace and name order pods of one UID (pods no API server
+	// stored may have none).
+	namespace, name string
 }
 
 // nodeInputs is what the predicate chain reads of one node: its Node
-// object and its pods. The pointers keep the objects alive, so an equal
-// pointer is the same, unchanged object.
+// object's version and its pods'.
 type nodeInputs struct {
-	node *v1.Node
+	node version
 	pods []podRef
 }
+
+func nodeMeta(n *v1.Node) *metav1.ObjectMeta { return &n.ObjectMeta }
+
+func podMeta(p *v1.Pod) *metav1.ObjectMeta { return &p.ObjectMeta }
 
 // inputsOf reads a node's inputs, pods in UID order (then namespace and
 // name), into reuse's backing array.
 func inputsOf(ni *api.NodeInfo, reuse []podRef) nodeInputs {
-	in := nodeInputs{node: ni.Node, pods: reuse[:0]}
+	in := nodeInputs{node: versionOf(ni.Node, nodeMeta), pods: reuse[:0]}
 	for _, t := range ni.Tasks {
-		in.pods = append(in.pods, podRef{pod: t.Pod, status: t.Status})
+		r := podRef{pod: versionOf(t.Pod, podMeta), status: t.Status}
+		if t.Pod != nil {
+			r.namespace, r.name = t.Pod.Namespace, t.Pod.Name
+		}
+		in.pods = append(in.pods, r)
 	}
 	slices.SortFunc(in.pods, func(a, b podRef) int {
-		return cmp.Or(cmp.Compare(a.pod.UID, b.pod.UID), cmp.Compare(a.pod.Namespace, b.pod.Namespace),
-			cmp.Compare(a.pod.Name, b.pod.Name))
+		return cmp.Or(cmp.Compare(a.pod.uid, b.pod.uid), cmp.Compare(a.namespace, b.namespace),
+			cmp.Compare(a.name, b.name))
 	})
 	return in
 }
 
-// equal reports whether two readings are of the same objects.
+// equal reports whether two readings are of the same versions.
 func (a nodeInputs) equal(b nodeInputs) bool {
 	return a.node == b.node && slices.Equal(a.pods, b.pods)
 }

@@ -14,7 +14,7 @@
 // anti-affinity that could match them), once per session, by walking the
 // chain for one pod of the group over every node of the fabric, with the
 // rdma-topology plugin's own NIC check left to the planner and its hold
-// check to the admission (rdmatopology.Session.WithoutNICCheck). Pods that
+// check to the admission (plugin.Topology.WithoutNICCheck). Pods that
 // differ only by their host ports derive their set from that of the same
 // pods without them (ports.go).
 //
@@ -28,14 +28,12 @@ import (
 	"encoding/json"
 
 	v1 "k8s.io/api/core/v1"
-	k8sframework "k8s.io/kubernetes/pkg/scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodeports"
 	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
+	"github.com/rdmatopo/rdmatopo/actions/internal/plugin"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/preemption"
-	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
 // Mode says which of Volcano's readings of a predicate failure applies.
@@ -54,7 +52,7 @@ const (
 // gangs may use. It is not safe for concurrent use.
 type Nodes struct {
 	ssn  *framework.Session
-	topo *rdmatopology.Session
+	topo plugin.Topology
 	mode Mode
 	// fabric lists the session's nodes the fabric knows, sorted: the only
 	// nodes a gang's RDMA pods are planned on.
@@ -70,7 +68,7 @@ type Nodes struct {
 	// (preemption.Access.KeptOn); nil: nothing.
 	heldOn func(job, node string) ([]preemption.HoldTask, string)
 	// roomOn says what the room kept for other gangs' lost pods keeps on
-	// a node (rdmatopology.Session.RoomKeptOn); nil: nothing.
+	// a node (plugin.Topology.RoomKeptOn); nil: nothing.
 	roomOn func(job api.JobID, node string) (*api.Resource, string)
 	// touched logs, in order, the node of every task allocated, pipelined,
 	// evicted or taken back in the session since New (the session's event
@@ -126,7 +124,7 @@ type group struct {
 // New returns the node sets of one session, read with mode, taking over
 // the sets carry kept from the action's earlier sessions (nil: none are
 // carried).
-func New(ssn *framework.Session, topo *rdmatopology.Session, mode Mode, carry *Carry) *Nodes {
+func New(ssn *framework.Session, topo plugin.Topology, mode Mode, carry *Carry) *Nodes {
 	access := topo.Preemption()
 	n := &Nodes{ssn: ssn, topo: topo, mode: mode, groups: map[[32]byte]int{}, heldOn: access.KeptOn,
 		roomOn: topo.RoomKeptOn}
@@ -281,7 +279,7 @@ func (n *Nodes) Filter(pods []placement.Pod, scope map[string]bool) func(node st
 }
 
 // Request is the planner request of the job's pending RDMA tasks rdma
-// (rdmatopology.Session.Gang: the pods in rank order, their shapes, the
+// (plugin.Topology.Gang: the pods in rank order, their shapes, the
 // gang's contract and occupancy), with each pod's group, what the
 // session's predicates admit (Allowed, Admit) and how many of the pods
 // the gang needs beside its others pending tasks without RDMA (Need).
@@ -479,187 +477,6 @@ func (n *Nodes) touchedSince(at int) []string {
 		}
 	}
 	return out
-}
-
-// Admit returns the planner's per-node admission for the given tasks of
-// one gang (placement.Gang.Admit): a node takes a pod when the resources
-// the pod and the gang's pods already planned there request fit what the
-// node has, the node's pod limit holds them, and no two of them claim one
-// host port or are kept apart by required anti-affinity. What a node has
-// is its idle resources for allocate; for preempt, its future idle
-// resources plus those of the victims on it (victims, which may be nil).
-func (n *Nodes) Admit(tasks, victims []*api.TaskInfo) func(node string, pod placement.Pod, on []placement.Pod) bool {
-	byUID := make(map[string]*api.TaskInfo, len(tasks))
-	for _, t := range tasks {
-		byUID[string(t.UID)] = t
-	}
-	freed := map[string]*api.Resource{}
-	freedPods := map[string]int{}
-	for _, v := range victims {
-		if freed[v.NodeName] == nil {
-			freed[v.NodeName] = api.EmptyResource()
-		}
-		freed[v.NodeName].Add(v.Resreq)
-		freedPods[v.NodeName]++
-	}
-	infos := map[string]*k8sframework.PodInfo{}
-	infoOf := func(t *api.TaskInfo) *k8sframework.PodInfo {
-		if pi, ok := infos[string(t.UID)]; ok {
-			return pi
-		}
-		pi, err := k8sframework.NewPodInfo(t.Pod)
-		if err != nil {
-			pi = nil
-		}
-		infos[string(t.UID)] = pi
-		return pi
-	}
-	// A node holding one pod of the gang alone, for Kubernetes' port check.
-	alone := map[string]*k8sframework.NodeInfo{}
-	aloneOf := func(t *api.TaskInfo) *k8sframework.NodeInfo {
-		ni, ok := alone[string(t.UID)]
-		if !ok {
-			ni = k8sframework.NewNodeInfo(t.Pod)
-			alone[string(t.UID)] = ni
-		}
-		return ni
-	}
-	// The planner calls the admission for every candidate node of every
-	// pod, one call at a time: the pods' requests, and the node's future
-	// idle resources, are summed in resources reused from call to call,
-	// not in fresh copies.
-	var sumBuf, roomBuf, limitBuf Scratch
-	return func(node string, pod placement.Pod, on []placement.Pod) bool {
-		ni := n.ssn.Nodes[node]
-		t := byUID[pod.UID]
-		if ni == nil || t == nil || ni.Idle == nil || ni.Allocatable == nil {
-			return false
-		}
-		room := ni.Idle
-		if n.mode == ForPreempt {
-			// The node's future idle resources (in a resource of the
-			// admission's own, reused) and what its victims free.
-			room = roomBuf.FutureIdle(ni)
-			if f := freed[node]; f != nil {
-				room.Add(f)
-			}
-		}
-		// A node that declares no pod limit is not limited here (the
-		// predicates plugin, when enabled, refuses every pod there).
-		if limit := ni.Allocatable.MaxTaskNum; limit > 0 && len(ni.Tasks)-freedPods[node]+len(on)+1 > limit {
-			return false
-		}
-		sum := sumBuf.Set(t.InitResreq)
-		for _, o := range on {
-			ot := byUID[o.UID]
-			if ot == nil {
-				continue
-			}
-			sum.Add(ot.InitResreq)
-			if conflict(t, ot, infoOf, aloneOf) {
-				return false
-			}
-		}
-		if !sum.LessEqual(room, api.Zero) {
-			return false
-		}
-		// What other gangs' preemption holds, and the room kept for
-		// their lost pods, keep on the node is not for this gang (the
-		// plugin's hold check, against future idle).
-		var kept []preemption.HoldTask
-		if n.heldOn != nil {
-			kept, _ = n.heldOn(string(t.Job), node)
-		}
-		var lost *api.Resource
-		if n.roomOn != nil {
-			lost, _ = n.roomOn(t.Job, node)
-		}
-		if len(kept) == 0 && lost == nil {
-			return true
-		}
-		for _, k := range kept {
-			addResources(sum, k.Resreq)
-		}
-		if lost != nil {
-			sum.Add(lost)
-		}
-		limit := room
-		if n.mode != ForPreempt {
-			limit = limitBuf.FutureIdle(ni)
-		}
-		return sum.LessEqual(limit, api.Zero)
-	}
-}
-
-// addResources adds what a hold keeps for one task to r.
-func addResources(r *api.Resource, k preemption.Resources) {
-	r.MilliCPU += k.MilliCPU
-	r.Memory += k.Memory
-	for name, v := range k.Scalars {
-		r.AddScalar(v1.ResourceName(name), v)
-	}
-}
-
-// Scratch is an api.Resource reused from one computation to the
-// next, its scalar map with it. It is not safe for concurrent use.
-type Scratch struct {
-	r api.Resource
-	m map[v1.ResourceName]float64
-}
-
-// Set makes the scratch resource a copy of src (as src.Clone would: no
-// scalar map when src has none) and returns it.
-func (s *Scratch) Set(src *api.Resource) *api.Resource {
-	if s.r.ScalarResources != nil {
-		// Kept, or made by an Add since the last Set.
-		s.m = s.r.ScalarResources
-	}
-	s.r = api.Resource{MilliCPU: src.MilliCPU, Memory: src.Memory, MaxTaskNum: src.MaxTaskNum}
-	if src.ScalarResources != nil {
-		if s.m == nil {
-			s.m = make(map[v1.ResourceName]float64, len(src.ScalarResources))
-		}
-		clear(s.m)
-		for k, v := range src.ScalarResources {
-			s.m[k] = v
-		}
-		s.r.ScalarResources = s.m
-	}
-	return &s.r
-}
-
-// FutureIdle makes the scratch resource the node's future idle resources
-// and returns it, summed as NodeInfo.FutureIdle sums them: idle, plus
-// releasing, less pipelined (an overcommitted node is logged, as there).
-func (s *Scratch) FutureIdle(n *api.NodeInfo) *api.Resource {
-	return s.Set(n.Idle).Add(n.Releasing).SubWithoutAssert(n.Pipelined)
-}
-
-// conflict reports whether two pods of a gang may not share a node: they
-// claim one host port, or the required anti-affinity of either matches the
-// other (two pods on one node share every topology value of the node).
-// infoOf and aloneOf are the gang's per-pod caches of what Kubernetes'
-// checks read: the pod's parsed terms, a node holding the pod alone.
-func conflict(a, b *api.TaskInfo, infoOf func(*api.TaskInfo) *k8sframework.PodInfo, aloneOf func(*api.TaskInfo) *k8sframework.NodeInfo) bool {
-	if a.Pod == nil || b.Pod == nil {
-		return false
-	}
-	// Kubernetes' own port check, against a node holding b alone.
-	if hasHostPort(a.Pod) && hasHostPort(b.Pod) && !nodeports.Fits(a.Pod, aloneOf(b)) {
-		return true
-	}
-	for _, pair := range [][2]*api.TaskInfo{{a, b}, {b, a}} {
-		pi := infoOf(pair[0])
-		if pi == nil {
-			continue
-		}
-		for i := range pi.RequiredAntiAffinityTerms {
-			if pi.RequiredAntiAffinityTerms[i].Matches(pair[1].Pod, nil) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // hasHostPort reports a container port bound on the host.

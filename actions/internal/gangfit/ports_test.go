@@ -99,7 +99,7 @@ func TestPortedGroups(t *testing.T) {
 				ssn := test.RegisterSession([]conf.Tier{{Plugins: []conf.PluginOption{
 					{Name: predicates.PluginName, EnabledPredicate: &trueValue}}}}, nil)
 				defer test.Close()
-				n := &Nodes{ssn: ssn, mode: mode, groups: map[[32]byte]int{}}
+				n := &Nodes{ssn: ssn, topo: noPlugin{}, mode: mode, groups: map[[32]byte]int{}}
 				for _, node := range nodes {
 					n.fabric = append(n.fabric, node.Name)
 				}

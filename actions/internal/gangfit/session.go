@@ -1,13 +1,10 @@
 package gangfit
 
 import (
-	"k8s.io/klog/v2"
 	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
 	"github.com/rdmatopo/rdmatopo/framework/preemption"
-	"github.com/rdmatopo/rdmatopo/framework/step"
-	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
 // ClaimedAgainst returns the claims that keep the job out of their rooms
@@ -23,13 +20,4 @@ func ClaimedAgainst(ssn *framework.Session, p *preemption.Access, job *api.JobIn
 		claimer := ssn.Jobs[api.JobID(uid)]
 		return claimer != nil && claimer.Priority == prio && claimer.ReadyTaskNum() < claimer.MinAvailable
 	})
-}
-
-// Settle ends a statement both actions applied a plan through, through the
-// plugin's session (step.Settle), topo nil when the session has no
-// rdma-topology plugin.
-func Settle(topo *rdmatopology.Session, stmt *framework.Statement, st step.Settle) {
-	if err := topo.Apply(stmt, st); err != nil {
-		klog.ErrorS(err, "Cannot settle statement")
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
+	"github.com/rdmatopo/rdmatopo/actions/internal/plugin"
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/preemption"
@@ -31,6 +32,13 @@ func claimJob(uid string, prio int32, min int, ready, minMember int32) *api.JobI
 	}
 	return j
 }
+
+// noPlugin is a session without the rdma-topology plugin's checks: only
+// the calls gangfit makes to walk a node set are answered.
+type noPlugin struct{ plugin.Topology }
+
+// WithoutNICCheck runs fn: there are no plugin checks to leave out.
+func (noPlugin) WithoutNICCheck(_ *api.TaskInfo, fn func()) { fn() }
 
 // newAccess returns a preemption access without fabric, reservations or
 // holds: claims only.
