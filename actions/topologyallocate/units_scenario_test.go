@@ -83,6 +83,12 @@ func TestNICUnitsScenarios(t *testing.T) {
 					t.Errorf("condition %q, want it to say %q", got, tc.wantReason)
 				}
 			}
+			if tc.wantBound > 0 {
+				// One node, one leaf: the narrowest tier.
+				if got := o.pgs["ns/g"].Annotations[ledger.AnnotationPlacement]; !strings.Contains(got, `"tier":"node"`) {
+					t.Errorf("placement %s, want tier node", got)
+				}
+			}
 			perNIC := map[string]int{}
 			for i := 0; i < tc.wantBound; i++ {
 				task := o.binds[fmt.Sprintf("ns/g-%d", i)]

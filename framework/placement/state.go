@@ -131,7 +131,8 @@ func (s *State) leafCacheOf(sh Shape) map[topology.S0ID]*leafStat {
 	return m
 }
 
-// largestNode returns the most GPUs and NICs of any node. Callers hold s.mu.
+// largestNode returns the most GPUs and NIC units of any node. Callers
+// hold s.mu.
 func (s *State) largestNode() Cap {
 	if s.maxNode == nil {
 		var c Cap
@@ -140,7 +141,11 @@ func (s *State) largestNode() Cap {
 			var gpu, nics int64
 			for _, z := range n.Zones {
 				gpu += z.FreeGPU
-				nics += int64(len(z.NICs))
+				for _, nic := range z.NICs {
+					// Each unit serves a pod (as many as a free view
+					// lists, maxShare).
+					nics += min(max(nic.Units, 1), maxShare)
+				}
 			}
 			c.GPU, c.NICs = max(c.GPU, gpu), max(c.NICs, nics)
 		}
