@@ -166,7 +166,21 @@ func (l *Ledger) Adopt(f *topology.Fabric, gone func(consumer string) bool) ([]M
 	for i, d := range diff {
 		r := d.r
 		m := Mismatch{Planned: planned[i]}
+		var kept []listedNIC
 		for _, n := range d.expected {
+			// Pods adopted before this one (by UID) that the KCNR lists
+			// there may have taken every unit: an over-allocation, which
+			// the earlier pods keep.
+			listedHolders := 0
+			for _, h := range l.holder[nicKey{r.Node, n.id}] {
+				if h != r.UID && l.byUID[h].Confirmed && listsNIC(listedBy[h], n.id) {
+					listedHolders++
+				}
+			}
+			if listedHolders >= l.units(r.Node, n.id) {
+				continue
+			}
+			kept = append(kept, n)
 			// While the NIC has no unit left for the pod, the last (by
 			// UID) of the pods planned there that the agent has not
 			// reported yet loses it: the KCNR shows the unit taken, so
@@ -193,7 +207,7 @@ func (l *Ledger) Adopt(f *topology.Fabric, gone func(consumer string) bool) ([]M
 			}
 		}
 		realized := *r
-		realized.Zones = zonesOf(d.listed, d.expected, r)
+		realized.Zones = zonesOf(d.listed, kept, r)
 		// The KCNR lists the pod's zones, not its containers': the
 		// planned split no longer says where each container is.
 		realized.Containers = nil

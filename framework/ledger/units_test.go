@@ -196,6 +196,20 @@ func TestAdoptUnits(t *testing.T) {
 			mismatched: map[string][]topology.NICID{"u-c": {nicA0}},
 			displaced:  []string{"u-b"},
 		},
+		"over-allocated, none held it before: the first two by UID take it": {
+			units: map[string]int64{nicA0: 2},
+			held: []ledger.Reservation{
+				res("a", "n1", zone(0, 1, nicA1)), res("b", "n1", zone(0, 1, nicB0)),
+				res("c", "n1", zone(0, 1, nicB1)),
+			},
+			listed: map[string]map[string]int64{consumer("a"): {nicA0: 1}, consumer("b"): {nicA0: 1}, consumer("c"): {nicA0: 1}},
+			want: map[string]ledger.Reservation{
+				"u-a": confirmed(res("a", "n1", zone(0, 1, nicA0))),
+				"u-b": confirmed(res("b", "n1", zone(0, 1, nicA0))),
+				"u-c": confirmed(res("c", "n1", zone(0, 1))),
+			},
+			mismatched: map[string][]topology.NICID{"u-a": nil, "u-b": nil, "u-c": nil},
+		},
 		"over-allocated: three listed on a NIC of 2 units, the first two by UID keep it": {
 			units: map[string]int64{nicA0: 2},
 			held: []ledger.Reservation{
