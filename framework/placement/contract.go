@@ -168,41 +168,9 @@ func readContract(in ContractInput) (Contract, []ContractProblem) {
 	parseVolcanoAliases(ann, &c, in.Tiers, bad, &modes, &tiers)
 	if in.Native != nil {
 		problems = append(problems, in.Native.Problems...)
-		if nt := in.Native.NetworkTopology; nt != nil {
-			if l, ok := readNetworkTopology(nt, FieldNetworkTopology, in.Tiers, bad); ok {
-				c.Mode, c.HighestTier = l.mode, l.tier
-				modes = append(modes, layerValue{key: FieldNetworkTopology + ".mode", text: l.modeText, meaning: l.mode.String()})
-				if l.hasTier {
-					field := FieldNetworkTopology + ".highestTierAllowed"
-					if nt.HighestTierAllowed == nil {
-						field = FieldNetworkTopology + ".highestTierName"
-					}
-					tiers = append(tiers, layerValue{key: field, text: l.tierText, meaning: l.tier.String()})
-				}
-			}
-		}
+		readNativeLayer(in, &c, bad, &modes, &tiers)
 	}
-	if v, ok := ann[ledger.AnnotationMode]; ok {
-		switch v {
-		case "hard":
-			c.Mode = ModeHard
-		case "soft":
-			c.Mode = ModeSoft
-		default:
-			bad(ledger.AnnotationMode, "%q is not a mode (want hard or soft)", v)
-		}
-		if c.Mode.String() == v {
-			modes = append(modes, layerValue{key: ledger.AnnotationMode, text: v, meaning: v})
-		}
-	}
-	if v, ok := ann[ledger.AnnotationHighestTier]; ok {
-		if t, err := ParseTier(v); err != nil || v != t.String() {
-			bad(ledger.AnnotationHighestTier, "%q is not a tier (want node, s0, s1 or cluster)", v)
-		} else {
-			c.HighestTier = t
-			tiers = append(tiers, layerValue{key: ledger.AnnotationHighestTier, text: v, meaning: v})
-		}
-	}
+	readOwnLayer(ann, &c, bad, &modes, &tiers)
 	c.Overridden = append(c.Overridden, overridden(modes)...)
 	c.Overridden = append(c.Overridden, overridden(tiers)...)
 	if v, ok := ann[ledger.AnnotationMaxWait]; ok {
@@ -233,6 +201,54 @@ func readContract(in ContractInput) (Contract, []ContractProblem) {
 	}
 	sortProblems(problems)
 	return c, problems
+}
+
+// readNativeLayer reads the mode and tier of the PodGroup's (or Job's)
+// spec.networkTopology into c, noting each in modes and tiers.
+func readNativeLayer(in ContractInput, c *Contract, bad func(key, format string, args ...any), modes, tiers *[]layerValue) {
+	nt := in.Native.NetworkTopology
+	if nt == nil {
+		return
+	}
+	l, ok := readNetworkTopology(nt, FieldNetworkTopology, in.Tiers, bad)
+	if !ok {
+		return
+	}
+	c.Mode, c.HighestTier = l.mode, l.tier
+	*modes = append(*modes, layerValue{key: FieldNetworkTopology + ".mode", text: l.modeText, meaning: l.mode.String()})
+	if l.hasTier {
+		field := FieldNetworkTopology + ".highestTierAllowed"
+		if nt.HighestTierAllowed == nil {
+			field = FieldNetworkTopology + ".highestTierName"
+		}
+		*tiers = append(*tiers, layerValue{key: field, text: l.tierText, meaning: l.tier.String()})
+	}
+}
+
+// readOwnLayer reads rdmatopo's own mode and tier annotations into c, the
+// last layer, noting each in modes and tiers.
+func readOwnLayer(ann map[string]string, c *Contract, bad func(key, format string, args ...any), modes, tiers *[]layerValue) {
+	if v, ok := ann[ledger.AnnotationMode]; ok {
+		switch v {
+		case "hard":
+			c.Mode = ModeHard
+		case "soft":
+			c.Mode = ModeSoft
+		default:
+			bad(ledger.AnnotationMode, "%q is not a mode (want hard or soft)", v)
+		}
+		if c.Mode.String() == v {
+			*modes = append(*modes, layerValue{key: ledger.AnnotationMode, text: v, meaning: v})
+		}
+	}
+	if v, ok := ann[ledger.AnnotationHighestTier]; ok {
+		if t, err := ParseTier(v); err != nil || v != t.String() {
+			bad(ledger.AnnotationHighestTier, "%q is not a tier (want node, s0, s1 or cluster)", v)
+		} else {
+			c.HighestTier = t
+			*tiers = append(*tiers, layerValue{key: ledger.AnnotationHighestTier, text: v, meaning: v})
+		}
+	}
 }
 
 // overridden notes each layer whose value the last layer (the winner)

@@ -417,10 +417,39 @@ func (b *nodeBuilder) assignLeaves(out *Node, node *corev1.Node, cnr *v1alpha1.C
 		}
 		return
 	}
-
+	failed := b.readLeaves(cnr)
 	leaves := &b.leaves
-	// failed lists NICs with an unusable property: they already carry a
-	// reason naming the property.
+	for zi := range out.Zones {
+		for ni := range out.Zones[zi].NICs {
+			n := &out.Zones[zi].NICs[ni]
+			if s0, ok := leaves.get(n.ID); ok {
+				n.S0 = s0
+				continue
+			}
+			n.S0 = UnknownS0(out.Name, n.ID)
+			if slices.Contains(failed, n.ID) {
+				continue // reported once, with the property at fault
+			}
+			b.add(ReasonNICWithoutLeaf, n.ID, "no usable spec.nodeResourceProperties entry %s%s", RDMATorPrefix, n.ID)
+		}
+	}
+	var reported []NICID
+	for _, list := range [][]NICID{leaves.keys, failed} {
+		for _, nic := range list {
+			if _, ok := b.nicSeen.get(nic); ok || slices.Contains(reported, nic) {
+				continue
+			}
+			reported = append(reported, nic)
+			b.add(ReasonLeafWithoutNIC, nic, "property %s%s names a NIC that is in no Numa zone", RDMATorPrefix, nic)
+		}
+	}
+}
+
+// readLeaves reads the KCNR's RDMATOR/<pci> properties into b.leaves and
+// returns the NICs whose property is unusable (each already reported,
+// naming the property).
+func (b *nodeBuilder) readLeaves(cnr *v1alpha1.CustomNodeResource) []NICID {
+	leaves := &b.leaves
 	var failed []NICID
 	for i, p := range cnr.Spec.NodeResourceProperties {
 		field := propPath(i)
@@ -465,82 +494,7 @@ func (b *nodeBuilder) assignLeaves(out *Node, node *corev1.Node, cnr *v1alpha1.C
 		}
 		leaves.put(nic, S0ID(v))
 	}
-
-	for zi := range out.Zones {
-		for ni := range out.Zones[zi].NICs {
-			n := &out.Zones[zi].NICs[ni]
-			if s0, ok := leaves.get(n.ID); ok {
-				n.S0 = s0
-				continue
-			}
-			n.S0 = UnknownS0(out.Name, n.ID)
-			if slices.Contains(failed, n.ID) {
-				continue // reported once, with the property at fault
-			}
-			b.add(ReasonNICWithoutLeaf, n.ID, "no usable spec.nodeResourceProperties entry %s%s", RDMATorPrefix, n.ID)
-		}
-	}
-	var reported []NICID
-	for _, list := range [][]NICID{leaves.keys, failed} {
-		for _, nic := range list {
-			if _, ok := b.nicSeen.get(nic); ok || slices.Contains(reported, nic) {
-				continue
-			}
-			reported = append(reported, nic)
-			b.add(ReasonLeafWithoutNIC, nic, "property %s%s names a NIC that is in no Numa zone", RDMATorPrefix, nic)
-		}
-	}
-}
-
-// smallIndex is an insertion-ordered map that avoids hashing for the handful
-// of entries a node usually has, switching to a map beyond smallIndexMax.
-type smallIndex[K comparable, V any] struct {
-	keys []K
-	vals []V
-	pos  map[K]int
-	// kbuf and vbuf back keys and vals while they are short.
-	kbuf [8]K
-	vbuf [8]V
-}
-
-const smallIndexMax = 16
-
-func (s *smallIndex[K, V]) reset() {
-	s.keys, s.vals, s.pos = nil, nil, nil
-}
-
-func (s *smallIndex[K, V]) get(k K) (V, bool) {
-	if s.pos != nil {
-		if i, ok := s.pos[k]; ok {
-			return s.vals[i], true
-		}
-	} else {
-		for i, key := range s.keys {
-			if key == k {
-				return s.vals[i], true
-			}
-		}
-	}
-	var zero V
-	return zero, false
-}
-
-// put adds k, which must not be present.
-func (s *smallIndex[K, V]) put(k K, v V) {
-	if s.keys == nil {
-		s.keys, s.vals = s.kbuf[:0], s.vbuf[:0]
-	}
-	s.keys = append(s.keys, k)
-	s.vals = append(s.vals, v)
-	switch {
-	case s.pos != nil:
-		s.pos[k] = len(s.keys) - 1
-	case len(s.keys) > smallIndexMax:
-		s.pos = make(map[K]int, 2*len(s.keys))
-		for i, key := range s.keys {
-			s.pos[key] = i
-		}
-	}
+	return failed
 }
 
 // zpath locates a zone in status.topologyZone by child indexes; it is turned

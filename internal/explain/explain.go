@@ -201,7 +201,7 @@ func Explain(cfg topology.Config, snap *live.Snapshot, pg *schedulingv1beta1.Pod
 	st := placement.NewState(f, reserved)
 	rdmatopology.LimitNodes(st, nodes, corev1.ResourceName(cfg.GPUResource), corev1.ResourceName(cfg.RDMAResource))
 	gang := placement.Gang{Job: pg.Namespace + "/" + pg.Name, Pods: g.pods, Need: need,
-		Mode: contract.Mode, HighestTier: contract.HighestTier, Occupancy: g.held, Segment: contract.Segment, Members: g.members,
+		Mode: contract.Mode, HighestTier: contract.HighestTier, Occupancy: g.occupancy, Segment: contract.Segment, Members: g.members,
 		Allowed: func(node string, group int) bool {
 			ni, ok := nodes[node]
 			return ok && admits(g.reps[group], ni.Node)
@@ -266,8 +266,8 @@ type gangToPlan struct {
 	// a pod's Group indexes reps, its pod object.
 	pods []placement.Pod
 	reps []*corev1.Pod
-	// held is what the bound pods hold, their ranks included.
-	held *placement.Occupancy
+	// occupancy is what the bound pods occupy, their ranks included.
+	occupancy *placement.Occupancy
 	// members counts the ranked pods (pending and holding NICs); 0 when
 	// the ranks are invalid (rankErr).
 	members int
@@ -292,7 +292,7 @@ func pendingGang(cfg topology.Config, f *topology.Fabric, reserved *ledger.Ledge
 		g.pods = append(g.pods, placement.Pod{UID: string(p.UID), Name: p.Namespace + "/" + p.Name, Shape: sh, Group: len(g.reps)})
 		g.reps = append(g.reps, p)
 	}
-	g.held = held(f, reserved, bound)
+	g.occupancy = occupancyOf(f, reserved, bound)
 	var holding []*corev1.Pod
 	for _, p := range bound {
 		if _, ok := reserved.Get(string(p.UID)); ok {
@@ -312,9 +312,9 @@ func pendingGang(cfg topology.Config, f *topology.Fabric, reserved *ledger.Ledge
 		r, _ := reserved.Get(string(p.UID))
 		leaves := f.NICLeaves(r.Node, r.NICs())
 		sort.Slice(leaves, func(a, b int) bool { return leaves[a] < leaves[b] })
-		g.held.Ranks = append(g.held.Ranks, placement.OccupiedRank{Rank: rank[len(g.reps)+i], Node: r.Node, Leaves: leaves})
+		g.occupancy.Ranks = append(g.occupancy.Ranks, placement.OccupiedRank{Rank: rank[len(g.reps)+i], Node: r.Node, Leaves: leaves})
 	}
-	sort.SliceStable(g.held.Ranks, func(i, j int) bool { return g.held.Ranks[i].Rank < g.held.Ranks[j].Rank })
+	sort.SliceStable(g.occupancy.Ranks, func(i, j int) bool { return g.occupancy.Ranks[i].Rank < g.occupancy.Ranks[j].Rank })
 	g.members = len(g.reps) + len(holding)
 	return g
 }
@@ -352,7 +352,7 @@ func (e *Explanation) planNow(st *placement.State, gang placement.Gang, contract
 
 // where is the placement of the bound pods, by their reservations.
 func where(f *topology.Fabric, l *ledger.Ledger, bound []*corev1.Pod) *Placement {
-	h := held(f, l, bound)
+	h := occupancyOf(f, l, bound)
 	p := &Placement{Nodes: []string{}}
 	for n := range h.Nodes {
 		p.Nodes = append(p.Nodes, n)
@@ -406,8 +406,8 @@ func ranked(f *topology.Fabric, l *ledger.Ledger, bound, pending []*corev1.Pod, 
 	return out, &n
 }
 
-// held is what the bound pods of a gang hold.
-func held(f *topology.Fabric, l *ledger.Ledger, bound []*corev1.Pod) *placement.Occupancy {
+// occupancyOf is what the bound pods of a gang occupy.
+func occupancyOf(f *topology.Fabric, l *ledger.Ledger, bound []*corev1.Pod) *placement.Occupancy {
 	h := &placement.Occupancy{Nodes: map[string]bool{}, S0s: map[topology.S0ID]bool{}, S1s: map[topology.S1ID]bool{}}
 	for _, p := range bound {
 		h.Nodes[p.Spec.NodeName] = true

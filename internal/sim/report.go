@@ -142,36 +142,72 @@ func locate(f *topology.Fabric, node string, nic topology.NICID) nicPlace {
 // node agent's choice); only a pod no KCNR lists yet is reported with the
 // NICs of its rdmatopo.io/nics annotation.
 func BuildReport(s *Simulator) *Report {
+	rep := &Report{Pods: []PodPlacement{}, Jobs: []JobPlacement{}, Evictions: []Eviction{}, Cycles: s.Cycle()}
+	jobs := reportPods(s, rep)
+	events := s.Events()
+	for _, pg := range s.PodGroups() {
+		key := pg.Namespace + "/" + pg.Name
+		a := jobs.get(key)
+		jp := JobPlacement{Namespace: pg.Namespace, Name: pg.Name, Owner: ownerOf(pg),
+			MinMember: pg.Spec.MinMember, BoundPods: a.bound, Pods: a.pods, RDMA: a.rdma, S0: []string{}, S1: []string{}}
+		jp.Placed = a.bound > 0 && int32(a.bound) >= pg.Spec.MinMember
+		if jp.Placed && len(a.leaves) > 0 {
+			jp.Tier = placement.TierOf(len(a.nodes), len(a.leaves), len(a.s1s)).String()
+			jp.S0 = sortedS0(a.leaves)
+			jp.S1 = sortedS1(a.s1s)
+		}
+		if !jp.Placed {
+			jp.Reason = unplacedReason(pg, events, a.pods, a.pendingMsg)
+		}
+		jp.WaitedSeconds = s.Waited(pg.Namespace, pg.Name).Seconds()
+		entries := make([]*PodPlacement, len(a.entries))
+		for i, at := range a.entries {
+			entries[i] = &rep.Pods[at]
+		}
+		jp.RingCrossings, jp.Segments = s.rankJob(pg, entries, a.objs)
+		rep.Jobs = append(rep.Jobs, jp)
+	}
+	return rep
+}
+
+// jobAcc is what a job's pods add up to in a report.
+type jobAcc struct {
+	nodes  map[string]bool
+	leaves map[topology.S0ID]bool
+	s1s    map[topology.S1ID]bool
+	bound  int
+	pods   int
+	rdma   bool
+	// pendingMsg is the scheduling condition of a pending pod.
+	pendingMsg string
+	// entries index the job's pods in the report's Pods; objs are the
+	// pods themselves, in the same order.
+	entries []int
+	objs    []*corev1.Pod
+}
+
+// jobAccs are the jobs' accumulations by "namespace/podgroup".
+type jobAccs map[string]*jobAcc
+
+func (m jobAccs) get(job string) *jobAcc {
+	a, ok := m[job]
+	if !ok {
+		a = &jobAcc{nodes: map[string]bool{}, leaves: map[topology.S0ID]bool{}, s1s: map[topology.S1ID]bool{}}
+		m[job] = a
+	}
+	return a
+}
+
+// reportPods adds the workload's pods and the evictions to rep, and
+// returns what each job's pods add up to: the NICs the node agent lists
+// for a bound pod (else its annotations) decide its leaves.
+func reportPods(s *Simulator, rep *Report) jobAccs {
 	f := s.Fabric()
 	listed := map[string]map[string][]topology.NICID{}
 	for name, cnr := range s.cnrs {
 		listed[name] = nodeagent.ListedNICs(cnr)
 	}
-	rep := &Report{Pods: []PodPlacement{}, Jobs: []JobPlacement{}, Evictions: []Eviction{}, Cycles: s.Cycle()}
-
-	type jobAcc struct {
-		nodes  map[string]bool
-		leaves map[topology.S0ID]bool
-		s1s    map[topology.S1ID]bool
-		bound  int
-		pods   int
-		rdma   bool
-		// pendingMsg is the scheduling condition of a pending pod.
-		pendingMsg string
-	}
-	acc := map[string]*jobAcc{}
-	get := func(job string) *jobAcc {
-		a, ok := acc[job]
-		if !ok {
-			a = &jobAcc{nodes: map[string]bool{}, leaves: map[topology.S0ID]bool{}, s1s: map[topology.S1ID]bool{}}
-			acc[job] = a
-		}
-		return a
-	}
-
-	// byJob and objs index each job's report entries and their pods.
-	byJob := map[string][]int{}
-	objs := map[string][]*corev1.Pod{}
+	jobs := jobAccs{}
 	for _, ps := range s.Pods() {
 		if ps.Evicted != "" {
 			rep.Evictions = append(rep.Evictions, evictionOf(ps))
@@ -183,7 +219,7 @@ func BuildReport(s *Simulator) *Report {
 		job := p.Namespace + "/" + p.Annotations[schedulingv1beta1.KubeGroupNameAnnotationKey]
 		pp := PodPlacement{Namespace: p.Namespace, Name: p.Name, Job: job, NUMA: -1,
 			NICs: []string{}, S0: []string{}, S1: []string{}, Evicted: ps.Evicted, Annotations: map[string]string{}}
-		a := get(job)
+		a := jobs.get(job)
 		a.pods++
 		rdma := requestsResource(p, s.conf.Topology.RDMAResource)
 		if rdma {
@@ -204,34 +240,10 @@ func BuildReport(s *Simulator) *Report {
 			a.pendingMsg = scheduledMessage(p)
 		}
 		rep.Pods = append(rep.Pods, pp)
-		byJob[job] = append(byJob[job], len(rep.Pods)-1)
-		objs[job] = append(objs[job], p)
+		a.entries = append(a.entries, len(rep.Pods)-1)
+		a.objs = append(a.objs, p)
 	}
-
-	events := s.Events()
-	for _, pg := range s.PodGroups() {
-		key := pg.Namespace + "/" + pg.Name
-		a := get(key)
-		jp := JobPlacement{Namespace: pg.Namespace, Name: pg.Name, Owner: ownerOf(pg),
-			MinMember: pg.Spec.MinMember, BoundPods: a.bound, Pods: a.pods, RDMA: a.rdma, S0: []string{}, S1: []string{}}
-		jp.Placed = a.bound > 0 && int32(a.bound) >= pg.Spec.MinMember
-		if jp.Placed && len(a.leaves) > 0 {
-			jp.Tier = placement.TierOf(len(a.nodes), len(a.leaves), len(a.s1s)).String()
-			jp.S0 = sortedS0(a.leaves)
-			jp.S1 = sortedS1(a.s1s)
-		}
-		if !jp.Placed {
-			jp.Reason = unplacedReason(pg, events, a.pods, a.pendingMsg)
-		}
-		jp.WaitedSeconds = s.Waited(pg.Namespace, pg.Name).Seconds()
-		entries := make([]*PodPlacement, len(byJob[key]))
-		for i, at := range byJob[key] {
-			entries[i] = &rep.Pods[at]
-		}
-		jp.RingCrossings, jp.Segments = s.rankJob(pg, entries, objs[key])
-		rep.Jobs = append(rep.Jobs, jp)
-	}
-	return rep
+	return jobs
 }
 
 // evictionOf describes an evicted pod.

@@ -49,74 +49,13 @@ func (s *Session) realizeHold(h *preemption.Hold) []*api.TaskInfo {
 	ssn := s.ssn
 	jobID := api.JobID(h.Job)
 	job := ssn.Jobs[jobID]
-	if job == nil {
+	if job == nil || !s.holdReady(h, job) {
 		return nil
-	}
-	for _, t := range h.Tasks {
-		if task := job.Tasks[api.TaskID(t.UID)]; task != nil && task.Status != api.Pending {
-			// An earlier action placed the pod elsewhere this session (the
-			// hold's NICs are not free to it, other capacity was).
-			// Allocating the task again, and discarding that, would take
-			// the node off a task already sent to bind.
-			s.dropHold(jobID, "gang placed elsewhere")
-			klog.V(3).InfoS("Dropped the hold of a gang placed elsewhere", "job", h.Name,
-				"task", klog.KRef(task.Namespace, task.Name), "status", task.Status)
-			return nil
-		}
-	}
-	need := map[string]*api.Resource{}
-	var nodes []string
-	for _, t := range h.Tasks {
-		if need[t.Node] == nil {
-			need[t.Node] = api.EmptyResource()
-			nodes = append(nodes, t.Node)
-		}
-		need[t.Node].Add(resourceOf(t.Resreq))
-	}
-	for _, name := range nodes {
-		node := ssn.Nodes[name]
-		if node != nil && need[name].LessEqual(node.Idle, api.Zero) {
-			continue
-		}
-		if h.Rebind && (node == nil || !need[name].LessEqual(node.FutureIdle(), api.Zero)) {
-			s.dropHold(jobID, "node "+name+" no longer has the resources of the failed binds")
-			klog.InfoS("Dropped the slots of a partial gang's failed binds; planning the pods anew", "job", h.Name, "node", name)
-			return nil
-		}
-		klog.V(4).InfoS("Held gang waits for the resources of terminating pods", "job", h.Name, "node", name)
-		return nil
-	}
-	if h.Rebind {
-		if c := h.Listed(s.fabric); c != "" {
-			klog.V(4).InfoS("Held pods wait for the node's KCNR to drop a pod gone", "job", h.Name, "listed", c)
-			return nil
-		}
 	}
 	s.takeHold(jobID)
 	defer s.clearPlanned()
 	stmt := framework.NewStatement(ssn)
-	var err error
-	var placed []*api.TaskInfo
-	for _, t := range h.Tasks {
-		task, node := job.Tasks[api.TaskID(t.UID)], ssn.Nodes[t.Node]
-		if task == nil || node == nil {
-			err = fmt.Errorf("task %s or node %s is gone", t.Name, t.Node)
-			break
-		}
-		if t.RDMA {
-			s.setPlanned(task.UID, t.Assignment)
-		}
-		if err = ssn.PrePredicateFn(task); err != nil {
-			break
-		}
-		if err = ssn.PredicateForAllocateAction(task, node); err != nil {
-			break
-		}
-		if err = stmt.Allocate(task, node); err != nil {
-			break
-		}
-		placed = append(placed, task)
-	}
+	placed, err := s.allocateHeld(stmt, h, job)
 	if err == nil && job.CheckTaskReady() && job.IsReady() && ssn.JobReady(job) {
 		stmt.Commit()
 		s.dropHold(jobID, "gang allocated where it was held")
@@ -136,4 +75,80 @@ func (s *Session) realizeHold(h *preemption.Hold) []*api.TaskInfo {
 	s.dropHold(jobID, "held placement cannot be allocated: "+err.Error())
 	klog.InfoS("Abandoned the hold of a gang", "job", h.Name, "rebind", h.Rebind, "err", err)
 	return nil
+}
+
+// holdReady reports whether the hold can be realized now: its tasks are
+// still pending, and its nodes have the idle resources for them (and, for
+// a rebind hold, their KCNRs list no pod gone). It drops a hold that can
+// never be realized: a task placed elsewhere, or a rebind hold's node
+// without the resources even once its releasing pods are gone.
+func (s *Session) holdReady(h *preemption.Hold, job *api.JobInfo) bool {
+	jobID := api.JobID(h.Job)
+	for _, t := range h.Tasks {
+		if task := job.Tasks[api.TaskID(t.UID)]; task != nil && task.Status != api.Pending {
+			// An earlier action placed the pod elsewhere this session (the
+			// hold's NICs are not free to it, other capacity was).
+			// Allocating the task again, and discarding that, would take
+			// the node off a task already sent to bind.
+			s.dropHold(jobID, "gang placed elsewhere")
+			klog.V(3).InfoS("Dropped the hold of a gang placed elsewhere", "job", h.Name,
+				"task", klog.KRef(task.Namespace, task.Name), "status", task.Status)
+			return false
+		}
+	}
+	need := map[string]*api.Resource{}
+	var nodes []string
+	for _, t := range h.Tasks {
+		if need[t.Node] == nil {
+			need[t.Node] = api.EmptyResource()
+			nodes = append(nodes, t.Node)
+		}
+		need[t.Node].Add(resourceOf(t.Resreq))
+	}
+	for _, name := range nodes {
+		node := s.ssn.Nodes[name]
+		if node != nil && need[name].LessEqual(node.Idle, api.Zero) {
+			continue
+		}
+		if h.Rebind && (node == nil || !need[name].LessEqual(node.FutureIdle(), api.Zero)) {
+			s.dropHold(jobID, "node "+name+" no longer has the resources of the failed binds")
+			klog.InfoS("Dropped the slots of a partial gang's failed binds; planning the pods anew", "job", h.Name, "node", name)
+			return false
+		}
+		klog.V(4).InfoS("Held gang waits for the resources of terminating pods", "job", h.Name, "node", name)
+		return false
+	}
+	if h.Rebind {
+		if c := h.Listed(s.fabric); c != "" {
+			klog.V(4).InfoS("Held pods wait for the node's KCNR to drop a pod gone", "job", h.Name, "listed", c)
+			return false
+		}
+	}
+	return true
+}
+
+// allocateHeld allocates the hold's tasks where it holds them, through
+// stmt, their NICs as held; it stops at the first the session refuses.
+func (s *Session) allocateHeld(stmt *framework.Statement, h *preemption.Hold, job *api.JobInfo) ([]*api.TaskInfo, error) {
+	var placed []*api.TaskInfo
+	for _, t := range h.Tasks {
+		task, node := job.Tasks[api.TaskID(t.UID)], s.ssn.Nodes[t.Node]
+		if task == nil || node == nil {
+			return placed, fmt.Errorf("task %s or node %s is gone", t.Name, t.Node)
+		}
+		if t.RDMA {
+			s.setPlanned(task.UID, t.Assignment)
+		}
+		if err := s.ssn.PrePredicateFn(task); err != nil {
+			return placed, err
+		}
+		if err := s.ssn.PredicateForAllocateAction(task, node); err != nil {
+			return placed, err
+		}
+		if err := stmt.Allocate(task, node); err != nil {
+			return placed, err
+		}
+		placed = append(placed, task)
+	}
+	return placed, nil
 }

@@ -137,6 +137,13 @@ func (s *Session) adopt(tasks map[string]*api.TaskInfo) {
 		s.patchPod(t, m.Planned, m.Realized)
 		s.mismatchEvent(t, m, tasks[m.Planned.UID])
 	}
+	s.noteRealized(t, byJob)
+}
+
+// noteRealized records, for each gang a pod of which the KCNRs placed
+// otherwise (byJob), the placement it was planned with (the first time)
+// and whether the nodes realized it at a wider tier.
+func (s *Session) noteRealized(t *truth, byJob map[api.JobID][]ledger.Mismatch) {
 	if len(byJob) == 0 {
 		return
 	}
