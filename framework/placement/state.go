@@ -1,8 +1,11 @@
 package placement
 
 import (
+	"cmp"
 	"maps"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
@@ -22,11 +25,21 @@ type zoneFree struct {
 	id       int
 	gpu      int64
 	cpuMilli int64
-	// nics are free NICs (KCNR free and not held in the ledger), sorted.
+	// nics are free NIC units: each NIC with free units (see
+	// State.freeUnits) appears once per free unit, up to maxShare times,
+	// in NIC order. A count of entries is a count of free units (what
+	// pods of one NIC each can use); a pod takes distinct NICs
+	// (work.freeNICs).
 	nics []topology.NICID
 	// leaf of each entry of nics.
 	leaves []topology.S0ID
 }
+
+// maxShare bounds how many pods the planner puts on one NIC in a session
+// (the entries of a NIC in zoneFree.nics): a NIC reporting more units
+// serves at most this many more pods per session. It keeps free views
+// small on a KCNR reporting a huge capacity.
+const maxShare = 64
 
 // nodeFree is the free view of one node, computed lazily and dropped when a
 // reservation on the node changes.
@@ -43,8 +56,10 @@ type nodeFree struct {
 type State struct {
 	mu     sync.Mutex
 	fabric *topology.Fabric
-	// taken maps node -> NIC -> holder pod UID.
-	taken map[string]map[topology.NICID]string
+	// taken maps node -> NIC -> the holders (pod UIDs, holdPrefix or
+	// keepOutPrefix ids), sorted; each takes one unit of the NIC. A slice
+	// is never modified in place (a clone may share it).
+	taken map[string]map[topology.NICID][]string
 	// used maps node -> NUMA id -> GPU/CPU of reservations not in the KCNR.
 	used map[string]map[int]Cap
 	// caps are optional per-node bounds (session idle).
@@ -58,9 +73,10 @@ type State struct {
 	// unusable marks nodes no pod may use (not in the session,
 	// unschedulable, tainted).
 	unusable map[string]bool
-	// freed marks NICs a KCNR lists as allocated that count as free in
-	// this state (their holders are evicted in a what-if, see Release).
-	freed map[string]map[topology.NICID]bool
+	// freed counts, per NIC, the units a KCNR lists as allocated that are
+	// free in this state (their holders are evicted in a what-if, see
+	// Release).
+	freed map[string]map[topology.NICID]int64
 	// maxNode is the most GPUs and NICs any one node has (free or not),
 	// computed on first use; it rules out the node tier for large gangs
 	// without scanning nodes.
@@ -115,7 +131,8 @@ func (s *State) leafCacheOf(sh Shape) map[topology.S0ID]*leafStat {
 	return m
 }
 
-// largestNode returns the most GPUs and NICs of any node. Callers hold s.mu.
+// largestNode returns the most GPUs and NIC units of any node. Callers
+// hold s.mu.
 func (s *State) largestNode() Cap {
 	if s.maxNode == nil {
 		var c Cap
@@ -124,7 +141,11 @@ func (s *State) largestNode() Cap {
 			var gpu, nics int64
 			for _, z := range n.Zones {
 				gpu += z.FreeGPU
-				nics += int64(len(z.NICs))
+				for _, nic := range z.NICs {
+					// Each unit serves a pod (as many as a free view
+					// lists, maxShare).
+					nics += min(max(nic.Units, 1), maxShare)
+				}
 			}
 			c.GPU, c.NICs = max(c.GPU, gpu), max(c.NICs, nics)
 		}
@@ -137,7 +158,7 @@ func (s *State) largestNode() Cap {
 func NewState(f *topology.Fabric, l *ledger.Ledger) *State {
 	s := &State{
 		fabric: f,
-		taken:  map[string]map[topology.NICID]string{},
+		taken:  map[string]map[topology.NICID][]string{},
 		used:   map[string]map[int]Cap{},
 		caps:   map[string]Cap{},
 		views:  make(map[string]*nodeFree, f.Len()),
@@ -211,8 +232,13 @@ func (s *State) Unapply(uid string, a Assignment) {
 	if m := s.taken[a.Node]; m != nil {
 		for _, z := range a.Zones {
 			for _, nic := range z.NICs {
-				if m[nic] == uid {
-					delete(m, nic)
+				hs := m[nic]
+				if i := slices.Index(hs, uid); i >= 0 {
+					if len(hs) == 1 {
+						delete(m, nic)
+					} else {
+						m[nic] = slices.Delete(slices.Clone(hs), i, i+1)
+					}
 				}
 			}
 		}
@@ -243,12 +269,15 @@ func (s *State) apply(uid, node string, zones []ledger.ZoneUse, countUse, capUse
 	s.own(node)
 	m := s.taken[node]
 	if m == nil {
-		m = map[topology.NICID]string{}
+		m = map[topology.NICID][]string{}
 		s.taken[node] = m
 	}
 	for _, z := range zones {
 		for _, nic := range z.NICs {
-			m[nic] = uid
+			hs := m[nic]
+			if i, found := slices.BinarySearch(hs, uid); !found {
+				m[nic] = slices.Insert(slices.Clip(hs), i, uid)
+			}
 		}
 	}
 	if countUse {
@@ -309,12 +338,79 @@ func (s *State) Usable(node string) bool {
 	return !s.unusable[node]
 }
 
-// HolderOf returns the pod holding a NIC in this state, if any.
+// HolderOf returns a pod holding a NIC in this state, if any: the first by
+// id when several share it.
 func (s *State) HolderOf(node string, nic topology.NICID) (string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	uid, ok := s.taken[node][nic]
-	return uid, ok
+	hs := s.taken[node][nic]
+	if len(hs) == 0 {
+		return "", false
+	}
+	return hs[0], true
+}
+
+// Taken reports whether a node's NIC has no unit left for self in this
+// state: self does not hold it, some pod does, and it has no free unit
+// (freeUnits). It returns a holder to name. A NIC no one holds is never
+// taken here (what the KCNR lists is the caller's to check), so on NICs of
+// one unit it is "another pod holds it".
+func (s *State) Taken(node string, nic topology.NICID, self string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	hs := s.taken[node][nic]
+	if len(hs) == 0 || slices.Contains(hs, self) {
+		return "", false
+	}
+	if n, ok := s.fabric.NIC(node, nic); ok && s.freeUnits(n, hs, s.freed[node][nic]) > 0 {
+		return "", false
+	}
+	return hs[0], true
+}
+
+// freeUnits is how many more pods a NIC serves in this state, given its
+// holders and the units a what-if frees there (State.Release):
+//
+//	min(FreeUnits + freed − holders the KCNR does not list on it,
+//	    Units − holders), at least 0,
+//
+// with FreeUnits + freed at most Units. The KCNR's free units already
+// count the holders it lists on the NIC; every holder takes one unit. A
+// NIC kept out (KeepOut) serves none. On a NIC of one unit it is 1 when
+// the KCNR shows it free (or a what-if frees it) and no one holds it, else
+// 0.
+func (s *State) freeUnits(nic topology.NIC, holders []string, freed int64) int64 {
+	kcnr := nic.FreeUnits
+	if freed > 0 {
+		kcnr = min(kcnr+freed, max(nic.Units, 1))
+	}
+	if len(holders) == 0 {
+		return kcnr
+	}
+	unlisted := int64(0)
+	for _, h := range holders {
+		if strings.HasPrefix(h, keepOutPrefix) {
+			return 0
+		}
+		if !listedOn(nic, h) {
+			unlisted++
+		}
+	}
+	return max(min(kcnr-unlisted, nic.Units-int64(len(holders))), 0)
+}
+
+// listedOn reports whether the NIC's KCNR allocations list the pod of UID
+// uid (consumers are "namespace/name/uid"). A hold's id is never listed.
+func listedOn(nic topology.NIC, uid string) bool {
+	if strings.Contains(uid, "/") {
+		return false
+	}
+	for _, c := range nic.Consumers {
+		if strings.HasSuffix(c, "/"+uid) {
+			return true
+		}
+	}
+	return false
 }
 
 // view returns the free view of a node (nil if the fabric does not know it).
@@ -352,14 +448,14 @@ func (s *State) view(name string) *nodeFree {
 		}
 		start := len(nics)
 		for _, nic := range z.NICs {
-			if !nic.Free && !freed[nic.ID] {
+			if !nic.Free && freed[nic.ID] == 0 {
 				continue
 			}
-			if _, held := taken[nic.ID]; held {
-				continue
+			n := s.freeUnits(nic, taken[nic.ID], freed[nic.ID])
+			for range min(n, maxShare) {
+				nics = append(nics, nic.ID)
+				leaves = append(leaves, nic.S0)
 			}
-			nics = append(nics, nic.ID)
-			leaves = append(leaves, nic.S0)
 		}
 		zf.nics = nics[start:len(nics):len(nics)]
 		zf.leaves = leaves[start:len(leaves):len(leaves)]
@@ -397,8 +493,8 @@ type work struct {
 	node  *topology.Node
 	zones []zoneFree
 	cap   *Cap
-	// usedNICs marks NICs taken during this fill.
-	usedNICs map[topology.NICID]bool
+	// usedNICs counts the units of each NIC taken during this fill.
+	usedNICs map[topology.NICID]int64
 	// placed are the gang's pods this fill put on the node, in order.
 	placed []Pod
 }
@@ -413,19 +509,48 @@ func newWork(v *nodeFree) *work {
 	return w
 }
 
-// freeNICs lists zone i's NICs still free in this fill and allowed by ok.
+// freeNICs lists zone i's distinct NICs with a unit still free in this
+// fill and allowed by ok: those with the most free units first, then in
+// NIC order (on NICs of one unit: NIC order). A pod takes a prefix, one
+// unit of each NIC; taking the fullest first leaves the most NICs for the
+// pods after it.
 func (w *work) freeNICs(i int, ok func(topology.S0ID) bool) []topology.NICID {
 	z := &w.zones[i]
 	var out []topology.NICID
-	for j, nic := range z.nics {
-		if w.usedNICs[nic] {
-			continue
+	var left []int64
+	for j := 0; j < len(z.nics); {
+		nic := z.nics[j]
+		k := j + 1
+		for k < len(z.nics) && z.nics[k] == nic {
+			k++
 		}
-		if ok != nil && !ok(z.leaves[j]) {
-			continue
+		n := int64(k-j) - w.usedNICs[nic]
+		if n > 0 && (ok == nil || ok(z.leaves[j])) {
+			out = append(out, nic)
+			left = append(left, n)
 		}
-		out = append(out, nic)
+		j = k
 	}
+	if len(out) > 1 && slices.ContainsFunc(left, func(n int64) bool { return n != left[0] }) {
+		idx := make([]int, len(out))
+		for j := range idx {
+			idx[j] = j
+		}
+		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(left[b], left[a]) })
+		sorted := make([]topology.NICID, len(out))
+		for j, x := range idx {
+			sorted[j] = out[x]
+		}
+		out = sorted
+	}
+	return out
+}
+
+// firstNICs is a sorted copy of the first n of nics (a pod's NICs as the
+// ledger keeps them).
+func firstNICs(nics []topology.NICID, n int64) []topology.NICID {
+	out := slices.Clone(nics[:n])
+	slices.Sort(out)
 	return out
 }
 
@@ -476,7 +601,7 @@ func (w *work) placeAligned(sh Shape, ok func(topology.S0ID) bool) (Assignment, 
 		}
 	}
 	if best >= 0 {
-		use := ledger.ZoneUse{NUMA: w.zones[best].id, GPU: sh.GPU, CPUMilli: sh.CPUMilli, NICs: append([]topology.NICID(nil), bestNICs[:sh.NICs]...)}
+		use := ledger.ZoneUse{NUMA: w.zones[best].id, GPU: sh.GPU, CPUMilli: sh.CPUMilli, NICs: firstNICs(bestNICs, sh.NICs)}
 		w.take(best, use)
 		return Assignment{Node: w.name, Zones: []ledger.ZoneUse{use}}, true
 	}
@@ -511,7 +636,7 @@ func (w *work) span(sh Shape, ok func(topology.S0ID) bool) ([]ledger.ZoneUse, bo
 		nics := w.freeNICs(i, ok)
 		u := ledger.ZoneUse{NUMA: z.id, GPU: min(needGPU, z.gpu), CPUMilli: min(needCPU, z.cpuMilli)}
 		k := min(needNIC, int64(len(nics)))
-		u.NICs = append([]topology.NICID(nil), nics[:k]...)
+		u.NICs = firstNICs(nics, k)
 		if u.GPU == 0 && u.CPUMilli == 0 && len(u.NICs) == 0 {
 			continue
 		}
@@ -556,10 +681,10 @@ func (w *work) take(i int, u ledger.ZoneUse) {
 	z.gpu -= u.GPU
 	z.cpuMilli -= u.CPUMilli
 	if w.usedNICs == nil {
-		w.usedNICs = map[topology.NICID]bool{}
+		w.usedNICs = map[topology.NICID]int64{}
 	}
 	for _, nic := range u.NICs {
-		w.usedNICs[nic] = true
+		w.usedNICs[nic]++
 	}
 	if w.cap != nil {
 		w.cap.GPU -= u.GPU

@@ -14,6 +14,7 @@ package fabricview
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -38,7 +39,8 @@ type Leaf struct {
 	S0 string `json:"s0"`
 	// Nodes have a NIC under the leaf, sorted.
 	Nodes []string `json:"nodes"`
-	// NICs counts the leaf's NICs; Free those nobody holds.
+	// NICs counts the leaf's NICs; Free those with an RDMA unit left (on
+	// NICs of one unit: those nobody holds).
 	NICs int `json:"nics"`
 	Free int `json:"free"`
 	// Holders maps each holding job ("namespace/podgroup", or the pod
@@ -103,16 +105,31 @@ func Build(cfg topology.Config, c *workload.Cluster) *View {
 		jobOf[key] = JobOf(p)
 		byUID[key+"/"+string(p.UID)] = JobOf(p)
 	}
-	held := map[string]string{} // node/nic -> job
+	held := map[string]string{} // node/nic -> job (the first reservation by UID)
+	// unlisted and holders count, per node/nic, the reservations the KCNR
+	// does not list there and all of them: a NIC of several units is
+	// free while it has a unit beyond them.
+	unlisted, holders := map[string]int64{}, map[string]int64{}
 	reserved, annotationErrs := ledger.Rebuild(cfg, c.Pods, f)
 	for _, r := range reserved.All() {
 		for _, nic := range r.NICs() {
-			held[r.Node+"/"+string(nic)] = jobOf[r.Namespace+"/"+r.Name]
+			key := r.Node + "/" + string(nic)
+			if _, ok := held[key]; !ok {
+				held[key] = jobOf[r.Namespace+"/"+r.Name]
+			}
+			holders[key]++
+			if n, ok := f.NIC(r.Node, nic); ok && !slices.Contains(n.Consumers, r.Consumer()) {
+				unlisted[key]++
+			}
 		}
 	}
 	holdUnannotated(cfg, f, c.Pods, reserved, jobOf, held)
 	holderOf := func(node string, nic topology.NIC) (string, bool) {
-		if job, ok := held[node+"/"+string(nic.ID)]; ok {
+		key := node + "/" + string(nic.ID)
+		if nic.Units > 1 && min(nic.FreeUnits-unlisted[key], nic.Units-holders[key]) > 0 {
+			return "", false
+		}
+		if job, ok := held[key]; ok {
 			return job, true
 		}
 		if nic.Free {
