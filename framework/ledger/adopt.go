@@ -72,31 +72,8 @@ func (l *Ledger) Adopt(f *topology.Fabric, gone func(consumer string) bool) ([]M
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.fabric = f
-	// The reservations walked, by UID, each with its consumer id and its
-	// node in f, looked up once: Adopt runs in every session.
-	type entry struct {
-		r        *Reservation
-		consumer string
-		node     *topology.Node
-	}
-	// Only nodes of f whose KCNR or reservations changed since the last
-	// Adopt are walked: on the others it would find what it left
-	// (adoptMark).
-	var all []entry
-	var walked []string
-	for name, uids := range l.byNode {
-		node, _ := f.Node(name)
-		if node == nil || l.adopted[name] == (adoptMark{node: node, changes: l.changes[name]}) {
-			continue
-		}
-		walked = append(walked, name)
-		for uid := range uids {
-			r := l.byUID[uid]
-			all = append(all, entry{r: r, consumer: r.Consumer(), node: node})
-		}
-	}
+	all, walked := l.toAdopt(f)
 	defer l.markAdopted(f, walked)
-	sort.Slice(all, func(i, j int) bool { return all[i].r.UID < all[j].r.UID })
 	// Confirm first, so a NIC two listed pods share is seen as held by a
 	// confirmed holder whatever the UID order.
 	for _, e := range all {
@@ -114,38 +91,7 @@ func (l *Ledger) Adopt(f *topology.Fabric, gone func(consumer string) bool) ([]M
 			}
 		}
 	}
-	// Which of them differ from their reservation. A listed NIC that as
-	// many other confirmed pods, listed on it too, hold as it has units
-	// stays with them.
-	type pending struct {
-		r        *Reservation
-		listed   []listedNIC
-		expected []listedNIC
-	}
-	var diff []pending
-	for _, e := range all {
-		listed, ok := listedBy[e.r.UID]
-		if !ok {
-			continue
-		}
-		r, uid := e.r, e.r.UID
-		var expected []listedNIC
-		for _, n := range listed {
-			keep := 0
-			for _, h := range l.holder[nicKey{r.Node, n.id}] {
-				if h != uid && l.byUID[h].Confirmed && listsNIC(listedBy[h], n.id) {
-					keep++
-				}
-			}
-			if keep >= l.units(r.Node, n.id) {
-				continue
-			}
-			expected = append(expected, n)
-		}
-		if !sameNICs(expected, r) {
-			diff = append(diff, pending{r: r, listed: listed, expected: expected})
-		}
-	}
+	diff := l.differing(all, listedBy)
 	// Their planned NICs are freed first, so pods whose agent swapped NICs
 	// or zones between them each get what the KCNR lists.
 	planned := make([]Reservation, len(diff))
@@ -164,62 +110,138 @@ func (l *Ledger) Adopt(f *topology.Fabric, gone func(consumer string) bool) ([]M
 	lost := map[string][]int{}
 	before := map[string]Reservation{}
 	for i, d := range diff {
-		r := d.r
-		m := Mismatch{Planned: planned[i]}
-		var kept []listedNIC
-		for _, n := range d.expected {
-			// Pods adopted before this one (by UID) that the KCNR lists
-			// there may have taken every unit: an over-allocation, which
-			// the earlier pods keep.
-			listedHolders := 0
-			for _, h := range l.holder[nicKey{r.Node, n.id}] {
-				if h != r.UID && l.byUID[h].Confirmed && listsNIC(listedBy[h], n.id) {
-					listedHolders++
-				}
-			}
-			if listedHolders >= l.units(r.Node, n.id) {
-				continue
-			}
-			kept = append(kept, n)
-			// While the NIC has no unit left for the pod, the last (by
-			// UID) of the pods planned there that the agent has not
-			// reported yet loses it: the KCNR shows the unit taken, so
-			// that pod will not get it.
-			for l.full(r.Node, n.id, r.UID) {
-				holder := ""
-				for _, h := range l.holder[nicKey{r.Node, n.id}] {
-					if !l.byUID[h].Confirmed {
-						holder = h
-					}
-				}
-				if holder == "" {
-					break
-				}
-				if _, seen := before[holder]; !seen {
-					before[holder] = l.byUID[holder].clone()
-				}
-				if numa, ok := l.dropNIC(l.byUID[holder], n.id); ok {
-					lost[holder] = append(lost[holder], numa)
-				}
-				if !slices.Contains(m.Contested, n.id) {
-					m.Contested = append(m.Contested, n.id)
-				}
-			}
-		}
-		realized := *r
-		realized.Zones = zonesOf(d.listed, kept, r)
-		// The KCNR lists the pod's zones, not its containers': the
-		// planned split no longer says where each container is.
-		realized.Containers = nil
-		l.replace(r, realized)
-		m.Realized = l.byUID[r.UID].clone()
-		out = append(out, m)
+		out = append(out, l.realize(d, planned[i], listedBy, lost, before))
 	}
 	displaced := l.substitute(f, lost, before, gone)
 	if len(out) == 0 {
 		return nil, displaced
 	}
 	return out, displaced
+}
+
+// adoptEntry is a reservation Adopt walks, with its consumer id and its
+// node in the fabric, looked up once: Adopt runs in every session.
+type adoptEntry struct {
+	r        *Reservation
+	consumer string
+	node     *topology.Node
+}
+
+// toAdopt returns the reservations on the nodes of f whose KCNR or
+// reservations changed since the last Adopt, by UID, and those nodes: on
+// the others Adopt would find what it left (adoptMark).
+func (l *Ledger) toAdopt(f *topology.Fabric) ([]adoptEntry, []string) {
+	var all []adoptEntry
+	var walked []string
+	for name, uids := range l.byNode {
+		node, _ := f.Node(name)
+		if node == nil || l.adopted[name] == (adoptMark{node: node, changes: l.changes[name]}) {
+			continue
+		}
+		walked = append(walked, name)
+		for uid := range uids {
+			r := l.byUID[uid]
+			all = append(all, adoptEntry{r: r, consumer: r.Consumer(), node: node})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].r.UID < all[j].r.UID })
+	return all, walked
+}
+
+// adoptDiff is a confirmed reservation whose KCNR entry lists other NICs:
+// what it lists, and of that what the pod can hold (expected).
+type adoptDiff struct {
+	r        *Reservation
+	listed   []listedNIC
+	expected []listedNIC
+}
+
+// listedHolders counts the confirmed pods other than uid that hold nic on
+// node and that their KCNR lists there.
+func (l *Ledger) listedHolders(node string, nic topology.NICID, uid string, listedBy map[string][]listedNIC) int {
+	n := 0
+	for _, h := range l.holder[nicKey{node, nic}] {
+		if h != uid && l.byUID[h].Confirmed && listsNIC(listedBy[h], nic) {
+			n++
+		}
+	}
+	return n
+}
+
+// differing returns the listed reservations that differ from what their
+// KCNR lists. A listed NIC that as many other confirmed pods, listed on it
+// too, hold as it has units stays with them.
+func (l *Ledger) differing(all []adoptEntry, listedBy map[string][]listedNIC) []adoptDiff {
+	var diff []adoptDiff
+	for _, e := range all {
+		listed, ok := listedBy[e.r.UID]
+		if !ok {
+			continue
+		}
+		r := e.r
+		var expected []listedNIC
+		for _, n := range listed {
+			if l.listedHolders(r.Node, n.id, r.UID, listedBy) >= l.units(r.Node, n.id) {
+				continue
+			}
+			expected = append(expected, n)
+		}
+		if !sameNICs(expected, r) {
+			diff = append(diff, adoptDiff{r: r, listed: listed, expected: expected})
+		}
+	}
+	return diff
+}
+
+// realize replaces d's reservation (planned, as it was) by what its KCNR
+// lists, taking each NIC it keeps from unconfirmed reservations while the
+// NIC has no unit left for it (recorded in lost and before), and returns
+// the mismatch.
+func (l *Ledger) realize(d adoptDiff, planned Reservation, listedBy map[string][]listedNIC, lost map[string][]int, before map[string]Reservation) Mismatch {
+	r := d.r
+	m := Mismatch{Planned: planned}
+	var kept []listedNIC
+	for _, n := range d.expected {
+		// Pods adopted before this one (by UID) that the KCNR lists
+		// there may have taken every unit: an over-allocation, which
+		// the earlier pods keep.
+		if l.listedHolders(r.Node, n.id, r.UID, listedBy) >= l.units(r.Node, n.id) {
+			continue
+		}
+		kept = append(kept, n)
+		// While the NIC has no unit left for the pod, the last (by
+		// UID) of the pods planned there that the agent has not
+		// reported yet loses it: the KCNR shows the unit taken, so
+		// that pod will not get it.
+		for l.full(r.Node, n.id, r.UID) {
+			holder := ""
+			for _, h := range l.holder[nicKey{r.Node, n.id}] {
+				if !l.byUID[h].Confirmed {
+					holder = h
+				}
+			}
+			if holder == "" {
+				break
+			}
+			if _, seen := before[holder]; !seen {
+				before[holder] = l.byUID[holder].clone()
+			}
+			if numa, ok := l.dropNIC(l.byUID[holder], n.id); ok {
+				lost[holder] = append(lost[holder], numa)
+			}
+			if !slices.Contains(m.Contested, n.id) {
+				m.Contested = append(m.Contested, n.id)
+			}
+		}
+	}
+	realized := *r
+	realized.Zones = zonesOf(d.listed, kept, r)
+	// The KCNR lists the pod's zones, not its containers': the
+	// planned split no longer says where each container is.
+	realized.Containers = nil
+	l.replace(r, realized)
+	m.Realized = l.byUID[r.UID].clone()
+	return m
 }
 
 // adoptMark is what Adopt last saw of a node: its fabric node (the fabric
