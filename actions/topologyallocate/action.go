@@ -9,7 +9,7 @@
 // rooms older waiting gangs of its priority claim (topology-preempt's
 // claims): an RDMA gang off their leaves, other pods off their nodes.
 // Before any job's turn, the pods of partial gangs whose binds failed are
-// allocated back to the slots the plugin kept for them (rebind holds).
+// allocated back to the places the plugin kept for them (rebind holds).
 package topologyallocate
 
 import (
@@ -75,7 +75,7 @@ func (a *Action) Execute(ssn *framework.Session) {
 	}
 	if topo != nil {
 		// The pods of partial gangs whose binds failed go back to the
-		// slots kept for them before any job's turn (rebind holds).
+		// places kept for them before any job's turn (rebind holds).
 		if err := topo.Apply(nil, step.RealizeHolds{RebindOnly: true}); err != nil {
 			klog.ErrorS(err, "Cannot realize rebind holds")
 		}
@@ -88,7 +88,7 @@ func (a *Action) Execute(ssn *framework.Session) {
 	// to bind and are pending again), so they hold GPUs and NICs while they
 	// wait. The NICs their failed pods had were released when the session
 	// opened; placing these gangs before anyone else lets them take those
-	// slots back, inside the tier they hold, before another gang can. Once
+	// places back, inside the tier they hold, before another gang can. Once
 	// whole, they compete in their queue like every other job.
 	partial := util.NewPriorityQueue(ssn.JobOrderFn)
 	for _, job := range ssn.Jobs {

@@ -142,6 +142,9 @@ type outcome struct {
 	// (ns/name), merged over the session.
 	patched map[string]map[string]string
 	ledger  *ledger.Ledger
+	// units are the RDMA units of each NIC ("node/nic") whose KCNR NIC
+	// zone lists more than one, read from the cluster's KCNRs.
+	units map[string]int64
 }
 
 // runSession runs one session of the project's conf over the cluster on
@@ -155,7 +158,31 @@ func runSession(t *testing.T, c *cluster, opts ...option) *outcome {
 	sc := simtest.Start(t, st.conf, simtest.Cluster{Nodes: c.nodes, CNRs: c.cnrs, HyperNodes: c.hyperNodes,
 		PodGroups: c.pgs, Pods: c.pods, VolcanoJobTasks: c.tasks, Native: c.native}, st.opts)
 	o := sc.Session()
-	return &outcome{binds: o.Binds, pgs: o.PodGroups, patched: o.Patched, ledger: sc.Sim.Ledger()}
+	return &outcome{binds: o.Binds, pgs: o.PodGroups, patched: o.Patched, ledger: sc.Sim.Ledger(), units: nicUnits(c.cnrs)}
+}
+
+// nicUnits reads the RDMA allocatable of every NIC zone of the KCNRs
+// that lists more than one unit, by "node/nic" (PCI addresses lower case).
+func nicUnits(cnrs []*v1alpha1.CustomNodeResource) map[string]int64 {
+	out := map[string]int64{}
+	var walk func(node string, zs []*v1alpha1.TopologyZone)
+	walk = func(node string, zs []*v1alpha1.TopologyZone) {
+		for _, z := range zs {
+			if z == nil {
+				continue
+			}
+			if z.Type == v1alpha1.TopologyTypeNIC && z.Resources.Allocatable != nil {
+				if q, ok := (*z.Resources.Allocatable)[builders.RDMAResource]; ok && q.Value() > 1 {
+					out[node+"/"+strings.ToLower(z.Name)] = q.Value()
+				}
+			}
+			walk(node, z.Children)
+		}
+	}
+	for _, c := range cnrs {
+		walk(c.Name, c.Status.TopologyZone)
+	}
+	return out
 }
 
 // leavesOf returns the S0 annotations of the bound pods of a job, sorted.
@@ -301,10 +328,11 @@ func condition(pg *schedulingv1beta1.PodGroup) string {
 }
 
 // checkBinds checks every bound RDMA pod: its annotations match its ledger
-// reservation, NICs are on one NUMA zone, and no NIC is given twice.
+// reservation, NICs are on one NUMA zone, and no NIC is given to more pods
+// than its KCNR lists RDMA units.
 func checkBinds(t *testing.T, o *outcome) {
 	t.Helper()
-	seen := map[string]string{}
+	seen := map[string][]string{}
 	for name, task := range o.binds {
 		ann := task.Pod.Annotations
 		nicsAnn, ok := ann[ledger.AnnotationNICs]
@@ -341,10 +369,11 @@ func checkBinds(t *testing.T, o *outcome) {
 		}
 		for _, nic := range nics {
 			key := task.Node + "/" + string(nic)
-			if other, dup := seen[key]; dup {
-				t.Errorf("NIC %s given to %s and %s", key, other, name)
+			seen[key] = append(seen[key], name)
+			if units := max(o.units[key], 1); int64(len(seen[key])) > units {
+				sort.Strings(seen[key])
+				t.Errorf("NIC %s (%d units) given to %v", key, units, seen[key])
 			}
-			seen[key] = name
 		}
 	}
 }

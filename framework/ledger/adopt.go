@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/rdmatopo/rdmatopo/framework/topology"
@@ -33,9 +34,14 @@ type Mismatch struct {
 // unconfirmed reservation holds (the scheduler planned it for a pod the
 // agent has not reported yet) moves to the adopting pod: the KCNR shows it
 // taken, so the other pod will not get it; that pod keeps the rest of its
-// reservation until its own KCNR entry arrives. A NIC that another confirmed
-// pod holds and is listed on too (a NIC of several units the two share)
-// stays with that pod; the adopting pod keeps the zone's GPUs and CPUs.
+// reservation until its own KCNR entry arrives. A NIC serves as many pods as
+// it has units (UseFabric): pods the KCNR lists on one NIC of several units
+// all hold it, and an unconfirmed reservation loses a NIC only when the
+// NIC has no unit left for the adopting pod. When the KCNR lists more pods
+// on a NIC than it has units (an over-allocation), the confirmed pods
+// listed there first by UID keep it and the others do not hold it (their
+// zones keep their GPUs and CPUs). A consumer listed with several units of
+// one NIC holds the NIC once; the KCNR's free units count what it lists.
 //
 // A pod that lost a NIC that way is still bound and still needs it: its
 // node must give it one. In place of each NIC it lost it takes a NIC that
@@ -51,7 +57,8 @@ type Mismatch struct {
 // KCNR will say what the node did.
 //
 // A node whose fabric node and reservations are those Adopt left there
-// last time is not walked again: it would change nothing there.
+// last time is not walked again: it would change nothing there. Adopt
+// makes f the fabric whose NIC units the ledger counts (UseFabric).
 //
 // It returns the mismatches, sorted by UID, and the unconfirmed
 // reservations that lost NICs (Planned as they were, Realized after the
@@ -64,31 +71,9 @@ func (l *Ledger) Adopt(f *topology.Fabric, gone func(consumer string) bool) ([]M
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	// The reservations walked, by UID, each with its consumer id and its
-	// node in f, looked up once: Adopt runs in every session.
-	type entry struct {
-		r        *Reservation
-		consumer string
-		node     *topology.Node
-	}
-	// Only nodes of f whose KCNR or reservations changed since the last
-	// Adopt are walked: on the others it would find what it left
-	// (adoptMark).
-	var all []entry
-	var walked []string
-	for name, uids := range l.byNode {
-		node, _ := f.Node(name)
-		if node == nil || l.adopted[name] == (adoptMark{node: node, changes: l.changes[name]}) {
-			continue
-		}
-		walked = append(walked, name)
-		for uid := range uids {
-			r := l.byUID[uid]
-			all = append(all, entry{r: r, consumer: r.Consumer(), node: node})
-		}
-	}
+	l.fabric = f
+	all, walked := l.toAdopt(f)
 	defer l.markAdopted(f, walked)
-	sort.Slice(all, func(i, j int) bool { return all[i].r.UID < all[j].r.UID })
 	// Confirm first, so a NIC two listed pods share is seen as held by a
 	// confirmed holder whatever the UID order.
 	for _, e := range all {
@@ -106,32 +91,7 @@ func (l *Ledger) Adopt(f *topology.Fabric, gone func(consumer string) bool) ([]M
 			}
 		}
 	}
-	// Which of them differ from their reservation. A listed NIC that another
-	// confirmed pod holds and is listed on too (a NIC of several units the
-	// two share) stays with that pod.
-	type pending struct {
-		r        *Reservation
-		listed   []listedNIC
-		expected []listedNIC
-	}
-	var diff []pending
-	for _, e := range all {
-		listed, ok := listedBy[e.r.UID]
-		if !ok {
-			continue
-		}
-		r, uid := e.r, e.r.UID
-		var expected []listedNIC
-		for _, n := range listed {
-			if h, held := l.holder[nicKey{r.Node, n.id}]; held && h != uid && l.byUID[h].Confirmed && listsNIC(listedBy[h], n.id) {
-				continue
-			}
-			expected = append(expected, n)
-		}
-		if !sameNICs(expected, r) {
-			diff = append(diff, pending{r: r, listed: listed, expected: expected})
-		}
-	}
+	diff := l.differing(all, listedBy)
 	// Their planned NICs are freed first, so pods whose agent swapped NICs
 	// or zones between them each get what the KCNR lists.
 	planned := make([]Reservation, len(diff))
@@ -140,9 +100,7 @@ func (l *Ledger) Adopt(f *topology.Fabric, gone func(consumer string) bool) ([]M
 		planned[i] = d.r.clone()
 		for _, z := range d.r.Zones {
 			for _, n := range z.NICs {
-				if l.holder[nicKey{d.r.Node, n}] == d.r.UID {
-					delete(l.holder, nicKey{d.r.Node, n})
-				}
+				l.dropHolder(nicKey{d.r.Node, n}, d.r.UID)
 			}
 		}
 	}
@@ -152,35 +110,138 @@ func (l *Ledger) Adopt(f *topology.Fabric, gone func(consumer string) bool) ([]M
 	lost := map[string][]int{}
 	before := map[string]Reservation{}
 	for i, d := range diff {
-		r := d.r
-		m := Mismatch{Planned: planned[i]}
-		for _, n := range d.expected {
-			if holder, held := l.holder[nicKey{r.Node, n.id}]; held && !l.byUID[holder].Confirmed {
-				// Planned for a pod the agent has not reported yet: the
-				// KCNR shows the NIC taken, so that pod will not get it.
-				if _, seen := before[holder]; !seen {
-					before[holder] = l.byUID[holder].clone()
-				}
-				if numa, ok := l.dropNIC(l.byUID[holder], n.id); ok {
-					lost[holder] = append(lost[holder], numa)
-				}
-				m.Contested = append(m.Contested, n.id)
-			}
-		}
-		realized := *r
-		realized.Zones = zonesOf(d.listed, d.expected, r)
-		// The KCNR lists the pod's zones, not its containers': the
-		// planned split no longer says where each container is.
-		realized.Containers = nil
-		l.replace(r, realized)
-		m.Realized = l.byUID[r.UID].clone()
-		out = append(out, m)
+		out = append(out, l.realize(d, planned[i], listedBy, lost, before))
 	}
 	displaced := l.substitute(f, lost, before, gone)
 	if len(out) == 0 {
 		return nil, displaced
 	}
 	return out, displaced
+}
+
+// adoptEntry is a reservation Adopt walks, with its consumer id and its
+// node in the fabric, looked up once: Adopt runs in every session.
+type adoptEntry struct {
+	r        *Reservation
+	consumer string
+	node     *topology.Node
+}
+
+// toAdopt returns the reservations on the nodes of f whose KCNR or
+// reservations changed since the last Adopt, by UID, and those nodes: on
+// the others Adopt would find what it left (adoptMark).
+func (l *Ledger) toAdopt(f *topology.Fabric) ([]adoptEntry, []string) {
+	var all []adoptEntry
+	var walked []string
+	for name, uids := range l.byNode {
+		node, _ := f.Node(name)
+		if node == nil || l.adopted[name] == (adoptMark{node: node, changes: l.changes[name]}) {
+			continue
+		}
+		walked = append(walked, name)
+		for uid := range uids {
+			r := l.byUID[uid]
+			all = append(all, adoptEntry{r: r, consumer: r.Consumer(), node: node})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].r.UID < all[j].r.UID })
+	return all, walked
+}
+
+// adoptDiff is a confirmed reservation whose KCNR entry lists other NICs:
+// what it lists, and of that what the pod can hold (expected).
+type adoptDiff struct {
+	r        *Reservation
+	listed   []listedNIC
+	expected []listedNIC
+}
+
+// listedHolders counts the confirmed pods other than uid that hold nic on
+// node and that their KCNR lists there.
+func (l *Ledger) listedHolders(node string, nic topology.NICID, uid string, listedBy map[string][]listedNIC) int {
+	n := 0
+	for _, h := range l.holder[nicKey{node, nic}] {
+		if h != uid && l.byUID[h].Confirmed && listsNIC(listedBy[h], nic) {
+			n++
+		}
+	}
+	return n
+}
+
+// differing returns the listed reservations that differ from what their
+// KCNR lists. A listed NIC that as many other confirmed pods, listed on it
+// too, hold as it has units stays with them.
+func (l *Ledger) differing(all []adoptEntry, listedBy map[string][]listedNIC) []adoptDiff {
+	var diff []adoptDiff
+	for _, e := range all {
+		listed, ok := listedBy[e.r.UID]
+		if !ok {
+			continue
+		}
+		r := e.r
+		var expected []listedNIC
+		for _, n := range listed {
+			if l.listedHolders(r.Node, n.id, r.UID, listedBy) >= l.units(r.Node, n.id) {
+				continue
+			}
+			expected = append(expected, n)
+		}
+		if !sameNICs(expected, r) {
+			diff = append(diff, adoptDiff{r: r, listed: listed, expected: expected})
+		}
+	}
+	return diff
+}
+
+// realize replaces d's reservation (planned, as it was) by what its KCNR
+// lists, taking each NIC it keeps from unconfirmed reservations while the
+// NIC has no unit left for it (recorded in lost and before), and returns
+// the mismatch.
+func (l *Ledger) realize(d adoptDiff, planned Reservation, listedBy map[string][]listedNIC, lost map[string][]int, before map[string]Reservation) Mismatch {
+	r := d.r
+	m := Mismatch{Planned: planned}
+	var kept []listedNIC
+	for _, n := range d.expected {
+		// Pods adopted before this one (by UID) that the KCNR lists
+		// there may have taken every unit: an over-allocation, which
+		// the earlier pods keep.
+		if l.listedHolders(r.Node, n.id, r.UID, listedBy) >= l.units(r.Node, n.id) {
+			continue
+		}
+		kept = append(kept, n)
+		// While the NIC has no unit left for the pod, the last (by
+		// UID) of the pods planned there that the agent has not
+		// reported yet loses it: the KCNR shows the unit taken, so
+		// that pod will not get it.
+		for l.full(r.Node, n.id, r.UID) {
+			holder := ""
+			for _, h := range l.holder[nicKey{r.Node, n.id}] {
+				if !l.byUID[h].Confirmed {
+					holder = h
+				}
+			}
+			if holder == "" {
+				break
+			}
+			if _, seen := before[holder]; !seen {
+				before[holder] = l.byUID[holder].clone()
+			}
+			if numa, ok := l.dropNIC(l.byUID[holder], n.id); ok {
+				lost[holder] = append(lost[holder], numa)
+			}
+			if !slices.Contains(m.Contested, n.id) {
+				m.Contested = append(m.Contested, n.id)
+			}
+		}
+	}
+	realized := *r
+	realized.Zones = zonesOf(d.listed, kept, r)
+	// The KCNR lists the pod's zones, not its containers': the
+	// planned split no longer says where each container is.
+	realized.Containers = nil
+	l.replace(r, realized)
+	m.Realized = l.byUID[r.UID].clone()
+	return m
 }
 
 // adoptMark is what Adopt last saw of a node: its fabric node (the fabric
@@ -224,9 +285,9 @@ func (l *Ledger) substitute(f *topology.Fabric, lost map[string][]int, before ma
 		if node, ok := f.Node(r.Node); ok {
 			var got []listedNIC
 			for _, numa := range lost[uid] {
-				if nic, found := l.freeNIC(node, numa, gone); found {
+				if nic, found := l.freeNIC(node, uid, numa, gone); found {
 					l.touch(r.Node)
-					l.holder[nicKey{r.Node, nic.id}] = uid
+					l.addHolder(nicKey{r.Node, nic.id}, uid)
 					got = append(got, nic)
 				}
 			}
@@ -302,13 +363,25 @@ func withNICs(r Reservation, add []listedNIC) Reservation {
 	return r
 }
 
-// freeNIC returns a NIC of the node that no reservation holds and that the
-// KCNR shows free or lists only for gone consumers: the first (by name) of
-// zone numa, else the first of the lowest other zone that has one. l.mu
-// must be held.
-func (l *Ledger) freeNIC(node *topology.Node, numa int, gone func(string) bool) (listedNIC, bool) {
+// freeNIC returns a NIC of the node that pod uid does not hold and that
+// has a unit left: fewer reservations hold it than it has units, and the
+// KCNR shows a free unit beyond those of the holders it does not list yet,
+// or lists only gone consumers there. It is the first (by name) of zone
+// numa, else the first of the lowest other zone that has one. l.mu must
+// be held.
+func (l *Ledger) freeNIC(node *topology.Node, uid string, numa int, gone func(string) bool) (listedNIC, bool) {
 	available := func(nic topology.NIC) bool {
-		if nic.FreeUnits > 0 {
+		hs := l.holder[nicKey{node.Name, nic.ID}]
+		if slices.Contains(hs, uid) || len(hs) >= l.units(node.Name, nic.ID) {
+			return false
+		}
+		unlisted := int64(0)
+		for _, h := range hs {
+			if !slices.Contains(nic.Consumers, l.byUID[h].Consumer()) {
+				unlisted++
+			}
+		}
+		if nic.FreeUnits > unlisted {
 			return true
 		}
 		if gone == nil || len(nic.Consumers) == 0 {
@@ -323,7 +396,7 @@ func (l *Ledger) freeNIC(node *topology.Node, numa int, gone func(string) bool) 
 	}
 	first := func(z topology.Zone) (listedNIC, bool) {
 		for _, nic := range z.NICs {
-			if _, held := l.holder[nicKey{node.Name, nic.ID}]; !held && available(nic) {
+			if available(nic) {
 				return listedNIC{id: nic.ID, numa: z.ID}, true
 			}
 		}
@@ -439,16 +512,14 @@ func (l *Ledger) replace(r *Reservation, next Reservation) {
 	l.touch(r.Node)
 	for _, z := range r.Zones {
 		for _, n := range z.NICs {
-			if l.holder[nicKey{r.Node, n}] == r.UID {
-				delete(l.holder, nicKey{r.Node, n})
-			}
+			l.dropHolder(nicKey{r.Node, n}, r.UID)
 		}
 	}
 	next = next.clone()
 	l.byUID[r.UID] = &next
 	for _, z := range next.Zones {
 		for _, n := range z.NICs {
-			l.holder[nicKey{next.Node, n}] = next.UID
+			l.addHolder(nicKey{next.Node, n}, next.UID)
 		}
 	}
 }
@@ -464,7 +535,7 @@ func (l *Ledger) dropNIC(r *Reservation, nic topology.NICID) (int, bool) {
 				l.touch(r.Node)
 				z.NICs = append(z.NICs[:j:j], z.NICs[j+1:]...)
 				r.dropContainerNIC(nic)
-				delete(l.holder, nicKey{r.Node, nic})
+				l.dropHolder(nicKey{r.Node, nic}, r.UID)
 				return z.NUMA, true
 			}
 		}
@@ -472,8 +543,8 @@ func (l *Ledger) dropNIC(r *Reservation, nic topology.NICID) (int, bool) {
 	return 0, false
 }
 
-// ReserveUncontested reserves r without the NICs other pods already hold on
-// its node, for a reservation restored from a bound pod's annotations (after
+// ReserveUncontested reserves r without the NICs that as many other pods
+// as they have units already hold on its node, for a reservation restored from a bound pod's annotations (after
 // a restart): the pod keeps every NIC that is not contested, so none of them
 // can be handed out again. It returns the contested NICs; the error is
 // Reserve's for anything but a held NIC.
@@ -485,7 +556,7 @@ func (l *Ledger) ReserveUncontested(r Reservation) ([]topology.NICID, error) {
 		z := &r.Zones[i]
 		kept := z.NICs[:0]
 		for _, n := range z.NICs {
-			if holder, ok := l.holder[nicKey{r.Node, n}]; ok && holder != r.UID {
+			if l.full(r.Node, n, r.UID) {
 				contested = append(contested, n)
 				r.dropContainerNIC(n)
 				continue

@@ -19,12 +19,19 @@ func TestCheckInvariantsDetectsCorruption(t *testing.T) {
 			want:    "is indexed as held by",
 		},
 		"NIC index points at another pod": {
-			corrupt: func(l *Ledger) { l.holder[nicKey{"n1", "0000:1a:00.0"}] = "u-b" },
-			want:    "is indexed as held by \"u-b\"",
+			corrupt: func(l *Ledger) { l.holder[nicKey{"n1", "0000:1a:00.0"}] = []string{"u-b"} },
+			want:    "is indexed as held by [\"u-b\"]",
 		},
 		"stray NIC index entry": {
-			corrupt: func(l *Ledger) { l.holder[nicKey{"n9", "0000:ff:00.0"}] = "gone" },
+			corrupt: func(l *Ledger) { l.holder[nicKey{"n9", "0000:ff:00.0"}] = []string{"gone"} },
 			want:    "indexed to pod UID \"gone\"",
+		},
+		"NIC holders not a sorted set": {
+			corrupt: func(l *Ledger) {
+				k := nicKey{"n1", "0000:1a:00.0"}
+				l.holder[k] = append(l.holder[k], l.holder[k]...)
+			},
+			want: "not a sorted set of UIDs",
 		},
 		"node index missing": {
 			corrupt: func(l *Ledger) { delete(l.byNode["n1"], "u-a") },

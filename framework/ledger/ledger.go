@@ -14,6 +14,7 @@ package ledger
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
@@ -24,196 +25,12 @@ import (
 var (
 	// ErrPodReserved: the pod (by UID) already has a reservation.
 	ErrPodReserved = errors.New("pod already has a reservation")
-	// ErrNICTaken: a requested NIC is held by another pod on that node.
+	// ErrNICTaken: a requested NIC is held on that node by as many other
+	// pods as it has units (one pod on a NIC of one unit).
 	ErrNICTaken = errors.New("NIC already reserved")
 	// ErrInvalidReservation: the reservation itself is malformed.
 	ErrInvalidReservation = errors.New("invalid reservation")
 )
-
-// ZoneUse is what a pod takes from one NUMA zone of its node.
-type ZoneUse struct {
-	// NUMA is the zone id.
-	NUMA int
-	// GPU and CPUMilli are the GPUs and CPU millicores taken from the zone.
-	GPU      int64
-	CPUMilli int64
-	// NICs are the zone's NICs reserved for the pod, sorted.
-	NICs []topology.NICID
-}
-
-// Reservation is one pod's hold on a node's NICs and zone resources.
-type Reservation struct {
-	// UID, Namespace and Name identify the pod.
-	UID, Namespace, Name string
-	// Job is the pod's gang as "namespace/podgroup"; may be empty.
-	Job string
-	// Node is the node the pod is placed on.
-	Node string
-	// Zones lists one entry per NUMA zone used, sorted by NUMA.
-	Zones []ZoneUse
-	// Containers says which zone and NICs each of the pod's containers
-	// takes, when a container-level NUMA policy puts the containers in
-	// different zones (AnnotationContainers); nil when the pod takes its
-	// zones as a whole. Its NICs and zones are those of Zones, split by
-	// container.
-	Containers []ContainerUse
-	// Confirmed is true once the node's KCNR lists Consumer().
-	Confirmed bool
-}
-
-// ContainerUse is the zone and NICs one group of a pod's containers takes
-// under a container-level NUMA policy. A group holds one container, or
-// several that are planned together in one zone.
-type ContainerUse struct {
-	// Names are the containers' names, in the pod's order.
-	Names []string `json:"containers"`
-	// NUMA is the zone id.
-	NUMA int `json:"numa"`
-	// NICs are the group's NICs, sorted (none for a group without RDMA).
-	NICs []topology.NICID `json:"nics,omitempty"`
-}
-
-// Consumer is the pod's KCNR consumer id, "namespace/name/uid".
-func (r Reservation) Consumer() string {
-	return r.Namespace + "/" + r.Name + "/" + r.UID
-}
-
-// NICs returns every NIC of the reservation, sorted.
-func (r Reservation) NICs() []topology.NICID {
-	var out []topology.NICID
-	for _, z := range r.Zones {
-		out = append(out, z.NICs...)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
-}
-
-// NUMAs returns the NUMA ids of the reservation's zones, sorted.
-func (r Reservation) NUMAs() []int {
-	out := make([]int, len(r.Zones))
-	for i, z := range r.Zones {
-		out[i] = z.NUMA
-	}
-	return out
-}
-
-// String names the pod for messages: "namespace/name (uid)".
-func (r Reservation) String() string {
-	return fmt.Sprintf("%s/%s (%s)", r.Namespace, r.Name, r.UID)
-}
-
-// clone deep-copies the reservation so callers never share slices with the
-// ledger.
-func (r Reservation) clone() Reservation {
-	if r.Zones != nil {
-		zones := make([]ZoneUse, len(r.Zones))
-		for i, z := range r.Zones {
-			z.NICs = append([]topology.NICID(nil), z.NICs...)
-			zones[i] = z
-		}
-		r.Zones = zones
-	}
-	if r.Containers != nil {
-		cs := make([]ContainerUse, len(r.Containers))
-		for i, c := range r.Containers {
-			c.Names = append([]string(nil), c.Names...)
-			c.NICs = append([]topology.NICID(nil), c.NICs...)
-			cs[i] = c
-		}
-		r.Containers = cs
-	}
-	return r
-}
-
-// validate checks the reservation's own shape.
-func (r Reservation) validate() error {
-	if r.UID == "" {
-		return fmt.Errorf("%w: pod %s/%s has no UID", ErrInvalidReservation, r.Namespace, r.Name)
-	}
-	if r.Node == "" {
-		return fmt.Errorf("%w: pod %s has no node", ErrInvalidReservation, r)
-	}
-	seen := map[topology.NICID]bool{}
-	for i, z := range r.Zones {
-		if i > 0 && z.NUMA <= r.Zones[i-1].NUMA {
-			return fmt.Errorf("%w: pod %s: zones not strictly sorted by NUMA (%d after %d)",
-				ErrInvalidReservation, r, z.NUMA, r.Zones[i-1].NUMA)
-		}
-		if z.NUMA < 0 || z.GPU < 0 || z.CPUMilli < 0 {
-			return fmt.Errorf("%w: pod %s: zone %d has a negative value", ErrInvalidReservation, r, z.NUMA)
-		}
-		for j, n := range z.NICs {
-			if n == "" || topology.NormalizeNICName(string(n)) != n {
-				return fmt.Errorf("%w: pod %s: NIC %q is empty or not in the fabric's form (PCI addresses in lower case)", ErrInvalidReservation, r, n)
-			}
-			if j > 0 && n <= z.NICs[j-1] {
-				return fmt.Errorf("%w: pod %s: NICs of NUMA %d not strictly sorted", ErrInvalidReservation, r, z.NUMA)
-			}
-			if seen[n] {
-				return fmt.Errorf("%w: pod %s: NIC %s listed in two zones", ErrInvalidReservation, r, n)
-			}
-			seen[n] = true
-		}
-	}
-	return r.validateContainers(seen)
-}
-
-// validateContainers checks that the container split, if any, names each
-// container once, only zones of the reservation, and each NIC of the
-// reservation once, in the zone that holds it (zoneNICs: every NIC of
-// Zones).
-func (r Reservation) validateContainers(zoneNICs map[topology.NICID]bool) error {
-	if r.Containers == nil {
-		return nil
-	}
-	zoneOf := map[topology.NICID]int{}
-	hasZone := map[int]bool{}
-	for _, z := range r.Zones {
-		hasZone[z.NUMA] = true
-		for _, n := range z.NICs {
-			zoneOf[n] = z.NUMA
-		}
-	}
-	names := map[string]bool{}
-	nics := map[topology.NICID]bool{}
-	for _, c := range r.Containers {
-		if len(c.Names) == 0 {
-			return fmt.Errorf("%w: pod %s: a container group names no container", ErrInvalidReservation, r)
-		}
-		for _, name := range c.Names {
-			if name == "" || names[name] {
-				return fmt.Errorf("%w: pod %s: container %q is empty or listed twice", ErrInvalidReservation, r, name)
-			}
-			names[name] = true
-		}
-		if !hasZone[c.NUMA] {
-			return fmt.Errorf("%w: pod %s: containers %v are in NUMA %d, which the pod does not use", ErrInvalidReservation, r, c.Names, c.NUMA)
-		}
-		for _, n := range c.NICs {
-			if z, ok := zoneOf[n]; !ok || z != c.NUMA || nics[n] {
-				return fmt.Errorf("%w: pod %s: NIC %s of containers %v is not a NIC of NUMA %d of the pod, or is listed twice", ErrInvalidReservation, r, n, c.Names, c.NUMA)
-			}
-			nics[n] = true
-		}
-	}
-	if len(nics) != len(zoneNICs) {
-		return fmt.Errorf("%w: pod %s: the containers hold %d of its %d NICs", ErrInvalidReservation, r, len(nics), len(zoneNICs))
-	}
-	return nil
-}
-
-// dropContainerNIC removes a NIC from the container split, if any.
-func (r *Reservation) dropContainerNIC(nic topology.NICID) {
-	for i := range r.Containers {
-		c := &r.Containers[i]
-		for j, n := range c.NICs {
-			if n == nic {
-				c.NICs = append(c.NICs[:j:j], c.NICs[j+1:]...)
-				return
-			}
-		}
-	}
-}
 
 // nicKey identifies a NIC cluster-wide.
 type nicKey struct {
@@ -223,15 +40,25 @@ type nicKey struct {
 
 // Ledger holds reservations. The zero value is not usable; call New.
 //
+// A NIC serves up to as many pods as it has RDMA units: each pod that
+// holds it takes one unit (a pod's request of R units names R distinct
+// NICs). The units come from the fabric last given to UseFabric or Adopt
+// (topology.NIC.Units, read as 1 when below 1); a NIC that fabric does not
+// show, or any NIC before a fabric is given, has one unit.
+//
 // Invariants (checked by CheckInvariants): every reservation is valid, is
 // stored under its UID and is listed in byNode under its node; holder maps
-// exactly the NICs of the stored reservations to their UIDs, so no NIC of a
-// node is held twice.
+// exactly the NICs of the stored reservations to their UIDs (sorted), so a
+// pod holds a NIC once. How many pods a NIC holds is checked by Reserve
+// against its units, not as an invariant: a fabric update may shrink a
+// NIC under its holders.
 type Ledger struct {
 	mu     sync.RWMutex
 	byUID  map[string]*Reservation
-	holder map[nicKey]string
+	holder map[nicKey][]string
 	byNode map[string]map[string]struct{}
+	// fabric gives each NIC's units (UseFabric); nil: one unit per NIC.
+	fabric *topology.Fabric
 	// changes counts, per node, the writes to its reservations (touch);
 	// adopted is, per node, what Adopt last adopted there (adopt.go).
 	// Both forget a node with its last reservation (Release).
@@ -252,14 +79,81 @@ func (l *Ledger) touch(node string) {
 func New() *Ledger {
 	return &Ledger{
 		byUID:  map[string]*Reservation{},
-		holder: map[nicKey]string{},
+		holder: map[nicKey][]string{},
 		byNode: map[string]map[string]struct{}{},
 	}
 }
 
+// UseFabric makes f the fabric whose NIC units Reserve (and Adopt's
+// substitutions) count against: a NIC serves up to its Units pods. A nil
+// f counts one unit per NIC.
+func (l *Ledger) UseFabric(f *topology.Fabric) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.fabric = f
+}
+
+// units is how many pods the node's NIC serves: its Units in l.fabric, at
+// least 1; 1 for a NIC the fabric does not show. l.mu must be held.
+func (l *Ledger) units(node string, nic topology.NICID) int {
+	if l.fabric == nil {
+		return 1
+	}
+	if fn, ok := l.fabric.NIC(node, nic); ok && fn.Units > 1 {
+		return int(min(fn.Units, 1<<20))
+	}
+	return 1
+}
+
+// Units is how many pods a node's NIC serves in this ledger (UseFabric):
+// its Units, at least 1.
+func (l *Ledger) Units(node string, nic topology.NICID) int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.units(node, nic)
+}
+
+// full reports whether a NIC of node has no unit left for uid: uid does
+// not hold it and as many other pods as it has units do. l.mu must be
+// held.
+func (l *Ledger) full(node string, nic topology.NICID, uid string) bool {
+	hs := l.holder[nicKey{node, nic}]
+	if slices.Contains(hs, uid) {
+		return false
+	}
+	return len(hs) >= l.units(node, nic)
+}
+
+// addHolder records uid as a holder of the NIC (a fresh slice, sorted).
+// l.mu must be held for writing.
+func (l *Ledger) addHolder(k nicKey, uid string) {
+	hs := l.holder[k]
+	i, found := slices.BinarySearch(hs, uid)
+	if found {
+		return
+	}
+	l.holder[k] = slices.Insert(slices.Clip(hs), i, uid)
+}
+
+// dropHolder removes uid from the NIC's holders. l.mu must be held for
+// writing.
+func (l *Ledger) dropHolder(k nicKey, uid string) {
+	hs := l.holder[k]
+	i, found := slices.BinarySearch(hs, uid)
+	if !found {
+		return
+	}
+	if len(hs) == 1 {
+		delete(l.holder, k)
+		return
+	}
+	l.holder[k] = slices.Delete(slices.Clone(hs), i, i+1)
+}
+
 // Reserve records a reservation. It fails, with no effect, if the pod already
-// has one (ErrPodReserved), if any of its NICs is held on that node
-// (ErrNICTaken; the message names NIC, node and holder) or if the reservation
+// has one (ErrPodReserved), if any of its NICs is held on that node by as
+// many pods as it has units (ErrNICTaken; the message names NIC, node and
+// a holder) or if the reservation
 // is malformed (ErrInvalidReservation: zones and NICs must be sorted, NICs
 // lower case and unique).
 func (l *Ledger) Reserve(r Reservation) error {
@@ -273,14 +167,23 @@ func (l *Ledger) Reserve(r Reservation) error {
 	}
 	for _, z := range r.Zones {
 		for _, n := range z.NICs {
-			if uid, ok := l.holder[nicKey{r.Node, n}]; ok {
-				return fmt.Errorf("%w: NIC %s on node %s is held by pod %s, cannot reserve it for pod %s",
-					ErrNICTaken, n, r.Node, l.byUID[uid], r)
+			if l.full(r.Node, n, r.UID) {
+				hs := l.holder[nicKey{r.Node, n}]
+				return fmt.Errorf("%w: NIC %s on node %s (%d units) is held by pod %s%s, cannot reserve it for pod %s",
+					ErrNICTaken, n, r.Node, l.units(r.Node, n), l.byUID[hs[0]], others(len(hs)-1), r)
 			}
 		}
 	}
 	l.insert(r.clone())
 	return nil
+}
+
+// others says how many more pods hold a NIC, for messages.
+func others(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" and %d other pod(s)", n)
 }
 
 // insert stores r (owned by the ledger). l.mu must be held for writing.
@@ -289,7 +192,7 @@ func (l *Ledger) insert(r Reservation) {
 	l.byUID[r.UID] = &r
 	for _, z := range r.Zones {
 		for _, n := range z.NICs {
-			l.holder[nicKey{r.Node, n}] = r.UID
+			l.addHolder(nicKey{r.Node, n}, r.UID)
 		}
 	}
 	uids := l.byNode[r.Node]
@@ -312,7 +215,7 @@ func (l *Ledger) Release(uid string) (Reservation, bool) {
 	delete(l.byUID, uid)
 	for _, z := range r.Zones {
 		for _, n := range z.NICs {
-			delete(l.holder, nicKey{r.Node, n})
+			l.dropHolder(nicKey{r.Node, n}, uid)
 		}
 	}
 	if uids := l.byNode[r.Node]; uids != nil {
@@ -340,15 +243,35 @@ func (l *Ledger) Get(uid string) (Reservation, bool) {
 	return r.clone(), true
 }
 
-// Holder returns the UID of the pod holding a node's NIC.
+// Holder returns the UID of a pod holding a node's NIC: the first by UID
+// when several pods share it (Holders).
 func (l *Ledger) Holder(node string, nic topology.NICID) (string, bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	uid, ok := l.holder[nicKey{node, nic}]
-	return uid, ok
+	hs := l.holder[nicKey{node, nic}]
+	if len(hs) == 0 {
+		return "", false
+	}
+	return hs[0], true
 }
 
-// HeldNICs maps every held NIC of a node to its holder's UID (a fresh map).
+// Holders returns the UIDs of the pods holding a node's NIC, sorted (a
+// fresh slice; nil when none does).
+func (l *Ledger) Holders(node string, nic topology.NICID) []string {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return slices.Clone(l.holder[nicKey{node, nic}])
+}
+
+// HolderCount is how many pods hold a node's NIC (each takes one unit).
+func (l *Ledger) HolderCount(node string, nic topology.NICID) int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.holder[nicKey{node, nic}])
+}
+
+// HeldNICs maps every held NIC of a node to a holder's UID, the first by
+// UID when several pods share it (a fresh map).
 func (l *Ledger) HeldNICs(node string) map[topology.NICID]string {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -356,7 +279,9 @@ func (l *Ledger) HeldNICs(node string) map[topology.NICID]string {
 	for uid := range l.byNode[node] {
 		for _, z := range l.byUID[uid].Zones {
 			for _, n := range z.NICs {
-				out[n] = uid
+				if prev, ok := out[n]; !ok || uid < prev {
+					out[n] = uid
+				}
 			}
 		}
 	}
@@ -468,6 +393,7 @@ func (l *Ledger) Clone() *Ledger {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	out := New()
+	out.fabric = l.fabric
 	for _, r := range l.byUID {
 		out.insert(r.clone())
 	}
@@ -494,20 +420,27 @@ func (l *Ledger) CheckInvariants() error {
 		for _, z := range r.Zones {
 			for _, n := range z.NICs {
 				nics++
-				if h, ok := l.holder[nicKey{r.Node, n}]; !ok || h != uid {
-					errs = append(errs, fmt.Errorf("NIC %s on node %s of pod %s is indexed as held by %q", n, r.Node, r, h))
+				if hs := l.holder[nicKey{r.Node, n}]; !slices.Contains(hs, uid) {
+					errs = append(errs, fmt.Errorf("NIC %s on node %s of pod %s is indexed as held by %q", n, r.Node, r, hs))
 				}
 			}
 		}
 	}
-	if nics != len(l.holder) {
-		errs = append(errs, fmt.Errorf("NIC index has %d entries, reservations hold %d NICs", len(l.holder), nics))
-	}
-	for k, uid := range l.holder {
-		r, ok := l.byUID[uid]
-		if !ok || r.Node != k.node {
-			errs = append(errs, fmt.Errorf("NIC %s on node %s indexed to pod UID %q, which holds no NIC there", k.nic, k.node, uid))
+	indexed := 0
+	for k, hs := range l.holder {
+		indexed += len(hs)
+		if len(hs) == 0 || !slices.IsSorted(hs) || len(slices.Compact(slices.Clone(hs))) != len(hs) {
+			errs = append(errs, fmt.Errorf("NIC %s on node %s has holders %q, not a sorted set of UIDs", k.nic, k.node, hs))
 		}
+		for _, uid := range hs {
+			r, ok := l.byUID[uid]
+			if !ok || r.Node != k.node {
+				errs = append(errs, fmt.Errorf("NIC %s on node %s indexed to pod UID %q, which holds no NIC there", k.nic, k.node, uid))
+			}
+		}
+	}
+	if nics != indexed {
+		errs = append(errs, fmt.Errorf("NIC index has %d entries, reservations hold %d NICs", indexed, nics))
 	}
 	count := 0
 	for node, uids := range l.byNode {

@@ -43,8 +43,9 @@ import (
 // init container) are split over its zones with SplitEvenly. Confirmed
 // comes from the node's KCNR consumers.
 //
-// Pods are taken in (creationTimestamp, UID) order. When two pods name the
-// same NIC of a node, the earlier pod keeps it; the later one keeps its
+// Pods are taken in (creationTimestamp, UID) order. A NIC serves as many
+// pods as it has units (topology.NIC.Units in f): when more pods name a NIC
+// of a node than that, the earlier pods keep it; a later one keeps its
 // other NICs and is reported (ErrNICTaken) for the contested one. A pod
 // whose UID repeats an earlier pod's is skipped and reported. f may be nil
 // (every NIC is then unknown).
@@ -71,6 +72,7 @@ func Rebuild(cfg topology.Config, pods []*corev1.Pod, f *topology.Fabric) (*Ledg
 	})
 
 	l := New()
+	l.UseFabric(f)
 	var errs []error
 	seen := make(map[string]string, len(live)) // UID -> namespace/name
 	var later []*podPlan                       // plans with NICs that take synthetic slots
@@ -89,10 +91,10 @@ func Rebuild(cfg topology.Config, pods []*corev1.Pod, f *topology.Fabric) (*Ledg
 			z := &plan.zones[i]
 			kept := z.NICs[:0]
 			for _, nic := range z.NICs {
-				if uid, held := l.Holder(plan.node, nic); held {
-					holder, _ := l.Get(uid)
-					errs = append(errs, plan.errorf(AnnotationNICs, "%w: NIC %s on node %s is held by pod %s, which comes first (creation time, UID); this pod keeps its other NICs",
-						ErrNICTaken, nic, plan.node, holder))
+				if hs := l.Holders(plan.node, nic); len(hs) >= l.Units(plan.node, nic) {
+					holder, _ := l.Get(hs[0])
+					errs = append(errs, plan.errorf(AnnotationNICs, "%w: NIC %s on node %s is held by pod %s%s (all its units), which come first (creation time, UID); this pod keeps its other NICs",
+						ErrNICTaken, nic, plan.node, holder, others(len(hs)-1)))
 					continue
 				}
 				kept = append(kept, nic)
@@ -243,7 +245,7 @@ func (p *podPlan) takeSlots(f *topology.Fabric, l *Ledger) []error {
 			if next == len(p.slots) {
 				break
 			}
-			if _, held := l.Holder(p.node, n.ID); held || !n.Free || p.has(n.ID) {
+			if len(l.Holders(p.node, n.ID)) >= l.Units(p.node, n.ID) || !n.Free || p.has(n.ID) {
 				continue
 			}
 			errs = append(errs, p.errorf(AnnotationNICs, "NIC %s is not on node %s, whose NICs are synthetic (no usable topology); it holds %s in its place",

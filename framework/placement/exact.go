@@ -111,7 +111,7 @@ const maxZones = 8
 type workState struct {
 	zones  []zoneFree
 	cap    *Cap
-	used   map[topology.NICID]bool
+	used   map[topology.NICID]int64
 	placed int
 }
 
@@ -123,7 +123,7 @@ func (w *work) save() workState {
 		st.cap = &c
 	}
 	if w.usedNICs != nil {
-		st.used = make(map[topology.NICID]bool, len(w.usedNICs))
+		st.used = make(map[topology.NICID]int64, len(w.usedNICs))
 		for k, v := range w.usedNICs {
 			st.used[k] = v
 		}
@@ -161,7 +161,7 @@ func (w *work) placeZone(i int, span bool, sh Shape, ok func(topology.S0ID) bool
 	if int64(len(nics)) < sh.NICs {
 		return Assignment{}, false
 	}
-	use := ledger.ZoneUse{NUMA: z.id, GPU: sh.GPU, CPUMilli: sh.CPUMilli, NICs: append([]topology.NICID(nil), nics[:sh.NICs]...)}
+	use := ledger.ZoneUse{NUMA: z.id, GPU: sh.GPU, CPUMilli: sh.CPUMilli, NICs: firstNICs(nics, sh.NICs)}
 	w.take(i, use)
 	return Assignment{Node: w.name, Zones: []ledger.ZoneUse{use}}, true
 }

@@ -5,6 +5,7 @@ package placement
 
 import (
 	"maps"
+	"slices"
 
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
@@ -106,6 +107,6 @@ func (s *State) sameNodeInputs(prev *State, name string) bool {
 	if cok != pcok || c != pc || s.unusable[name] != prev.unusable[name] {
 		return false
 	}
-	return maps.Equal(s.taken[name], prev.taken[name]) && maps.Equal(s.used[name], prev.used[name]) &&
+	return maps.EqualFunc(s.taken[name], prev.taken[name], slices.Equal) && maps.Equal(s.used[name], prev.used[name]) &&
 		maps.Equal(s.freed[name], prev.freed[name])
 }

@@ -2,7 +2,9 @@ package placement
 
 import (
 	"maps"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
@@ -22,11 +24,21 @@ type zoneFree struct {
 	id       int
 	gpu      int64
 	cpuMilli int64
-	// nics are free NICs (KCNR free and not held in the ledger), sorted.
+	// nics are free NIC units: each NIC with free units (see
+	// State.freeUnits) appears once per free unit, up to maxShare times,
+	// in NIC order. A count of entries is a count of free units (what
+	// pods of one NIC each can use); a pod takes distinct NICs
+	// (work.freeNICs).
 	nics []topology.NICID
 	// leaf of each entry of nics.
 	leaves []topology.S0ID
 }
+
+// maxShare bounds how many pods the planner puts on one NIC in a session
+// (the entries of a NIC in zoneFree.nics): a NIC reporting more units
+// serves at most this many more pods per session. It keeps free views
+// small on a KCNR reporting a huge capacity.
+const maxShare = 64
 
 // nodeFree is the free view of one node, computed lazily and dropped when a
 // reservation on the node changes.
@@ -43,8 +55,10 @@ type nodeFree struct {
 type State struct {
 	mu     sync.Mutex
 	fabric *topology.Fabric
-	// taken maps node -> NIC -> holder pod UID.
-	taken map[string]map[topology.NICID]string
+	// taken maps node -> NIC -> the holders (pod UIDs, holdPrefix or
+	// keepOutPrefix ids), sorted; each takes one unit of the NIC. A slice
+	// is never modified in place (a clone may share it).
+	taken map[string]map[topology.NICID][]string
 	// used maps node -> NUMA id -> GPU/CPU of reservations not in the KCNR.
 	used map[string]map[int]Cap
 	// caps are optional per-node bounds (session idle).
@@ -58,9 +72,10 @@ type State struct {
 	// unusable marks nodes no pod may use (not in the session,
 	// unschedulable, tainted).
 	unusable map[string]bool
-	// freed marks NICs a KCNR lists as allocated that count as free in
-	// this state (their holders are evicted in a what-if, see Release).
-	freed map[string]map[topology.NICID]bool
+	// freed counts, per NIC, the units a KCNR lists as allocated that are
+	// free in this state (their holders are evicted in a what-if, see
+	// Release).
+	freed map[string]map[topology.NICID]int64
 	// maxNode is the most GPUs and NICs any one node has (free or not),
 	// computed on first use; it rules out the node tier for large gangs
 	// without scanning nodes.
@@ -115,7 +130,8 @@ func (s *State) leafCacheOf(sh Shape) map[topology.S0ID]*leafStat {
 	return m
 }
 
-// largestNode returns the most GPUs and NICs of any node. Callers hold s.mu.
+// largestNode returns the most GPUs and NIC units of any node. Callers
+// hold s.mu.
 func (s *State) largestNode() Cap {
 	if s.maxNode == nil {
 		var c Cap
@@ -124,7 +140,11 @@ func (s *State) largestNode() Cap {
 			var gpu, nics int64
 			for _, z := range n.Zones {
 				gpu += z.FreeGPU
-				nics += int64(len(z.NICs))
+				for _, nic := range z.NICs {
+					// Each unit serves a pod (as many as a free view
+					// lists, maxShare).
+					nics += min(max(nic.Units, 1), maxShare)
+				}
 			}
 			c.GPU, c.NICs = max(c.GPU, gpu), max(c.NICs, nics)
 		}
@@ -137,7 +157,7 @@ func (s *State) largestNode() Cap {
 func NewState(f *topology.Fabric, l *ledger.Ledger) *State {
 	s := &State{
 		fabric: f,
-		taken:  map[string]map[topology.NICID]string{},
+		taken:  map[string]map[topology.NICID][]string{},
 		used:   map[string]map[int]Cap{},
 		caps:   map[string]Cap{},
 		views:  make(map[string]*nodeFree, f.Len()),
@@ -211,8 +231,13 @@ func (s *State) Unapply(uid string, a Assignment) {
 	if m := s.taken[a.Node]; m != nil {
 		for _, z := range a.Zones {
 			for _, nic := range z.NICs {
-				if m[nic] == uid {
-					delete(m, nic)
+				hs := m[nic]
+				if i := slices.Index(hs, uid); i >= 0 {
+					if len(hs) == 1 {
+						delete(m, nic)
+					} else {
+						m[nic] = slices.Delete(slices.Clone(hs), i, i+1)
+					}
 				}
 			}
 		}
@@ -243,12 +268,15 @@ func (s *State) apply(uid, node string, zones []ledger.ZoneUse, countUse, capUse
 	s.own(node)
 	m := s.taken[node]
 	if m == nil {
-		m = map[topology.NICID]string{}
+		m = map[topology.NICID][]string{}
 		s.taken[node] = m
 	}
 	for _, z := range zones {
 		for _, nic := range z.NICs {
-			m[nic] = uid
+			hs := m[nic]
+			if i, found := slices.BinarySearch(hs, uid); !found {
+				m[nic] = slices.Insert(slices.Clip(hs), i, uid)
+			}
 		}
 	}
 	if countUse {
@@ -309,12 +337,79 @@ func (s *State) Usable(node string) bool {
 	return !s.unusable[node]
 }
 
-// HolderOf returns the pod holding a NIC in this state, if any.
+// HolderOf returns a pod holding a NIC in this state, if any: the first by
+// id when several share it.
 func (s *State) HolderOf(node string, nic topology.NICID) (string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	uid, ok := s.taken[node][nic]
-	return uid, ok
+	hs := s.taken[node][nic]
+	if len(hs) == 0 {
+		return "", false
+	}
+	return hs[0], true
+}
+
+// Taken reports whether a node's NIC has no unit left for self in this
+// state: self does not hold it, some pod does, and it has no free unit
+// (freeUnits). It returns a holder to name. A NIC no one holds is never
+// taken here (what the KCNR lists is the caller's to check), so on NICs of
+// one unit it is "another pod holds it".
+func (s *State) Taken(node string, nic topology.NICID, self string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	hs := s.taken[node][nic]
+	if len(hs) == 0 || slices.Contains(hs, self) {
+		return "", false
+	}
+	if n, ok := s.fabric.NIC(node, nic); ok && s.freeUnits(n, hs, s.freed[node][nic]) > 0 {
+		return "", false
+	}
+	return hs[0], true
+}
+
+// freeUnits is how many more pods a NIC serves in this state, given its
+// holders and the units a what-if frees there (State.Release):
+//
+//	min(FreeUnits + freed − holders the KCNR does not list on it,
+//	    Units − holders), at least 0,
+//
+// with FreeUnits + freed at most Units. The KCNR's free units already
+// count the holders it lists on the NIC; every holder takes one unit. A
+// NIC kept out (KeepOut) serves none. On a NIC of one unit it is 1 when
+// the KCNR shows it free (or a what-if frees it) and no one holds it, else
+// 0.
+func (s *State) freeUnits(nic topology.NIC, holders []string, freed int64) int64 {
+	kcnr := nic.FreeUnits
+	if freed > 0 {
+		kcnr = min(kcnr+freed, max(nic.Units, 1))
+	}
+	if len(holders) == 0 {
+		return kcnr
+	}
+	unlisted := int64(0)
+	for _, h := range holders {
+		if strings.HasPrefix(h, keepOutPrefix) {
+			return 0
+		}
+		if !listedOn(nic, h) {
+			unlisted++
+		}
+	}
+	return max(min(kcnr-unlisted, nic.Units-int64(len(holders))), 0)
+}
+
+// listedOn reports whether the NIC's KCNR allocations list the pod of UID
+// uid (consumers are "namespace/name/uid"). A hold's id is never listed.
+func listedOn(nic topology.NIC, uid string) bool {
+	if strings.Contains(uid, "/") {
+		return false
+	}
+	for _, c := range nic.Consumers {
+		if strings.HasSuffix(c, "/"+uid) {
+			return true
+		}
+	}
+	return false
 }
 
 // view returns the free view of a node (nil if the fabric does not know it).
@@ -352,14 +447,14 @@ func (s *State) view(name string) *nodeFree {
 		}
 		start := len(nics)
 		for _, nic := range z.NICs {
-			if !nic.Free && !freed[nic.ID] {
+			if !nic.Free && freed[nic.ID] == 0 {
 				continue
 			}
-			if _, held := taken[nic.ID]; held {
-				continue
+			n := s.freeUnits(nic, taken[nic.ID], freed[nic.ID])
+			for range min(n, maxShare) {
+				nics = append(nics, nic.ID)
+				leaves = append(leaves, nic.S0)
 			}
-			nics = append(nics, nic.ID)
-			leaves = append(leaves, nic.S0)
 		}
 		zf.nics = nics[start:len(nics):len(nics)]
 		zf.leaves = leaves[start:len(leaves):len(leaves)]
@@ -367,205 +462,6 @@ func (s *State) view(name string) *nodeFree {
 	}
 	s.views[name] = v
 	return v
-}
-
-// Fit says whether a pod of shape sh can go on node now, NUMA-aligned as the
-// node's policy demands, and if so where (the NICs it would get). It is the
-// check behind the plugin's predicate. allowed, if non-nil, limits the NICs
-// to those leaves.
-func (s *State) Fit(node string, sh Shape, allowed map[topology.S0ID]bool) (Assignment, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v := s.view(node)
-	if v == nil {
-		return Assignment{}, false
-	}
-	return newWork(v).place(sh, leafFilter(allowed))
-}
-
-// leafFilter turns a leaf set into a predicate; nil allows every leaf.
-func leafFilter(allowed map[topology.S0ID]bool) func(topology.S0ID) bool {
-	if allowed == nil {
-		return nil
-	}
-	return func(id topology.S0ID) bool { return allowed[id] }
-}
-
-// work is a scratch copy of one node's free view that a fill consumes.
-type work struct {
-	name  string
-	node  *topology.Node
-	zones []zoneFree
-	cap   *Cap
-	// usedNICs marks NICs taken during this fill.
-	usedNICs map[topology.NICID]bool
-	// placed are the gang's pods this fill put on the node, in order.
-	placed []Pod
-}
-
-func newWork(v *nodeFree) *work {
-	w := &work{name: v.node.Name, node: v.node, zones: make([]zoneFree, len(v.zones))}
-	copy(w.zones, v.zones)
-	if v.cap != nil {
-		c := *v.cap
-		w.cap = &c
-	}
-	return w
-}
-
-// freeNICs lists zone i's NICs still free in this fill and allowed by ok.
-func (w *work) freeNICs(i int, ok func(topology.S0ID) bool) []topology.NICID {
-	z := &w.zones[i]
-	var out []topology.NICID
-	for j, nic := range z.nics {
-		if w.usedNICs[nic] {
-			continue
-		}
-		if ok != nil && !ok(z.leaves[j]) {
-			continue
-		}
-		out = append(out, nic)
-	}
-	return out
-}
-
-// capFits reports whether the node cap still admits sh.
-func (w *work) capFits(sh Shape) bool {
-	if w.cap == nil {
-		return true
-	}
-	return w.cap.GPU >= sh.GPU+sh.NodeExtra.GPU && w.cap.CPUMilli >= sh.CPUMilli+sh.NodeExtra.CPUMilli && w.cap.NICs >= sh.NICs+sh.NodeExtra.NICs
-}
-
-// place puts one pod of shape sh on the node, taking what it uses from the
-// scratch view. Every node takes the pod in one zone when one suffices: the
-// best fit, the zone left with the fewest free NICs, then the lowest id.
-// Otherwise spanning nodes take several zones, container-level nodes put
-// the parts of a split shape in zones of their own (placeParts), and
-// pod-level single-NUMA nodes refuse the pod. The shape's NodeExtra is
-// taken from the node's cap only.
-func (w *work) place(sh Shape, ok func(topology.S0ID) bool) (Assignment, bool) {
-	a, fit := w.placeAligned(sh, ok)
-	if fit && w.cap != nil {
-		w.cap.GPU -= sh.NodeExtra.GPU
-		w.cap.CPUMilli -= sh.NodeExtra.CPUMilli
-		w.cap.NICs -= sh.NodeExtra.NICs
-	}
-	return a, fit
-}
-
-// placeAligned is place without the shape's NodeExtra: what the zones give.
-func (w *work) placeAligned(sh Shape, ok func(topology.S0ID) bool) (Assignment, bool) {
-	if !w.capFits(sh) {
-		return Assignment{}, false
-	}
-	best, bestLeft := -1, 0
-	var bestNICs []topology.NICID
-	for i := range w.zones {
-		z := &w.zones[i]
-		if z.gpu < sh.GPU || z.cpuMilli < sh.CPUMilli {
-			continue
-		}
-		nics := w.freeNICs(i, ok)
-		if int64(len(nics)) < sh.NICs {
-			continue
-		}
-		left := len(nics) - int(sh.NICs)
-		if best < 0 || left < bestLeft {
-			best, bestLeft, bestNICs = i, left, nics
-		}
-	}
-	if best >= 0 {
-		use := ledger.ZoneUse{NUMA: w.zones[best].id, GPU: sh.GPU, CPUMilli: sh.CPUMilli, NICs: append([]topology.NICID(nil), bestNICs[:sh.NICs]...)}
-		w.take(best, use)
-		return Assignment{Node: w.name, Zones: []ledger.ZoneUse{use}}, true
-	}
-	if sh.splitsOn(w.node) {
-		return w.placeParts(sh, ok)
-	}
-	if w.node.Policy != topology.PolicySpanning || len(w.zones) < 2 {
-		return Assignment{}, false
-	}
-	zones, fit := w.span(sh, ok)
-	return Assignment{Node: w.name, Zones: zones}, fit
-}
-
-// span places a pod across zones in zone order (spanning policies only).
-func (w *work) span(sh Shape, ok func(topology.S0ID) bool) ([]ledger.ZoneUse, bool) {
-	var totalGPU, totalCPU, totalNIC int64
-	for i := range w.zones {
-		totalGPU += w.zones[i].gpu
-		totalCPU += w.zones[i].cpuMilli
-		totalNIC += int64(len(w.freeNICs(i, ok)))
-	}
-	if totalGPU < sh.GPU || totalCPU < sh.CPUMilli || totalNIC < sh.NICs {
-		return nil, false
-	}
-	needGPU, needCPU, needNIC := sh.GPU, sh.CPUMilli, sh.NICs
-	var uses []ledger.ZoneUse
-	for i := range w.zones {
-		if needGPU == 0 && needCPU == 0 && needNIC == 0 {
-			break
-		}
-		z := &w.zones[i]
-		nics := w.freeNICs(i, ok)
-		u := ledger.ZoneUse{NUMA: z.id, GPU: min(needGPU, z.gpu), CPUMilli: min(needCPU, z.cpuMilli)}
-		k := min(needNIC, int64(len(nics)))
-		u.NICs = append([]topology.NICID(nil), nics[:k]...)
-		if u.GPU == 0 && u.CPUMilli == 0 && len(u.NICs) == 0 {
-			continue
-		}
-		needGPU -= u.GPU
-		needCPU -= u.CPUMilli
-		needNIC -= k
-		uses = append(uses, u)
-	}
-	w.evenSplit(uses, sh)
-	for _, u := range uses {
-		for i := range w.zones {
-			if w.zones[i].id == u.NUMA {
-				w.take(i, u)
-			}
-		}
-	}
-	return uses, true
-}
-
-// evenSplit re-divides a spanning pod's GPUs and CPUs evenly over the zones
-// it uses (the rule ledger.Rebuild applies to annotated pods, so a ledger
-// rebuilt after a restart accounts zones the same way), when every zone has
-// room for its share; otherwise the zone-order split stays.
-func (w *work) evenSplit(uses []ledger.ZoneUse, sh Shape) {
-	gpus := ledger.SplitEvenly(sh.GPU, len(uses))
-	cpus := ledger.SplitEvenly(sh.CPUMilli, len(uses))
-	for i, u := range uses {
-		for j := range w.zones {
-			if w.zones[j].id == u.NUMA && (w.zones[j].gpu < gpus[i] || w.zones[j].cpuMilli < cpus[i]) {
-				return
-			}
-		}
-	}
-	for i := range uses {
-		uses[i].GPU, uses[i].CPUMilli = gpus[i], cpus[i]
-	}
-}
-
-// take removes a zone use from the scratch view.
-func (w *work) take(i int, u ledger.ZoneUse) {
-	z := &w.zones[i]
-	z.gpu -= u.GPU
-	z.cpuMilli -= u.CPUMilli
-	if w.usedNICs == nil {
-		w.usedNICs = map[topology.NICID]bool{}
-	}
-	for _, nic := range u.NICs {
-		w.usedNICs[nic] = true
-	}
-	if w.cap != nil {
-		w.cap.GPU -= u.GPU
-		w.cap.CPUMilli -= u.CPUMilli
-		w.cap.NICs -= int64(len(u.NICs))
-	}
 }
 
 // sortedS0s returns the keys of a leaf set, sorted.

@@ -54,16 +54,22 @@ func (s *State) Release(uid string, a Assignment) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.freed == nil {
-		s.freed = map[string]map[topology.NICID]bool{}
+		s.freed = map[string]map[topology.NICID]int64{}
 	}
 	m := s.freed[a.Node]
 	if m == nil {
-		m = map[topology.NICID]bool{}
+		m = map[topology.NICID]int64{}
 		s.freed[a.Node] = m
 	}
 	for _, z := range a.Zones {
 		for _, nic := range z.NICs {
-			m[nic] = true
+			// The KCNR's free units count the pod's unit when it lists
+			// the pod there; Unapply returned it otherwise. A NIC of one
+			// unit is free once its holder is gone, whoever the KCNR
+			// lists there.
+			if n, ok := s.fabric.NIC(a.Node, nic); !ok || n.Units <= 1 || listedOn(n, uid) {
+				m[nic]++
+			}
 		}
 	}
 	s.invalidate(a.Node)

@@ -77,7 +77,8 @@ func (h *Hold) Owns(consumer string) bool {
 }
 
 // ListedOther returns a KCNR consumer the node lists on nic that the hold
-// does not own (Owns); "" when there is none. A node agent that lists
+// does not own (Owns); "" when there is none, or when nic has several
+// units and the KCNR shows one free (other pods share it). A node agent that lists
 // another consumer there has given the NIC away, or not yet taken it back
 // from a pod gone since the hold was made: either way the held plan no
 // longer matches the node.
@@ -88,7 +89,7 @@ func (h *Hold) ListedOther(f *topology.Fabric, node string, nic topology.NICID) 
 	}
 	for _, z := range n.Zones {
 		for _, x := range z.NICs {
-			if x.ID != nic {
+			if x.ID != nic || x.Units > 1 && x.FreeUnits > 0 {
 				continue
 			}
 			for _, c := range x.Consumers {

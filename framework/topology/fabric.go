@@ -193,6 +193,22 @@ func (f *Fabric) Leaf(id S0ID) (*Leaf, bool) {
 	return l, ok
 }
 
+// NIC returns a node's NIC.
+func (f *Fabric) NIC(node string, nic NICID) (NIC, bool) {
+	n, ok := f.nodes[node]
+	if !ok {
+		return NIC{}, false
+	}
+	for _, z := range n.Zones {
+		for _, c := range z.NICs {
+			if c.ID == nic {
+				return c, true
+			}
+		}
+	}
+	return NIC{}, false
+}
+
 // NICLeaf returns the leaf of a node's NIC.
 func (f *Fabric) NICLeaf(node string, nic NICID) (S0ID, bool) {
 	n, ok := f.nodes[node]

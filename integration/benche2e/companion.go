@@ -35,7 +35,8 @@ const (
 // publishes neither HyperNodes nor node labels here: stock Volcano v1.10
 // reads no HyperNodes, and the Kueue runs' Topology names the benchmark's
 // own leaf-group label (the same grouping the companion would label).
-func (s *stack) startCompanion(ctx context.Context) error {
+// extra are appended to its flags.
+func (s *stack) startCompanion(ctx context.Context, extra []string) error {
 	certDir := filepath.Join(s.dir, "certs", "companion-webhook")
 	ca, err := webhookcert.Write(certDir, "rdmatopo-bench-e2e-companion-ca")
 	if err != nil {
@@ -48,7 +49,7 @@ func (s *stack) startCompanion(ctx context.Context) error {
 	p, err := s.procs.StartCompanion(ctx, s.Kube, harness.Companion{
 		Name: "companion", Binary: filepath.Join(s.binDir, "rdmatopo"), Kubeconfig: kc,
 		Namespace: companionNamespace, CertDir: certDir, Timeout: readyTimeout,
-		ExtraArgs: []string{"--publish-hypernodes=false", "--publish-labels=false", "--profiling", "--v=1"},
+		ExtraArgs: append([]string{"--publish-hypernodes=false", "--publish-labels=false", "--profiling", "--v=1"}, extra...),
 	})
 	if p != nil && p.Process != nil {
 		s.companion = p
@@ -66,8 +67,9 @@ func (s *stack) startCompanion(ctx context.Context) error {
 }
 
 // companionBinds reads rdmatopo_companion_binds_total by result from the
-// companion's /metrics.
-func companionBinds(ctx context.Context, base string) (map[string]int, error) {
+// companion's /metrics, and into w the companion's own account of its
+// answer time (rdmatopo_companion_bind_webhook_seconds).
+func companionBinds(ctx context.Context, base string, w *webhookFigures) (map[string]int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
 	if err != nil {
 		return nil, err
@@ -84,6 +86,15 @@ func companionBinds(ctx context.Context, base string) (map[string]int, error) {
 	families, err := p.TextToMetricFamilies(resp.Body)
 	if err != nil {
 		return nil, fmt.Errorf("%s/metrics: %w", base, err)
+	}
+	if fam := families["rdmatopo_companion_bind_webhook_seconds"]; fam != nil && w != nil {
+		cum := map[float64]float64{}
+		for _, m := range fam.GetMetric() {
+			addHistogram(cum, m.GetHistogram())
+		}
+		bounds := sortedBounds(cum)
+		w.CompanionAnswerP50Ms, _ = histogramQuantile(0.50, bounds, cum)
+		w.CompanionAnswerP99Ms, _ = histogramQuantile(0.99, bounds, cum)
 	}
 	out := map[string]int{}
 	if fam := families["rdmatopo_companion_binds_total"]; fam != nil {
@@ -121,11 +132,19 @@ type webhookFigures struct {
 	// server's own account of the Lease creates and updates in the
 	// companion's namespace and every other (apiserver_request_duration_seconds,
 	// resource leases, verbs POST and PUT; the same interpolation): the
-	// NIC book's writes each bind waits for, beside the leases of the
-	// other components.
+	// companion's owner election beside the leases of the other
+	// components; no bind waits for them.
 	LeaseWrites     int     `json:"leaseWrites"`
 	LeaseWriteP50Ms float64 `json:"leaseWriteP50Ms"`
 	LeaseWriteP99Ms float64 `json:"leaseWriteP99Ms"`
+	// CompanionAnswerP50Ms and CompanionAnswerP99Ms are the companion's
+	// own account of the time it took to answer the RDMA binds it chose
+	// for, from reading the request to the answer
+	// (rdmatopo_companion_bind_webhook_seconds, buckets 1 ms to 2 s; the
+	// same interpolation): the part of the API server's figure spent in
+	// the companion's code.
+	CompanionAnswerP50Ms float64 `json:"companionAnswerP50Ms"`
+	CompanionAnswerP99Ms float64 `json:"companionAnswerP99Ms"`
 }
 
 type bucketCount struct {

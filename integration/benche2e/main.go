@@ -54,6 +54,8 @@ type options struct {
 	heapEvery     time.Duration
 	schedulerArgs string
 	schedulerEnv  string
+	// companionArgs are extra flags of the companion runs' companion.
+	companionArgs string
 	// current names the run in progress, for log lines.
 	current string
 }
@@ -85,6 +87,7 @@ func main() {
 	flag.DurationVar(&o.profileFor, "profile-seconds", 60*time.Second, "length of that profile, from the first submit (the scheduler must outlive it)")
 	flag.DurationVar(&o.heapEvery, "heap-every", 0, "with --profile-dir: every this long from the first submit to the last bind, save the scheduler's heap profile (its /debug/pprof/heap) and its VmRSS and VmHWM (<run>.rss.tsv); 0 for none")
 	flag.StringVar(&o.schedulerArgs, "scheduler-args", "", "extra flags for both schedulers, space-separated")
+	flag.StringVar(&o.companionArgs, "companion-args", "", "extra flags for rdmatopo companion in the companion runs, space-separated (e.g. --refuse-no-fit)")
 	flag.StringVar(&o.schedulerEnv, "scheduler-env", "", "extra environment for both schedulers, space-separated NAME=VALUE")
 	flag.Parse()
 	mode, err := nodeagent.ParseMode(*agentMode)
@@ -215,7 +218,7 @@ func runOne(ctx context.Context, o options, name string, spec schedulerSpec, clu
 		return nil, err
 	}
 	if spec.companion {
-		if err := s.startCompanion(ctx); err != nil {
+		if err := s.startCompanion(ctx, strings.Fields(o.companionArgs)); err != nil {
 			logf("%s", s.logTails(30))
 			return nil, err
 		}
@@ -279,9 +282,10 @@ func runOne(ctx context.Context, o options, name string, spec schedulerSpec, clu
 		}
 		r.BindWebhookP50Ms, r.BindWebhookP99Ms = &w.P50Ms, &w.P99Ms
 		r.Details.BindWebhook = &w
-		if r.Details.CompanionBinds, err = companionBinds(ctx, s.companion.MetricsURL); err != nil {
+		if r.Details.CompanionBinds, err = companionBinds(ctx, s.companion.MetricsURL, r.Details.BindWebhook); err != nil {
 			logf("%s: companion metrics: %v", name, err)
 		}
+		logf("%s: the companion's own answer time p50/p99 %.2f/%.2f ms", name, w.CompanionAnswerP50Ms, w.CompanionAnswerP99Ms)
 	}
 	// Stop the schedulers before reading the audit log, so that every one
 	// of their requests is in it.

@@ -26,7 +26,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/internal/monitoring"
 )
 
-// companionNamespace holds the companion's per-node NIC book Leases.
+// companionNamespace holds the companion's owner Leases.
 const companionNamespace = "rdmatopo-companion"
 
 // manualScheduler is a schedulerName no scheduler serves: the tests bind
@@ -60,7 +60,7 @@ func startCompanion(t *testing.T, e *Env, name, certDir string, args ...string) 
 	t.Helper()
 	p, err := e.procs.StartCompanion(context.Background(), e.Kube, harness.Companion{
 		Name: name, Binary: e.binary("rdmatopo"), Kubeconfig: e.adminKubeconfig, Namespace: companionNamespace,
-		CertDir: certDir, ExtraArgs: append([]string{"--resync-period=2s", "--v=3"}, args...), Timeout: componentReadyTimeout,
+		CertDir: certDir, ExtraArgs: append([]string{"--resync-period=2s", "--v=3", "--owner-lease=" + ownerLease(t)}, args...), Timeout: componentReadyTimeout,
 	})
 	if p != nil && p.Process != nil {
 		t.Cleanup(p.Stop)
@@ -113,7 +113,7 @@ type bindHook struct {
 }
 
 // installBindWebhook installs the MutatingWebhookConfiguration the chart
-// ships (pods/binding CREATE, failurePolicy Ignore), one webhook per hook,
+// ships (pods/binding CREATE, failurePolicy Ignore, 2 s), one webhook per hook,
 // each limited to its namespace; removed when the test ends.
 func installBindWebhook(t *testing.T, e *Env, ca []byte, hooks ...bindHook) {
 	t.Helper()
@@ -124,7 +124,7 @@ func installBindWebhook(t *testing.T, e *Env, ca []byte, hooks ...bindHook) {
 		hs = append(hs, harness.BindHook{Name: fmt.Sprintf("bind-%d.companion.rdmatopo.io", i), URL: h.URL, Namespace: h.Namespace})
 	}
 	hooksAPI := e.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations()
-	if _, err := hooksAPI.Create(ctx, harness.BindWebhookConfiguration(name, ca, 5, hs...), metav1.CreateOptions{}); err != nil {
+	if _, err := hooksAPI.Create(ctx, harness.BindWebhookConfiguration(name, ca, 2, hs...), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = hooksAPI.Delete(context.Background(), name, metav1.DeleteOptions{}) })
@@ -239,50 +239,60 @@ func TestCompanionKubeSchedulerGangUnderOneLeaf(t *testing.T) {
 	}
 }
 
-// TestCompanionTwoReplicasNeverShareNIC: two companion replicas answer the
-// binds of two gangs (one namespace each) that bind at once, each pod of
-// each gang on the same four nodes: every node gets one pod of each gang,
-// and the replicas, each with its own informers, must give them its two
-// zones. No NIC is held twice; each pod's NICs are of one zone.
+// TestCompanionTwoReplicasNeverShareNIC: two companion replicas, each
+// with its own informers, elect one owner of the NIC book; the API server
+// sends the binds of gang a to replica 1 and of gang b to replica 2, so the
+// other replica forwards its binds to the owner. Six pods bind at once
+// (two nodes get a pod of each gang, two one pod each): all get NICs, none
+// shared. Then the owner is killed: binds go on (unassisted while no owner
+// answers) until the surviving replica has taken the Lease over and
+// answers, and its first choices on the half-full nodes take the zones the
+// killed owner did not hand out.
 func TestCompanionTwoReplicasNeverShareNIC(t *testing.T) {
 	e := requireEnv(t)
 	ctx := context.Background()
 	f := newFabric(t, e)
 	var nodes []string
-	for i := 1; i <= 4; i++ {
+	for i := 1; i <= 5; i++ {
 		nodes = append(nodes, f.AddNode(ctx, nodeSpec{Index: i, Leaves: [2]int{0, 1}}))
 	}
 	nsA, nsB := newNamespace(t, e, "-a"), newNamespace(t, e, "-b")
 	certs, ca := companionCerts(t)
-	r1 := startCompanion(t, e, "companion-1", certs, "--publish-hypernodes=false", "--publish-labels=false", "--adopt=false")
-	r2 := startCompanion(t, e, "companion-2", certs, "--publish-hypernodes=false", "--publish-labels=false", "--adopt=false")
+	// Short election durations; the grace exceeds the webhook's 2 s timeout.
+	args := []string{"--publish-hypernodes=false", "--publish-labels=false", "--adopt=false",
+		"--owner-lease-duration=4s", "--owner-renew-deadline=3s", "--owner-retry-period=500ms", "--owner-grace=3s"}
+	r1 := startCompanion(t, e, "companion-1", certs, args...)
+	r2 := startCompanion(t, e, "companion-2", certs, args...)
 	installBindWebhook(t, e, ca, bindHook{Namespace: nsA, URL: r1.webhook}, bindHook{Namespace: nsB, URL: r2.webhook})
+	owner, other := whichOwner(t, e, r1, r2)
+	t.Logf("owner %s, forwarding %s", owner.Name, other.Name)
 
+	type bindTarget struct {
+		pod  *corev1.Pod
+		node string
+	}
+	var first []bindTarget
+	for i, node := range []string{nodes[0], nodes[1], nodes[2]} {
+		first = append(first, bindTarget{companionPod(nsA, fmt.Sprintf("a-%d", i), "a", manualScheduler, trainer), node})
+	}
+	for i, node := range []string{nodes[0], nodes[1], nodes[3]} {
+		first = append(first, bindTarget{companionPod(nsB, fmt.Sprintf("b-%d", i), "b", manualScheduler, trainer), node})
+	}
 	var pods []*corev1.Pod
-	for i := range nodes {
-		pods = append(pods, companionPod(nsA, fmt.Sprintf("a-%d", i), "a", manualScheduler, trainer))
-		pods = append(pods, companionPod(nsB, fmt.Sprintf("b-%d", i), "b", manualScheduler, trainer))
+	for _, b := range first {
+		pods = append(pods, b.pod)
 	}
 	createPods(t, e, pods)
-	// Both replicas' informers must hold the pods before they bind.
-	eventually(t, 30*time.Second, func() (bool, string) {
-		for _, r := range []*companionProc{r1, r2} {
-			if _, err := http.Get(r.MetricsURL + "/healthz"); err != nil {
-				return false, err.Error()
-			}
-		}
-		return true, ""
-	})
 	var wg sync.WaitGroup
-	errs := make(chan error, len(pods))
-	for i, p := range pods {
+	errs := make(chan error, len(first))
+	for _, b := range first {
 		wg.Add(1)
-		go func(p *corev1.Pod, node string) {
+		go func(b bindTarget) {
 			defer wg.Done()
-			if err := bindTo(ctx, e, p, node); err != nil {
-				errs <- fmt.Errorf("bind %s/%s: %w", p.Namespace, p.Name, err)
+			if err := bindTo(ctx, e, b.pod, b.node); err != nil {
+				errs <- fmt.Errorf("bind %s/%s: %w", b.pod.Namespace, b.pod.Name, err)
 			}
-		}(p, nodes[i/2])
+		}(b)
 	}
 	wg.Wait()
 	close(errs)
@@ -296,19 +306,99 @@ func TestCompanionTwoReplicasNeverShareNIC(t *testing.T) {
 		}
 	}
 	checkPods(t, f, placed, trainer)
-	a := r1.metric(t, "rdmatopo_companion_binds_total", map[string]string{"result": rdcompanion.ResultAssisted})
-	b := r2.metric(t, "rdmatopo_companion_binds_total", map[string]string{"result": rdcompanion.ResultAssisted})
-	if a != 4 || b != 4 {
-		t.Errorf("assisted binds: replica 1 %v, replica 2 %v; want 4 each", a, b)
+	if got := owner.metric(t, "rdmatopo_companion_binds_total", map[string]string{"result": rdcompanion.ResultAssisted}); got != 6 {
+		t.Errorf("%s (owner) answered %v binds, want 6", owner.Name, got)
 	}
-	for _, r := range []*companionProc{r1, r2} {
-		sum, n := r.metric(t, "rdmatopo_companion_bind_webhook_seconds_sum", nil), r.metric(t, "rdmatopo_companion_bind_webhook_seconds_count", nil)
-		if n > 0 {
-			t.Logf("%s: %v binds answered in %.1f ms on average", r.Name, n, 1000*sum/n)
+	if got := other.metric(t, "rdmatopo_companion_forwarded_binds_total", nil); got != 3 {
+		t.Errorf("%s forwarded %v binds, want 3", other.Name, got)
+	}
+	sum, n := owner.metric(t, "rdmatopo_companion_bind_webhook_seconds_sum", nil), owner.metric(t, "rdmatopo_companion_bind_webhook_seconds_count", nil)
+	if n > 0 {
+		t.Logf("%s: %v binds answered in %.2f ms on average", owner.Name, n, 1000*sum/n)
+	}
+
+	// The owner dies. Binds sent to the survivor go on: unassisted until
+	// it has taken the book over, then with NICs.
+	owner.Kill()
+	ns := nsA
+	if other == r2 {
+		ns = nsB
+	}
+	i := 0
+	eventually(t, 60*time.Second, func() (bool, string) {
+		p := companionPod(ns, fmt.Sprintf("c-%d", i), "c", manualScheduler, trainer)
+		i++
+		createPods(t, e, []*corev1.Pod{p})
+		if err := bindTo(ctx, e, p, nodes[4]); err != nil {
+			t.Fatalf("bind %s while the owner is down: %v", p.Name, err)
+		}
+		got, err := e.Kube.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Annotations[annNICs] != "", fmt.Sprintf("%d binds while %s takes over, none assisted yet", i, other.Name)
+	})
+	unassisted := 0.0
+	for _, reason := range []string{rdcompanion.ReasonOwnerUnreachable, rdcompanion.ReasonNoOwner, rdcompanion.ReasonHandover} {
+		unassisted += other.metric(t, "rdmatopo_companion_unassisted_answers_total", map[string]string{"reason": reason})
+	}
+	if unassisted == 0 || unassisted != float64(i-1) {
+		t.Errorf("%s let %v binds through unassisted; want the %d binds before its first answer", other.Name, unassisted, i-1)
+	}
+	t.Logf("%d binds went on unassisted during the handover", i-1)
+
+	// The new owner's first choices on nodes 3 and 4, each half taken by
+	// the killed owner's answers.
+	second := []*corev1.Pod{companionPod(ns, "d-0", "d", manualScheduler, trainer), companionPod(ns, "d-1", "d", manualScheduler, trainer)}
+	createPods(t, e, second)
+	for j, p := range second {
+		if err := bindTo(ctx, e, p, nodes[2+j]); err != nil {
+			t.Fatalf("bind %s: %v", p.Name, err)
 		}
 	}
-	t.Logf("book conflicts: replica 1 %v, replica 2 %v",
-		r1.metric(t, "rdmatopo_companion_book_conflicts_total", nil), r2.metric(t, "rdmatopo_companion_book_conflicts_total", nil))
+	var annotated []corev1.Pod
+	for _, p := range append(listPods(t, e, nsA), listPods(t, e, nsB)...) {
+		if strings.HasPrefix(p.Name, "c-") && p.Annotations[annNICs] == "" {
+			continue // bound during the handover, without NICs
+		}
+		annotated = append(annotated, p)
+	}
+	checkPods(t, f, annotated, trainer)
+}
+
+// whichOwner waits until one replica holds the owner Lease and answers,
+// and returns it and the other.
+func whichOwner(t *testing.T, e *Env, r1, r2 *companionProc) (owner, other *companionProc) {
+	t.Helper()
+	eventually(t, 30*time.Second, func() (bool, string) {
+		for _, r := range []*companionProc{r1, r2} {
+			if r.metric(t, "rdmatopo_companion_owner", nil) == 1 {
+				owner = r
+			}
+		}
+		if owner == nil {
+			return false, "no replica answers as the owner"
+		}
+		l, err := e.Kube.CoordinationV1().Leases(companionNamespace).Get(context.Background(), ownerLease(t), metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		holder := ""
+		if l.Spec.HolderIdentity != nil {
+			holder = *l.Spec.HolderIdentity
+		}
+		return strings.HasSuffix(owner.webhook, "//"+rdcompanion.AddressOf(holder)+"/bind"),
+			fmt.Sprintf("%s answers as the owner; the Lease names %q", owner.Name, holder)
+	})
+	if owner == r1 {
+		return r1, r2
+	}
+	return r2, r1
+}
+
+// ownerLease is the owner Lease of the test's replicas.
+func ownerLease(t *testing.T) string {
+	return "owner-" + strings.ToLower(strings.TrimPrefix(t.Name(), "Test"))
 }
 
 // TestCompanionWebhookDownAdoptsKCNR: with the webhook configured but its

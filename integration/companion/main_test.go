@@ -1,6 +1,6 @@
 // Package companion tests `rdmatopo companion` on a real etcd and
 // kube-apiserver, with kube-scheduler v1.30 binding pods: the admission
-// webhook on pods/binding, two replicas sharing the per-node NIC book,
+// webhook on pods/binding, two replicas electing one owner of the NIC book,
 // binds with the webhook down, and the published HyperNodes. It needs only
 // etcd, kube-apiserver, kube-scheduler, hypernode-check and rdmatopo from
 // hack/build-tools.sh, not the Volcano and Kubeflow controllers of the

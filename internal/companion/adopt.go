@@ -27,17 +27,30 @@ const EventNICsAdopted = "NICsAdopted"
 // counted once per pod. numa_bind_result, katalyst's own input, is left
 // alone.
 func (c *Companion) adopt(ctx context.Context, f *topology.Fabric) {
+	// Whether a pod requests RDMA is remembered by UID from pass to pass
+	// (a pod's requests do not change), for the pods still listed.
+	rdma := make(map[string]bool, len(c.rdma))
+	defer func() { c.rdma = rdma }()
 	for _, p := range c.allPods() {
-		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || !c.chooser.RequestsRDMA(p) {
+		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		uid := string(p.UID)
+		wants, ok := c.rdma[uid]
+		if !ok {
+			wants = c.chooser.RequestsRDMA(p)
+		}
+		rdma[uid] = wants
+		if !wants {
 			continue
 		}
 		have := p.Annotations[ledger.AnnotationNICs]
 		if have == "" && !c.seen[string(p.UID)] {
-			if _, booked := c.Booked(p.Spec.NodeName, string(p.UID)); !booked {
-				c.seen[string(p.UID)] = true
-				c.metrics.Unassisted.Inc()
-				klog.V(2).InfoS("RDMA pod bound without NICs chosen at bind", "pod", klog.KObj(p), "node", p.Spec.NodeName)
-			}
+			// The Binding's annotations reach the pod with the bind: a
+			// bound pod without them had none chosen.
+			c.seen[string(p.UID)] = true
+			c.metrics.Unassisted.Inc()
+			klog.V(2).InfoS("RDMA pod bound without NICs chosen at bind", "pod", klog.KObj(p), "node", p.Spec.NodeName)
 		}
 		r, ok := ledger.Listed(c.opts.Topology, p, f)
 		if !ok {

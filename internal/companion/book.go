@@ -1,71 +1,45 @@
 package companion
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
 
-// The book: which NICs the webhook handed out on a node, kept where every
-// replica sees it at once and can change it only by compare-and-swap.
+// The book: which NICs the owner handed out, in its memory.
 //
-// Each node has a Lease in the companion's namespace, BookName(node), whose
-// BookingsAnnotation holds the bookings of the binds the webhook answered
-// (pod UID -> NICs, time). A replica that answers a bind on a node reads
-// the node's Lease, chooses NICs no booking, no annotated bound pod and no
-// KCNR allocation holds, and writes the Lease back with the resourceVersion
-// it read: kube-apiserver refuses the write if any replica wrote the Lease
-// in between, and the replica reads again and chooses again. So two binds
-// on one node are serialized on the Lease, and the second sees the first's
-// NICs. A booking stays until every replica's informers surely show the pod
-// with its annotations (Book.Grace after it was made), or the pod is gone
-// or elsewhere, or Book.TTL in any case (see docs/design.md, "Companion").
+// Only the replica that owns the book (owner.go) chooses NICs, and it
+// chooses a node's NICs one bind at a time under that node's lock, against
+// the node's bound pods as its informer shows them (their rdmatopo.io/nics
+// annotations), the KCNR's allocations, and its bookings: the binds it
+// answered that its informer may not show yet. No bind waits for a write:
+// kube-apiserver merges the Binding's annotations into the pod atomically
+// with the bind, so the pod itself is the durable record of each choice.
 //
-// A bind's first attempt starts from the Lease as this replica last wrote
-// it (else as its Lease informer holds it) instead of reading it from the
-// API server: when no other replica wrote the Lease since, the write
-// succeeds and the bind costs one request; when one did, the
-// resourceVersion no longer matches, the API server refuses the write as
-// before, and the next attempt reads the Lease from the API server. A
-// stale copy costs a retry, never a NIC handed out twice.
+// A booking stays until the informer shows the pod bound on the node with
+// its NIC annotation (then that annotation counts it), the pod bound
+// elsewhere (that bind failed), the pod gone for longer than Grace, or TTL
+// in any case (a bind the API server refused after admission). A new owner
+// also seeds the book with the bound pods of a fresh quorum list (Seed):
+// binds its predecessor answered that its own informer may not show yet;
+// they stay until the informer shows them, by the same rules.
 
-// BookingsAnnotation (Lease) is the JSON map of a node's bookings.
-const BookingsAnnotation = "rdmatopo.io/bookings"
-
-// newLeaseAnnotation marks, in memory only, a Lease read finds missing:
-// write creates it.
-const newLeaseAnnotation = "rdmatopo.io/new"
-
-// bookPrefix prefixes the per-node Lease names.
-const bookPrefix = "rdmatopo-nics-"
-
-// BookName is the name of a node's Lease.
-func BookName(node string) string { return bookPrefix + node }
-
-// Booking is the NICs the webhook handed one pod at bind.
+// Booking is the NICs the owner handed one pod at bind.
 type Booking struct {
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
+	Namespace string
+	Name      string
 	// Job is the pod's gang key ("" when it has none).
-	Job string `json:"job,omitempty"`
+	Job string
 	// Zones are the NUMA zones and NICs handed out (GPU and CPU counts
 	// are the planner's split of the pod's requests).
-	Zones []ledger.ZoneUse `json:"zones"`
-	// At is when the booking was made (Unix milliseconds).
-	At int64 `json:"at"`
+	Zones []ledger.ZoneUse
+	// At is when the booking was made.
+	At time.Time
 }
 
 // NICs lists the booking's NICs, sorted.
@@ -76,55 +50,59 @@ func (x Booking) NICs() []topology.NICID {
 // Bookings is a node's bookings by pod UID.
 type Bookings map[string]Booking
 
-// Book reads and writes the per-node Leases.
+// seededPod is a bound pod a quorum list showed when this replica became
+// the owner.
+type seededPod struct {
+	pod *corev1.Pod
+	at  time.Time
+}
+
+// nodeBook is one node's part of the book.
+type nodeBook struct {
+	// choosing serializes the binds on the node: held from reading the
+	// node's state to recording the choice.
+	choosing sync.Mutex
+	bookings Bookings
+	seeded   map[string]seededPod
+}
+
+// PodState is what the informer says of a booked pod.
+type PodState struct {
+	// Known is false when the informer does not hold the pod (deleted, or
+	// not seen yet).
+	Known bool
+	// Node is the pod's spec.nodeName.
+	Node string
+	// NICs is the pod's AnnotationNICs, parsed and sorted (none when absent).
+	NICs []topology.NICID
+}
+
+// View is what the book reads of the informers.
+type View interface {
+	// PodsOnNode lists the pods bound to a node that have not finished.
+	PodsOnNode(node string) []*corev1.Pod
+	// PodState says where a pod is.
+	PodState(uid string) PodState
+}
+
+// Book is the owner's in-memory book. The zero value is an empty book
+// with no grace (use Grace and TTL).
 type Book struct {
-	Client    kubernetes.Interface
-	Namespace string
-	// Grace is how long a booking is kept at least: longer than any
-	// replica's informers take to show a bound pod's annotations.
+	// Grace is how long a booking of a pod the informer does not hold is
+	// kept: longer than the informer's lag.
 	Grace time.Duration
-	// TTL is how long a booking is kept at most (a bind the API server
-	// refused after admission leaves one behind).
+	// TTL is how long a booking is kept at most.
 	TTL time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
-	// Cached, when set, returns the node's Lease as the replica's
-	// informer holds it (nil when it holds none); the first attempt of a
-	// bind starts from the newer of it and the replica's own last write.
-	Cached func(node string) *coordinationv1.Lease
 
-	mu sync.Mutex
-	// written is each node's Lease as this replica last wrote it.
-	written map[string]*coordinationv1.Lease
-}
-
-// cached is the Lease a bind's first attempt starts from: the replica's
-// last write of it, else the informer's copy; nil when neither has one.
-// Which is newer cannot be told from resourceVersions (opaque); the own
-// write is newer unless another replica wrote since, which the write's
-// precondition catches.
-func (b *Book) cached(node string) *coordinationv1.Lease {
-	b.mu.Lock()
-	l := b.written[node]
-	b.mu.Unlock()
-	if l == nil && b.Cached != nil {
-		l = b.Cached(node)
-	}
-	return l
-}
-
-// remember keeps the Lease as written (nil: forget the node's).
-func (b *Book) remember(node string, l *coordinationv1.Lease) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if l == nil {
-		delete(b.written, node)
-		return
-	}
-	if b.written == nil {
-		b.written = map[string]*coordinationv1.Lease{}
-	}
-	b.written[node] = l
+	// mu guards nodes and byUID, and every nodeBook's bookings and seeded
+	// maps; it is held only for short reads and writes, never while
+	// waiting for a node's choosing lock.
+	mu    sync.Mutex
+	nodes map[string]*nodeBook
+	// byUID is the node of each booking.
+	byUID map[string]string
 }
 
 func (b *Book) now() time.Time {
@@ -134,177 +112,150 @@ func (b *Book) now() time.Time {
 	return time.Now()
 }
 
-// errRetry is a write that lost the race; the caller reads again.
-var errRetry = errors.New("book changed meanwhile")
-
-// maxBookAttempts bounds the compare-and-swap retries of one bind.
-const maxBookAttempts = 8
-
-// read returns the node's Lease (a new, unsaved one when it does not exist)
-// and its bookings. A Lease whose annotation cannot be read is treated as
-// empty and reported: its bookings are at worst Grace old, and the next
-// write replaces it.
-func (b *Book) read(ctx context.Context, node string) (*coordinationv1.Lease, Bookings, error) {
-	lease, err := b.Client.CoordinationV1().Leases(b.Namespace).Get(ctx, BookName(node), metav1.GetOptions{})
-	return b.parse(node, lease, err)
+// node returns a node's part of the book, made when missing. b.mu held.
+func (b *Book) node(name string) *nodeBook {
+	if b.nodes == nil {
+		b.nodes = map[string]*nodeBook{}
+		b.byUID = map[string]string{}
+	}
+	nb := b.nodes[name]
+	if nb == nil {
+		nb = &nodeBook{bookings: Bookings{}, seeded: map[string]seededPod{}}
+		b.nodes[name] = nb
+	}
+	return nb
 }
 
-// readCached is read from the replica's copy of the Lease (cached); a
-// node without one is read from the API server.
-func (b *Book) readCached(ctx context.Context, node string) (*coordinationv1.Lease, Bookings, error) {
-	if l := b.cached(node); l != nil {
-		return b.parse(node, l, nil)
-	}
-	if b.Cached != nil {
-		// Neither this replica nor its informer has seen the Lease: it
-		// most likely does not exist, so the write creates it; if another
-		// replica created it meanwhile, the create fails and the Lease is
-		// read.
-		return b.parse(node, nil, apierrors.NewNotFound(coordinationv1.Resource("leases"), BookName(node)))
-	}
-	return b.read(ctx, node)
+// Reset empties the book (this replica stopped or started owning it).
+func (b *Book) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.nodes, b.byUID = nil, nil
 }
 
-// parse returns the Lease a Get answered (a new one when it was not
-// found) and its bookings.
-func (b *Book) parse(node string, lease *coordinationv1.Lease, err error) (*coordinationv1.Lease, Bookings, error) {
-	if apierrors.IsNotFound(err) {
-		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
-			Name: BookName(node), Namespace: b.Namespace,
-			Labels:      map[string]string{"app.kubernetes.io/managed-by": "rdmatopo-companion"},
-			Annotations: map[string]string{newLeaseAnnotation: "true"},
-		}}, Bookings{}, nil
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("read Lease %s/%s: %w", b.Namespace, BookName(node), err)
-	}
-	bk, err := ParseBookings(lease.Annotations[BookingsAnnotation])
-	if err != nil {
-		return lease, Bookings{}, fmt.Errorf("Lease %s/%s: annotation %s: %w", b.Namespace, lease.Name, BookingsAnnotation, err)
-	}
-	return lease, bk, nil
-}
-
-// ParseBookings reads BookingsAnnotation ("" is none).
-func ParseBookings(s string) (Bookings, error) {
-	bk := Bookings{}
-	if strings.TrimSpace(s) == "" {
-		return bk, nil
-	}
-	if err := json.Unmarshal([]byte(s), &bk); err != nil {
-		return Bookings{}, err
-	}
-	return bk, nil
-}
-
-// write stores the bookings with the Lease's resourceVersion as the
-// precondition; errRetry when another writer came first.
-func (b *Book) write(ctx context.Context, node string, lease *coordinationv1.Lease, bk Bookings) error {
-	data, err := json.Marshal(bk)
-	if err != nil {
-		return err
-	}
-	lease = lease.DeepCopy()
-	if lease.Annotations == nil {
-		lease.Annotations = map[string]string{}
-	}
-	create := lease.Annotations[newLeaseAnnotation] != ""
-	delete(lease.Annotations, newLeaseAnnotation)
-	lease.Annotations[BookingsAnnotation] = string(data)
-	now := metav1.NewMicroTime(b.now())
-	lease.Spec.RenewTime = &now
-	leases := b.Client.CoordinationV1().Leases(b.Namespace)
-	var out *coordinationv1.Lease
-	if create {
-		out, err = leases.Create(ctx, lease, metav1.CreateOptions{})
-	} else {
-		out, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
-	}
-	switch {
-	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err), !create && apierrors.IsNotFound(err):
-		// Another writer came first, or the copy written from is of a
-		// Lease since deleted: read it again.
-		b.remember(node, nil)
-		return errRetry
-	case err != nil:
-		return fmt.Errorf("write Lease %s/%s: %w", b.Namespace, lease.Name, err)
-	}
-	b.remember(node, out)
-	return nil
-}
-
-// PodState is what a replica's informer says of a booked pod.
-type PodState struct {
-	// Known is false when the informer does not hold the pod (deleted).
-	Known bool
-	// Node is the pod's spec.nodeName.
-	Node string
-	// NICs is the pod's AnnotationNICs, parsed and sorted (none when absent).
-	NICs []topology.NICID
-}
-
-// prune drops the bookings that are no longer needed (see the file
-// comment): older than TTL; or older than Grace and the pod gone, bound
-// elsewhere, or bound here with the booked NICs in its annotations.
-func (b *Book) prune(node string, bk Bookings, pod func(uid string) PodState) bool {
-	now := b.now().UnixMilli()
-	changed := false
-	for uid, x := range bk {
-		age := time.Duration(now-x.At) * time.Millisecond
-		drop := age > b.TTL
-		if !drop && age > b.Grace {
-			st := pod(uid)
-			drop = !st.Known || st.Node != "" && st.Node != node || st.Node == node && slices.Equal(st.NICs, x.NICs())
-		}
-		if drop {
-			delete(bk, uid)
-			changed = true
-		}
-	}
-	return changed
-}
-
-// Reserve books NICs for a pod on a node: it reads the node's bookings,
-// calls choose with them (choose returns the booking to make, or nil for
-// none), and writes them back by compare-and-swap, choosing again when
-// another replica wrote first. A booking the pod already has (the same
-// bind retried) is returned as is. conflicts counts the lost races.
-func (b *Book) Reserve(ctx context.Context, node, uid string, pod func(uid string) PodState,
-	choose func(Bookings) (*Booking, error)) (got *Booking, conflicts int, err error) {
-	for attempt := 0; attempt < maxBookAttempts; attempt++ {
-		read := b.read
-		if attempt == 0 {
-			read = b.readCached
-		}
-		lease, bk, rerr := read(ctx, node)
-		if lease == nil {
-			return nil, conflicts, rerr
-		}
-		if x, ok := bk[uid]; ok {
-			return &x, conflicts, nil
-		}
-		b.prune(node, bk, pod)
-		x, cerr := choose(bk)
-		if cerr != nil || x == nil {
-			return nil, conflicts, cerr
-		}
-		x.At = b.now().UnixMilli()
-		bk[uid] = *x
-		werr := b.write(ctx, node, lease, bk)
-		if errors.Is(werr, errRetry) {
-			conflicts++
+// Seed adds bound pods of a quorum list: each pod bound to a node, with a
+// NIC annotation, is counted on its node until the informer shows it.
+func (b *Book) Seed(pods []*corev1.Pod) int {
+	now := b.now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, p := range pods {
+		if p.Spec.NodeName == "" || p.Annotations[ledger.AnnotationNICs] == "" || finished(p) {
 			continue
 		}
-		if werr != nil {
-			return nil, conflicts, werr
-		}
-		return x, conflicts, nil
+		b.node(p.Spec.NodeName).seeded[string(p.UID)] = seededPod{pod: p, at: now}
+		n++
 	}
-	return nil, conflicts, fmt.Errorf("node %s: the book changed %d times in a row", node, maxBookAttempts)
+	return n
 }
 
-// Read returns a node's bookings (none when it has no Lease).
-func (b *Book) Read(ctx context.Context, node string) (Bookings, error) {
-	_, bk, err := b.read(ctx, node)
-	return bk, err
+func finished(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// Booked returns a pod's booking and its node, if the book holds one.
+func (b *Book) Booked(uid string) (string, Booking, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	node, ok := b.byUID[uid]
+	if !ok {
+		return "", Booking{}, false
+	}
+	x, ok := b.nodes[node].bookings[uid]
+	return node, x, ok
+}
+
+// Forget drops a pod's booking: its answer was not sent, or refused the
+// bind.
+func (b *Book) Forget(uid string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if node, ok := b.byUID[uid]; ok {
+		delete(b.nodes[node].bookings, uid)
+		delete(b.byUID, uid)
+	}
+}
+
+// Len counts the bookings and seeded pods.
+func (b *Book) Len() (bookings, seeded int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, nb := range b.nodes {
+		bookings += len(nb.bookings)
+		seeded += len(nb.seeded)
+	}
+	return bookings, seeded
+}
+
+// Reserve books NICs for pod uid on node. Under the node's lock it reads
+// the node's pods from the view, adds the seeded pods the view does not
+// show, drops the bookings no longer needed, and calls choose with the
+// pods (the pod itself left out) and the bookings; choose returns the
+// booking to make, or nil for none. A booking the pod already has (the
+// same bind retried) is returned as is, without calling choose.
+func (b *Book) Reserve(node, uid string, view View, choose func(onNode []*corev1.Pod, bk Bookings) (*Booking, error)) (*Booking, error) {
+	b.mu.Lock()
+	nb := b.node(node)
+	b.mu.Unlock()
+	nb.choosing.Lock()
+	defer nb.choosing.Unlock()
+
+	b.mu.Lock()
+	x, ok := nb.bookings[uid]
+	b.mu.Unlock()
+	if ok {
+		return &x, nil
+	}
+	// The view is read after the lock is taken: a booking is dropped only
+	// for what this same read shows, so no bind is missed between them.
+	pods := view.PodsOnNode(node)
+	shown := map[string]*corev1.Pod{}
+	for _, p := range pods {
+		shown[string(p.UID)] = p
+	}
+	now := b.now()
+	b.mu.Lock()
+	for u, s := range nb.seeded {
+		switch {
+		case shown[u] != nil:
+			delete(nb.seeded, u)
+		case b.expired(node, s.at, now, view.PodState(u)):
+			delete(nb.seeded, u)
+		default:
+			pods = append(pods, s.pod)
+		}
+	}
+	for u, x := range nb.bookings {
+		if p := shown[u]; p != nil && p.Annotations[ledger.AnnotationNICs] != "" || b.expired(node, x.At, now, view.PodState(u)) {
+			delete(nb.bookings, u)
+			delete(b.byUID, u)
+		}
+	}
+	bk := make(Bookings, len(nb.bookings))
+	for u, x := range nb.bookings {
+		bk[u] = x
+	}
+	b.mu.Unlock()
+
+	others := slices.DeleteFunc(pods, func(p *corev1.Pod) bool { return string(p.UID) == uid })
+	got, err := choose(others, bk)
+	if err != nil || got == nil {
+		return nil, err
+	}
+	got.At = now
+	b.mu.Lock()
+	nb.bookings[uid] = *got
+	b.byUID[uid] = node
+	b.mu.Unlock()
+	return got, nil
+}
+
+// expired reports whether a booking (or seeded pod) made at is no longer
+// needed, the view not showing its pod bound on the node: older than TTL,
+// or the pod bound elsewhere (that bind failed), or the informer without
+// the pod for longer than Grace.
+func (b *Book) expired(node string, at, now time.Time, st PodState) bool {
+	age := now.Sub(at)
+	return age > b.TTL || st.Known && st.Node != "" && st.Node != node || !st.Known && age > b.Grace
 }

@@ -51,8 +51,9 @@ type Request struct {
 	Gang []*corev1.Pod
 	// Bookings are the node's bookings (the book's current state).
 	Bookings Bookings
-	// Booked returns the booking of a gang pod on another node, if any.
-	Booked func(node, uid string) (Booking, bool)
+	// Booked returns a pod's booking and its node, if the book holds one
+	// (a gang pod whose bind the informer does not show yet).
+	Booked func(uid string) (string, Booking, bool)
 }
 
 // Choice is the NICs chosen for a pod.
@@ -197,7 +198,7 @@ func (c *Chooser) Choose(req Request) (*Choice, string, error) {
 func (c *Chooser) gangLeaves(st *placement.State, req Request, g placement.Gang) map[topology.S0ID]bool {
 	pods := g.Pods
 	for _, p := range req.Gang {
-		if p.UID == req.Pod.UID || p.Spec.NodeName != "" || p.DeletionTimestamp != nil || !c.RequestsRDMA(p) {
+		if p.UID == req.Pod.UID || p.Spec.NodeName != "" || p.DeletionTimestamp != nil || !c.RequestsRDMA(p) || c.booked(req, p) {
 			continue
 		}
 		pods = append(pods, placement.Pod{UID: string(p.UID), Name: p.Namespace + "/" + p.Name, Shape: c.shape(p), Group: 1})
@@ -266,21 +267,31 @@ func (c *Chooser) tierWith(f *topology.Fabric, occ *placement.Occupancy, a place
 	return placement.TierOf(len(nodes), len(leaves), max(1, len(s1s))), out
 }
 
-// occupancy is where the gang's other bound pods hold NICs: their
-// annotations, else what their node's KCNR lists, else their bookings.
+// booked reports whether the book holds a booking of the pod.
+func (c *Chooser) booked(req Request, p *corev1.Pod) bool {
+	if req.Booked == nil {
+		return false
+	}
+	_, _, ok := req.Booked(string(p.UID))
+	return ok
+}
+
+// occupancy is where the gang's other bound pods hold NICs: what their
+// node's KCNR lists, else their annotations, else their bookings (which
+// also count the pods whose bind the informer does not show yet).
 func (c *Chooser) occupancy(f *topology.Fabric, req Request) *placement.Occupancy {
 	occ := &placement.Occupancy{Nodes: map[string]bool{}, S0s: map[topology.S0ID]bool{}, S1s: map[topology.S1ID]bool{}}
 	for _, p := range req.Gang {
-		if p.UID == req.Pod.UID || p.Spec.NodeName == "" || p.DeletionTimestamp != nil || !c.RequestsRDMA(p) {
+		if p.UID == req.Pod.UID || p.DeletionTimestamp != nil || !c.RequestsRDMA(p) {
 			continue
 		}
-		nics := c.nicsOf(f, p, req)
+		node, nics := c.nicsOf(f, p, req)
 		if len(nics) == 0 {
 			continue
 		}
-		occ.Nodes[p.Spec.NodeName] = true
+		occ.Nodes[node] = true
 		occ.Pods++
-		for _, id := range f.NICLeaves(p.Spec.NodeName, nics) {
+		for _, id := range f.NICLeaves(node, nics) {
 			occ.S0s[id] = true
 			if leaf, ok := f.Leaf(id); ok {
 				occ.S1s[leaf.S1] = true
@@ -293,21 +304,24 @@ func (c *Chooser) occupancy(f *topology.Fabric, req Request) *placement.Occupanc
 	return occ
 }
 
-// nicsOf is what a bound pod holds: what its KCNR lists, else its
-// annotation, else its booking.
-func (c *Chooser) nicsOf(f *topology.Fabric, p *corev1.Pod, req Request) []topology.NICID {
-	if r, ok := ledger.Listed(c.Config, p, f); ok {
-		return r.NICs()
-	}
-	if nics, err := ledger.ParseNICs(p.Annotations[ledger.AnnotationNICs]); err == nil && len(nics) > 0 {
-		return nics
-	}
-	if req.Booked != nil {
-		if x, ok := req.Booked(p.Spec.NodeName, string(p.UID)); ok {
-			return x.NICs()
+// nicsOf is the node and NICs a gang pod holds: what its KCNR lists, else
+// its annotation (bound pods), else its booking (bound or not, as the
+// informer shows it).
+func (c *Chooser) nicsOf(f *topology.Fabric, p *corev1.Pod, req Request) (string, []topology.NICID) {
+	if p.Spec.NodeName != "" {
+		if r, ok := ledger.Listed(c.Config, p, f); ok {
+			return p.Spec.NodeName, r.NICs()
+		}
+		if nics, err := ledger.ParseNICs(p.Annotations[ledger.AnnotationNICs]); err == nil && len(nics) > 0 {
+			return p.Spec.NodeName, nics
 		}
 	}
-	return nil
+	if req.Booked != nil {
+		if node, x, ok := req.Booked(string(p.UID)); ok && (p.Spec.NodeName == "" || p.Spec.NodeName == node) {
+			return node, x.NICs()
+		}
+	}
+	return "", nil
 }
 
 // Annotations are what the webhook writes on the Binding for a choice:

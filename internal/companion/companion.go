@@ -16,7 +16,6 @@ import (
 	katalystclient "github.com/kubewharf/katalyst-api/pkg/client/clientset/versioned"
 	katalystinformers "github.com/kubewharf/katalyst-api/pkg/client/informers/externalversions"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
@@ -35,8 +34,13 @@ import (
 // Options configure a companion.
 type Options struct {
 	Topology topology.Config
-	// Namespace holds the per-node book Leases.
+	// Namespace holds the owner Lease.
 	Namespace string
+	// Owner configures the election of the NIC book's owner (its
+	// Namespace is Namespace); used when the webhook is served.
+	Owner OwnerConfig
+	// ForwardTimeout bounds a bind forwarded to the owner.
+	ForwardTimeout time.Duration
 	// WebhookAddr serves the admission webhook over TLS (CertFile,
 	// KeyFile); empty: no webhook.
 	WebhookAddr       string
@@ -52,15 +56,12 @@ type Options struct {
 	Adopt bool
 	// RefuseHardTier: refuse binds that break a hard gang's tier.
 	RefuseHardTier bool
+	// RefuseNoFit: refuse binds to a node where no NUMA zone holds the pod.
+	RefuseNoFit bool
 	// BookGrace and BookTTL bound how long bookings are kept (Book).
 	BookGrace, BookTTL time.Duration
 	// Period is the publisher's and adopter's resync period.
 	Period time.Duration
-	// BookClient, when set, is the client of the NIC book's Lease writes
-	// (default: the companion's client). A bind waits for its write, so
-	// it is best not rate-limited behind the Events, publishing and
-	// adoption the shared client also carries.
-	BookClient kubernetes.Interface
 }
 
 // Companion is a running companion: informers, the fabric cache, the
@@ -73,22 +74,26 @@ type Companion struct {
 	recorder record.EventRecorder
 	chooser  *Chooser
 
-	factory   informers.SharedInformerFactory
-	leaseFact informers.SharedInformerFactory
-	katFact   katalystinformers.SharedInformerFactory
-	pods      cache.SharedIndexInformer
-	nodes     cache.SharedIndexInformer
-	cnrs      cache.SharedIndexInformer
-	leases    cache.SharedIndexInformer
+	factory informers.SharedInformerFactory
+	katFact katalystinformers.SharedInformerFactory
+	pods    cache.SharedIndexInformer
+	nodes   cache.SharedIndexInformer
+	cnrs    cache.SharedIndexInformer
 
 	mu     sync.Mutex
 	fabric *topology.Cache
 	// seen marks RDMA pods already counted as unassisted (by UID).
 	seen map[string]bool
+	// rdma remembers, by UID, whether a bound pod requests RDMA (adopt's
+	// goroutine only).
+	rdma map[string]bool
 
 	// changed wakes the publisher and the adopter.
 	changed chan struct{}
 	webhook *Webhook
+	book    *Book
+	// owner elects the book's owner (nil without a webhook).
+	owner *Owner
 }
 
 // Pod indexes.
@@ -104,7 +109,7 @@ func New(opts Options, kube kubernetes.Interface, kat katalystclient.Interface, 
 		return nil, err
 	}
 	if opts.Namespace == "" {
-		return nil, errors.New("companion: the namespace of the NIC book is required")
+		return nil, errors.New("companion: the namespace of the owner Lease is required")
 	}
 	if opts.Period <= 0 {
 		opts.Period = 30 * time.Second
@@ -122,13 +127,45 @@ func New(opts Options, kube kubernetes.Interface, kat katalystclient.Interface, 
 		seen:    map[string]bool{},
 		changed: make(chan struct{}, 1),
 	}
+	if err := c.watch(kube, kat); err != nil {
+		return nil, err
+	}
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	c.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "rdmatopo-companion"})
+	c.book = &Book{Grace: opts.BookGrace, TTL: opts.BookTTL}
+	c.webhook = &Webhook{
+		Chooser: c.chooser, Book: c.book,
+		Cluster: c, Metrics: c.metrics, Recorder: c.recorder, Client: kube,
+		RefuseHardTier: opts.RefuseHardTier, RefuseNoFit: opts.RefuseNoFit,
+	}
+	if opts.WebhookAddr != "" {
+		oc := opts.Owner
+		oc.Namespace = opts.Namespace
+		owner, err := NewOwner(oc, kube, c.book, nil, func(on bool) {
+			if on {
+				c.metrics.Owner.Set(1)
+			} else {
+				c.metrics.Owner.Set(0)
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("companion: %w", err)
+		}
+		c.owner = owner
+		c.webhook.Owner = owner
+	}
+	return c, nil
+}
+
+// watch sets up the informers (pods indexed by node, gang and UID; nodes
+// and KCNRs fed to the fabric cache) and what their changes wake.
+func (c *Companion) watch(kube kubernetes.Interface, kat katalystclient.Interface) error {
 	c.factory = informers.NewSharedInformerFactory(kube, 0)
-	c.leaseFact = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(opts.Namespace))
 	c.katFact = katalystinformers.NewSharedInformerFactory(kat, 0)
 	c.pods = c.factory.Core().V1().Pods().Informer()
 	c.nodes = c.factory.Core().V1().Nodes().Informer()
 	c.cnrs = c.katFact.Node().V1alpha1().CustomNodeResources().Informer()
-	c.leases = c.leaseFact.Coordination().V1().Leases().Informer()
 	if err := c.pods.AddIndexers(cache.Indexers{
 		byNode: func(obj any) ([]string, error) {
 			p, ok := obj.(*corev1.Pod)
@@ -152,7 +189,7 @@ func New(opts Options, kube kubernetes.Interface, kat katalystclient.Interface, 
 			return []string{string(p.UID)}, nil
 		},
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	wake := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { c.wake() },
@@ -170,22 +207,7 @@ func New(opts Options, kube kubernetes.Interface, kat katalystclient.Interface, 
 		DeleteFunc: func(o any) { c.deleteObj(o, c.fabric.DeleteCNR) },
 	})
 	_, _ = c.pods.AddEventHandler(wake)
-
-	broadcaster := record.NewBroadcaster()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	c.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "rdmatopo-companion"})
-	bookClient := opts.BookClient
-	if bookClient == nil {
-		bookClient = kube
-	}
-	c.webhook = &Webhook{
-		Chooser: c.chooser,
-		Book: &Book{Client: bookClient, Namespace: opts.Namespace, Grace: opts.BookGrace, TTL: opts.BookTTL,
-			Cached: c.cachedLease},
-		Cluster: c, Metrics: c.metrics, Recorder: c.recorder, Client: kube,
-		RefuseHardTier: opts.RefuseHardTier,
-	}
-	return c, nil
+	return nil
 }
 
 // Metrics returns the companion's metrics.
@@ -289,47 +311,19 @@ func (c *Companion) PodState(uid string) PodState {
 	return PodState{Known: true, Node: p.Spec.NodeName, NICs: nics}
 }
 
-// cachedLease is a node's book Lease as the Lease informer holds it.
-func (c *Companion) cachedLease(node string) *coordinationv1.Lease {
-	o, ok, err := c.leases.GetIndexer().GetByKey(c.opts.Namespace + "/" + BookName(node))
-	if err != nil || !ok {
-		return nil
-	}
-	l, _ := o.(*coordinationv1.Lease)
-	return l
-}
-
-// Booked implements Cluster, from the Lease informer.
-func (c *Companion) Booked(node, uid string) (Booking, bool) {
-	o, ok, err := c.leases.GetIndexer().GetByKey(c.opts.Namespace + "/" + BookName(node))
-	if err != nil || !ok {
-		return Booking{}, false
-	}
-	l, ok := o.(*coordinationv1.Lease)
-	if !ok {
-		return Booking{}, false
-	}
-	bk, err := ParseBookings(l.Annotations[BookingsAnnotation])
-	if err != nil {
-		return Booking{}, false
-	}
-	x, ok := bk[uid]
-	return x, ok
-}
-
 // Start starts the informers and waits for their caches.
 func (c *Companion) Start(ctx context.Context) error {
 	c.factory.Start(ctx.Done())
-	c.leaseFact.Start(ctx.Done())
 	c.katFact.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), c.pods.HasSynced, c.nodes.HasSynced, c.cnrs.HasSynced, c.leases.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), c.pods.HasSynced, c.nodes.HasSynced, c.cnrs.HasSynced) {
 		return errors.New("companion: informer caches did not sync")
 	}
 	return nil
 }
 
-// Run serves the webhook and metrics and runs the publisher and adopter
-// until ctx ends. Start must have returned first.
+// Run serves the webhook and metrics, takes part in the election of the
+// book's owner, and runs the publisher and adopter until ctx ends. Start
+// must have returned first.
 func (c *Companion) Run(ctx context.Context) error {
 	errs := make(chan error, 3)
 	var servers []*http.Server
@@ -338,7 +332,15 @@ func (c *Companion) Run(ctx context.Context) error {
 		mux.Handle("/metrics", promhttp.HandlerFor(c.metrics.Registry, promhttp.HandlerOpts{}))
 		ok := func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }
 		mux.HandleFunc("/healthz", ok)
-		mux.HandleFunc("/readyz", ok)
+		mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+			// Ready once binds sent here are answered: by this replica
+			// as the owner, or by the owner they are forwarded to.
+			if c.owner != nil && !c.owner.Ready() {
+				http.Error(w, "no owner of the NIC book answers yet", http.StatusServiceUnavailable)
+				return
+			}
+			ok(w, r)
+		})
 		if c.opts.Profiling {
 			mux.HandleFunc("/debug/pprof/", pprof.Index)
 			mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -359,6 +361,9 @@ func (c *Companion) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		fw := &Forwarder{Client: NewForwardClient(func() (*tls.Certificate, error) { return cert.get(nil) }),
+			Timeout: c.opts.ForwardTimeout, From: c.opts.Owner.Identity}
+		c.webhook.Forward = fw.Forward
 		mux := http.NewServeMux()
 		mux.Handle("/bind", c.webhook)
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second,
@@ -370,6 +375,15 @@ func (c *Companion) Run(ctx context.Context) error {
 		servers = append(servers, srv)
 		go func() { errs <- ignoreClosed(srv.ServeTLS(ln, "", "")) }()
 	}
+	ownerDone := make(chan struct{})
+	if c.owner != nil {
+		go func() {
+			defer close(ownerDone)
+			c.owner.Run(ctx)
+		}()
+	} else {
+		close(ownerDone)
+	}
 	go c.loop(ctx)
 	select {
 	case <-ctx.Done():
@@ -379,6 +393,9 @@ func (c *Companion) Run(ctx context.Context) error {
 		}
 		<-ctx.Done()
 	}
+	// The owner stops answering and releases its Lease, so that another
+	// replica takes over without waiting for it to expire.
+	<-ownerDone
 	for _, s := range servers {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = s.Shutdown(sctx)

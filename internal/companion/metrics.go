@@ -14,8 +14,8 @@ const (
 	// ResultNoFit: no zone of the target node holds the pod; the bind goes
 	// on unannotated and the node decides.
 	ResultNoFit = "nofit"
-	// ResultError: the webhook could not answer (API error, book contention);
-	// the bind goes on unannotated.
+	// ResultError: the owner could not answer (an API error reading the
+	// pod, a patch it could not build); the bind goes on unannotated.
 	ResultError = "error"
 	// ResultRefused: the bind broke a hard tier and the webhook is
 	// configured to refuse such binds.
@@ -36,9 +36,15 @@ type Metrics struct {
 	HardTierBroken prometheus.Counter
 	// Latency is the webhook's answer time for RDMA binds.
 	Latency prometheus.Histogram
-	// BookConflicts counts compare-and-swap writes of a node's book lost
-	// to another bind (then chosen again).
-	BookConflicts prometheus.Counter
+	// Forwarded counts RDMA binds this replica forwarded to the owner of
+	// the book and answered with the owner's answer.
+	Forwarded prometheus.Counter
+	// UnassistedAnswers counts RDMA binds this replica let through without
+	// choosing NICs because no owner could answer, by reason (Reason*).
+	UnassistedAnswers *prometheus.CounterVec
+	// Owner is 1 on the replica that owns the book, from the end of its
+	// takeover until it stops leading (Answering also checks each bind).
+	Owner prometheus.Gauge
 	// PublishWrites counts writes of the publisher, by kind (hypernode,
 	// label) and op (create, update, delete, patch).
 	PublishWrites *prometheus.CounterVec
@@ -64,8 +70,14 @@ func NewMetrics() *Metrics {
 			Name: "rdmatopo_companion_bind_webhook_seconds", Help: "Time the webhook took to answer an RDMA bind.",
 			Buckets: []float64{.001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2},
 		}),
-		BookConflicts: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "rdmatopo_companion_book_conflicts_total", Help: "Writes of a node's NIC book lost to a concurrent bind (the NICs were chosen again).",
+		Forwarded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "rdmatopo_companion_forwarded_binds_total", Help: "RDMA binds this replica forwarded to the owner of the NIC book.",
+		}),
+		UnassistedAnswers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rdmatopo_companion_unassisted_answers_total", Help: "RDMA binds let through without NICs because no owner of the NIC book could answer, by reason.",
+		}, []string{"reason"}),
+		Owner: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "rdmatopo_companion_owner", Help: "1 on the replica that owns the NIC book, from the end of its takeover until it stops leading.",
 		}),
 		PublishWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rdmatopo_companion_publish_writes_total", Help: "Writes of HyperNodes and node labels, by kind and operation.",
@@ -74,7 +86,7 @@ func NewMetrics() *Metrics {
 			Name: "rdmatopo_companion_adopted_total", Help: "Pods whose rdmatopo.io annotations were set to the NICs their KCNR lists.",
 		}),
 	}
-	m.Registry.MustRegister(m.Binds, m.Unassisted, m.HardTierBroken, m.Latency, m.BookConflicts, m.PublishWrites, m.Adopted,
+	m.Registry.MustRegister(m.Binds, m.Unassisted, m.HardTierBroken, m.Latency, m.Forwarded, m.UnassistedAnswers, m.Owner, m.PublishWrites, m.Adopted,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

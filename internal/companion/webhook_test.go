@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
@@ -62,35 +62,12 @@ func (c *fakeCluster) PodState(uid string) PodState {
 	}
 	return PodState{}
 }
-func (c *fakeCluster) Booked(string, string) (Booking, bool) { return Booking{}, false }
 
 // bind applies the webhook's answer to the pod as kube-apiserver does: the
 // Binding's annotations are merged into the pod, which gets the node.
 func bind(t *testing.T, w *Webhook, c *fakeCluster, pod *corev1.Pod, node string, have map[string]string) (*admissionv1.AdmissionResponse, map[string]string) {
 	t.Helper()
-	binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, Annotations: have},
-		Target: corev1.ObjectReference{Kind: "Node", Name: node}}
-	raw, _ := json.Marshal(binding)
-	resp := w.Admit(context.Background(), &admissionv1.AdmissionRequest{
-		Operation: admissionv1.Create, SubResource: "binding", Namespace: pod.Namespace, Name: pod.Name,
-		Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"}, Object: runtime.RawExtension{Raw: raw},
-	})
-	got := map[string]string{}
-	if resp.Patch != nil {
-		p, err := jsonpatch.DecodePatch(resp.Patch)
-		if err != nil {
-			t.Fatalf("patch %s: %v", resp.Patch, err)
-		}
-		out, err := p.Apply(raw)
-		if err != nil {
-			t.Fatalf("apply %s: %v", resp.Patch, err)
-		}
-		nb := &corev1.Binding{}
-		if err := json.Unmarshal(out, nb); err != nil {
-			t.Fatal(err)
-		}
-		got = nb.Annotations
-	}
+	resp, got := bindWith(t, w.Admit, pod, node, have)
 	if resp.Allowed {
 		pod.Spec.NodeName = node
 		if pod.Annotations == nil {
@@ -99,6 +76,53 @@ func bind(t *testing.T, w *Webhook, c *fakeCluster, pod *corev1.Pod, node string
 		for k, v := range got {
 			pod.Annotations[k] = v
 		}
+	}
+	return resp, got
+}
+
+// bindNoApply asks the webhook about binding pod to node and returns the
+// annotations its answer adds, changing nothing.
+func bindNoApply(t *testing.T, w *Webhook, pod *corev1.Pod, node string) (*admissionv1.AdmissionResponse, map[string]string) {
+	return bindWith(t, w.Admit, pod, node, nil)
+}
+
+// bindingRequest is the admission request of binding pod to node.
+func bindingRequest(pod *corev1.Pod, node string, have map[string]string) (*admissionv1.AdmissionRequest, []byte) {
+	binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, Annotations: have},
+		Target: corev1.ObjectReference{Kind: "Node", Name: node}}
+	raw, _ := json.Marshal(binding)
+	return &admissionv1.AdmissionRequest{
+		UID:       types.UID("req-" + pod.Name),
+		Operation: admissionv1.Create, SubResource: "binding", Namespace: pod.Namespace, Name: pod.Name,
+		Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"}, Object: runtime.RawExtension{Raw: raw},
+	}, raw
+}
+
+// bindWith sends the request of binding pod to node to admit and returns
+// the answer and the annotations its patch adds.
+func bindWith(t *testing.T, admit func(context.Context, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse,
+	pod *corev1.Pod, node string, have map[string]string) (*admissionv1.AdmissionResponse, map[string]string) {
+	t.Helper()
+	req, raw := bindingRequest(pod, node, have)
+	resp := admit(context.Background(), req)
+	got := map[string]string{}
+	if resp.Patch != nil {
+		p, err := jsonpatch.DecodePatch(resp.Patch)
+		if err != nil {
+			t.Errorf("patch %s: %v", resp.Patch, err)
+			return resp, got
+		}
+		out, err := p.Apply(raw)
+		if err != nil {
+			t.Errorf("apply %s: %v", resp.Patch, err)
+			return resp, got
+		}
+		nb := &corev1.Binding{}
+		if err := json.Unmarshal(out, nb); err != nil {
+			t.Error(err)
+			return resp, got
+		}
+		got = nb.Annotations
 	}
 	return resp, got
 }
@@ -112,7 +136,7 @@ func gangPod(name, g string) *corev1.Pod {
 func newTestWebhook(c *fakeCluster) *Webhook {
 	return &Webhook{
 		Chooser: &Chooser{Config: testConfig},
-		Book:    &Book{Client: kubefake.NewSimpleClientset(), Namespace: "rdmatopo", Grace: time.Minute, TTL: 2 * time.Minute},
+		Book:    &Book{Grace: time.Minute, TTL: 2 * time.Minute},
 		Cluster: c, Metrics: NewMetrics(),
 	}
 }
@@ -271,5 +295,35 @@ func TestWebhookBindOrders(t *testing.T) {
 				t.Errorf("order %v: %s on %s: %v; want NUMA %s under leaf a", order, pods[i].Name, node, got, numa[node])
 			}
 		}
+	}
+}
+
+// TestWebhookRefuseNoFit: with RefuseNoFit, a bind to a node whose zones
+// are all taken is refused (naming the node), and counted; a bind to a
+// node without RDMA topology the companion knows is still allowed.
+func TestWebhookRefuseNoFit(t *testing.T) {
+	n1, c1 := providerNode("n1", "p", "a", "b")
+	c := &fakeCluster{f: topology.Build(testConfig, []*corev1.Node{n1}, []*v1alpha1.CustomNodeResource{c1})}
+	p0, p1, p2, p3 := gangPod("w-0", "g"), gangPod("w-1", "g"), gangPod("w-2", "g"), gangPod("w-3", "g")
+	c.pods = []*corev1.Pod{p0, p1, p2, p3}
+	w := newTestWebhook(c)
+	w.RefuseNoFit = true
+	for _, p := range []*corev1.Pod{p0, p1} {
+		if resp, got := bind(t, w, c, p, "n1", nil); !resp.Allowed || got[ledger.AnnotationNICs] == "" {
+			t.Fatalf("%s: allowed %v, annotations %v", p.Name, resp.Allowed, got)
+		}
+	}
+	resp, _ := bind(t, w, c, p2, "n1", nil)
+	if resp.Allowed || resp.Result == nil || !strings.Contains(resp.Result.Message, "no NUMA zone of node n1 holds") {
+		t.Errorf("full node: allowed %v, result %v; want refused", resp.Allowed, resp.Result)
+	}
+	if resp, got := bind(t, w, c, p3, "unknown", nil); !resp.Allowed || len(got) != 0 {
+		t.Errorf("node without known topology: allowed %v, annotations %v; want allowed, none", resp.Allowed, got)
+	}
+	if n := testutilValue(w.Metrics.Binds.WithLabelValues(ResultRefused)); n != 1 {
+		t.Errorf("refused %v, want 1", n)
+	}
+	if n := testutilValue(w.Metrics.Binds.WithLabelValues(ResultNoFit)); n != 1 {
+		t.Errorf("nofit %v, want 1 (the unknown node)", n)
 	}
 }

@@ -14,6 +14,7 @@ package fabricview
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -38,7 +39,8 @@ type Leaf struct {
 	S0 string `json:"s0"`
 	// Nodes have a NIC under the leaf, sorted.
 	Nodes []string `json:"nodes"`
-	// NICs counts the leaf's NICs; Free those nobody holds.
+	// NICs counts the leaf's NICs; Free those with an RDMA unit left (on
+	// NICs of one unit: those nobody holds).
 	NICs int `json:"nics"`
 	Free int `json:"free"`
 	// Holders maps each holding job ("namespace/podgroup", or the pod
@@ -94,50 +96,13 @@ func Build(cfg topology.Config, c *workload.Cluster) *View {
 	cfg = cfg.WithDefaults()
 	f := c.Fabric(cfg)
 	v := &View{fabric: f, holders: map[string]string{}, AnnotationProblems: []string{}, TopologyProblems: []string{}}
-
-	// Who holds each NIC: by annotation, then by KCNR consumer.
-	jobOf := map[string]string{} // namespace/name -> job
-	byUID := map[string]string{} // namespace/name/uid consumer -> job
-	for _, p := range c.Pods {
-		key := p.Namespace + "/" + p.Name
-		jobOf[key] = JobOf(p)
-		byUID[key+"/"+string(p.UID)] = JobOf(p)
-	}
-	held := map[string]string{} // node/nic -> job
-	reserved, annotationErrs := ledger.Rebuild(cfg, c.Pods, f)
-	for _, r := range reserved.All() {
-		for _, nic := range r.NICs() {
-			held[r.Node+"/"+string(nic)] = jobOf[r.Namespace+"/"+r.Name]
-		}
-	}
-	holdUnannotated(cfg, f, c.Pods, reserved, jobOf, held)
-	holderOf := func(node string, nic topology.NIC) (string, bool) {
-		if job, ok := held[node+"/"+string(nic.ID)]; ok {
-			return job, true
-		}
-		if nic.Free {
-			return "", false
-		}
-		for _, consumer := range nic.Consumers {
-			if job, ok := byUID[consumer]; ok {
-				return job, true
-			}
-			parts := strings.SplitN(consumer, "/", 3)
-			if len(parts) >= 2 {
-				if job, ok := jobOf[parts[0]+"/"+parts[1]]; ok {
-					return job, true
-				}
-				return parts[0] + "/" + parts[1] + " (pod gone)", true
-			}
-		}
-		return "(unknown holder)", true
-	}
+	h, annotationErrs := readHolders(cfg, f, c.Pods)
 
 	var rows []*Leaf
 	unknownRows := map[string]*Leaf{}
 	add := func(r *Leaf, node string, nic topology.NIC) {
 		r.NICs++
-		if job, used := holderOf(node, nic); used {
+		if job, used := h.of(node, nic); used {
 			r.Holders[job]++
 			v.holders[node+"/"+string(nic.ID)] = job
 		} else {
@@ -176,19 +141,7 @@ func Build(cfg topology.Config, c *workload.Cluster) *View {
 	for _, r := range unknownRows {
 		rows = append(rows, r)
 	}
-	sort.SliceStable(rows, func(i, j int) bool {
-		a, b := rows[i], rows[j]
-		if a.S1 != b.S1 {
-			return a.S1 < b.S1
-		}
-		if (a.S0 == UnknownS0) != (b.S0 == UnknownS0) {
-			return b.S0 == UnknownS0
-		}
-		if a.S0 != b.S0 {
-			return a.S0 < b.S0
-		}
-		return a.Nodes[0] < b.Nodes[0]
-	})
+	sortRows(rows)
 	v.Leaves = make([]Leaf, 0, len(rows))
 	for _, r := range rows {
 		v.Leaves = append(v.Leaves, *r)
@@ -204,6 +157,90 @@ func Build(cfg topology.Config, c *workload.Cluster) *View {
 		v.TopologyProblems = append(v.TopologyProblems, r.String())
 	}
 	return v
+}
+
+// sortRows orders the rows by S1, the known leaves first by name, then
+// the nodes of unknown topology by name.
+func sortRows(rows []*Leaf) {
+	sort.SliceStable(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if a.S1 != b.S1 {
+			return a.S1 < b.S1
+		}
+		if (a.S0 == UnknownS0) != (b.S0 == UnknownS0) {
+			return b.S0 == UnknownS0
+		}
+		if a.S0 != b.S0 {
+			return a.S0 < b.S0
+		}
+		return a.Nodes[0] < b.Nodes[0]
+	})
+}
+
+// nicHolders tells who holds each NIC: by annotation, then by KCNR
+// consumer.
+type nicHolders struct {
+	jobOf map[string]string // namespace/name -> job
+	byUID map[string]string // namespace/name/uid consumer -> job
+	held  map[string]string // node/nic -> job (the first reservation by UID)
+	// unlisted and count count, per node/nic, the reservations the KCNR
+	// does not list there and all of them: a NIC of several units is
+	// free while it has a unit beyond them.
+	unlisted, count map[string]int64
+}
+
+// readHolders reads the holders of every NIC from the pods' annotations
+// (ledger.Rebuild, whose problems it returns) and the pods the KCNRs list.
+func readHolders(cfg topology.Config, f *topology.Fabric, pods []*corev1.Pod) (*nicHolders, []error) {
+	h := &nicHolders{jobOf: map[string]string{}, byUID: map[string]string{}, held: map[string]string{},
+		unlisted: map[string]int64{}, count: map[string]int64{}}
+	for _, p := range pods {
+		key := p.Namespace + "/" + p.Name
+		h.jobOf[key] = JobOf(p)
+		h.byUID[key+"/"+string(p.UID)] = JobOf(p)
+	}
+	reserved, annotationErrs := ledger.Rebuild(cfg, pods, f)
+	for _, r := range reserved.All() {
+		for _, nic := range r.NICs() {
+			key := r.Node + "/" + string(nic)
+			if _, ok := h.held[key]; !ok {
+				h.held[key] = h.jobOf[r.Namespace+"/"+r.Name]
+			}
+			h.count[key]++
+			if n, ok := f.NIC(r.Node, nic); ok && !slices.Contains(n.Consumers, r.Consumer()) {
+				h.unlisted[key]++
+			}
+		}
+	}
+	holdUnannotated(cfg, f, pods, reserved, h.jobOf, h.held)
+	return h, annotationErrs
+}
+
+// of returns the job holding a NIC, or false when it is free.
+func (h *nicHolders) of(node string, nic topology.NIC) (string, bool) {
+	key := node + "/" + string(nic.ID)
+	if nic.Units > 1 && min(nic.FreeUnits-h.unlisted[key], nic.Units-h.count[key]) > 0 {
+		return "", false
+	}
+	if job, ok := h.held[key]; ok {
+		return job, true
+	}
+	if nic.Free {
+		return "", false
+	}
+	for _, consumer := range nic.Consumers {
+		if job, ok := h.byUID[consumer]; ok {
+			return job, true
+		}
+		parts := strings.SplitN(consumer, "/", 3)
+		if len(parts) >= 2 {
+			if job, ok := h.jobOf[parts[0]+"/"+parts[1]]; ok {
+				return job, true
+			}
+			return parts[0] + "/" + parts[1] + " (pod gone)", true
+		}
+	}
+	return "(unknown holder)", true
 }
 
 // WriteTable prints the view: one line per leaf, a summary line and the

@@ -51,8 +51,9 @@ func measureFabric(f *topology.Fabric, l *ledger.Ledger) fabricUse {
 				// The ledger's NIC index, not a map of the node's held
 				// NICs: this runs over every NIC of the cluster at the
 				// close of every session.
-				_, taken := l.Holder(name, nic.ID)
-				free := nic.Free && !taken
+				// A NIC of several units is free while it has a unit
+				// beyond those its holders take.
+				free := nic.Free && nic.FreeUnits > int64(l.HolderCount(name, nic.ID))
 				if free {
 					u.free[n.S1]++
 				}

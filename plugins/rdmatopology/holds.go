@@ -1,6 +1,6 @@
 // Holds: what the topology-preempt action keeps for a preempting gang
 // between the session that evicted its victims and the session the gang
-// binds in; and what a partial gang keeps of the slots its failed binds
+// binds in; and what a partial gang keeps of the places its failed binds
 // leave, until topology-allocate places the pods there again (rebind
 // holds, rebind.go).
 //
@@ -76,8 +76,8 @@ func (s *Session) holdBroken(h *preemption.Hold, now time.Time) string {
 			if why := s.nicFailed(t.Node, nic, now); why != "" {
 				return why
 			}
-			if holder, held := s.state.HolderOf(t.Node, nic); held {
-				return fmt.Sprintf("NIC %s on %s is held by pod %s", nic, t.Node, holder)
+			if holder, taken := s.state.Taken(t.Node, nic, ""); taken {
+				return fmt.Sprintf("NIC %s on %s is held by pod %s (no unit left)", nic, t.Node, holder)
 			}
 			if c := h.ListedOther(s.fabric, t.Node, nic); c != "" && (!h.Rebind || s.livePod(c)) {
 				// A rebind hold waits out the listing of a pod that is gone

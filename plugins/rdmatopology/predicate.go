@@ -27,8 +27,8 @@ func (s *Session) predicate(task *api.TaskInfo, node *api.NodeInfo) error {
 	}
 	if planned && a.Node == node.Name {
 		for _, nic := range a.NICs() {
-			if holder, held := s.state.HolderOf(node.Name, nic); held && holder != string(task.UID) {
-				return s.fitError(task, node, fmt.Sprintf("planned NIC %s is held by pod %s", nic, holder))
+			if holder, taken := s.state.Taken(node.Name, nic, string(task.UID)); taken {
+				return s.fitError(task, node, fmt.Sprintf("planned NIC %s is held by pod %s (no unit left)", nic, holder))
 			}
 		}
 		return nil

@@ -112,7 +112,7 @@ func (s *Session) holdReady(h *preemption.Hold, job *api.JobInfo) bool {
 		}
 		if h.Rebind && (node == nil || !need[name].LessEqual(node.FutureIdle(), api.Zero)) {
 			s.dropHold(jobID, "node "+name+" no longer has the resources of the failed binds")
-			klog.InfoS("Dropped the slots of a partial gang's failed binds; planning the pods anew", "job", h.Name, "node", name)
+			klog.InfoS("Dropped the places of a partial gang's failed binds; planning the pods anew", "job", h.Name, "node", name)
 			return false
 		}
 		klog.V(4).InfoS("Held gang waits for the resources of terminating pods", "job", h.Name, "node", name)

@@ -1,6 +1,6 @@
 package rdmatopology
 
-// Rebind holds: the slots of a partial gang's failed binds.
+// Rebind holds: the places of a partial gang's failed binds.
 //
 // A bind can fail after the session that allocated the pod closed (the API
 // server refused the Binding, the kubelet or the node agent rejected the
@@ -14,13 +14,13 @@ package rdmatopology
 //
 // So each session records the pods of RDMA gangs it sent to bind, and the
 // next session, finding one of them pending again while its gang has pods
-// bound but fewer than minMember, keeps the pod's slot for the gang as a
+// bound but fewer than minMember, keeps the pod's place for the gang as a
 // hold (Hold.Rebind): the same NICs, zones and node resources, kept from
 // other jobs as a preempting gang's hold is (holds.go), and allocated to
 // the pod again by topology-allocate before any job's turn. The hold ends
 // as every hold does (holdBroken), except that a KCNR listing a pod that is
 // gone on a held NIC is the KCNR's lag, not a sign that the node gave the
-// NIC away; and when the slot's node no longer has the pod's resources,
+// NIC away; and when the place's node no longer has the pod's resources,
 // even once its releasing pods are gone, the gang plans the pod anew.
 
 import (
@@ -136,7 +136,7 @@ func (s *Session) holdFailedBinds() {
 		for _, t := range h.Tasks {
 			names = append(names, t.Name+" on "+t.Node)
 		}
-		klog.InfoS("Keeping the slots of a partial gang's failed binds", "job", h.Name, "pods", names,
+		klog.InfoS("Keeping the places of a partial gang's failed binds", "job", h.Name, "pods", names,
 			"bound", job.ReadyTaskNum(), "minMember", job.MinAvailable)
 	}
 }

@@ -101,6 +101,8 @@ func openSession(rt *Runtime, ssn *framework.Session, args *Args) *Session {
 	rt.faults.observe(now, f, args, rt.recorder)
 	s := newSession(rt, ssn, args, f)
 	s.uncountable = s.findUncountable()
+	// The ledger counts each NIC's units as this session's fabric shows.
+	rt.Ledger.UseFabric(f)
 	s.reconcile()
 	rt.Ledger.Each(s.indexLocked)
 	s.noteLost(s.released)

@@ -28,7 +28,7 @@ type Companion struct {
 	Binary string
 	// Kubeconfig the companion talks to the API server with.
 	Kubeconfig string
-	// Namespace of its per-node NIC book Leases; created when missing.
+	// Namespace of its owner Lease; created when missing.
 	Namespace string
 	// CertDir holds the webhook's serving certificate (webhookcert files);
 	// empty: the companion serves no webhook.

@@ -1,7 +1,8 @@
 // Package bench measures placement quality and scheduling cost of
 // rdmatopo's scheduler conf against stock Volcano v1.10, side by side in one
 // process, on one generated trace: a cluster of provider, rail or mixed
-// cabling (trace.NewFabricCluster) with part of its capacity already taken, and
+// cabling, or provider cabling with NICs of several RDMA units
+// (trace.NewFabricCluster) with part of its capacity already taken, and
 // gangs arriving over time and finishing after a random number of cycles.
 //
 // Both confs run in the same session loop (internal/sim, on Volcano's mock

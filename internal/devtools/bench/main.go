@@ -36,7 +36,7 @@ type Report struct {
 // "runs" keys.
 type RunDetails struct {
 	// Fabric is the generated fabric (FabricProvider, FabricRail,
-	// FabricMixed).
+	// FabricMixed, FabricUnits).
 	Fabric string `json:"fabric"`
 	// Constraints is ConstraintsOn or ConstraintsOff (trace/constraints.go).
 	Constraints string `json:"constraints"`
@@ -278,7 +278,7 @@ func parseArgs(args []string, stderr io.Writer) (c cliArgs, code int, done bool)
 	out := fs.String("o", outputTable, "output format: table or json")
 	pct := fs.Int("nodes-to-find-percent", 0, "Volcano's percentage-nodes-to-find for both confs: 0 (Volcano's adaptive default) to 100 (every node)")
 	only := fs.String("conf", "both", "confs to replay: rdmatopo, baseline or both")
-	fabric := fs.String("fabric", trace.FabricProvider, "generated fabric: provider (every NIC of a NUMA zone under one S0), rail (NIC i of every node of a 32-node unit on rail S0 i) or mixed (thirds of provider, rail and topology-unknown nodes)")
+	fabric := fs.String("fabric", trace.FabricProvider, "generated fabric: provider (every NIC of a NUMA zone under one S0), rail (NIC i of every node of a 32-node unit on rail S0 i) mixed (thirds of provider, rail and topology-unknown nodes) or units (provider cabling, NICs of 4 RDMA units, 2 on every third node, shared by pods)")
 	agent := fs.String("node-agent", string(nodeagent.Default), "simulated node agent of both confs: numa (honours katalyst's numa_bind_result, picks NICs in the zone itself), exact (gives the annotated NICs) or blind (ignores the hint, takes the first NUMA zone with room)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	memProfile := fs.String("memprofile", "", "write a heap profile to this file when the run ends: the allocations of the whole run (alloc_space, alloc_objects) and what is still live (inuse_space)")
@@ -292,7 +292,7 @@ func parseArgs(args []string, stderr io.Writer) (c cliArgs, code int, done bool)
 		fs.Float64Var(&model.Oversub[c], "oversub-"+c.String(), model.Oversub[c], "all-reduce model: oversubscription (k for k:1) a hop "+grade.HopClassText[c]+" sees")
 	}
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rdmatopo-dev bench [--nodes N] [--gangs G] [--seed S] [--nodes-to-find-percent P] [--conf rdmatopo|baseline|both] [--fabric provider|rail|mixed] [--node-agent numa|exact|blind] [--constraints on|off] [--load normal|high] [--eviction-grace CYCLES] [--gbps-{s0,s1,spine} G] [--oversub-{s0,s1,spine} K] [--cpuprofile FILE] [--memprofile FILE] [-v LEVEL] [-o table|json]")
+		fmt.Fprintln(stderr, "usage: rdmatopo-dev bench [--nodes N] [--gangs G] [--seed S] [--nodes-to-find-percent P] [--conf rdmatopo|baseline|both] [--fabric provider|rail|mixed|units] [--node-agent numa|exact|blind] [--constraints on|off] [--load normal|high] [--eviction-grace CYCLES] [--gbps-{s0,s1,spine} G] [--oversub-{s0,s1,spine} K] [--cpuprofile FILE] [--memprofile FILE] [-v LEVEL] [-o table|json]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

@@ -1,6 +1,7 @@
 package nodeagent
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -28,7 +29,10 @@ const (
 	Exact Mode = "exact"
 	// NUMA honours katalyst's numa_bind_result: the pod gets the hinted
 	// zone(s) when they have room, and inside them the free NICs in the
-	// agent's own order (by name), whatever NICs the scheduler annotated.
+	// agent's own order (the NICs with the most free RDMA units first,
+	// then by name; by name on NICs of one unit), whatever NICs the
+	// scheduler annotated. Each of a pod's NICs is a distinct NIC, one
+	// unit of it.
 	// Without a usable hint, or without room in the hinted zones, it acts
 	// as Blind. On a container-level node a pod of several containers
 	// is placed container by container (perContainer).
@@ -67,7 +71,9 @@ type agentZone struct {
 	id  int
 	gpu int64
 	cpu int64
-	// nics are the zone's NICs with a free unit, by name.
+	// nics are the zone's NICs with a free unit: the most free units
+	// first, then by name (so a NIC of several units is shared out
+	// evenly, leaving the most distinct NICs for pods of several).
 	nics []topology.NICID
 }
 
@@ -316,6 +322,7 @@ func freeZones(node *topology.Node, held []ledger.Reservation, self string) []ag
 				az.nics = append(az.nics, n.ID)
 			}
 		}
+		slices.SortStableFunc(az.nics, func(a, b topology.NICID) int { return cmp.Compare(units[b], units[a]) })
 		out = append(out, az)
 	}
 	return out
@@ -328,7 +335,15 @@ func (z agentZone) room(ask podAsk) bool {
 
 // take is the pod's whole use of one zone with room: its first free NICs.
 func (z agentZone) take(ask podAsk) ledger.ZoneUse {
-	return ledger.ZoneUse{NUMA: z.id, GPU: ask.gpu, CPUMilli: ask.cpu, NICs: append([]topology.NICID(nil), z.nics[:ask.nics]...)}
+	return ledger.ZoneUse{NUMA: z.id, GPU: ask.gpu, CPUMilli: ask.cpu, NICs: sortedNICs(z.nics[:ask.nics])}
+}
+
+// sortedNICs is a sorted copy of nics (a pod's NICs as the ledger keeps
+// them).
+func sortedNICs(nics []topology.NICID) []topology.NICID {
+	out := slices.Clone(nics)
+	slices.Sort(out)
+	return out
 }
 
 // hinted places the pod in the zones numa_bind_result names: the zone if
@@ -379,7 +394,7 @@ func spread(zones []agentZone, ask podAsk) []ledger.ZoneUse {
 	for _, z := range zones {
 		u := ledger.ZoneUse{NUMA: z.id, GPU: min(z.gpu, left.gpu), CPUMilli: min(z.cpu, left.cpu)}
 		n := min(len(z.nics), left.nics)
-		u.NICs = append([]topology.NICID(nil), z.nics[:n]...)
+		u.NICs = sortedNICs(z.nics[:n])
 		left.gpu -= u.GPU
 		left.cpu -= u.CPUMilli
 		left.nics -= n

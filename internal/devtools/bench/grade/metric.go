@@ -2,6 +2,7 @@ package grade
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
@@ -202,24 +203,29 @@ func (t *Tracker) FromAnnotations(node string, annotations map[string]string, sh
 
 // zoneFree is what one NUMA zone of a node has left in the tracker.
 type zoneFree struct {
-	id   int
-	gpu  int64
-	nics []topology.NICID
+	id  int
+	gpu int64
+	// nics are the NICs with a free RDMA unit, units their free units
+	// (each pod on a NIC takes one).
+	nics  []topology.NICID
+	units []int64
 }
 
-// freeZones lists the zones of node with their free GPUs and NICs.
+// freeZones lists the zones of node with their free GPUs and NICs: a NIC
+// is free while the pods the tracker holds on it are fewer than the free
+// units its KCNR shows.
 func (t *Tracker) freeZones(node string) ([]zoneFree, *topology.Node, bool) {
 	n, ok := t.fabric.Node(node)
 	if !ok {
 		return nil, nil, false
 	}
 	usedGPU := map[int]int64{}
-	usedNIC := map[topology.NICID]bool{}
+	usedNIC := map[topology.NICID]int64{}
 	for uid := range t.onNode[node] {
 		for _, z := range t.held[uid].Zones {
 			usedGPU[z.NUMA] += z.GPU
 			for _, nic := range z.NICs {
-				usedNIC[nic] = true
+				usedNIC[nic]++
 			}
 		}
 	}
@@ -227,8 +233,9 @@ func (t *Tracker) freeZones(node string) ([]zoneFree, *topology.Node, bool) {
 	for _, z := range n.Zones {
 		zf := zoneFree{id: z.ID, gpu: z.FreeGPU - usedGPU[z.ID]}
 		for _, c := range z.NICs {
-			if c.Free && !usedNIC[c.ID] {
+			if left := c.FreeUnits - usedNIC[c.ID]; left > 0 {
 				zf.nics = append(zf.nics, c.ID)
+				zf.units = append(zf.units, left)
 			}
 		}
 		out = append(out, zf)
@@ -357,6 +364,9 @@ func (t *Tracker) oracleNode(name string) (oracle.OracleNode, bool) {
 		for _, nic := range z.nics {
 			leaf, _ := t.fabric.NICLeaf(name, nic)
 			oz.FreeNICLeaves = append(oz.FreeNICLeaves, string(leaf))
+		}
+		if slices.ContainsFunc(z.units, func(u int64) bool { return u > 1 }) {
+			oz.FreeNICUnits = z.units
 		}
 		on.Zones[i] = oz
 	}

@@ -36,6 +36,20 @@ import (
 // one shape. The walk counts the leaf sets it visits; past the limit the
 // result is OracleUnknown, never a guess.
 //
+// NICs of several RDMA units. A pod's r NICs are r distinct NICs, one unit
+// of each, and a NIC with f free units serves up to f pods. With the free
+// units f_1, f_2, ... of unit u's NICs under S, u holds
+//
+//	p_u(S) = max { k <= C_u : Σ_i min(f_i, k) >= k·r }
+//
+// pods (k pods need k·r units with at most k of them on any one NIC; the
+// condition is also sufficient: deal the pods' NICs round-robin over the
+// NICs sorted by units). The left side minus k·r is concave in k and 0 at
+// 0, so the largest such k is found by bisection. With every f_i = 1 it is
+// floor(a_u(S)/r) again. The pruning bound of a unit of several leaves
+// becomes min(r·C_u, Σ_i min(f_i, C_u)), still an upper bound on r·p_u and
+// additive over leaves.
+//
 // Gangs with pods of different shapes: the per-unit count above is not
 // defined for a mix, and the oracle returns OracleUnknown with a reason.
 
@@ -47,13 +61,71 @@ type OracleShape struct {
 }
 
 // OracleZone is the free capacity of one NUMA zone: its GPUs, its CPU and
-// one entry per free NIC naming that NIC's leaf.
+// one entry per free NIC naming that NIC's leaf (and its free units).
 type OracleZone struct {
 	FreeGPU      int64
 	FreeCPUMilli int64
 	// FreeNICLeaves lists the leaf of each free NIC of the zone (a leaf may
 	// repeat). A topology-unknown NIC has a leaf of its own.
 	FreeNICLeaves []string
+	// FreeNICUnits, when set, gives the free RDMA units (>= 1) of each NIC
+	// of FreeNICLeaves, in the same order: how many pods it still serves,
+	// one unit each. Nil: every free NIC has one unit.
+	FreeNICUnits []int64
+}
+
+// nicUnits returns the free units of the zone's i-th free NIC.
+func (z OracleZone) nicUnits(i int) int64 {
+	if z.FreeNICUnits == nil {
+		return 1
+	}
+	return max(z.FreeNICUnits[i], 1)
+}
+
+// hasUnits reports whether a free NIC of the zone has more than one unit.
+func (z OracleZone) hasUnits() bool {
+	for _, u := range z.FreeNICUnits {
+		if u > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// unitPods is the most pods (at most limit) of r distinct NICs each that
+// NICs of the given free units hold together: the largest k with
+// Σ_i min(units_i, k) >= k·r (see the comment at the top of this file).
+func unitPods(lists [][]int64, limit int, r int64) int {
+	ok := func(k int) bool {
+		var sum int64
+		for _, l := range lists {
+			for _, u := range l {
+				sum += min(u, int64(k))
+			}
+		}
+		return sum >= int64(k)*r
+	}
+	lo, hi := 0, limit
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if ok(mid) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
+}
+
+// cappedUnits is Σ_i min(units_i, c) over the lists.
+func cappedUnits(lists [][]int64, c int64) int64 {
+	var sum int64
+	for _, l := range lists {
+		for _, u := range l {
+			sum += min(u, c)
+		}
+	}
+	return sum
 }
 
 // OracleNode is one node as the oracle sees it.
@@ -195,6 +267,10 @@ type unit struct {
 	// zone of the cluster for every gang it grades.)
 	leaves []string
 	nics   []int64
+	// units, when the unit has a NIC of several free units, lists per
+	// leaf (as leaves) the free units of each of its NICs there; nil when
+	// every NIC has one.
+	units [][]int64
 }
 
 // unitScratch holds the backing arrays of buildUnits' answer, reused from
@@ -254,7 +330,9 @@ func buildUnits(nodes []OracleNode, sh OracleShape, n int, sc *unitScratch) []un
 			return
 		}
 		start := len(leaves)
+		withUnits := false
 		for _, z := range zones {
+			withUnits = withUnits || z.hasUnits()
 			for _, l := range z.FreeNICLeaves {
 				if i := slices.Index(leaves[start:], l); i >= 0 {
 					counts[start+i]++
@@ -265,7 +343,20 @@ func buildUnits(nodes []OracleNode, sh OracleShape, n int, sc *unitScratch) []un
 			}
 		}
 		end := len(leaves)
-		out = append(out, unit{cap: int(c), s1: s1, leaves: leaves[start:end:end], nics: counts[start:end:end]})
+		u := unit{cap: int(c), s1: s1, leaves: leaves[start:end:end], nics: counts[start:end:end]}
+		if withUnits {
+			u.units = make([][]int64, len(u.leaves))
+			for _, z := range zones {
+				for i, l := range z.FreeNICLeaves {
+					j := slices.Index(u.leaves, l)
+					u.units[j] = append(u.units[j], z.nicUnits(i))
+				}
+			}
+			if unitPods(u.units, u.cap, sh.NICs) == 0 {
+				return
+			}
+		}
+		out = append(out, u)
 	}
 	for _, nd := range nodes {
 		if nd.Spanning {
@@ -364,10 +455,12 @@ type oracleSearch struct {
 	visited int
 }
 
-// leafUse is one unit's NICs under one leaf.
+// leafUse is one unit's NICs under one leaf (units: their free units,
+// when the unit has NICs of several).
 type leafUse struct {
-	unit int
-	nics int64
+	unit  int
+	nics  int64
+	units []int64
 }
 
 // componentBest returns best[k], the most pods (at most n) any k leaves of
@@ -391,12 +484,21 @@ func (s *oracleSearch) componentBest(c component) (best []int, ok bool) {
 		for j, l := range u.leaves {
 			k := u.nics[j]
 			li := index[l]
-			info[li].uses = append(info[li].uses, leafUse{unit: ui, nics: k})
-			if single[ui] {
+			use := leafUse{unit: ui, nics: k}
+			switch {
+			case u.units != nil:
+				use.units = u.units[j]
+				if single[ui] {
+					info[li].weight += s.r * int64(unitPods(u.units[j:j+1], u.cap, s.r))
+				} else {
+					info[li].weight += min(int64(u.cap)*s.r, cappedUnits(u.units[j:j+1], int64(u.cap)))
+				}
+			case single[ui]:
 				info[li].weight += s.r * min(int64(u.cap), k/s.r)
-			} else {
+			default:
 				info[li].weight += min(int64(u.cap)*s.r, k)
 			}
+			info[li].uses = append(info[li].uses, use)
 		}
 	}
 	for i := range info {
@@ -424,6 +526,10 @@ func (s *oracleSearch) componentBest(c component) (best []int, ok bool) {
 	// What the whole component holds.
 	full := 0
 	for _, u := range c.units {
+		if u.units != nil {
+			full += unitPods(u.units, u.cap, s.r)
+			continue
+		}
 		var a int64
 		for _, k := range u.nics {
 			a += k
@@ -433,12 +539,23 @@ func (s *oracleSearch) componentBest(c component) (best []int, ok bool) {
 	full = min(full, s.n)
 
 	have := make([]int64, len(c.units)) // NICs of each unit under the chosen leaves
+	// For units with NICs of several units: the free units of their NICs
+	// under the chosen leaves, one list per leaf (a stack: the walk adds
+	// and removes leaves last in, first out).
+	stack := make([][][]int64, len(c.units))
 	// exact and bound track, for the chosen leaves, the pods they hold and
 	// the scaled upper bound Σ_u (single: r·p_u, else min(r·C_u, a_u)).
 	var exact int
 	var bound int64
 	contrib := func(ui int) (int, int64) {
 		u := c.units[ui]
+		if u.units != nil {
+			p := unitPods(stack[ui], u.cap, s.r)
+			if single[ui] {
+				return p, int64(p) * s.r
+			}
+			return p, min(int64(u.cap)*s.r, cappedUnits(stack[ui], int64(u.cap)))
+		}
 		p := min(u.cap, int(have[ui]/s.r))
 		if single[ui] {
 			return p, int64(p) * s.r
@@ -449,6 +566,13 @@ func (s *oracleSearch) componentBest(c component) (best []int, ok bool) {
 		for _, use := range info[li].uses {
 			p0, b0 := contrib(use.unit)
 			have[use.unit] += sign * use.nics
+			if use.units != nil {
+				if sign > 0 {
+					stack[use.unit] = append(stack[use.unit], use.units)
+				} else {
+					stack[use.unit] = stack[use.unit][:len(stack[use.unit])-1]
+				}
+			}
 			p1, b1 := contrib(use.unit)
 			exact += p1 - p0
 			bound += b1 - b0

@@ -17,8 +17,27 @@ const (
 	cableMixed    = "mixed"    // each node provider, rail or unknown
 )
 
-// bfNIC is one free NIC of the brute force's fabric.
-type bfNIC struct{ leaf string }
+// bfNIC is one free NIC of the brute force's fabric; units is how many
+// pods it still serves (0: one).
+type bfNIC struct {
+	leaf  string
+	units int
+}
+
+// capacity is how many pods the NIC serves.
+func (c bfNIC) capacity() int { return max(c.units, 1) }
+
+// withUnits gives every NIC of the fabric 1 to 3 free units.
+func withUnits(rng *rand.Rand, nodes []bfNode) []bfNode {
+	for _, nd := range nodes {
+		for _, z := range nd.zones {
+			for i := range z.nics {
+				z.nics[i].units = 1 + rng.IntN(3)
+			}
+		}
+	}
+	return nodes
+}
 
 // bfZone and bfNode mirror OracleZone and OracleNode with NIC identities.
 type bfZone struct {
@@ -80,6 +99,15 @@ func oracleNodes(nodes []bfNode) []OracleNode {
 			oz := OracleZone{FreeGPU: z.gpu, FreeCPUMilli: z.cpu}
 			for _, c := range z.nics {
 				oz.FreeNICLeaves = append(oz.FreeNICLeaves, c.leaf)
+				if c.units > 1 && oz.FreeNICUnits == nil {
+					oz.FreeNICUnits = make([]int64, len(oz.FreeNICLeaves)-1, len(z.nics))
+					for j := range oz.FreeNICUnits {
+						oz.FreeNICUnits[j] = 1
+					}
+				}
+				if oz.FreeNICUnits != nil {
+					oz.FreeNICUnits = append(oz.FreeNICUnits, int64(c.capacity()))
+				}
 			}
 			out[i].Zones = append(out[i].Zones, oz)
 		}
@@ -226,9 +254,9 @@ func bruteMinLeavesWith(nodes []bfNode, pods []OracleShape, lim bfLimits) bruteR
 	podsOn := make([]int, len(nodes))
 	type usage struct {
 		gpu, cpu map[[2]int]int64
-		nic      map[[3]int]bool
+		nic      map[[3]int]int // pods on each NIC
 	}
-	u := usage{gpu: map[[2]int]int64{}, cpu: map[[2]int]int64{}, nic: map[[3]int]bool{}}
+	u := usage{gpu: map[[2]int]int64{}, cpu: map[[2]int]int64{}, nic: map[[3]int]int{}}
 	leafCount := map[string]int{}
 	best, bestS1 := -1, 0
 	s1Of := map[string]string{}
@@ -260,7 +288,7 @@ func bruteMinLeavesWith(nodes []bfNode, pods []OracleShape, lim bfLimits) bruteR
 				return false
 			}
 			for _, i := range o.nics[z] {
-				if u.nic[[3]int{o.node, z, i}] {
+				if u.nic[[3]int{o.node, z, i}] >= nd.zones[z].nics[i].capacity() {
 					return false
 				}
 			}
@@ -274,7 +302,7 @@ func bruteMinLeavesWith(nodes []bfNode, pods []OracleShape, lim bfLimits) bruteR
 			u.gpu[k] += int64(sign) * o.gpu[z]
 			u.cpu[k] += int64(sign) * o.cpu[z]
 			for _, i := range o.nics[z] {
-				u.nic[[3]int{o.node, z, i}] = sign > 0
+				u.nic[[3]int{o.node, z, i}] += sign
 				leaf := nd.zones[z].nics[i].leaf
 				leafCount[leaf] += sign
 				if leafCount[leaf] == 0 {
@@ -421,6 +449,60 @@ func TestMinLeavesMatchesBruteForce(t *testing.T) {
 	}
 }
 
+// TestMinLeavesUnitsMatchesBruteForce compares the oracle with the brute
+// force on small random fabrics whose NICs have 1 to 3 free units (a pod
+// takes one unit of each of its distinct NICs).
+func TestMinLeavesUnitsMatchesBruteForce(t *testing.T) {
+	cablings := []string{cableProvider, cableRail, cableUnknown, cableMixed}
+	feasible, multi, shared := 0, 0, 0
+	const cases = 1500
+	for seed := uint64(5000); seed < 5000+cases; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		cabling, shape, n := cablings[rng.IntN(len(cablings))], testShapes[rng.IntN(len(testShapes))], 1+rng.IntN(5)
+		fabric := withUnits(rng, randomFabric(rng, cabling))
+		pods := make([]OracleShape, n)
+		for i := range pods {
+			pods[i] = shape
+		}
+		want := bruteMinLeaves(fabric, pods)
+		got := oracleResult(t, MinLeaves(oracleNodes(fabric), pods, 0))
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("seed=%d/%s/%dx%+v: fabric %+v: oracle differs from brute force (-want +got):\n%s", seed, cabling, n, shape, fabric, diff)
+		}
+		if want.Feasible {
+			feasible++
+			if want.Leaves > 1 {
+				multi++
+			}
+			// Would the gang fit with one unit per NIC?
+			if !bruteMinLeaves(oneUnit(fabric), pods).Feasible {
+				shared++
+			}
+		}
+	}
+	t.Logf("%d cases: %d feasible, %d on more than one leaf, %d only with NICs shared", cases, feasible, multi, shared)
+	if feasible < cases/4 || multi < cases/10 || shared < cases/40 {
+		t.Errorf("only %d feasible, %d multi-leaf and %d shared-NIC cases of %d: the sweep tests too little", feasible, multi, shared, cases)
+	}
+}
+
+// oneUnit returns a copy of the fabric with every NIC of one unit.
+func oneUnit(nodes []bfNode) []bfNode {
+	out := make([]bfNode, len(nodes))
+	for i, nd := range nodes {
+		out[i] = nd
+		out[i].zones = make([]bfZone, len(nd.zones))
+		for j, z := range nd.zones {
+			z.nics = append([]bfNIC(nil), z.nics...)
+			for k := range z.nics {
+				z.nics[k].units = 1
+			}
+			out[i].zones[j] = z
+		}
+	}
+	return out
+}
+
 func TestMinLeavesCases(t *testing.T) {
 	half := OracleShape{GPU: 4, NICs: 2}
 	gang := func(n int, sh OracleShape) []OracleShape {
@@ -465,6 +547,17 @@ func TestMinLeavesCases(t *testing.T) {
 			pods: gang(3, half), want: OracleResult{Status: OracleExact, Leaves: 2, S1s: 1}},
 		{name: "rail: six 2-NIC pods on four rails (two per zone side)", nodes: []OracleNode{railNode("n1", false), railNode("n2", false), railNode("n3", false)},
 			pods: gang(6, half), want: OracleResult{Status: OracleExact, Leaves: 4, S1s: 1}},
+		{name: "units: a zone of two NICs of 4 units holds four 1-NIC pods on one leaf",
+			nodes: []OracleNode{{Name: "n1", Zones: []OracleZone{{FreeGPU: 8, FreeCPUMilli: 64000, FreeNICLeaves: []string{"a", "a"}, FreeNICUnits: []int64{4, 4}}}},
+				provNode("n2", false)},
+			pods: gang(4, OracleShape{GPU: 1, NICs: 1}), want: OracleResult{Status: OracleExact, Leaves: 1, S1s: 1}},
+		{name: "units: a 3-NIC pod needs three distinct NICs, not three units",
+			nodes: []OracleNode{{Name: "n1", Zones: []OracleZone{{FreeGPU: 8, FreeCPUMilli: 64000, FreeNICLeaves: []string{"a", "a"}, FreeNICUnits: []int64{4, 4}}}}},
+			pods:  gang(1, OracleShape{GPU: 1, NICs: 3}), want: OracleResult{Status: OracleInfeasible}},
+		{name: "units: NICs of 3 and 1 free units hold one 2-NIC pod, so two pods take two leaves",
+			nodes: []OracleNode{{Name: "n1", Zones: []OracleZone{{FreeGPU: 8, FreeCPUMilli: 64000, FreeNICLeaves: []string{"a", "a"}, FreeNICUnits: []int64{3, 1}}}},
+				{Name: "n2", Zones: []OracleZone{zone(8, "b", "b")}}},
+			pods: gang(2, OracleShape{GPU: 1, NICs: 2}), want: OracleResult{Status: OracleExact, Leaves: 2, S1s: 1}},
 		{name: "mixed shapes are not searched", nodes: []OracleNode{provNode("n1", false)},
 			pods: []OracleShape{half, {GPU: 1, NICs: 1}},
 			want: OracleResult{Status: OracleUnknown, Reason: "pods of different shapes ({GPU:4 CPUMilli:0 NICs:2} and {GPU:1 CPUMilli:0 NICs:1}): the oracle is exact for one shape only"}},

@@ -398,37 +398,53 @@ func popcount(x int) int {
 // fits, summed over zones, within the node's pod limit.
 func (s *gangSearch) nodeStates(n gangNode, mask int, index map[string]int) []bool {
 	type room struct{ gpu, cpu, nics int64 }
-	under := func(z OracleZone) int64 {
+	// units lists, per room, the free units of its NICs under mask when
+	// one has several (nil otherwise): a room's nics is then their sum, a
+	// budget every combination must meet, and a combination fits only if
+	// its pods' distinct NICs can be dealt onto them (fitsUnits).
+	var units [][]int64
+	under := func(z OracleZone, list *[]int64) int64 {
 		var k int64
-		for _, l := range z.FreeNICLeaves {
+		for i, l := range z.FreeNICLeaves {
 			if mask&(1<<index[l]) != 0 {
-				k++
+				k += z.nicUnits(i)
+				*list = append(*list, z.nicUnits(i))
 			}
 		}
 		return k
 	}
+	withUnits := false
+	for _, z := range n.zones {
+		withUnits = withUnits || z.hasUnits()
+	}
 	var rooms []room
 	if n.spanning {
 		var r room
+		var list []int64
 		for _, z := range n.zones {
 			r.gpu += max(z.FreeGPU, 0)
 			r.cpu += max(z.FreeCPUMilli, 0)
-			r.nics += under(z)
+			r.nics += under(z, &list)
 		}
 		rooms = []room{r}
+		units = [][]int64{list}
 	} else {
 		for _, z := range n.zones {
-			rooms = append(rooms, room{max(z.FreeGPU, 0), max(z.FreeCPUMilli, 0), under(z)})
+			var list []int64
+			rooms = append(rooms, room{max(z.FreeGPU, 0), max(z.FreeCPUMilli, 0), under(z, &list)})
+			units = append(units, list)
 		}
 	}
 	out := make([]bool, s.sp.size)
 	out[0] = true
-	for _, r := range rooms {
+	for ri, r := range rooms {
 		zone := make([]bool, s.sp.size)
 		var walk func(c int, state int, left room)
 		walk = func(c, state int, left room) {
 			if c == len(s.classes) {
-				zone[state] = true
+				if !withUnits || s.fitsUnits(s.sp.vec[state], units[ri]) {
+					zone[state] = true
+				}
 				return
 			}
 			walk(c+1, state, left)
@@ -455,6 +471,34 @@ func (s *gangSearch) nodeStates(n gangNode, mask int, index map[string]int) []bo
 		}
 	}
 	return out
+}
+
+// fitsUnits reports whether pods of the classes, counts[c] of class c,
+// each on distinct NICs (shape.NICs of them, one unit each), can be dealt
+// onto NICs of the given free units: with the pods' NIC counts r_1 >= r_2
+// >= ... , for every k the first k pods need at most Σ_i min(units_i, k)
+// units (Gale and Ryser's condition for a 0-1 matrix with row sums r_j and
+// column sums at most units_i).
+func (s *gangSearch) fitsUnits(counts []int, units []int64) bool {
+	var rows []int64
+	for c, k := range counts {
+		for range k {
+			rows = append(rows, s.classes[c].shape.NICs)
+		}
+	}
+	slices.SortFunc(rows, func(a, b int64) int { return int(b - a) })
+	var need int64
+	for k, r := range rows {
+		need += r
+		var have int64
+		for _, u := range units {
+			have += min(u, int64(k+1))
+		}
+		if need > have {
+			return false
+		}
+	}
+	return true
 }
 
 // podsOf sums a count vector.

@@ -54,8 +54,15 @@ func oracleGang(pods []OracleShape, lim bfLimits) OracleGang {
 
 // TestMinLeavesGangMatchesBruteForce compares the mixed-gang oracle with
 // the brute force on small random fabrics of every cabling: gangs of one to
-// three shapes, with and without node groups and pod limits.
+// three shapes, with and without node groups and pod limits, on NICs of
+// one unit and on NICs of 1 to 3 free units.
 func TestMinLeavesGangMatchesBruteForce(t *testing.T) {
+	for _, units := range []bool{false, true} {
+		t.Run(fmt.Sprintf("units=%v", units), func(t *testing.T) { gangMatchesBruteForce(t, units) })
+	}
+}
+
+func gangMatchesBruteForce(t *testing.T, units bool) {
 	cablings := []string{cableProvider, cableRail, cableUnknown, cableMixed}
 	feasible, multi, mixed := 0, 0, 0
 	const cases = 2000
@@ -63,6 +70,9 @@ func TestMinLeavesGangMatchesBruteForce(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		cabling := cablings[rng.IntN(len(cablings))]
 		fabric := randomFabric(rng, cabling)
+		if units {
+			fabric = withUnits(rand.New(rand.NewPCG(seed, 8)), fabric)
+		}
 		kinds := 1 + rng.IntN(3)
 		var pods []OracleShape
 		for i := 0; i < 1+rng.IntN(4); i++ {

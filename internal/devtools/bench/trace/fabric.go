@@ -30,10 +30,23 @@ const (
 	// third of topology-unknown nodes (each of their NICs a leaf of its
 	// own).
 	FabricMixed = "mixed"
+	// FabricUnits is the provider's cabling with NICs of several RDMA
+	// units (shared NICs): every NIC of 4 units, except the NICs of every
+	// third node, of 2 (mixed capacities). A NIC serves pods up to its
+	// units, one unit per pod and NIC.
+	FabricUnits = "units"
 )
 
 // Fabrics lists the fabric names in the order the docs give them.
-var Fabrics = []string{FabricProvider, FabricRail, FabricMixed}
+var Fabrics = []string{FabricProvider, FabricRail, FabricMixed, FabricUnits}
+
+// NIC units of FabricUnits: unitsPerNIC, and smallUnitsPerNIC on every
+// smallUnitsEvery-th node.
+const (
+	unitsPerNIC      = 4
+	smallUnitsPerNIC = 2
+	smallUnitsEvery  = 3
+)
 
 // Rail fabric shape.
 const (
@@ -76,7 +89,7 @@ func CheckFabric(fabric string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("--fabric must be %s, %s or %s, got %q", FabricProvider, FabricRail, FabricMixed, fabric)
+	return fmt.Errorf("--fabric must be %s, %s, %s or %s, got %q", FabricProvider, FabricRail, FabricMixed, FabricUnits, fabric)
 }
 
 // ZoneNICs lists, per node of a generated cluster, the PCI addresses of
@@ -105,6 +118,15 @@ func NewFabricCluster(fabric string, nodes int, seed uint64) (*workload.Cluster,
 	switch fabric {
 	case FabricProvider:
 		c, nics = ProviderPart(nodes)
+	case FabricUnits:
+		c, nics = ProviderPart(nodes)
+		for i := range c.CNRs {
+			units := int64(unitsPerNIC)
+			if i%smallUnitsEvery == smallUnitsEvery-1 {
+				units = smallUnitsPerNIC
+			}
+			setNICUnits(c.Nodes[i], c.CNRs[i], units)
+		}
 	case FabricRail:
 		c, nics = railPart(0, nodes, 0)
 	case FabricMixed:
@@ -127,6 +149,42 @@ func NewFabricCluster(fabric string, nodes int, seed uint64) (*workload.Cluster,
 	}
 	occupy(c, nics, seed)
 	return c, nil
+}
+
+// setNICUnits gives every NIC zone of a KCNR units RDMA units (allocatable
+// and capacity); its NUMA zones and its Node count their NICs' units.
+func setNICUnits(node *corev1.Node, cnr *v1alpha1.CustomNodeResource, units int64) {
+	rdma := corev1.ResourceName(builders.RDMAResource)
+	qty := func(n int64) resource.Quantity { return *resource.NewQuantity(n, resource.DecimalSI) }
+	var total int64
+	var walk func(zs []*v1alpha1.TopologyZone) int64
+	walk = func(zs []*v1alpha1.TopologyZone) int64 {
+		var sum int64
+		for _, z := range zs {
+			if z == nil {
+				continue
+			}
+			n := walk(z.Children)
+			if z.Type == v1alpha1.TopologyTypeNIC {
+				n = units
+			}
+			for _, l := range []*corev1.ResourceList{z.Resources.Allocatable, z.Resources.Capacity} {
+				if l != nil {
+					if _, ok := (*l)[rdma]; ok {
+						(*l)[rdma] = qty(n)
+					}
+				}
+			}
+			if z.Type == v1alpha1.TopologyTypeNuma {
+				total += n
+			}
+			sum += n
+		}
+		return sum
+	}
+	walk(cnr.Status.TopologyZone)
+	node.Status.Allocatable[rdma] = qty(total)
+	node.Status.Capacity[rdma] = qty(total)
 }
 
 // ProviderPart is the provider-cabled cluster of NewCluster, nodes

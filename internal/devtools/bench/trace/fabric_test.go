@@ -170,3 +170,44 @@ func TestFabricClusterDeterministic(t *testing.T) {
 		t.Error("NewFabricCluster(torus) succeeded, want an error")
 	}
 }
+
+// TestFabricUnits: the units fabric is the provider's with NICs of 4 RDMA
+// units, 2 on every third node; each node's RDMA resource counts them.
+func TestFabricUnits(t *testing.T) {
+	c, err := NewFabricCluster(FabricUnits, 12, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov, _ := NewFabricCluster(FabricProvider, 12, 1)
+	if len(c.Nodes) != len(prov.Nodes) || len(c.Pods) != len(prov.Pods) {
+		t.Errorf("%d nodes and %d pre-bound pods, want the provider's %d and %d", len(c.Nodes), len(c.Pods), len(prov.Nodes), len(prov.Pods))
+	}
+	f := topology.Build(topology.Config{S1NodeLabel: builders.S1Label}.WithDefaults(), c.Nodes, c.CNRs)
+	perNode := map[int64]int{}
+	for i, node := range c.Nodes {
+		n, ok := f.Node(node.Name)
+		if !ok {
+			t.Fatalf("node %s not in the fabric", node.Name)
+		}
+		want := int64(unitsPerNIC)
+		if i%smallUnitsEvery == smallUnitsEvery-1 {
+			want = smallUnitsPerNIC
+		}
+		var total int64
+		for _, z := range n.Zones {
+			for _, nic := range z.NICs {
+				if nic.Units != want || nic.S0.IsUnknown() {
+					t.Errorf("node %s NIC %s: %d units (leaf %s), want %d under a known leaf", node.Name, nic.ID, nic.Units, nic.S0, want)
+				}
+				total += nic.Units
+			}
+		}
+		if q := node.Status.Allocatable[builders.RDMAResource]; q.Value() != total {
+			t.Errorf("node %s: RDMA allocatable %s, want %d (its NICs' units)", node.Name, q.String(), total)
+		}
+		perNode[want]++
+	}
+	if diff := cmp.Diff(map[int64]int{unitsPerNIC: 8, smallUnitsPerNIC: 4}, perNode); diff != "" {
+		t.Errorf("nodes by NIC units (-want,+got):\n%s", diff)
+	}
+}

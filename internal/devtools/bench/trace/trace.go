@@ -237,7 +237,7 @@ func NewFabricTrace(fabric string, gangs int, seed uint64) *Trace {
 func hardTier(fabric string, kind PodKind, pods int) (tier placement.Tier, ok bool) {
 	sh := kind.Shape()
 	nics := int64(pods) * sh.NICs
-	oneLeaf := fabric == FabricProvider || sh.NICs == 1
+	oneLeaf := fabric == FabricProvider || fabric == FabricUnits || sh.NICs == 1
 	switch {
 	case sh.NICs == 0:
 		return placement.TierS1, true
