@@ -47,36 +47,32 @@ func loadConf(path string) (*sim.Conf, error) {
 
 // loadCluster reads a cluster file, or the embedded default.
 func loadCluster(path string) (*workload.Cluster, error) {
-	name, data := examples.ClusterFile+" (built in)", examples.Cluster
-	if path != "" {
-		var err error
-		if data, err = readInput(path); err != nil {
-			return nil, err
-		}
-		name = path
-	}
-	c, err := workload.LoadCluster(name, data)
-	if err != nil {
-		return nil, badInput(err)
-	}
-	return c, nil
+	return loadInput(path, examples.ClusterFile, examples.Cluster, workload.LoadCluster)
 }
 
 // loadWorkload reads a workload file, or the embedded default.
 func loadWorkload(path string) (*workload.Set, error) {
-	name, data := examples.WorkloadFile+" (built in)", examples.Workload
+	return loadInput(path, examples.WorkloadFile, examples.Workload, workload.LoadWorkload)
+}
+
+// loadInput reads the file at path, or builtin (named builtinName) when
+// path is empty, with load; what load refuses is bad input.
+func loadInput[T any](path, builtinName string, builtin []byte, load func(name string, data []byte) (T, error)) (T, error) {
+	name, data := builtinName+" (built in)", builtin
 	if path != "" {
 		var err error
 		if data, err = readInput(path); err != nil {
-			return nil, err
+			var zero T
+			return zero, err
 		}
 		name = path
 	}
-	s, err := workload.LoadWorkload(name, data)
+	v, err := load(name, data)
 	if err != nil {
-		return nil, badInput(err)
+		var zero T
+		return zero, badInput(err)
 	}
-	return s, nil
+	return v, nil
 }
 
 // checkDisjoint verifies that the workload's pods do not reuse the names of

@@ -37,11 +37,7 @@ func newExplainCommand(o *options) *cobra.Command {
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), liveTimeout)
 			defer cancel()
-			c, err := o.clients()
-			if err != nil {
-				return err
-			}
-			conf, _, err := o.viewConf(ctx, c)
+			c, conf, err := o.viewClients(ctx)
 			if err != nil {
 				return err
 			}

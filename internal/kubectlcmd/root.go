@@ -244,6 +244,19 @@ func writeStructured(w io.Writer, format string, v any) error {
 	return err
 }
 
+// viewClients connects and reads the scheduler conf leniently (viewConf).
+func (o *options) viewClients(ctx context.Context) (*live.Clients, *sim.Conf, error) {
+	c, err := o.clients()
+	if err != nil {
+		return nil, nil, err
+	}
+	conf, _, err := o.viewConf(ctx, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, conf, nil
+}
+
 // snapshot connects and reads the cluster and the scheduler conf (for a
 // view, leniently: see viewConf).
 func (o *options) snapshot(ctx context.Context, view bool) (*live.Snapshot, *sim.Conf, confSource, error) {

@@ -21,11 +21,7 @@ func newTopologyCommand(o *options) *cobra.Command {
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), liveTimeout)
 			defer cancel()
-			c, err := o.clients()
-			if err != nil {
-				return err
-			}
-			conf, _, err := o.viewConf(ctx, c)
+			c, conf, err := o.viewClients(ctx)
 			if err != nil {
 				return err
 			}
