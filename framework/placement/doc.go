@@ -33,7 +33,7 @@
 //     capacity holds the gang but the leaf-bounded searches did not find it.
 //
 // The fill (fill.go) assigns pods NUMA-aligned as each node's policy
-// demands, finishing one node before opening the next. The slots a search
+// demands, finishing one node before opening the next. The places a search
 // chose are then handed to the pods in rank order (ranks.go reads each
 // pod's rank from its controller's labels; rankorder.go lays the ranks out
 // leaf by leaf, node by node), so the ring over the gang's ranks crosses as

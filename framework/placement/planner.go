@@ -191,7 +191,7 @@ func (p *planner) tryAnywhere(pods []Pod) *candidate {
 }
 
 // finish turns a candidate into a plan, with the tier of the whole gang
-// and its pods in rank order over the candidate's slots (rankorder.go).
+// and its pods in rank order over the candidate's places (rankorder.go).
 func (p *planner) finish(c *candidate) *Plan {
 	c.assign = p.inRankOrder(c.assign)
 	plan := planOf(p.s.fabric, p.g.Occupancy, c.assign)

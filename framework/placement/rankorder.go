@@ -1,22 +1,22 @@
-// Rank order: which pod of the gang takes which slot the search chose.
+// Rank order: which pod of the gang takes which place the search chose.
 //
-// The search (planner.go, tiers.go, footprint.go) decides the slots: a node,
+// The search (planner.go, tiers.go, footprint.go) decides the places: a node,
 // its zones and NICs per pod. It fills a node before opening the next, and on
 // provider cabling a node's two zones hang off two leaves, so in rank order
 // the pods it yields alternate between leaves. A ring all-reduce sends every
 // byte from rank r to rank r+1 (and n-1 back to 0): each change of leaf along
 // that ring is a hop through S1.
 //
-// inRankOrder hands the slots out again, rank by rank: each pod takes, among
-// the slots left that a pod of its class fits (same shape and node group:
+// inRankOrder hands the places out again, rank by rank: each pod takes, among
+// the places left that a pod of its class fits (same shape and node group:
 // such pods are interchangeable), the one on the node of the previous rank
 // under the same leaf, else another under that leaf, else one under a leaf
 // of the same S1, else the first left; leaves, and nodes within a leaf, in
-// name order. A leaf is left only when no slot of the pod's class is left
+// name order. A leaf is left only when no place of the pod's class is left
 // under it, so for a gang of one class every leaf is visited once and the
 // ring crosses exactly as many leaf boundaries as it has leaves (none on
 // one leaf), the minimum. Pods of another class (a master of its own shape)
-// stay in their class's slots; the next rank starts next to them.
+// stay in their class's places; the next rank starts next to them.
 
 package placement
 
@@ -27,26 +27,26 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
 
-// podClass is what makes pods interchangeable in a slot.
+// podClass is what makes pods interchangeable in a place.
 type podClass struct {
 	shape Shape
 	group int
 }
 
-// slot is one pod's place from the search.
-type slot struct {
+// place is where the search put one pod: a node, its zones and NICs.
+type place struct {
 	a Assignment
-	// leaf names the leaves of the slot's NICs (sorted, joined): two slots
+	// leaf names the leaves of the place's NICs (sorted, joined): two places
 	// of one leaf key talk without crossing a leaf.
 	leaf string
 	s1   topology.S1ID
-	// order is the slot's position by (S1, leaf, node, zone).
+	// order is the place's position by (S1, leaf, node, zone).
 	order int
 	taken bool
 }
 
 // inRankOrder reassigns a verified assignment list so that pods take the
-// slots in rank order (see the file comment). It returns the list unchanged
+// places in rank order (see the file comment). It returns the list unchanged
 // when the reassignment is refused by Gang.Admit (a node's pods differing
 // in what the fabric model does not hold).
 func (p *planner) inRankOrder(assign []Assignment) []Assignment {
@@ -58,15 +58,15 @@ func (p *planner) inRankOrder(assign []Assignment) []Assignment {
 		byUID[pod.UID] = pod
 	}
 	pods := make([]Pod, 0, len(assign))
-	classes := map[podClass][]*slot{}
-	var all []*slot
+	classes := map[podClass][]*place{}
+	var all []*place
 	for _, a := range assign {
 		pod, ok := byUID[a.PodUID]
 		if !ok {
 			return assign
 		}
 		pods = append(pods, pod)
-		s := &slot{a: a, leaf: p.leafKey(a)}
+		s := &place{a: a, leaf: p.leafKey(a)}
 		if l, ok := p.s.fabric.Leaf(topology.S0ID(strings.SplitN(s.leaf, ",", 2)[0])); ok {
 			s.s1 = l.S1
 		}
@@ -86,21 +86,21 @@ func (p *planner) inRankOrder(assign []Assignment) []Assignment {
 	out := make([]Assignment, 0, len(assign))
 	// held are the gang's held pods by rank: a pending pod whose rank
 	// follows a held one starts next to it.
-	held := p.heldSlots()
-	var prev *slot
+	held := p.heldPlaces()
+	var prev *place
 	prevRank, next := -1, 0
 	for _, pod := range pods {
 		for ; next < len(held) && held[next].rank < pod.Rank; next++ {
 			if held[next].rank > prevRank {
-				prev, prevRank = held[next].slot, held[next].rank
+				prev, prevRank = held[next].place, held[next].rank
 			}
 		}
 		if prev == nil && next < len(held) {
 			// The lowest pending rank below every held one: next to the
 			// rank above it.
-			prev = held[next].slot
+			prev = held[next].place
 		}
-		s := pickSlot(classes[podClass{pod.Shape, pod.Group}], prev)
+		s := pickPlace(classes[podClass{pod.Shape, pod.Group}], prev)
 		s.taken = true
 		a := s.a
 		a.PodUID = pod.UID
@@ -113,33 +113,33 @@ func (p *planner) inRankOrder(assign []Assignment) []Assignment {
 	return out
 }
 
-// rankedSlot is a held pod's place and rank, for inRankOrder.
-type rankedSlot struct {
-	rank int
-	slot *slot
+// rankedPlace is a held pod's place and rank, for inRankOrder.
+type rankedPlace struct {
+	rank  int
+	place *place
 }
 
-// heldSlots lists the gang's held pods (Occupancy.Ranks) as slots, by rank.
-func (p *planner) heldSlots() []rankedSlot {
+// heldPlaces lists the gang's held pods (Occupancy.Ranks) as places, by rank.
+func (p *planner) heldPlaces() []rankedPlace {
 	if !p.g.Occupancy.ranked() {
 		return nil
 	}
-	out := make([]rankedSlot, 0, len(p.g.Occupancy.Ranks))
+	out := make([]rankedPlace, 0, len(p.g.Occupancy.Ranks))
 	for _, r := range p.g.Occupancy.Ranks {
-		s := &slot{a: Assignment{Node: r.Node}, leaf: r.leafKey(), taken: true}
+		s := &place{a: Assignment{Node: r.Node}, leaf: r.leafKey(), taken: true}
 		if len(r.Leaves) > 0 {
 			if l, ok := p.s.fabric.Leaf(r.Leaves[0]); ok {
 				s.s1 = l.S1
 			}
 		}
-		out = append(out, rankedSlot{rank: r.Rank, slot: s})
+		out = append(out, rankedPlace{rank: r.Rank, place: s})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].rank < out[j].rank })
 	return out
 }
 
-// before orders slots by S1, leaf, node and first zone.
-func (s *slot) before(o *slot) bool {
+// before orders places by S1, leaf, node and first zone.
+func (s *place) before(o *place) bool {
 	if s.s1 != o.s1 {
 		return s.s1 < o.s1
 	}
@@ -160,12 +160,12 @@ func firstZone(a Assignment) int {
 	return a.Zones[0].NUMA
 }
 
-// pickSlot takes the slot left in list (sorted by order) closest to prev:
+// pickPlace takes the place left in list (sorted by order) closest to prev:
 // prev's node under prev's leaf, else prev's leaf, else prev's S1, else the
-// first left. list always has a slot left: it holds one per pod of its
+// first left. list always has a place left: it holds one per pod of its
 // class.
-func pickSlot(list []*slot, prev *slot) *slot {
-	var best *slot
+func pickPlace(list []*place, prev *place) *place {
+	var best *place
 	bestScore := -1
 	for _, s := range list {
 		if s.taken {

@@ -19,7 +19,7 @@ func ranked(g Gang) Gang {
 }
 
 // ringOf returns the leaves of each placed pod in rank order, read from the
-// plan's NICs through the fabric (independently of the planner's slots).
+// plan's NICs through the fabric (independently of the planner's places).
 func ringOf(t *testing.T, s *State, g Gang, p *Plan) []string {
 	t.Helper()
 	rank := map[string]int{}

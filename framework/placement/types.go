@@ -171,7 +171,7 @@ type OccupiedRank struct {
 	Leaves []topology.S0ID
 }
 
-// leafKey names the leaves of a held pod as slot.leaf does.
+// leafKey names the leaves of a held pod as place.leaf does.
 func (r OccupiedRank) leafKey() string {
 	parts := make([]string, len(r.Leaves))
 	for i, id := range r.Leaves {
