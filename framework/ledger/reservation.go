@@ -50,10 +50,14 @@ type ContainerUse struct {
 	NICs []topology.NICID `json:"nics,omitempty"`
 }
 
-// Consumer is the pod's KCNR consumer id, "namespace/name/uid".
-func (r Reservation) Consumer() string {
-	return r.Namespace + "/" + r.Name + "/" + r.UID
+// ConsumerID is a pod's KCNR consumer id as katalyst's agent writes it,
+// "namespace/name/uid".
+func ConsumerID(namespace, name, uid string) string {
+	return namespace + "/" + name + "/" + uid
 }
+
+// Consumer is the pod's KCNR consumer id (ConsumerID).
+func (r Reservation) Consumer() string { return ConsumerID(r.Namespace, r.Name, r.UID) }
 
 // NICs returns every NIC of the reservation, sorted.
 func (r Reservation) NICs() []topology.NICID {

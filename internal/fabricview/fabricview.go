@@ -197,7 +197,7 @@ func readHolders(cfg topology.Config, f *topology.Fabric, pods []*corev1.Pod) (*
 	for _, p := range pods {
 		key := p.Namespace + "/" + p.Name
 		h.jobOf[key] = JobOf(p)
-		h.byUID[key+"/"+string(p.UID)] = JobOf(p)
+		h.byUID[ledger.ConsumerID(p.Namespace, p.Name, string(p.UID))] = JobOf(p)
 	}
 	reserved, annotationErrs := ledger.Rebuild(cfg, pods, f)
 	for _, r := range reserved.All() {
@@ -286,7 +286,7 @@ func holdUnannotated(cfg topology.Config, f *topology.Fabric, pods []*corev1.Pod
 	jobOf map[string]string, held map[string]string) {
 	for _, p := range pods {
 		node, ok := f.Node(p.Spec.NodeName)
-		if !ok || p.DeletionTimestamp != nil || node.Consumers[p.Namespace+"/"+p.Name+"/"+string(p.UID)] {
+		if !ok || p.DeletionTimestamp != nil || node.Consumers[ledger.ConsumerID(p.Namespace, p.Name, string(p.UID))] {
 			continue
 		}
 		want := workload.PodRequests(&p.Spec)[corev1.ResourceName(cfg.RDMAResource)]

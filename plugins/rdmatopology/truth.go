@@ -109,7 +109,7 @@ func (s *Session) adopt(tasks map[string]*api.TaskInfo) {
 		if live == nil {
 			live = make(map[string]bool, len(tasks))
 			for _, t := range tasks {
-				live[t.Namespace+"/"+t.Name+"/"+string(t.UID)] = true
+				live[ledger.ConsumerID(t.Namespace, t.Name, string(t.UID))] = true
 			}
 		}
 		return !live[consumer]

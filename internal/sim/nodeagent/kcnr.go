@@ -13,10 +13,9 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
 
-// Consumer is a pod's KCNR consumer id, as katalyst's agent writes it
-// ("namespace/name/uid"); ledger.Reservation.Consumer reads the same form.
+// Consumer is a pod's KCNR consumer id (ledger.ConsumerID).
 func Consumer(p *corev1.Pod) string {
-	return ledger.Reservation{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID)}.Consumer()
+	return ledger.ConsumerID(p.Namespace, p.Name, string(p.UID))
 }
 
 // Record adds consumer's allocations for r to a KCNR's zone tree, as

@@ -273,8 +273,7 @@ func addQty(l corev1.ResourceList, name corev1.ResourceName, n int64) {
 	l[name] = q
 }
 
-// Consumer formats a KCNR consumer id ("namespace/name/uid") as the
-// ledger reads it (ledger.Reservation.Consumer).
+// Consumer formats a KCNR consumer id (ledger.ConsumerID).
 func Consumer(namespace, name, uid string) string {
-	return ledger.Reservation{Namespace: namespace, Name: name, UID: uid}.Consumer()
+	return ledger.ConsumerID(namespace, name, uid)
 }
