@@ -132,7 +132,7 @@ func (s *Session) Plan(g placement.Gang, evicted []ledger.Reservation) (*placeme
 func (s *Session) Apply(stmt *framework.Statement, st step.Step) error {
 	if s == nil {
 		if st, ok := st.(step.Settle); ok {
-			settle(stmt, st)
+			SettleStatement(stmt, st)
 			return nil
 		}
 		return fmt.Errorf("%T: %w", st, ErrNoPlugin)
@@ -173,7 +173,7 @@ func (s *Session) Apply(stmt *framework.Statement, st step.Step) error {
 		}
 		return nil
 	case step.Settle:
-		settle(stmt, st)
+		SettleStatement(stmt, st)
 		s.clearPlanned()
 		s.settleRooms(st.Commit || st.Keep)
 		return nil
@@ -220,8 +220,9 @@ func (s *Session) settleRooms(kept bool) {
 	}
 }
 
-// settle commits or discards stmt as st says.
-func settle(stmt *framework.Statement, st step.Settle) {
+// SettleStatement commits or discards stmt as st says, with nothing of the
+// plugin's to forget: what Apply does with a step.Settle besides.
+func SettleStatement(stmt *framework.Statement, st step.Settle) {
 	switch {
 	case st.Commit:
 		stmt.Commit()

@@ -76,12 +76,7 @@ func For(rt *rdmatopology.Runtime, ssn *framework.Session) (Topology, error) {
 // (topo nil).
 func Settle(topo Topology, stmt *framework.Statement, st step.Settle) {
 	if topo == nil {
-		switch {
-		case st.Commit:
-			stmt.Commit()
-		case !st.Keep:
-			stmt.Discard()
-		}
+		rdmatopology.SettleStatement(stmt, st)
 		return
 	}
 	if err := topo.Apply(stmt, st); err != nil {
