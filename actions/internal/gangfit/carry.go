@@ -123,17 +123,12 @@ type version struct {
 	obj any
 }
 
-// versionOf names the version of the object m is the metadata of; a nil
-// obj (no object) is the zero version.
-func versionOf[T any](obj *T, m func(*T) *metav1.ObjectMeta) version {
-	if obj == nil {
-		return version{}
+// versionOf names the version of o.
+func versionOf(o metav1.Object) version {
+	if o.GetResourceVersion() == "" {
+		return version{uid: o.GetUID(), obj: o}
 	}
-	meta := m(obj)
-	if meta.ResourceVersion == "" {
-		return version{uid: meta.UID, obj: obj}
-	}
-	return version{uid: meta.UID, rv: meta.ResourceVersion}
+	return version{uid: o.GetUID(), rv: o.GetResourceVersion()}
 }
 
 // podRef is one pod on a node as the predicates see it: the pod's version
@@ -154,18 +149,17 @@ type nodeInputs struct {
 	pods []podRef
 }
 
-func nodeMeta(n *v1.Node) *metav1.ObjectMeta { return &n.ObjectMeta }
-
-func podMeta(p *v1.Pod) *metav1.ObjectMeta { return &p.ObjectMeta }
-
 // inputsOf reads a node's inputs, pods in UID order (then namespace and
 // name), into reuse's backing array.
 func inputsOf(ni *api.NodeInfo, reuse []podRef) nodeInputs {
-	in := nodeInputs{node: versionOf(ni.Node, nodeMeta), pods: reuse[:0]}
+	in := nodeInputs{pods: reuse[:0]}
+	if ni.Node != nil {
+		in.node = versionOf(ni.Node)
+	}
 	for _, t := range ni.Tasks {
-		r := podRef{pod: versionOf(t.Pod, podMeta), status: t.Status}
+		r := podRef{status: t.Status}
 		if t.Pod != nil {
-			r.namespace, r.name = t.Pod.Namespace, t.Pod.Name
+			r.pod, r.namespace, r.name = versionOf(t.Pod), t.Pod.Namespace, t.Pod.Name
 		}
 		in.pods = append(in.pods, r)
 	}
