@@ -108,6 +108,9 @@ type Config struct {
 	// SpanningEvery gives every n-th node a topology policy that lets a
 	// pod span NUMA zones (default 4).
 	SpanningEvery int
+	// NICUnits is each NIC's RDMA units (default 1): above 1, pods share a
+	// NIC up to its units.
+	NICUnits int64
 	// MaxLiveJobs caps the gangs alive at once (default Nodes).
 	MaxLiveJobs int
 	// DrainEvery drains a random node every so many cycles (0: never).
@@ -167,6 +170,9 @@ func (c Config) WithDefaults() Config {
 	def(&c.Nodes, 16)
 	def(&c.ZonesPerLeaf, 4)
 	def(&c.SpanningEvery, 4)
+	if c.NICUnits <= 0 {
+		c.NICUnits = 1
+	}
 	def(&c.MaxLiveJobs, c.Nodes)
 	def(&c.DrainFor, 5)
 	def(&c.PartialGrace, 2)
@@ -367,7 +373,7 @@ func Run(cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scheduler conf: %w", err)
 	}
-	nodes, cnrs := builders.ClusterShape{Nodes: cfg.Nodes, ZonesPerLeaf: cfg.ZonesPerLeaf, SpanningEvery: cfg.SpanningEvery}.Generate()
+	nodes, cnrs := builders.ClusterShape{Nodes: cfg.Nodes, ZonesPerLeaf: cfg.ZonesPerLeaf, SpanningEvery: cfg.SpanningEvery, NICUnits: cfg.NICUnits}.Generate()
 	if cfg.Constraints {
 		constrainNodes(nodes)
 	}
@@ -387,6 +393,7 @@ func Run(cfg Config) (*Result, error) {
 		marks:            queueMarks{queue: map[string]string{}, nonPreemptable: map[string]bool{}},
 	}
 	r.checker.NodeFollowsPlan = cfg.NodeAgent == nodeagent.Exact
+	r.checker.NICUnits = cfg.NICUnits
 	if len(cfg.Faults) > 0 {
 		r.faults = newFaults(cfg.Faults)
 	}
