@@ -9,10 +9,12 @@
 // Invariants, checked after every cycle on the objects (Checker):
 //
 //   - DoubleBookedNIC: no NIC of a node is in the rdmatopo.io/nics
-//     annotation of two live bound pods.
-//   - KCNRConflict: a pod bound in a cycle holds no NIC that the KCNRs the
-//     cycle's session saw list for another consumer. (A KCNR that later
-//     shows a pod deleted before its allocation caught up is the lag.)
+//     annotation of more live bound pods than it has RDMA units
+//     (--nic-units; one pod on a NIC of one unit).
+//   - KCNRConflict: a pod bound in a cycle holds no NIC whose units the
+//     KCNRs the cycle's session saw list consumed by other consumers. (A
+//     KCNR that later shows a pod deleted before its allocation caught up
+//     is the lag.)
 //   - PartialGang: a gang with 0 < bound < minMember pods is a violation
 //     unless one of its binds failed at most PartialGrace cycles ago, or
 //     the node of its last failed bind is drained (the freed room is gone;
