@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
@@ -38,6 +40,9 @@ type HoldTask struct {
 	Assignment placement.Assignment
 	// Resreq is what the task needs on Node.
 	Resreq Resources
+	// HostPorts are the container ports the task's pod binds on the host
+	// (HostPortsOf): the hold keeps them on Node as it keeps Resreq.
+	HostPorts []v1.ContainerPort
 }
 
 // Hold is what a gang keeps while it waits to be allocated: a preempting

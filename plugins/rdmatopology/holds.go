@@ -154,25 +154,28 @@ func (s *Session) RoomKeptOn(job api.JobID, node string) (*api.Resource, string)
 	return kept, first
 }
 
-// keptOn returns what the holds of gangs other than job keep on node (nil
-// when none does) and the first of those gangs by name: what a pod of job
-// may not take there, beside the node's future idle resources.
-func (s *Session) keptOn(job api.JobID, node string) (*api.Resource, string) {
-	tasks, first := s.holds.KeptOn(string(job), node)
+// keptOn returns what the holds of gangs other than task's job keep on
+// node (nil when none does), the first of those gangs by name, and whether
+// the task's host ports are free beside the host ports they keep there
+// (preemption.HostPortsFree): what a pod of the job may not take there,
+// beside the node's future idle resources.
+func (s *Session) keptOn(task *api.TaskInfo, node string) (*api.Resource, string, bool) {
+	tasks, first := s.holds.KeptOn(string(task.Job), node)
 	if len(tasks) == 0 {
-		return nil, ""
+		return nil, "", true
 	}
 	kept := api.EmptyResource()
 	for _, t := range tasks {
 		kept.Add(resourceOf(t.Resreq))
 	}
-	return kept, first
+	return kept, first, preemption.HostPortsFree(task.Pod, tasks)
 }
 
 // holdTaskOf is the hold's entry of a task going to node (a the NICs
 // planned for it when it requests RDMA).
 func holdTaskOf(task *api.TaskInfo, node string, a *placement.Assignment) preemption.HoldTask {
-	t := preemption.HoldTask{UID: string(task.UID), Name: task.Namespace + "/" + task.Name, Node: node, Resreq: resourcesOf(task.InitResreq)}
+	t := preemption.HoldTask{UID: string(task.UID), Name: task.Namespace + "/" + task.Name, Node: node, Resreq: resourcesOf(task.InitResreq),
+		HostPorts: preemption.HostPortsOf(task.Pod)}
 	if a != nil {
 		t.RDMA, t.Assignment = true, *a
 	}

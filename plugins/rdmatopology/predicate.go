@@ -97,7 +97,10 @@ func (s *Session) holdPredicate(task *api.TaskInfo, node *api.NodeInfo) error {
 	if task.InitResreq == nil {
 		return nil
 	}
-	kept, holder := s.keptOn(task.Job, node.Name)
+	kept, holder, ports := s.keptOn(task, node.Name)
+	if !ports {
+		return s.fitError(task, node, "host ports on the node are held for preempting gang "+holder)
+	}
 	room, gang := s.RoomKeptOn(task.Job, node.Name)
 	if kept == nil && room == nil {
 		return nil

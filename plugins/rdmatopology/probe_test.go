@@ -52,3 +52,44 @@ func TestWithoutNICCheckLeavesHoldsOut(t *testing.T) {
 		})
 	}
 }
+
+// TestHoldKeepsHostPorts: a hold keeps its pods' host ports on their node,
+// so another job's pod that declares one of them is refused there even
+// where the node has the CPUs for both.
+func TestHoldKeepsHostPorts(t *testing.T) {
+	node := api.NewNodeInfo(builders.MakeNode("n1").CPU("16").Resource(corev1.ResourceMemory, "64Gi").
+		Resource(corev1.ResourcePods, "110").Obj())
+	withPort := func(job string, port int32) *api.TaskInfo {
+		p := builders.MakePod("ns", "p-"+job).UID("uid-"+job).Req(corev1.ResourceCPU, "1").Obj()
+		if port > 0 {
+			p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: port, HostPort: port}}
+		}
+		tk := api.NewTaskInfo(p)
+		tk.Job = api.JobID(job)
+		return tk
+	}
+	held := withPort("ns/holder", 29500)
+	cases := []struct {
+		name    string
+		task    *api.TaskInfo
+		refused bool
+	}{
+		{name: "another job's pod on the held port", task: withPort("ns/other", 29500), refused: true},
+		{name: "another job's pod on another port", task: withPort("ns/other", 29501)},
+		{name: "another job's pod without ports", task: withPort("ns/other", 0)},
+		{name: "the holder's pod on its port", task: withPort("ns/holder", 29500)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := testSession(nil, nil, nil)
+			s.args = &Args{}
+			s.args.SetDefaults()
+			kept := holdTaskOf(held, "n1", nil)
+			kept.Resreq = preemption.Resources{MilliCPU: 1000}
+			s.holds.Apply(&preemption.Hold{Job: "ns/holder", Name: "ns/holder", Rebind: true, Tasks: []preemption.HoldTask{kept}})
+			if err := s.predicateWithHolds(tc.task, node); (err != nil) != tc.refused {
+				t.Errorf("predicate = %v, want refused %v", err, tc.refused)
+			}
+		})
+	}
+}

@@ -135,6 +135,9 @@ func (a *admission) besideKept(node string, ni *api.NodeInfo, t *api.TaskInfo, s
 	if len(kept) == 0 && lost == nil {
 		return true
 	}
+	if !preemption.HostPortsFree(t.Pod, kept) {
+		return false
+	}
 	for _, k := range kept {
 		addResources(sum, k.Resreq)
 	}
