@@ -20,6 +20,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/internal/explain"
 	"github.com/rdmatopo/rdmatopo/internal/fabricview"
 	"github.com/rdmatopo/rdmatopo/internal/kubectlcmd"
+	"github.com/rdmatopo/rdmatopo/internal/kubectlcmd/simulatecmd"
 	"github.com/rdmatopo/rdmatopo/internal/live"
 	"github.com/rdmatopo/rdmatopo/internal/sim/simjson"
 	"github.com/rdmatopo/rdmatopo/internal/version"
@@ -195,7 +196,7 @@ spec:
       limits: {nvidia.com/gpu: "4", vke.volcengine.com/rdma: "2", cpu: "1"}
 `)
 			svg := filepath.Join(dir, "sim.svg")
-			var res kubectlcmd.SimulateResult
+			var res simulatecmd.SimulateResult
 			kubectlJSON(t, e, &res, "simulate", "--workload", wl, "--map", svg)
 			if res.SchedulerConf.Kind != "configmap" {
 				t.Errorf("scheduler conf from %+v, want the cluster's ConfigMap", res.SchedulerConf)

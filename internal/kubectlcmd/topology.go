@@ -9,17 +9,17 @@ import (
 	"github.com/rdmatopo/rdmatopo/internal/live"
 )
 
-func newTopologyCommand(o *options) *cobra.Command {
+func newTopologyCommand(o *Options) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "topology",
 		Short: "Print the live RDMA fabric: per S1 and S0 leaf its nodes, free and used NICs, and who holds them",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output, OutputTable, OutputJSON, OutputYAML); err != nil {
+			if err := CheckOutput(output, OutputTable, OutputJSON, OutputYAML); err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), liveTimeout)
+			ctx, cancel := context.WithTimeout(cmd.Context(), LiveTimeout)
 			defer cancel()
 			c, conf, err := o.viewClients(ctx)
 			if err != nil {
@@ -31,11 +31,11 @@ func newTopologyCommand(o *options) *cobra.Command {
 			}
 			v := fabricview.Build(conf.Topology, cluster)
 			if output != OutputTable {
-				return writeStructured(o.stdout, output, v)
+				return WriteStructured(o.stdout, output, v)
 			}
 			return v.WriteTable(o.stdout)
 		},
 	}
-	outputFlag(cmd, &output, OutputTable, OutputJSON, OutputYAML)
+	OutputFlag(cmd, &output, OutputTable, OutputJSON, OutputYAML)
 	return cmd
 }
