@@ -15,6 +15,7 @@ import (
 
 	"github.com/rdmatopo/rdmatopo/internal/explain"
 	"github.com/rdmatopo/rdmatopo/internal/live"
+	"github.com/rdmatopo/rdmatopo/internal/schedconf"
 )
 
 // pytorchJobs is the Kubeflow training operator's PyTorchJob resource.
@@ -22,26 +23,18 @@ var pytorchJobs = schema.GroupVersionResource{Group: "kubeflow.org", Version: "v
 
 func newExplainCommand(o *Options) *cobra.Command {
 	var output string
-	cmd := &cobra.Command{
+	return outputCommand(&cobra.Command{
 		Use:   "explain PODGROUP|podgroup/NAME|job/NAME|pytorchjob/NAME|pod/NAME",
 		Short: "Say why a gang waits or where it sits: its tier, the best leaves and what blocks them",
 		Long: "explain finds the gang's PodGroup (a Volcano Job's is <job>-<job uid>, a PyTorchJob's is named like the job,\n" +
 			"a pod names its own) and runs the planner on the live state with the gang's contract.",
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := CheckOutput(output, OutputTable, OutputJSON, OutputYAML); err != nil {
-				return err
-			}
-			ns, err := o.namespace()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), LiveTimeout)
-			defer cancel()
-			c, conf, err := o.viewClients(ctx)
-			if err != nil {
-				return err
-			}
+	}, &output, []string{OutputTable, OutputJSON, OutputYAML}, func(cmd *cobra.Command, args []string) error {
+		ns, err := o.namespace()
+		if err != nil {
+			return err
+		}
+		return o.withView(cmd, func(ctx context.Context, c *live.Clients, conf *schedconf.Conf) error {
 			snap, err := live.Fetch(ctx, c)
 			if err != nil {
 				return err
@@ -67,10 +60,8 @@ func newExplainCommand(o *Options) *cobra.Command {
 				return WriteStructured(o.stdout, output, e)
 			}
 			return e.WriteText(o.stdout)
-		},
-	}
-	OutputFlag(cmd, &output, OutputTable, OutputJSON, OutputYAML)
-	return cmd
+		})
+	})
 }
 
 // resolve finds the PodGroup a target names in namespace ns.
