@@ -268,13 +268,28 @@ spec:
 	}
 }
 
-// pluginPath returns a directory holding the named plugin binaries (links
-// to integration/.bin's) and kubectl, to put first on PATH.
-func pluginPath(t *testing.T, e *Env, binaries ...string) string {
+// pluginPath returns a directory holding kubectl and the named plugin
+// binaries, to put first on PATH: links to integration/.bin's, or copies
+// when alone (kubectl-rdmatopo follows its link and looks for
+// kubectl-rdmatopo-simulate next to where it leads).
+func pluginPath(t *testing.T, e *Env, alone bool, binaries ...string) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, b := range append([]string{"kubectl"}, binaries...) {
-		if err := os.Symlink(e.binary(b), filepath.Join(dir, b)); err != nil {
+	if err := os.Symlink(e.binary("kubectl"), filepath.Join(dir, "kubectl")); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range binaries {
+		if !alone {
+			if err := os.Symlink(e.binary(b), filepath.Join(dir, b)); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		data, err := os.ReadFile(e.binary(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, b), data, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -310,9 +325,9 @@ func kubectlExec(t *testing.T, e *Env, dir string, args ...string) (int, string,
 // help lists simulate, and explain's next session comes from the second
 // binary, or says how to install it when it is missing.
 func checkThroughKubectl(t *testing.T, e *Env, ns, waitingName, waitingKey string) {
-	both := pluginPath(t, e, "kubectl-rdmatopo", "kubectl-rdmatopo-simulate")
-	simulateOnly := pluginPath(t, e, "kubectl-rdmatopo-simulate")
-	viewsOnly := pluginPath(t, e, "kubectl-rdmatopo")
+	both := pluginPath(t, e, false, "kubectl-rdmatopo", "kubectl-rdmatopo-simulate")
+	simulateOnly := pluginPath(t, e, true, "kubectl-rdmatopo-simulate")
+	viewsOnly := pluginPath(t, e, true, "kubectl-rdmatopo")
 
 	simulated := func(dir string, args ...string) {
 		t.Helper()
