@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -114,8 +116,12 @@ func (o *Options) nextSession(ctx context.Context, conf string, snap *live.Snaps
 		return nil, fmt.Errorf("the next session's input: %w", err)
 	}
 	var out, stderr bytes.Buffer
-	run := exec.CommandContext(ctx, bin, "--"+NextSessionFlag)
-	run.Stdin, run.Stdout, run.Stderr = bytes.NewReader(in), &out, &stderr
+	// --log-level reaches the session's logs, shown as they come.
+	run := exec.CommandContext(ctx, bin, "--"+NextSessionFlag, "--log-level", strconv.Itoa(o.verbosity))
+	run.Stdin, run.Stdout, run.Stderr = bytes.NewReader(in), &out, io.Writer(&stderr)
+	if o.verbosity >= 0 && o.stderr != nil {
+		run.Stderr = io.MultiWriter(&stderr, o.stderr)
+	}
 	if err := run.Run(); err != nil {
 		return nil, fmt.Errorf("the scheduler's next session (%s): %w: %s", bin, err, strings.TrimSpace(stderr.String()))
 	}
