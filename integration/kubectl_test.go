@@ -30,9 +30,15 @@ import (
 )
 
 // kubectlRun runs `kubectl rdmatopo ARGS` in-process against the test
-// cluster and returns its exit code, stdout and stderr.
+// cluster and returns its exit code, stdout and stderr. The in-process
+// kubectl-rdmatopo finds kubectl-rdmatopo-simulate (for simulate and
+// explain's next session) on PATH, in integration/.bin, as an installed
+// pair would (hack/build-tools.sh builds both).
 func kubectlRun(t *testing.T, e *Env, args ...string) (int, string, string) {
 	t.Helper()
+	if !slices.Contains(filepath.SplitList(os.Getenv("PATH")), e.BinDir) {
+		t.Setenv("PATH", e.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
 	var out, errOut bytes.Buffer
 	full := append([]string{}, args...)
 	full = append(full, "--kubeconfig", e.adminKubeconfig)
@@ -83,9 +89,6 @@ func TestKubectlPlugin(t *testing.T) {
 	ns := newNamespace(t, e)
 	wide := twoGroups(ctx, f)
 	useSchedulerConfigMap(t, e)
-	// The in-process kubectl-rdmatopo finds kubectl-rdmatopo-simulate on
-	// PATH, as an installed pair would (hack/build-tools.sh builds both).
-	t.Setenv("PATH", e.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"))
 
 	placed := volcanoJob{Name: "llm", Workers: 3, Shape: trainer, Contract: hardS0}
 	placed.Create(t, e, ns)
