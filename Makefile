@@ -4,7 +4,7 @@
 GO        ?= go
 BIN       ?= bin
 PKGS      := ./framework/... ./plugins/... ./actions/... ./cmd/... ./internal/... ./hack/... ./registry/...
-# Version stamped into kubectl-rdmatopo and rdmatopo_build_info.
+# Version stamped into the kubectl plugin and rdmatopo_build_info.
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GIT_SHA   ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 # The operator's binaries ship without the symbol table and DWARF (-s -w):
@@ -16,12 +16,26 @@ VERSION_LDFLAGS := -X github.com/rdmatopo/rdmatopo/internal/version.Version=$(VE
 # Volcano's, in vc-scheduler: `vc-scheduler --version`.
 VOLCANO_VERSION_LDFLAGS := -X volcano.sh/volcano/pkg/version.Version=$(VERSION) -X volcano.sh/volcano/pkg/version.GitSHA=$(GIT_SHA) -X 'volcano.sh/volcano/pkg/version.Built=$(BUILT)'
 
-.PHONY: all build vc-scheduler cli build-dev demo test unit integration bench bench-full bench-e2e bench-plot soak-full fuzz lint fmt vet clean-bin
+.PHONY: all build vc-scheduler cli kubectl-plugin install-kubectl-plugin build-dev demo test unit integration bench bench-full bench-e2e bench-plot soak-full fuzz lint fmt vet clean-bin
 
 all: build
 
-build: vc-scheduler cli
+build: vc-scheduler cli kubectl-plugin
+
+## kubectl-plugin: the kubectl plugin's two binaries: bin/kubectl-rdmatopo
+## (the read-only views) and bin/kubectl-rdmatopo-simulate (`kubectl
+## rdmatopo simulate` and explain's next session, which run the Volcano
+## scheduler in memory)
+kubectl-plugin:
 	$(GO) build -ldflags "$(STRIP_LDFLAGS) $(VERSION_LDFLAGS)" -o $(BIN)/kubectl-rdmatopo ./cmd/kubectl-rdmatopo
+	$(GO) build -ldflags "$(STRIP_LDFLAGS) $(VERSION_LDFLAGS)" -o $(BIN)/kubectl-rdmatopo-simulate ./cmd/kubectl-rdmatopo-simulate
+
+## install-kubectl-plugin: install both plugin binaries side by side into
+## PLUGIN_DIR (default /usr/local/bin), which must be on PATH for kubectl
+PLUGIN_DIR ?= /usr/local/bin
+install-kubectl-plugin: kubectl-plugin
+	install -d $(DESTDIR)$(PLUGIN_DIR)
+	install -m 0755 $(BIN)/kubectl-rdmatopo $(BIN)/kubectl-rdmatopo-simulate $(DESTDIR)$(PLUGIN_DIR)/
 
 ## vc-scheduler: bin/vc-scheduler with both version packages stamped; the
 ## Dockerfile builds the image's binary with this target (VERSION, GIT_SHA

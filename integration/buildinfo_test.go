@@ -74,8 +74,8 @@ func TestBuildInfoStamped(t *testing.T) {
 		t.Fatalf("make -n build: %v\n%s", err, dry)
 	}
 	builds := regexp.MustCompile(`(?m)^.*go build .*-o (\S+) .*$`).FindAllStringSubmatch(string(dry), -1)
-	if len(builds) != 3 {
-		t.Fatalf("make -n build: %d go builds, want 3 (rdmatopo, kubectl-rdmatopo, vc-scheduler):\n%s", len(builds), dry)
+	if len(builds) != 4 {
+		t.Fatalf("make -n build: %d go builds, want 4 (rdmatopo, kubectl-rdmatopo, kubectl-rdmatopo-simulate, vc-scheduler):\n%s", len(builds), dry)
 	}
 	for _, b := range builds {
 		if !strings.Contains(b[0], "internal/version.GitCommit="+commit) {

@@ -8,9 +8,12 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,15 +23,22 @@ import (
 	"github.com/rdmatopo/rdmatopo/internal/explain"
 	"github.com/rdmatopo/rdmatopo/internal/fabricview"
 	"github.com/rdmatopo/rdmatopo/internal/kubectlcmd"
+	"github.com/rdmatopo/rdmatopo/internal/kubectlcmd/simulatecmd"
 	"github.com/rdmatopo/rdmatopo/internal/live"
 	"github.com/rdmatopo/rdmatopo/internal/sim/simjson"
 	"github.com/rdmatopo/rdmatopo/internal/version"
 )
 
 // kubectlRun runs `kubectl rdmatopo ARGS` in-process against the test
-// cluster and returns its exit code, stdout and stderr.
+// cluster and returns its exit code, stdout and stderr. The in-process
+// kubectl-rdmatopo finds kubectl-rdmatopo-simulate (for simulate and
+// explain's next session) on PATH, in integration/.bin, as an installed
+// pair would (hack/build-tools.sh builds both).
 func kubectlRun(t *testing.T, e *Env, args ...string) (int, string, string) {
 	t.Helper()
+	if !slices.Contains(filepath.SplitList(os.Getenv("PATH")), e.BinDir) {
+		t.Setenv("PATH", e.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
 	var out, errOut bytes.Buffer
 	full := append([]string{}, args...)
 	full = append(full, "--kubeconfig", e.adminKubeconfig)
@@ -195,7 +205,7 @@ spec:
       limits: {nvidia.com/gpu: "4", vke.volcengine.com/rdma: "2", cpu: "1"}
 `)
 			svg := filepath.Join(dir, "sim.svg")
-			var res kubectlcmd.SimulateResult
+			var res simulatecmd.SimulateResult
 			kubectlJSON(t, e, &res, "simulate", "--workload", wl, "--map", svg)
 			if res.SchedulerConf.Kind != "configmap" {
 				t.Errorf("scheduler conf from %+v, want the cluster's ConfigMap", res.SchedulerConf)
@@ -242,6 +252,9 @@ spec:
 				t.Errorf("map -o json lists %d of the 2 jobs: %+v", found, st.Jobs)
 			}
 		}},
+		{"through kubectl", func(t *testing.T) {
+			checkThroughKubectl(t, e, ns, waiting.Name, waitingKey)
+		}},
 		{"version", func(t *testing.T) {
 			var v version.Info
 			kubectlJSON(t, e, &v, "version")
@@ -255,6 +268,115 @@ spec:
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, tc.check)
+	}
+}
+
+// pluginPath returns a directory holding kubectl and the named plugin
+// binaries, to put first on PATH: links to integration/.bin's, or copies
+// when alone (kubectl-rdmatopo follows its link and looks for
+// kubectl-rdmatopo-simulate next to where it leads).
+func pluginPath(t *testing.T, e *Env, alone bool, binaries ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Symlink(e.binary("kubectl"), filepath.Join(dir, "kubectl")); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range binaries {
+		if !alone {
+			if err := os.Symlink(e.binary(b), filepath.Join(dir, b)); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		data, err := os.ReadFile(e.binary(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, b), data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// kubectlExec runs the real kubectl (integration/.bin) with PATH holding
+// only dir before the system's, as a user who installed the plugin there.
+func kubectlExec(t *testing.T, e *Env, dir string, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(dir, "kubectl"), args...)
+	cmd.Env = append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+"/usr/bin:/bin",
+		"KUBECONFIG="+e.adminKubeconfig, "HOME="+t.TempDir())
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		code = exit.ExitCode()
+	} else if err != nil {
+		t.Fatalf("kubectl %s: %v", strings.Join(args, " "), err)
+	}
+	return code, out.String(), errOut.String()
+}
+
+// checkThroughKubectl runs the two plugin binaries as kubectl finds them
+// on PATH: `kubectl rdmatopo simulate` reaches kubectl-rdmatopo-simulate
+// alone (the longest plugin name the words before the first flag spell),
+// a flag before simulate goes through kubectl-rdmatopo, which runs it,
+// help lists simulate, and explain's next session comes from the second
+// binary, or says how to install it when it is missing.
+func checkThroughKubectl(t *testing.T, e *Env, ns, waitingName, waitingKey string) {
+	both := pluginPath(t, e, false, "kubectl-rdmatopo", "kubectl-rdmatopo-simulate")
+	simulateOnly := pluginPath(t, e, true, "kubectl-rdmatopo-simulate")
+	viewsOnly := pluginPath(t, e, true, "kubectl-rdmatopo")
+
+	simulated := func(dir string, args ...string) {
+		t.Helper()
+		code, out, errOut := kubectlExec(t, e, dir, args...)
+		var res simulatecmd.SimulateResult
+		if code != 0 || json.Unmarshal([]byte(out), &res) != nil {
+			t.Fatalf("kubectl %s: exit %d, stderr %q:\n%s", strings.Join(args, " "), code, errOut, out)
+		}
+		if res.SchedulerConf.Kind != "configmap" || !slices.Contains(res.Waiting, waitingKey) {
+			t.Errorf("kubectl %s: conf %+v, waiting %v; want the ConfigMap's conf and %s", strings.Join(args, " "), res.SchedulerConf, res.Waiting, waitingKey)
+		}
+	}
+	simulated(simulateOnly, "rdmatopo", "simulate", "-o", "json")
+	simulated(both, "rdmatopo", "--request-timeout", "1m", "simulate", "-o", "json")
+
+	code, out, errOut := kubectlExec(t, e, both, "rdmatopo", "--help")
+	if code != 0 || !strings.Contains(out, "simulate    What-if on the live cluster") {
+		t.Errorf("kubectl rdmatopo --help: exit %d, stderr %q, does not list simulate:\n%s", code, errOut, out)
+	}
+	code, out, _ = kubectlExec(t, e, both, "rdmatopo", "simulate", "--help")
+	if code != 0 || !strings.Contains(out, "kubectl-rdmatopo simulate [--workload FILE] [flags]") || !strings.Contains(out, "--no-waiting") ||
+		strings.Contains(out, "next-session") {
+		t.Errorf("kubectl rdmatopo simulate --help: exit %d:\n%s", code, out)
+	}
+
+	explained := func(dir string) explain.Explanation {
+		t.Helper()
+		code, out, errOut := kubectlExec(t, e, dir, "rdmatopo", "explain", "pytorchjob/"+waitingName, "-n", ns, "-o", "json")
+		var x explain.Explanation
+		if code != 0 || json.Unmarshal([]byte(out), &x) != nil {
+			t.Fatalf("kubectl rdmatopo explain: exit %d, stderr %q:\n%s", code, errOut, out)
+		}
+		return x
+	}
+	missing := "kubectl-rdmatopo-simulate runs it and is not installed"
+	if x := explained(both); x.State != explain.StateWaiting || slices.ContainsFunc(x.Notes, func(n string) bool { return strings.Contains(n, missing) }) {
+		t.Errorf("explain with both binaries: %s, notes %q; want waiting, the next session run", x.State, x.Notes)
+	}
+	if x := explained(viewsOnly); !slices.ContainsFunc(x.Notes, func(n string) bool {
+		return strings.Contains(n, missing) && strings.Contains(n, "make install-kubectl-plugin")
+	}) {
+		t.Errorf("explain without kubectl-rdmatopo-simulate: notes %q, want one saying it is missing and how to install it", x.Notes)
+	}
+	code, _, errOut = kubectlExec(t, e, viewsOnly, "rdmatopo", "--request-timeout", "1m", "simulate")
+	if code != 1 || !strings.Contains(errOut, "kubectl rdmatopo simulate needs kubectl-rdmatopo-simulate") {
+		t.Errorf("simulate through kubectl-rdmatopo without the second binary: exit %d, stderr %q", code, errOut)
 	}
 }
 

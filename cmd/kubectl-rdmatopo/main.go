@@ -1,6 +1,9 @@
 // Command kubectl-rdmatopo is the kubectl plugin of rdmatopo (`kubectl
 // rdmatopo ...`): read-only views of a live cluster's RDMA fabric and its
-// gangs. `rdmatopo` stays the offline tool for files.
+// gangs. `rdmatopo` stays the offline tool for files. What runs a Volcano
+// session (simulate, explain's next session) is the second plugin binary,
+// kubectl-rdmatopo-simulate; this one links no Volcano scheduler package
+// (TestNoVolcanoScheduler).
 //
 //	kubectl rdmatopo topology [-o table|json|yaml]
 //	kubectl rdmatopo explain PODGROUP|job/NAME|pytorchjob/NAME [-n NAMESPACE] [-o table|json|yaml]
@@ -16,7 +19,7 @@ package main
 import (
 	"os"
 
-	// Initialises before Volcano's packages and silences klog (see its doc).
+	// Silences klog before anything logs (see its doc).
 	_ "github.com/rdmatopo/rdmatopo/internal/quiet"
 
 	"github.com/rdmatopo/rdmatopo/internal/kubectlcmd"

@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/rdmatopo/rdmatopo/internal/sim"
-	"github.com/rdmatopo/rdmatopo/internal/sim/simjson"
 )
 
 // writeJSON prints the report as one indented JSON object.
@@ -17,7 +16,7 @@ func writeJSON(w io.Writer, rep *sim.Report) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(simjson.FromReport(rep))
+	return enc.Encode(sim.JSONReport(rep))
 }
 
 // shortID abbreviates an S0 hash for the table (the JSON has it whole).

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rdmatopo/rdmatopo/examples"
 	"github.com/rdmatopo/rdmatopo/internal/fabricmap"
+	"github.com/rdmatopo/rdmatopo/internal/fabricmap/simmap"
 	"github.com/rdmatopo/rdmatopo/internal/sim"
 	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
@@ -87,7 +88,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	rep := sim.BuildReport(s)
 
 	if o.mapFile != "" {
-		svg := fabricmap.Render(s.Fabric(), fabricmap.FromSim(rep, s.Pods()))
+		svg := fabricmap.Render(s.Fabric(), simmap.FromSim(rep, s.Pods()))
 		if err := os.WriteFile(o.mapFile, svg, 0o644); err != nil {
 			return fmt.Errorf("writing the map: %w", err)
 		}

@@ -13,7 +13,8 @@
 #   helm                  helm.sh/helm/v4 v4.3.2              (tools/helm, renders Volcano's chart)
 #   kube-scheduler        k8s.io/kubernetes v1.30.2           (tools/kube-apiserver, the companion's tests)
 #   hypernode-check       volcano.sh/apis v1.14.0             (tools/volcanoapis, decodes HyperNodes)
-#   vc-scheduler          this repository's cmd/vc-scheduler (and cmd/rdmatopo, the companion)
+#   vc-scheduler          this repository's cmd/vc-scheduler (and cmd/rdmatopo, the companion,
+#                         and the kubectl plugin's kubectl-rdmatopo and kubectl-rdmatopo-simulate)
 #
 # and, on request only (the end-to-end benchmark, `make bench-e2e`):
 #
@@ -79,12 +80,20 @@ build_scheduler() {
 	echo "build-tools: building vc-scheduler (./cmd/vc-scheduler) ..."
 	(cd "$here/.." && "$go" build -o "$bin/vc-scheduler" ./cmd/vc-scheduler)
 	build_cli
+	build_kubectl_plugin
 	echo "build-tools: vc-scheduler ready in $((SECONDS - start))s"
 }
 
 # build_cli builds this repository's rdmatopo CLI (the companion's binary).
 build_cli() {
 	(cd "$here/.." && "$go" build -o "$bin/rdmatopo" ./cmd/rdmatopo)
+}
+
+# build_kubectl_plugin builds this repository's two kubectl plugin binaries
+# side by side, as they are installed (kubectl finds them on PATH).
+build_kubectl_plugin() {
+	(cd "$here/.." && "$go" build -o "$bin/kubectl-rdmatopo" ./cmd/kubectl-rdmatopo &&
+		"$go" build -o "$bin/kubectl-rdmatopo-simulate" ./cmd/kubectl-rdmatopo-simulate)
 }
 
 build() {
@@ -100,6 +109,7 @@ build() {
 	helm) build_tool helm tools/helm helm.sh/helm/v4/cmd/helm "" ;;
 	vc-scheduler) build_scheduler ;;
 	rdmatopo) build_cli ;;
+	kubectl-rdmatopo) build_kubectl_plugin ;;
 	kwok) build_tool kwok tools/kwok sigs.k8s.io/kwok/cmd/kwok "" ;;
 	vc-scheduler-stock) build_tool vc-scheduler-stock tools/volcano volcano.sh/volcano/cmd/scheduler "" ;;
 	kube-scheduler) build_tool kube-scheduler tools/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler "$kas_ldflags" ;;

@@ -13,14 +13,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
-	"volcano.sh/volcano/pkg/scheduler/api"
 
+	"github.com/rdmatopo/rdmatopo/framework/kube"
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/fabricview"
 	"github.com/rdmatopo/rdmatopo/internal/live"
-	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
 // MaxLeaves is how many leaves an explanation lists.
@@ -197,14 +196,17 @@ func Explain(cfg topology.Config, snap *live.Snapshot, pg *schedulingv1beta1.Pod
 	e.Shape = main.String()
 	need := min(max(int(pg.Spec.MinMember)-len(bound), 1), len(g.pods))
 
-	nodes := sessionNodes(snap.Cluster)
+	nodes := sessionNodes(snap.Cluster, corev1.ResourceName(cfg.GPUResource), corev1.ResourceName(cfg.RDMAResource))
 	st := placement.NewState(f, reserved)
-	rdmatopology.LimitNodes(st, nodes, corev1.ResourceName(cfg.GPUResource), corev1.ResourceName(cfg.RDMAResource))
+	for name, n := range nodes {
+		kube.LimitNode(st, name, n.node, n.free)
+	}
+	kube.LimitMissing(st, func(name string) bool { _, ok := nodes[name]; return ok })
 	gang := placement.Gang{Job: pg.Namespace + "/" + pg.Name, Pods: g.pods, Need: need,
 		Mode: contract.Mode, HighestTier: contract.HighestTier, Occupancy: g.occupancy, Segment: contract.Segment, Members: g.members,
 		Allowed: func(node string, group int) bool {
 			ni, ok := nodes[node]
-			return ok && admits(g.reps[group], ni.Node)
+			return ok && admits(g.reps[group], ni.node)
 		}}
 	e.planNow(st, gang, contract, cerr)
 	e.Leaves = bestLeaves(st, view, main, len(g.pods), func(node string) bool {
@@ -275,7 +277,7 @@ type gangToPlan struct {
 }
 
 // pendingGang reads the pending pods that request RDMA NICs and ranks
-// them as the scheduler ranks a gang (rdmatopology.RanksOf, a Volcano
+// them as the scheduler ranks a gang (kube.RanksOf, a Volcano
 // Job's tasks in spec order when the snapshot has the Job, else by name),
 // over the pending RDMA pods and the bound pods that hold NICs: the pods in
 // rank order, the held ones with theirs, so that late pods are planned
@@ -285,7 +287,7 @@ func pendingGang(cfg topology.Config, f *topology.Fabric, reserved *ledger.Ledge
 	gpu, rdma := corev1.ResourceName(cfg.GPUResource), corev1.ResourceName(cfg.RDMAResource)
 	var g gangToPlan
 	for _, p := range pending {
-		sh := rdmatopology.ShapeOf(p, api.NewTaskInfo(p).InitResreq, gpu, rdma)
+		sh := sessionShape(p, gpu, rdma)
 		if sh.NICs <= 0 {
 			continue
 		}
@@ -299,7 +301,7 @@ func pendingGang(cfg topology.Config, f *topology.Fabric, reserved *ledger.Ledge
 			holding = append(holding, p)
 		}
 	}
-	rank, err := rdmatopology.RanksOf(append(append([]*corev1.Pod(nil), g.reps...), holding...), tasks)
+	rank, err := kube.RanksOf(append(append([]*corev1.Pod(nil), g.reps...), holding...), tasks)
 	if err != nil {
 		g.rankErr = err
 		return g
@@ -376,13 +378,13 @@ func where(f *topology.Fabric, l *ledger.Ledger, bound []*corev1.Pod) *Placement
 }
 
 // ranked returns the bound pods in rank order (ranks over the whole gang,
-// as rdmatopology.RanksOf reads them, tasks giving a Volcano Job's task
+// as kube.RanksOf reads them, tasks giving a Volcano Job's task
 // order) with their leaves, and the leaf changes
 // along the ring over those that hold NICs; nothing when a rank is
 // invalid.
 func ranked(f *topology.Fabric, l *ledger.Ledger, bound, pending []*corev1.Pod, tasks func(namespace, job string) []string) ([]RankedPod, *int) {
 	all := append(append([]*corev1.Pod(nil), bound...), pending...)
-	rank, err := rdmatopology.RanksOf(all, tasks)
+	rank, err := kube.RanksOf(all, tasks)
 	if err != nil {
 		return []RankedPod{}, nil
 	}

@@ -16,7 +16,7 @@ func TestAssignColors(t *testing.T) {
 			for i := range jobs {
 				jobs[i] = Job{Key: fmt.Sprintf("ns/job-%d", i), ID: fmt.Sprintf("uid-%04d-%d", i*7919%1000, i)}
 			}
-			assignColors(jobs)
+			AssignColors(jobs)
 			seen := map[string]string{}
 			for _, j := range jobs {
 				if j.Colour == "" {
@@ -43,7 +43,7 @@ func TestAssignColors(t *testing.T) {
 		hues[hueOf(id)] = id
 	}
 	jobs := []Job{{Key: "ns/a", ID: a}, {Key: "ns/b", ID: b}}
-	assignColors(jobs)
+	AssignColors(jobs)
 	if jobs[0].Colour == jobs[1].Colour || hueDist(hueOfHex(t, jobs[0].Colour), hueOfHex(t, jobs[1].Colour)) < maxHueGap-1 {
 		t.Errorf("same-hue identities %s, %s got %s and %s", a, b, jobs[0].Colour, jobs[1].Colour)
 	}
@@ -96,7 +96,7 @@ func TestAssignColorsOlderJobsKeepTheirs(t *testing.T) {
 			younger = b
 		}
 		jobs := []Job{{Key: "ns/" + younger, ID: younger, Created: t0.Add(time.Minute)}, {Key: "ns/" + older, ID: older, Created: t0}}
-		assignColors(jobs)
+		AssignColors(jobs)
 		if jobs[1].Colour != ColorOf(older) {
 			t.Errorf("older job %s has %s beside %s, want its own %s", older, jobs[1].Colour, younger, ColorOf(older))
 		}

@@ -20,7 +20,7 @@ const (
 
 // ColorOf returns the colour of the job with identity id (a PodGroup UID,
 // or "namespace/name"), as "#rrggbb", on its own: a map gives its jobs
-// colours that differ from each other (assignColors).
+// colours that differ from each other (AssignColors).
 func ColorOf(id string) string {
 	return hslHex(hueOf(id), jobLightness)
 }
@@ -41,7 +41,7 @@ func hslHex(hueDeg, lightness float64) string {
 // while the map has few enough jobs for it.
 const maxHueGap = 24
 
-// assignColors gives each job of a map a colour no other job of it has,
+// AssignColors gives each job of a map a colour no other job of it has,
 // and keeps it recognisable: jobs are taken oldest first (by Created, then
 // identity order), each at its
 // own hue when no job before it is within the gap (24 degrees, less when
@@ -50,7 +50,7 @@ const maxHueGap = 24
 // hues end up close still differ. A job keeps its colour while the older
 // jobs whose hues are near its own stay: a job that joins the map never
 // moves an older one (while there are few enough jobs for the gap).
-func assignColors(jobs []Job) {
+func AssignColors(jobs []Job) {
 	type entry struct {
 		i       int
 		id      string

@@ -54,9 +54,9 @@ type Job struct {
 	// UID); Key when empty.
 	ID string
 	// Created is when the job was created (zero when unknown): older jobs
-	// keep their own hue first (assignColors).
+	// keep their own hue first (AssignColors).
 	Created time.Time
-	// Colour is the colour its map gave it (assignColors), distinct from
+	// Colour is the colour its map gave it (AssignColors), distinct from
 	// the map's other jobs; empty: ColorOf(ID).
 	Colour string
 	// Label is the legend's text, wrapped when long and given in full as

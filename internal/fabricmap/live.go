@@ -49,7 +49,7 @@ func FromLive(v *fabricview.View, jobs []live.Job, at time.Time) Model {
 		}
 		m.NICs[key] = use
 	}
-	assignColors(m.Jobs)
+	AssignColors(m.Jobs)
 	return m
 }
 

@@ -40,8 +40,8 @@ func TestViewConf(t *testing.T) {
 				t.Fatal(err)
 			}
 			var stderr bytes.Buffer
-			o := &options{confFile: file, stderr: &stderr}
-			_, _, strictErr := o.conf(context.Background(), &live.Clients{})
+			o := &Options{confFile: file, stderr: &stderr}
+			_, _, strictErr := o.Conf(context.Background(), &live.Clients{})
 			conf, _, err := o.viewConf(context.Background(), &live.Clients{})
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "--scheduler-conf") {

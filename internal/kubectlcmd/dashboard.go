@@ -24,7 +24,7 @@ var dashboardPage = template.Must(template.New("dashboard").Parse(dashboardHTML)
 // other than the scheduler's metrics (:8080).
 const DefaultListen = "127.0.0.1:8090"
 
-func newDashboardCommand(o *options) *cobra.Command {
+func newDashboardCommand(o *Options) *cobra.Command {
 	var listen string
 	var allowHosts []string
 	var interval time.Duration
@@ -38,9 +38,9 @@ func newDashboardCommand(o *options) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if interval < time.Second {
-				return usagef("--interval must be at least 1s")
+				return Usagef("--interval must be at least 1s")
 			}
-			if _, err := o.clients(); err != nil {
+			if _, err := o.Clients(); err != nil {
 				return err
 			}
 			ln, err := net.Listen("tcp", listen)
@@ -121,7 +121,7 @@ func (d *dashboard) state(ctx context.Context) (*State, error) {
 	if d.last != nil && time.Since(d.at) < d.maxAge {
 		return d.last, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, liveTimeout)
+	ctx, cancel := context.WithTimeout(ctx, LiveTimeout)
 	defer cancel()
 	st, err := d.read(ctx)
 	if err != nil {

@@ -48,7 +48,7 @@ func TestCheckOutput(t *testing.T) {
 		ok  bool
 	}{{"table", true}, {"json", true}, {"yaml", true}, {"wide", false}, {"", false}}
 	for _, tc := range cases {
-		if err := checkOutput(tc.got, OutputTable, OutputJSON, OutputYAML); (err == nil) != tc.ok {
+		if err := CheckOutput(tc.got, OutputTable, OutputJSON, OutputYAML); (err == nil) != tc.ok {
 			t.Errorf("-o %q: error %v, want ok %v", tc.got, err, tc.ok)
 		}
 	}

@@ -2,6 +2,7 @@ package kubectlcmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -14,33 +15,26 @@ import (
 
 	"github.com/rdmatopo/rdmatopo/internal/explain"
 	"github.com/rdmatopo/rdmatopo/internal/live"
+	"github.com/rdmatopo/rdmatopo/internal/schedconf"
 )
 
 // pytorchJobs is the Kubeflow training operator's PyTorchJob resource.
 var pytorchJobs = schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"}
 
-func newExplainCommand(o *options) *cobra.Command {
+func newExplainCommand(o *Options) *cobra.Command {
 	var output string
-	cmd := &cobra.Command{
+	return outputCommand(&cobra.Command{
 		Use:   "explain PODGROUP|podgroup/NAME|job/NAME|pytorchjob/NAME|pod/NAME",
 		Short: "Say why a gang waits or where it sits: its tier, the best leaves and what blocks them",
 		Long: "explain finds the gang's PodGroup (a Volcano Job's is <job>-<job uid>, a PyTorchJob's is named like the job,\n" +
 			"a pod names its own) and runs the planner on the live state with the gang's contract.",
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output, OutputTable, OutputJSON, OutputYAML); err != nil {
-				return err
-			}
-			ns, err := o.namespace()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), liveTimeout)
-			defer cancel()
-			c, conf, err := o.viewClients(ctx)
-			if err != nil {
-				return err
-			}
+	}, &output, []string{OutputTable, OutputJSON, OutputYAML}, func(cmd *cobra.Command, args []string) error {
+		ns, err := o.namespace()
+		if err != nil {
+			return err
+		}
+		return o.withView(cmd, func(ctx context.Context, c *live.Clients, conf *schedconf.Conf) error {
 			snap, err := live.Fetch(ctx, c)
 			if err != nil {
 				return err
@@ -54,24 +48,20 @@ func newExplainCommand(o *options) *cobra.Command {
 			// Where the gang lands is the scheduler's answer: its next
 			// session over every waiting gang (a conf it cannot run has
 			// none; the planner's answer for the gang alone stays then).
-			if conf.Actions != nil && e.State == explain.StateWaiting {
-				rep, err := nextSession(conf, snap)
-				if err != nil {
+			if conf.ActionNames != nil {
+				if err := o.withNextSession(ctx, e, conf.Text, snap); err != nil {
 					return err
 				}
-				sessionPlan(e, rep)
 			}
 			if jobErr != nil {
 				e.Notes = append(e.Notes, jobErr.Error()+": ranks order the Job's tasks by name, not by spec.tasks")
 			}
 			if output != OutputTable {
-				return writeStructured(o.stdout, output, e)
+				return WriteStructured(o.stdout, output, e)
 			}
 			return e.WriteText(o.stdout)
-		},
-	}
-	outputFlag(cmd, &output, OutputTable, OutputJSON, OutputYAML)
-	return cmd
+		})
+	})
 }
 
 // resolve finds the PodGroup a target names in namespace ns.
@@ -81,7 +71,7 @@ func resolve(ctx context.Context, c *live.Clients, snap *live.Snapshot, ns, targ
 		kind, name = "podgroup", target
 	}
 	if name == "" {
-		return nil, usagef("explain %q: empty name", target)
+		return nil, Usagef("explain %q: empty name", target)
 	}
 	find := func(pgName string) *schedulingv1beta1.PodGroup {
 		for _, pg := range snap.PodGroups {
@@ -141,7 +131,7 @@ func resolve(ctx context.Context, c *live.Clients, snap *live.Snapshot, ns, targ
 		}
 		return nil, fmt.Errorf("pod %s/%s belongs to no PodGroup (annotation %s is %q)", ns, name, schedulingv1beta1.KubeGroupNameAnnotationKey, group)
 	}
-	return nil, usagef("explain %q: unknown kind %q (want podgroup, job, pytorchjob or pod)", target, kind)
+	return nil, Usagef("explain %q: unknown kind %q (want podgroup, job, pytorchjob or pod)", target, kind)
 }
 
 // readVolcanoJob reads into the snapshot the task order of the Volcano Job
@@ -154,5 +144,26 @@ func readVolcanoJob(ctx context.Context, c *live.Clients, snap *live.Snapshot, p
 			return snap.FetchJobTasks(ctx, c, pg.Namespace, job)
 		}
 	}
+	return nil
+}
+
+// withNextSession puts the scheduler's next session in a waiting gang's
+// explanation (Explanation.WithSession), run by kubectl-rdmatopo-simulate;
+// when that binary is missing, a note says so and how to install it, and
+// the planner's answer for the gang alone stays.
+func (o *Options) withNextSession(ctx context.Context, e *explain.Explanation, conf string, snap *live.Snapshot) error {
+	if e.State != explain.StateWaiting {
+		return nil
+	}
+	rep, err := o.nextSession(ctx, conf, snap)
+	switch {
+	case errors.Is(err, errNoSimulateBinary):
+		e.Notes = append(e.Notes, fmt.Sprintf("the scheduler's next session (the cluster's conf over every waiting gang, in Volcano's order) is not shown: %s runs it and is not installed; %s. Shown instead: the planner's answer for the gang alone",
+			SimulateBinary, installHint))
+		return nil
+	case err != nil:
+		return err
+	}
+	e.WithSession(rep)
 	return nil
 }

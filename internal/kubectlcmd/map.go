@@ -14,7 +14,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/internal/fabricmap"
 	"github.com/rdmatopo/rdmatopo/internal/fabricview"
 	"github.com/rdmatopo/rdmatopo/internal/live"
-	"github.com/rdmatopo/rdmatopo/internal/sim"
+	"github.com/rdmatopo/rdmatopo/internal/schedconf"
 )
 
 // State is the live fabric as the map and the dashboard show it.
@@ -40,7 +40,7 @@ type StateJob struct {
 }
 
 // buildState reads the cluster and draws it.
-func buildState(ctx context.Context, o *options) (*State, error) {
+func buildState(ctx context.Context, o *Options) (*State, error) {
 	snap, conf, _, err := o.snapshot(ctx, true)
 	if err != nil {
 		return nil, err
@@ -49,7 +49,7 @@ func buildState(ctx context.Context, o *options) (*State, error) {
 }
 
 // stateOf computes the state of a snapshot.
-func stateOf(conf *sim.Conf, snap *live.Snapshot, now time.Time) *State {
+func stateOf(conf *schedconf.Conf, snap *live.Snapshot, now time.Time) *State {
 	v := fabricview.Build(conf.Topology, snap.Cluster)
 	jobs := snap.Jobs(conf.Topology.WithDefaults().RDMAResource)
 	m := fabricmap.FromLive(v, jobs, now)
@@ -74,7 +74,7 @@ func stateOf(conf *sim.Conf, snap *live.Snapshot, now time.Time) *State {
 // waitingAt is where a waiting gang would go, as explain sees it: the
 // leaves of the plan when the fabric holds it now, else the leaves that
 // hold the most of its pods (best first).
-func waitingAt(conf *sim.Conf, snap *live.Snapshot, j live.Job) []topology.S0ID {
+func waitingAt(conf *schedconf.Conf, snap *live.Snapshot, j live.Job) []topology.S0ID {
 	for _, pg := range snap.PodGroups {
 		if pg.Namespace != j.Namespace || pg.Name != j.Name {
 			continue
@@ -97,17 +97,17 @@ func waitingAt(conf *sim.Conf, snap *live.Snapshot, j live.Job) []topology.S0ID 
 	return nil
 }
 
-func newMapCommand(o *options) *cobra.Command {
+func newMapCommand(o *Options) *cobra.Command {
 	var output, file string
 	cmd := &cobra.Command{
 		Use:   "map [--file FILE.svg]",
 		Short: "Draw the live fabric as SVG: each job in its colour, pending gangs with their reasons",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output, OutputSVG, OutputTable, OutputJSON, OutputYAML); err != nil {
+			if err := CheckOutput(output, OutputSVG, OutputTable, OutputJSON, OutputYAML); err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), liveTimeout)
+			ctx, cancel := context.WithTimeout(cmd.Context(), LiveTimeout)
 			defer cancel()
 			st, err := buildState(ctx, o)
 			if err != nil {
@@ -144,10 +144,10 @@ func newMapCommand(o *options) *cobra.Command {
 				return tw.Flush()
 			}
 			st.SVG = ""
-			return writeStructured(o.stdout, output, st)
+			return WriteStructured(o.stdout, output, st)
 		},
 	}
-	outputFlag(cmd, &output, OutputSVG, OutputTable, OutputJSON, OutputYAML)
+	OutputFlag(cmd, &output, OutputSVG, OutputTable, OutputJSON, OutputYAML)
 	cmd.Flags().StringVarP(&file, "file", "f", "", "write the SVG to this file (with -o svg nothing is printed)")
 	return cmd
 }

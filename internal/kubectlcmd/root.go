@@ -1,6 +1,11 @@
 // Package kubectlcmd implements the kubectl-rdmatopo plugin's commands on
 // cobra and cli-runtime's kubectl flags. Every command only reads the
-// cluster; lists are paged.
+// cluster; lists are paged. It links no Volcano scheduler package: what
+// runs a Volcano session (`simulate`, explain's next session) is the
+// second plugin binary, kubectl-rdmatopo-simulate (package simulatecmd),
+// which kubectl finds for `kubectl rdmatopo simulate` and which this one
+// runs for the rest (simulatebin.go). The flags, conf and output helpers
+// both binaries share are exported here.
 package kubectlcmd
 
 import (
@@ -21,7 +26,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/live"
 	"github.com/rdmatopo/rdmatopo/internal/quiet"
-	"github.com/rdmatopo/rdmatopo/internal/sim"
+	"github.com/rdmatopo/rdmatopo/internal/schedconf"
 )
 
 // Output formats.
@@ -32,15 +37,22 @@ const (
 	OutputSVG   = "svg"
 )
 
-// liveTimeout bounds the reads of one command.
-const liveTimeout = 2 * time.Minute
+// LiveTimeout bounds the reads of one command.
+const LiveTimeout = 2 * time.Minute
 
 // usageError is a wrong command line: exit code 2.
 type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
-func usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
+// Usagef is a wrong command line: the command exits with code 2.
+func Usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
+
+// exitCode ends a command with a code and nothing more on stderr (the
+// kubectl-rdmatopo-simulate it ran said why).
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
 // Main runs the plugin with args (without the program name) and returns
 // the exit code: 0, 2 for a wrong command line, 1 for any other error
@@ -52,11 +64,20 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // MainContext is Main under a context: cancelling it stops a running
 // dashboard.
 func MainContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	root := NewRootCommand(stdin, stdout, stderr)
+	return Execute(ctx, NewRootCommand(stdin, stdout, stderr), args, stderr)
+}
+
+// Execute runs a command tree with args and returns the exit code: 0, 2
+// for a wrong command line, 1 for any other error (one line on stderr).
+func Execute(ctx context.Context, root *cobra.Command, args []string, stderr io.Writer) int {
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return 0
+	}
+	var code exitCode
+	if errors.As(err, &code) {
+		return int(code)
 	}
 	fmt.Fprintln(stderr, "error: "+strings.Join(strings.Fields(err.Error()), " "))
 	var ue *usageError
@@ -66,20 +87,49 @@ func MainContext(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	return 1
 }
 
-// options are the flags every command shares.
-type options struct {
+// Options are the flags every command of both plugin binaries shares.
+type Options struct {
 	flags     *genericclioptions.ConfigFlags
 	confFile  string
 	configMap string
 	pageSize  int64
 	verbosity int
+	stdin     io.Reader
 	stdout    io.Writer
 	stderr    io.Writer
+	// simulateBinary finds kubectl-rdmatopo-simulate (simulatebin.go).
+	simulateBinary func() (string, error)
+}
+
+// NewOptions returns the shared flags' values, writing to stdout and
+// stderr.
+func NewOptions(stdin io.Reader, stdout, stderr io.Writer) *Options {
+	return &Options{flags: genericclioptions.NewConfigFlags(true), stdin: stdin, stdout: stdout, stderr: stderr,
+		simulateBinary: findSimulateBinary}
+}
+
+// Stdout is where the commands print.
+func (o *Options) Stdout() io.Writer { return o.stdout }
+
+// AddFlags adds the shared flags (kubectl's, the scheduler conf's, paging
+// and logs) to root's persistent flags, and turns the scheduler's logs on
+// at --log-level before any command runs.
+func (o *Options) AddFlags(root *cobra.Command) {
+	root.PersistentPreRun = func(*cobra.Command, []string) {
+		quiet.Verbose(o.verbosity)
+	}
+	o.flags.AddFlags(root.PersistentFlags())
+	pf := root.PersistentFlags()
+	pf.StringVar(&o.confFile, "scheduler-conf", "", "volcano-scheduler.conf file to use instead of the cluster's scheduler ConfigMap")
+	pf.StringVar(&o.configMap, "scheduler-configmap", live.SchedulerConfigMapNamespace+"/"+live.SchedulerConfigMapName,
+		"NAMESPACE/NAME of the scheduler's ConfigMap (key "+live.SchedulerConfigMapKey+"); the built-in conf when it does not exist")
+	pf.Int64Var(&o.pageSize, "page-size", live.DefaultPageSize, "objects per list request (limit/continue)")
+	pf.IntVar(&o.verbosity, "log-level", -1, "verbosity of scheduler logs on stderr; -1 keeps them off")
 }
 
 // NewRootCommand builds the command tree.
 func NewRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
-	o := &options{flags: genericclioptions.NewConfigFlags(true), stdout: stdout, stderr: stderr}
+	o := NewOptions(stdin, stdout, stderr)
 	root := &cobra.Command{
 		Use:   "kubectl-rdmatopo",
 		Short: "Read-only views of a live cluster's RDMA fabric and the gangs rdmatopo places",
@@ -88,27 +138,18 @@ func NewRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 			"It never writes to the cluster.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRun: func(*cobra.Command, []string) {
-			quiet.Verbose(o.verbosity)
-		},
 	}
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	o.flags.AddFlags(root.PersistentFlags())
-	pf := root.PersistentFlags()
-	pf.StringVar(&o.confFile, "scheduler-conf", "", "volcano-scheduler.conf file to use instead of the cluster's scheduler ConfigMap")
-	pf.StringVar(&o.configMap, "scheduler-configmap", live.SchedulerConfigMapNamespace+"/"+live.SchedulerConfigMapName,
-		"NAMESPACE/NAME of the scheduler's ConfigMap (key "+live.SchedulerConfigMapKey+"); the built-in conf when it does not exist")
-	pf.Int64Var(&o.pageSize, "page-size", live.DefaultPageSize, "objects per list request (limit/continue)")
-	pf.IntVar(&o.verbosity, "log-level", -1, "verbosity of scheduler logs on stderr; -1 keeps them off")
+	o.AddFlags(root)
 	root.AddCommand(newTopologyCommand(o), newExplainCommand(o), newSimulateCommand(o), newMapCommand(o),
 		newDashboardCommand(o), newVersionCommand(o))
 	return root
 }
 
-// clients connects to the cluster the kubectl flags select.
-func (o *options) clients() (*live.Clients, error) {
+// Clients connects to the cluster the kubectl flags select.
+func (o *Options) Clients() (*live.Clients, error) {
 	cfg, err := o.flags.ToRESTConfig()
 	if err != nil {
 		return nil, err
@@ -123,48 +164,54 @@ func (o *options) clients() (*live.Clients, error) {
 }
 
 // namespace is the namespace of -n, or the kubeconfig context's.
-func (o *options) namespace() (string, error) {
+func (o *Options) namespace() (string, error) {
 	ns, _, err := o.flags.ToRawKubeConfigLoader().Namespace()
 	return ns, err
 }
 
-// confSource says where the scheduler conf came from.
-type confSource struct {
+// ConfSource says where the scheduler conf came from.
+type ConfSource struct {
 	Kind string `json:"kind"` // file, configmap, built-in
 	Name string `json:"name"`
 }
 
-func (s confSource) String() string { return s.Kind + " " + s.Name }
+func (s ConfSource) String() string { return s.Kind + " " + s.Name }
 
-// conf returns the scheduler conf: --scheduler-conf, else the cluster's
-// ConfigMap when it exists, else the built-in one. It sets
-// c.ReadHyperNodes from the conf's s1Source.
-func (o *options) conf(ctx context.Context, c *live.Clients) (*sim.Conf, confSource, error) {
-	src := confSource{Kind: "built-in", Name: "config/" + config.SchedulerConfFile}
+// ConfError wraps a conf's error as every command reports it.
+func ConfError(src ConfSource, err error) error {
+	return fmt.Errorf("scheduler conf (%s): %w (pass --scheduler-conf FILE to use another conf)", src, err)
+}
+
+// Conf returns the scheduler conf: --scheduler-conf, else the cluster's
+// ConfigMap when it exists, else the built-in one, checked as the
+// scheduler would run it. It sets c.ReadHyperNodes from the conf's
+// s1Source.
+func (o *Options) Conf(ctx context.Context, c *live.Clients) (*schedconf.Conf, ConfSource, error) {
+	src := ConfSource{Kind: "built-in", Name: "config/" + config.SchedulerConfFile}
 	text := config.SchedulerConf
 	switch {
 	case o.confFile != "":
 		data, err := os.ReadFile(o.confFile)
 		if err != nil {
-			return nil, src, usagef("--scheduler-conf: %v", err)
+			return nil, src, Usagef("--scheduler-conf: %v", err)
 		}
-		src, text = confSource{Kind: "file", Name: o.confFile}, string(data)
+		src, text = ConfSource{Kind: "file", Name: o.confFile}, string(data)
 	case o.configMap != "":
 		ns, name, ok := strings.Cut(o.configMap, "/")
 		if !ok || ns == "" || name == "" {
-			return nil, src, usagef("--scheduler-configmap %q: want NAMESPACE/NAME", o.configMap)
+			return nil, src, Usagef("--scheduler-configmap %q: want NAMESPACE/NAME", o.configMap)
 		}
 		cm, found, err := live.SchedulerConf(ctx, c, ns, name, live.SchedulerConfigMapKey)
 		if err != nil {
 			return nil, src, err
 		}
 		if found {
-			src, text = confSource{Kind: "configmap", Name: o.configMap}, cm
+			src, text = ConfSource{Kind: "configmap", Name: o.configMap}, cm
 		}
 	}
-	parsed, err := sim.ParseConf(text)
+	parsed, err := schedconf.Parse(text)
 	if err != nil {
-		return nil, src, fmt.Errorf("scheduler conf (%s): %w (pass --scheduler-conf FILE to use another conf)", src, err)
+		return nil, src, ConfError(src, err)
 	}
 	// HyperNodes are read only when they give the S1s.
 	c.ReadHyperNodes = parsed.Topology.WithDefaults().S1Source == topology.S1FromHyperNode
@@ -176,9 +223,9 @@ func (o *options) conf(ctx context.Context, c *live.Clients) (*sim.Conf, confSou
 // the scheduler cannot run (no rdma-topology beside topology-allocate, an
 // unknown action) is reported on stderr and the views go on with its
 // plugin arguments, or the defaults when it has none.
-func (o *options) viewConf(ctx context.Context, c *live.Clients) (*sim.Conf, confSource, error) {
-	parsed, src, err := o.conf(ctx, c)
-	var cerr *sim.ConfError
+func (o *Options) viewConf(ctx context.Context, c *live.Clients) (*schedconf.Conf, ConfSource, error) {
+	parsed, src, err := o.Conf(ctx, c)
+	var cerr *schedconf.ConfError
 	if err == nil || !errors.As(err, &cerr) {
 		return parsed, src, err
 	}
@@ -187,7 +234,7 @@ func (o *options) viewConf(ctx context.Context, c *live.Clients) (*sim.Conf, con
 	case "file":
 		data, rerr := os.ReadFile(o.confFile)
 		if rerr != nil {
-			return nil, src, usagef("--scheduler-conf: %v", rerr)
+			return nil, src, Usagef("--scheduler-conf: %v", rerr)
 		}
 		text = string(data)
 	case "configmap":
@@ -198,7 +245,7 @@ func (o *options) viewConf(ctx context.Context, c *live.Clients) (*sim.Conf, con
 		}
 		text = cm
 	}
-	cfg, found, terr := sim.TopologyArgs(text)
+	cfg, found, terr := schedconf.TopologyArgs(text)
 	if terr != nil {
 		return nil, src, fmt.Errorf("scheduler conf (%s): %w. Pass --scheduler-conf FILE to use another conf", src, terr)
 	}
@@ -209,26 +256,26 @@ func (o *options) viewConf(ctx context.Context, c *live.Clients) (*sim.Conf, con
 	fmt.Fprintf(o.stderr, "warning: scheduler conf (%s): %v; `simulate` refuses it, and the scheduler places no RDMA pod under it when rdma-topology is missing or its arguments are invalid (rdmatopo_conf_valid 0). Shown with %s; pass --scheduler-conf FILE to read with another conf\n",
 		src, cerr, args)
 	c.ReadHyperNodes = cfg.S1Source == topology.S1FromHyperNode
-	return &sim.Conf{Text: text, Topology: cfg}, src, nil
+	return &schedconf.Conf{Text: text, Topology: cfg}, src, nil
 }
 
 // outputFlag adds -o with the given formats, the first being the default.
-func outputFlag(cmd *cobra.Command, target *string, formats ...string) {
+func OutputFlag(cmd *cobra.Command, target *string, formats ...string) {
 	cmd.Flags().StringVarP(target, "output", "o", formats[0], "output format: "+strings.Join(formats, ", "))
 }
 
 // checkOutput validates -o.
-func checkOutput(got string, formats ...string) error {
+func CheckOutput(got string, formats ...string) error {
 	for _, f := range formats {
 		if got == f {
 			return nil
 		}
 	}
-	return usagef("-o %q: must be one of %s", got, strings.Join(formats, ", "))
+	return Usagef("-o %q: must be one of %s", got, strings.Join(formats, ", "))
 }
 
 // writeStructured prints v as indented JSON or as YAML.
-func writeStructured(w io.Writer, format string, v any) error {
+func WriteStructured(w io.Writer, format string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
@@ -245,8 +292,8 @@ func writeStructured(w io.Writer, format string, v any) error {
 }
 
 // viewClients connects and reads the scheduler conf leniently (viewConf).
-func (o *options) viewClients(ctx context.Context) (*live.Clients, *sim.Conf, error) {
-	c, err := o.clients()
+func (o *Options) viewClients(ctx context.Context) (*live.Clients, *schedconf.Conf, error) {
+	c, err := o.Clients()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -257,14 +304,20 @@ func (o *options) viewClients(ctx context.Context) (*live.Clients, *sim.Conf, er
 	return c, conf, nil
 }
 
+// Snapshot connects and reads the cluster and the scheduler conf, checked
+// as the scheduler would run it.
+func (o *Options) Snapshot(ctx context.Context) (*live.Snapshot, *schedconf.Conf, ConfSource, error) {
+	return o.snapshot(ctx, false)
+}
+
 // snapshot connects and reads the cluster and the scheduler conf (for a
 // view, leniently: see viewConf).
-func (o *options) snapshot(ctx context.Context, view bool) (*live.Snapshot, *sim.Conf, confSource, error) {
-	c, err := o.clients()
+func (o *Options) snapshot(ctx context.Context, view bool) (*live.Snapshot, *schedconf.Conf, ConfSource, error) {
+	c, err := o.Clients()
 	if err != nil {
-		return nil, nil, confSource{}, err
+		return nil, nil, ConfSource{}, err
 	}
-	getConf := o.conf
+	getConf := o.Conf
 	if view {
 		getConf = o.viewConf
 	}

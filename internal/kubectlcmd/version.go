@@ -8,25 +8,19 @@ import (
 	"github.com/rdmatopo/rdmatopo/internal/version"
 )
 
-func newVersionCommand(o *options) *cobra.Command {
+func newVersionCommand(o *Options) *cobra.Command {
 	var output string
-	cmd := &cobra.Command{
+	return outputCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print the plugin's version, git commit and the Volcano release it is built for",
 		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			if err := checkOutput(output, OutputTable, OutputJSON, OutputYAML); err != nil {
-				return err
-			}
-			v := version.Get()
-			if output != OutputTable {
-				return writeStructured(o.stdout, output, v)
-			}
-			_, err := fmt.Fprintf(o.stdout, "kubectl-rdmatopo %s (commit %s), built for Volcano %s with %s\n",
-				v.Version, v.GitCommit, v.Volcano, v.Go)
-			return err
-		},
-	}
-	outputFlag(cmd, &output, OutputTable, OutputJSON, OutputYAML)
-	return cmd
+	}, &output, []string{OutputTable, OutputJSON, OutputYAML}, func(*cobra.Command, []string) error {
+		v := version.Get()
+		if output != OutputTable {
+			return WriteStructured(o.stdout, output, v)
+		}
+		_, err := fmt.Fprintf(o.stdout, "kubectl-rdmatopo %s (commit %s), built for Volcano %s with %s\n",
+			v.Version, v.GitCommit, v.Volcano, v.Go)
+		return err
+	})
 }

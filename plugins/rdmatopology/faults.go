@@ -35,6 +35,7 @@ import (
 	"k8s.io/klog/v2"
 	"volcano.sh/volcano/pkg/scheduler/api"
 
+	"github.com/rdmatopo/rdmatopo/framework/kube"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
@@ -343,14 +344,7 @@ func nodeFailure(ni *api.NodeInfo) string {
 
 // noExecuteTaint returns the key of the node's first NoExecute taint ("" if
 // none).
-func noExecuteTaint(n *v1.Node) string {
-	for _, t := range n.Spec.Taints {
-		if t.Effect == v1.TaintEffectNoExecute {
-			return t.Key
-		}
-	}
-	return ""
-}
+func noExecuteTaint(n *v1.Node) string { return kube.NoExecuteTaint(n) }
 
 // kcnrRef is the reference of a node's KCNR, for Events.
 func kcnrRef(node string) *v1.ObjectReference {

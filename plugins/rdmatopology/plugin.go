@@ -17,11 +17,12 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/framework"
 	"volcano.sh/volcano/pkg/scheduler/plugins/util"
 
+	"github.com/rdmatopo/rdmatopo/framework/pluginargs"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
 
 // PluginName is the name of the plugin in volcano-scheduler.conf.
-const PluginName = "rdma-topology"
+const PluginName = pluginargs.PluginName
 
 // Reasons this plugin gives in predicate failures.
 const (

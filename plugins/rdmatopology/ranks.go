@@ -15,6 +15,7 @@ import (
 	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
 	"volcano.sh/volcano/pkg/scheduler/api"
 
+	"github.com/rdmatopo/rdmatopo/framework/kube"
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 )
@@ -57,22 +58,6 @@ func (o *taskOrders) names(namespace, name string) []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.byJob[namespace+"/"+name]
-}
-
-// orderOf is the position of each task name in a Job's spec.tasks (nil
-// when tasks is nil: the Job is unknown).
-func orderOf(tasks []string) func(task string) (int, bool) {
-	if tasks == nil {
-		return nil
-	}
-	return func(task string) (int, bool) {
-		for i, t := range tasks {
-			if t == task {
-				return i, true
-			}
-		}
-		return 0, false
-	}
 }
 
 // startJobInformer watches Volcano Jobs for their task order, keeping only
@@ -212,21 +197,9 @@ func (r *Runtime) PodRanks(pods []*v1.Pod) ([]int, error) {
 	return RanksOf(pods, r.tasks.names)
 }
 
-// RanksOf returns the rank of each pod of one gang: placement.Ranks over
-// their labels and annotations, a Volcano Job's tasks in the order tasks
-// gives (tasks(namespace, job) lists the names of the Job's spec.tasks in
-// order, nil when the Job is unknown; a nil tasks knows no Job). The
+// RanksOf returns the rank of each pod of one gang (kube.RanksOf). The
 // scheduler calls it through Runtime.PodRanks; tools without a runtime
-// (kubectl rdmatopo explain) with the Job they read. An invalid
-// rdmatopo.io/rank is an error wrapping placement.ErrInvalidContract.
+// (kubectl rdmatopo explain) call kube.RanksOf with the Job they read.
 func RanksOf(pods []*v1.Pod, tasks func(namespace, job string) []string) ([]int, error) {
-	src := make([]placement.RankSource, len(pods))
-	var order func(string) (int, bool)
-	for i, p := range pods {
-		src[i] = placement.RankSource{Name: p.Namespace + "/" + p.Name, Labels: p.Labels, Annotations: p.Annotations}
-		if job := p.Annotations[batchv1alpha1.JobNameKey]; order == nil && job != "" && tasks != nil {
-			order = orderOf(tasks(p.Namespace, job))
-		}
-	}
-	return placement.Ranks(src, order)
+	return kube.RanksOf(pods, tasks)
 }

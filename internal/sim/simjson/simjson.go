@@ -2,10 +2,11 @@
 // `rdmatopo simulate -o json` prints, and what `kubectl rdmatopo simulate
 // -o json|yaml` prints beside the live cluster's context. One shape, so the
 // two commands cannot drift apart. Field order is the documented one
-// (docs/cli.md); lists and objects are never null.
+// (docs/cli.md); lists and objects are never null. The types only: the
+// simulator converts its report (sim.JSONReport), and kubectl-rdmatopo
+// reads what kubectl-rdmatopo-simulate prints without linking the
+// simulator.
 package simjson
-
-import "github.com/rdmatopo/rdmatopo/internal/sim"
 
 // Pod is where one simulated pod landed.
 type Pod struct {
@@ -71,53 +72,4 @@ type Report struct {
 	Pods      []Pod      `json:"pods"`
 	Jobs      []Job      `json:"jobs"`
 	Evictions []Eviction `json:"evictions"`
-}
-
-// FromReport converts a simulator report to the shape.
-func FromReport(rep *sim.Report) Report {
-	out := Report{Pods: make([]Pod, 0, len(rep.Pods)), Jobs: make([]Job, 0, len(rep.Jobs)),
-		Evictions: make([]Eviction, 0, len(rep.Evictions))}
-	for _, p := range rep.Pods {
-		out.Pods = append(out.Pods, Pod{
-			Namespace: p.Namespace, Name: p.Name, Job: p.Job, Node: p.Node, NUMA: p.NUMA,
-			NICs: nonNil(p.NICs), S0: nonNil(p.S0), S1: nonNil(p.S1), Annotations: nonNilMap(p.Annotations),
-			Evicted: p.Evicted != "", Rank: p.Rank,
-		})
-	}
-	for _, j := range rep.Jobs {
-		out.Jobs = append(out.Jobs, Job{
-			Namespace: j.Namespace, Name: j.Name, MinMember: j.MinMember, Placed: j.Placed,
-			BoundPods: j.BoundPods, Tier: j.Tier, S0: nonNil(j.S0), S1: nonNil(j.S1), Reason: j.Reason,
-			WaitedSeconds: j.WaitedSeconds, RingCrossings: j.RingCrossings, Segments: segmentsOf(j.Segments),
-		})
-	}
-	for _, e := range rep.Evictions {
-		out.Evictions = append(out.Evictions, Eviction{Namespace: e.Namespace, Name: e.Name, Job: e.Job, Preemptor: e.Preemptor})
-	}
-	return out
-}
-
-// segmentsOf converts a job's segments (nil when it has none).
-func segmentsOf(segs []sim.SegmentPlacement) []Segment {
-	var out []Segment
-	for _, sg := range segs {
-		out = append(out, Segment{Ranks: sg.Ranks, S0: nonNil(sg.S0)})
-	}
-	return out
-}
-
-// nonNil returns s, or an empty list for nil (lists are never null).
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
-// nonNilMap returns m, or an empty map for nil (objects are never null).
-func nonNilMap(m map[string]string) map[string]string {
-	if m == nil {
-		return map[string]string{}
-	}
-	return m
 }

@@ -1,4 +1,4 @@
-package kubectlcmd
+package simulatecmd
 
 import (
 	"encoding/json"

@@ -1,8 +1,14 @@
-package fabricmap
+// Package simmap draws a simulation's outcome on the fabric map
+// (fabricmap): the model of `rdmatopo simulate --map` and `kubectl
+// rdmatopo simulate --map`. Apart from fabricmap because it reads the
+// simulator's report, which links Volcano's scheduler; the live map does
+// not.
+package simmap
 
 import (
 	"fmt"
 
+	"github.com/rdmatopo/rdmatopo/internal/fabricmap"
 	"github.com/rdmatopo/rdmatopo/internal/fabricview"
 	"github.com/rdmatopo/rdmatopo/internal/sim"
 	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
@@ -11,10 +17,10 @@ import (
 // FromSim is the model of a simulation's outcome: the workload's jobs in
 // report order, NICs held by the bound pods (pods that ran before the
 // simulation in the colour of other holders).
-func FromSim(rep *sim.Report, pods []sim.PodState) Model {
-	m := Model{
+func FromSim(rep *sim.Report, pods []sim.PodState) fabricmap.Model {
+	m := fabricmap.Model{
 		Title:      fmt.Sprintf("RDMA fabric after %d scheduling cycles: S1 > S0 leaf > node/NUMA > NICs", rep.Cycles),
-		NICs:       map[string]NICUse{},
+		NICs:       map[string]fabricmap.NICUse{},
 		OtherLabel: "NIC of a pod that ran before the simulation",
 		OtherTitle: "running before",
 	}
@@ -29,14 +35,14 @@ func FromSim(rep *sim.Report, pods []sim.PodState) Model {
 		}
 		key := j.Namespace + "/" + j.Name
 		inReport[key] = true
-		m.Jobs = append(m.Jobs, Job{Key: key, Label: fmt.Sprintf("%s: %s, %d/%d pods bound", key, state, j.BoundPods, j.MinMember)})
+		m.Jobs = append(m.Jobs, fabricmap.Job{Key: key, Label: fmt.Sprintf("%s: %s, %d/%d pods bound", key, state, j.BoundPods, j.MinMember)})
 	}
 	for _, ps := range pods {
 		p := ps.Pod
 		if p.Spec.NodeName == "" || ps.Evicted != "" {
 			continue
 		}
-		use := NICUse{Job: fabricview.JobOf(p), Pod: p.Namespace + "/" + p.Name}
+		use := fabricmap.NICUse{Job: fabricview.JobOf(p), Pod: p.Namespace + "/" + p.Name}
 		if !ps.Workload || !inReport[use.Job] {
 			use.Job = ""
 		}
@@ -44,6 +50,6 @@ func FromSim(rep *sim.Report, pods []sim.PodState) Model {
 			m.NICs[p.Spec.NodeName+"/"+string(nic)] = use
 		}
 	}
-	assignColors(m.Jobs)
+	fabricmap.AssignColors(m.Jobs)
 	return m
 }

@@ -1,4 +1,4 @@
-package rdmatopology
+package pluginargs
 
 import (
 	"strings"
@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"volcano.sh/volcano/pkg/scheduler/framework"
 )
 
 // fuzzKeys are the keys the fuzzer picks from (the known ones, a near miss
@@ -18,7 +17,7 @@ var fuzzKeys = []string{ArgRDMAResource, ArgGPUResource, ArgS1NodeLabel, ArgWeig
 // string values and raw keys ('|'-separated, used in turn), n and x the
 // numbers. Values take every type a YAML or JSON decoder can produce, and
 // some it cannot.
-func fuzzArguments(spec []byte, strs string, n int64, x float64) framework.Arguments {
+func fuzzArguments(spec []byte, strs string, n int64, x float64) map[string]any {
 	parts := strings.Split(strs, "|")
 	next := 0
 	str := func() string {
@@ -26,7 +25,7 @@ func fuzzArguments(spec []byte, strs string, n int64, x float64) framework.Argum
 		next++
 		return s
 	}
-	args := framework.Arguments{}
+	args := map[string]any{}
 	for i := 0; i+1 < len(spec) && len(args) < 8; i += 2 {
 		var key string
 		if sel := int(spec[i]); sel < len(fuzzKeys) {
@@ -66,7 +65,7 @@ func fuzzArguments(spec []byte, strs string, n int64, x float64) framework.Argum
 	return args
 }
 
-// FuzzParseArgs checks that ParseArgs never panics, is deterministic, and
+// FuzzParseArgs checks that Parse never panics, is deterministic, and
 // that whatever it accepts is valid, has every field set and came only from
 // known keys.
 func FuzzParseArgs(f *testing.F) {
@@ -81,28 +80,28 @@ func FuzzParseArgs(f *testing.F) {
 	f.Add([]byte{2, 0, 0, 7, 1, 8}, " | spaced |", int64(0), -0.0)
 	f.Fuzz(func(t *testing.T, spec []byte, strs string, n int64, x float64) {
 		in := fuzzArguments(spec, strs, n, x)
-		a, err := ParseArgs(in)
-		b, err2 := ParseArgs(in)
+		a, err := Parse(in)
+		b, err2 := Parse(in)
 		if (err == nil) != (err2 == nil) || cmp.Diff(a, b) != "" {
-			t.Fatalf("ParseArgs is not deterministic on %#v: %v / %v", in, err, err2)
+			t.Fatalf("Parse is not deterministic on %#v: %v / %v", in, err, err2)
 		}
 		if err != nil {
 			if a != nil {
-				t.Fatalf("ParseArgs(%#v) returned %+v with error %v", in, a, err)
+				t.Fatalf("Parse(%#v) returned %+v with error %v", in, a, err)
 			}
 			return
 		}
 		if errs := a.Validate(field.NewPath("args")); len(errs) > 0 {
-			t.Fatalf("ParseArgs(%#v) accepted invalid args %+v: %v", in, a, errs.ToAggregate())
+			t.Fatalf("Parse(%#v) accepted invalid args %+v: %v", in, a, errs.ToAggregate())
 		}
 		if a.RDMAResource == "" || a.GPUResource == "" || a.Weight < 1 || a.Weight > 100 {
-			t.Fatalf("ParseArgs(%#v) left a field unset: %+v", in, a)
+			t.Fatalf("Parse(%#v) left a field unset: %+v", in, a)
 		}
 		for k := range in {
 			switch k {
 			case ArgRDMAResource, ArgGPUResource, ArgS1NodeLabel, ArgWeight:
 			default:
-				t.Fatalf("ParseArgs(%#v) accepted unknown key %q", in, k)
+				t.Fatalf("Parse(%#v) accepted unknown key %q", in, k)
 			}
 		}
 	})

@@ -1,4 +1,9 @@
-package kubectlcmd
+// Package simulatecmd is the kubectl-rdmatopo-simulate plugin binary:
+// `kubectl rdmatopo simulate` (kubectl runs this binary for it) and the
+// hidden --next-session mode kubectl-rdmatopo runs for explain. It runs
+// the real Volcano session in memory (internal/sim), which is why it is a
+// binary of its own: kubectl-rdmatopo links no Volcano scheduler package.
+package simulatecmd
 
 import (
 	"context"
@@ -13,6 +18,8 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/rdmatopo/rdmatopo/internal/fabricmap"
+	"github.com/rdmatopo/rdmatopo/internal/fabricmap/simmap"
+	"github.com/rdmatopo/rdmatopo/internal/kubectlcmd"
 	"github.com/rdmatopo/rdmatopo/internal/live"
 	"github.com/rdmatopo/rdmatopo/internal/sim"
 	"github.com/rdmatopo/rdmatopo/internal/sim/simjson"
@@ -24,7 +31,7 @@ import (
 // the live cluster's context beside it.
 type SimulateResult struct {
 	// SchedulerConf says which conf ran (file, configmap or built-in).
-	SchedulerConf confSource `json:"schedulerConf"`
+	SchedulerConf kubectlcmd.ConfSource `json:"schedulerConf"`
 	// Waiting lists the gangs already waiting in the cluster that the
 	// simulation includes ("namespace/name").
 	Waiting []string `json:"waiting"`
@@ -34,42 +41,63 @@ type SimulateResult struct {
 	report *sim.Report
 }
 
-func newSimulateCommand(o *options) *cobra.Command {
+// Main runs kubectl-rdmatopo-simulate with args (without the program
+// name) and returns the exit code: 0, 2 for a wrong command line, 1 for
+// any other error (one line on stderr).
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return kubectlcmd.Execute(context.Background(), NewCommand(stdin, stdout, stderr), args, stderr)
+}
+
+// NewCommand builds `kubectl rdmatopo simulate` as the root command of
+// kubectl-rdmatopo-simulate, with kubectl-rdmatopo's shared flags.
+func NewCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	o := kubectlcmd.NewOptions(stdin, stdout, stderr)
 	var output, workloadFile, mapFile string
 	var maxCycles int
-	var noWaiting bool
+	var noWaiting, next bool
 	cmd := &cobra.Command{
-		Use:   "simulate [--workload FILE]",
-		Short: "What-if on the live cluster: run the scheduler (the cluster's conf) over its waiting gangs and a workload file",
+		// A root command's usage line is its Use as written: the
+		// command as kubectl-rdmatopo's help names it.
+		Use:   "kubectl-rdmatopo simulate [--workload FILE]",
+		Short: kubectlcmd.SimulateShort,
 		Long: "simulate reads the live cluster (Nodes, KCNRs, bound pods, Queues, PriorityClasses), its scheduler conf\n" +
 			"(ConfigMap " + live.SchedulerConfigMapNamespace + "/" + live.SchedulerConfigMapName + " when present) and the gangs\n" +
 			"waiting there, adds the workload file's jobs, and runs the real Volcano scheduler in memory until nothing new binds.",
-		Args: cobra.NoArgs,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output, OutputTable, OutputJSON, OutputYAML); err != nil {
+			if next {
+				return runNextSession(stdin, stdout)
+			}
+			if err := kubectlcmd.CheckOutput(output, kubectlcmd.OutputTable, kubectlcmd.OutputJSON, kubectlcmd.OutputYAML); err != nil {
 				return err
 			}
 			if maxCycles < 1 {
-				return usagef("--max-cycles must be at least 1")
+				return kubectlcmd.Usagef("--max-cycles must be at least 1")
 			}
 			var set *workload.Set
 			if workloadFile != "" {
 				data, err := os.ReadFile(workloadFile)
 				if err != nil {
-					return usagef("--workload: %v", err)
+					return kubectlcmd.Usagef("--workload: %v", err)
 				}
 				if set, err = workload.LoadWorkload(workloadFile, data); err != nil {
-					return usagef("%v", err)
+					return kubectlcmd.Usagef("%v", err)
 				}
 				for _, w := range set.Warnings {
 					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", strings.Join(strings.Fields(w), " "))
 				}
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), liveTimeout)
+			ctx, cancel := context.WithTimeout(cmd.Context(), kubectlcmd.LiveTimeout)
 			defer cancel()
-			snap, conf, src, err := o.snapshot(ctx, false)
+			snap, checked, src, err := o.Snapshot(ctx)
 			if err != nil {
 				return err
+			}
+			conf, err := sim.ParseConf(checked.Text)
+			if err != nil {
+				return kubectlcmd.ConfError(src, err)
 			}
 			res, s, err := simulate(conf, snap, set, !noWaiting, maxCycles)
 			if err != nil {
@@ -77,22 +105,29 @@ func newSimulateCommand(o *options) *cobra.Command {
 			}
 			res.SchedulerConf = src
 			if mapFile != "" {
-				svg := fabricmap.Render(s.Fabric(), fabricmap.FromSim(res.report, s.Pods()))
+				svg := fabricmap.Render(s.Fabric(), simmap.FromSim(res.report, s.Pods()))
 				if err := os.WriteFile(mapFile, svg, 0o644); err != nil {
 					return fmt.Errorf("writing the map: %w", err)
 				}
 			}
-			if output != OutputTable {
-				return writeStructured(o.stdout, output, res)
+			if output != kubectlcmd.OutputTable {
+				return kubectlcmd.WriteStructured(o.Stdout(), output, res)
 			}
-			return writeSimTable(o.stdout, res)
+			return writeSimTable(o.Stdout(), res)
 		},
 	}
-	outputFlag(cmd, &output, OutputTable, OutputJSON, OutputYAML)
+	cmd.SetIn(stdin)
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	o.AddFlags(cmd)
+	kubectlcmd.OutputFlag(cmd, &output, kubectlcmd.OutputTable, kubectlcmd.OutputJSON, kubectlcmd.OutputYAML)
 	cmd.Flags().StringVar(&workloadFile, "workload", "", "workload file to add: Queues, PodGroups, Pods, Volcano Jobs, PyTorchJobs")
 	cmd.Flags().StringVar(&mapFile, "map", "", "also write an SVG map of the outcome to this file")
 	cmd.Flags().IntVar(&maxCycles, "max-cycles", 1000, "stop with an error if the scheduler still binds after this many cycles")
 	cmd.Flags().BoolVar(&noWaiting, "no-waiting", false, "leave out the gangs waiting in the cluster")
+	// kubectl-rdmatopo's explain runs one session through it (kubectlcmd.NextSessionInput on stdin).
+	cmd.Flags().BoolVar(&next, kubectlcmd.NextSessionFlag, false, "read a cluster snapshot and conf on stdin, run one session, print its outcome as JSON")
+	_ = cmd.Flags().MarkHidden(kubectlcmd.NextSessionFlag)
 	return cmd
 }
 
@@ -153,12 +188,12 @@ func simulate(conf *sim.Conf, snap *live.Snapshot, extra *workload.Set, withWait
 		}
 		for _, pg := range extra.PodGroups {
 			if exists["PodGroup "+pg.Namespace+"/"+pg.Name] {
-				return nil, nil, usagef("workload: PodGroup %s/%s already waits in the cluster (use --no-waiting, or rename it)", pg.Namespace, pg.Name)
+				return nil, nil, kubectlcmd.Usagef("workload: PodGroup %s/%s already waits in the cluster (use --no-waiting, or rename it)", pg.Namespace, pg.Name)
 			}
 		}
 		for _, p := range extra.Pods {
 			if exists["pod "+p.Namespace+"/"+p.Name] {
-				return nil, nil, usagef("workload: pod %s/%s already exists in the cluster", p.Namespace, p.Name)
+				return nil, nil, kubectlcmd.Usagef("workload: pod %s/%s already exists in the cluster", p.Namespace, p.Name)
 			}
 		}
 		set.Queues = append(set.Queues, extra.Queues...)
@@ -181,7 +216,7 @@ func simulate(conf *sim.Conf, snap *live.Snapshot, extra *workload.Set, withWait
 	}
 	rep := sim.BuildReport(s)
 	res.Cycles, res.report = rep.Cycles, rep
-	res.Report = simjson.FromReport(rep)
+	res.Report = sim.JSONReport(rep)
 	return res, s, nil
 }
 

@@ -1,4 +1,4 @@
-package kubectlcmd
+package simulatecmd
 
 import (
 	"testing"
@@ -52,7 +52,8 @@ func TestExplainAgreesWithSimulate(t *testing.T) {
 	for _, pg := range set.PodGroups {
 		e := explain.Explain(conf.Topology, snap, pg)
 		alone := e.Plan
-		sessionPlan(e, rep)
+		js := sim.JSONReport(rep)
+		e.WithSession(&js)
 		for _, j := range res.Jobs {
 			if j.Namespace != pg.Namespace || j.Name != pg.Name || len(j.S0) == 0 && j.Placed {
 				continue // not this gang, or no RDMA

@@ -1,4 +1,4 @@
-package rdmatopology
+package pluginargs
 
 import (
 	"strings"
@@ -6,119 +6,118 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"volcano.sh/volcano/pkg/scheduler/framework"
 )
 
 func TestParseArgs(t *testing.T) {
 	defaults := Args{RDMAResource: "vke.volcengine.com/rdma", GPUResource: "nvidia.com/gpu", Weight: 1, S1Source: "label", S1HyperNodeTier: 2}
 	cases := map[string]struct {
-		in      framework.Arguments
+		in      map[string]any
 		want    *Args
 		wantErr string
 	}{
 		"empty gives defaults": {in: nil, want: &defaults},
 		"all set": {
-			in:   framework.Arguments{"rdmaResource": "example.com/rdma", "gpuResource": "example.com/gpu", "s1NodeLabel": "example.com/minipod", "weight": 3},
+			in:   map[string]any{"rdmaResource": "example.com/rdma", "gpuResource": "example.com/gpu", "s1NodeLabel": "example.com/minipod", "weight": 3},
 			want: &Args{RDMAResource: "example.com/rdma", GPUResource: "example.com/gpu", S1NodeLabel: "example.com/minipod", Weight: 3, S1Source: "label", S1HyperNodeTier: 2},
 		},
 		"S1 from HyperNodes of tier 3": {
-			in:   framework.Arguments{"s1Source": "hypernode", "s1HyperNodeTier": 3},
+			in:   map[string]any{"s1Source": "hypernode", "s1HyperNodeTier": 3},
 			want: &Args{RDMAResource: defaults.RDMAResource, GPUResource: defaults.GPUResource, Weight: 1, S1Source: "hypernode", S1HyperNodeTier: 3},
 		},
 		"unknown S1 source": {
-			in:      framework.Arguments{"s1Source": "HyperNode"},
+			in:      map[string]any{"s1Source": "HyperNode"},
 			wantErr: `plugins[rdma-topology].arguments.s1Source: Unsupported value: "HyperNode": supported values: "label", "hypernode"`,
 		},
 		"an S1 label with HyperNodes": {
-			in:      framework.Arguments{"s1Source": "hypernode", "s1NodeLabel": "rdmatopo.io/minipod"},
+			in:      map[string]any{"s1Source": "hypernode", "s1NodeLabel": "rdmatopo.io/minipod"},
 			wantErr: "plugins[rdma-topology].arguments.s1NodeLabel: Invalid value: \"rdmatopo.io/minipod\": must be empty with s1Source: hypernode",
 		},
 		"tier not positive": {
-			in:      framework.Arguments{"s1HyperNodeTier": -1},
+			in:      map[string]any{"s1HyperNodeTier": -1},
 			wantErr: "plugins[rdma-topology].arguments.s1HyperNodeTier: Invalid value: -1: must be >= 1",
 		},
 		"weight as a whole float (JSON)": {
-			in:   framework.Arguments{"weight": float64(2)},
+			in:   map[string]any{"weight": float64(2)},
 			want: &Args{RDMAResource: defaults.RDMAResource, GPUResource: defaults.GPUResource, Weight: 2, S1Source: "label", S1HyperNodeTier: 2},
 		},
 		"unknown key": {
-			in:      framework.Arguments{"s1Label": "x"},
+			in:      map[string]any{"s1Label": "x"},
 			wantErr: `plugins[rdma-topology].arguments.s1Label: Unsupported value: "s1Label"`,
 		},
 		"wrong type": {
-			in:      framework.Arguments{"weight": "2"},
+			in:      map[string]any{"weight": "2"},
 			wantErr: `plugins[rdma-topology].arguments.weight: Invalid value: "2": must be an integer, not string`,
 		},
 		"fractional weight": {
-			in:      framework.Arguments{"weight": 1.5},
+			in:      map[string]any{"weight": 1.5},
 			wantErr: "plugins[rdma-topology].arguments.weight: Invalid value: 1.5: must be a whole number",
 		},
 		"weight out of range": {
-			in:      framework.Arguments{"weight": 101},
+			in:      map[string]any{"weight": 101},
 			wantErr: "plugins[rdma-topology].arguments.weight: Invalid value: 101: must be between 1 and 100",
 		},
 		"negative weight is not clamped": {
-			in:      framework.Arguments{"weight": -1},
+			in:      map[string]any{"weight": -1},
 			wantErr: "plugins[rdma-topology].arguments.weight: Invalid value: -1: must be between 1 and 100",
 		},
 		"empty resource name": {
-			in:      framework.Arguments{"rdmaResource": " "},
+			in:      map[string]any{"rdmaResource": " "},
 			wantErr: "plugins[rdma-topology].arguments.rdmaResource: Invalid value",
 		},
 		"same resource twice": {
-			in:      framework.Arguments{"rdmaResource": "nvidia.com/gpu"},
+			in:      map[string]any{"rdmaResource": "nvidia.com/gpu"},
 			wantErr: "must differ from rdmaResource",
 		},
 		"bad label": {
-			in:      framework.Arguments{"s1NodeLabel": "no spaces allowed"},
+			in:      map[string]any{"s1NodeLabel": "no spaces allowed"},
 			wantErr: "plugins[rdma-topology].arguments.s1NodeLabel: Invalid value",
 		},
 		"fault arguments set": {
-			in: framework.Arguments{"nicFlapCount": 2, "nicFlapWindow": "5m", "nicCooldown": "90s", "replacementHold": "30s"},
+			in: map[string]any{"nicFlapCount": 2, "nicFlapWindow": "5m", "nicCooldown": "90s", "replacementHold": "30s"},
 			want: &Args{RDMAResource: defaults.RDMAResource, GPUResource: defaults.GPUResource, Weight: 1, S1Source: "label", S1HyperNodeTier: 2,
 				NICFlapCount: 2, NICFlapWindow: 5 * time.Minute, NICCooldown: 90 * time.Second, ReplacementHold: 30 * time.Second},
 		},
 		"cool-down as a bare number": {
-			in:      framework.Arguments{"nicCooldown": 600},
+			in:      map[string]any{"nicCooldown": 600},
 			wantErr: "plugins[rdma-topology].arguments.nicCooldown: Invalid value: 600: must be a string, not int",
 		},
 		"cool-down not a duration": {
-			in:      framework.Arguments{"nicCooldown": "ten minutes"},
+			in:      map[string]any{"nicCooldown": "ten minutes"},
 			wantErr: `plugins[rdma-topology].arguments.nicCooldown: Invalid value: "ten minutes": must be a duration such as 90s or 15m`,
 		},
 		"negative window": {
-			in:      framework.Arguments{"nicFlapWindow": "-1m"},
+			in:      map[string]any{"nicFlapWindow": "-1m"},
 			wantErr: `plugins[rdma-topology].arguments.nicFlapWindow: Invalid value: "-1m": must be positive`,
 		},
 		"hold below a second": {
-			in:      framework.Arguments{"replacementHold": "10ms"},
+			in:      map[string]any{"replacementHold": "10ms"},
 			wantErr: `plugins[rdma-topology].arguments.replacementHold: Invalid value: "10ms": must be between 1s and 168h0m0s`,
 		},
 		"cool-down beyond a week": {
-			in:      framework.Arguments{"nicCooldown": "200h"},
+			in:      map[string]any{"nicCooldown": "200h"},
 			wantErr: `plugins[rdma-topology].arguments.nicCooldown: Invalid value: "200h0m0s": must be between 1s and 168h0m0s`,
 		},
 		"flap count out of range": {
-			in:      framework.Arguments{"nicFlapCount": 101},
+			in:      map[string]any{"nicFlapCount": 101},
 			wantErr: "plugins[rdma-topology].arguments.nicFlapCount: Invalid value: 101: must be between 1 and 100",
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := ParseArgs(tc.in)
+			got, err := Parse(tc.in)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("ParseArgs() error = %v, want one containing %q", err, tc.wantErr)
+					t.Fatalf("Parse() error = %v, want one containing %q", err, tc.wantErr)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("ParseArgs() error = %v", err)
+				t.Fatalf("Parse() error = %v", err)
 			}
 			want := *tc.want
 			want.SetDefaults() // the fault arguments' defaults, where a case leaves them out
 			if diff := cmp.Diff(&want, got); diff != "" {
-				t.Errorf("ParseArgs() (-want,+got):\n%s", diff)
+				t.Errorf("Parse() (-want,+got):\n%s", diff)
 			}
 		})
 	}
