@@ -45,9 +45,24 @@ type setUnit struct {
 	cap  int
 	bits []uint
 	nics []int64
+	// other says whether the gang's pod of another shape (setOther) fits
+	// in the unit, and otherCap is the unit's capacity for the main shape
+	// beside it.
+	other    bool
+	otherCap int
 	// mult is how many units of the component are alike (same capacity,
 	// same NICs per leaf): they are counted once, times mult.
 	mult int
+}
+
+// setOther is the one pod of a gang whose shape differs from the main
+// one (a master beside its workers) that the leaf-set search counts
+// exactly: its shape and node group.
+type setOther struct {
+	shape Shape
+	group int
+	// mainGroup is the node group of the gang's main-shape pods.
+	mainGroup int
 }
 
 // setComp is one component of the leaf-set search.
@@ -55,35 +70,72 @@ type setComp struct {
 	s1     topology.S1ID
 	leaves []topology.S0ID
 	units  []setUnit
-	// best[k] is the most pods (capped at the target) k of the leaves
-	// hold, mask[k] the best-fit set that holds them and free[k] its free
-	// NICs.
-	best []int
-	mask []uint32
-	free []int64
+	// best[l][k] is the most pods of the main shape (capped at the
+	// target) k of the leaves hold, beside the other pod when l is 1,
+	// mask[l][k] the best-fit set that holds them and free[l][k] its free
+	// NICs; best[1][k] is -1 when no set of k leaves holds the other pod.
+	// Layer 1 exists only when the search counts another pod.
+	best [][]int
+	mask [][]uint32
+	free [][]int64
+}
+
+// otherPod returns the pod the leaf-set search counts beside the main
+// shape: the gang's one RDMA pod of another shape, when the main-shape
+// pods share a node group; nil otherwise (pods of other shapes are then
+// given room as extra main-shape pods, tryLeafSets).
+func otherPod(pods []Pod, main Shape) *setOther {
+	var o *setOther
+	group, groups := 0, 0
+	for _, pod := range pods {
+		switch {
+		case pod.Shape == main:
+			if groups == 0 || pod.Group != group {
+				groups++
+			}
+			group = pod.Group
+		case pod.Shape.NICs <= 0, o != nil:
+			return nil
+		default:
+			o = &setOther{shape: pod.Shape, group: pod.Group}
+		}
+	}
+	if o == nil || groups != 1 {
+		return nil
+	}
+	o.mainGroup = group
+	return o
 }
 
 // exactLeafSet returns the leaf set the leaf-set search finds for target
-// pods of the main shape: the fewest leaves, then the fewest S1s (within
-// one S1 when oneS1). ok is false when the search does not apply (no
-// NICs, a component too large or over two S1s) or nothing holds the pods.
-func (p *planner) exactLeafSet(target int, oneS1 bool) (map[topology.S0ID]bool, bool) {
+// pods of the main shape, beside other when set: the fewest leaves, then
+// the fewest S1s (within one S1 when oneS1). ok is false when the search
+// does not apply (no NICs, a component too large or over two S1s) or
+// nothing holds the pods.
+func (p *planner) exactLeafSet(target int, other *setOther, oneS1 bool) (map[topology.S0ID]bool, bool) {
 	r := p.main.NICs
 	if r <= 0 || target <= 0 {
 		return nil, false
 	}
-	comps, ok := p.setComponents(target)
+	comps, ok := p.setComponents(target, other)
 	if !ok {
 		return nil, false
 	}
+	// top is the layer of a full answer: 1 when the other pod must be
+	// placed too.
+	top := 0
+	if other != nil {
+		top = 1
+	}
 	// Per S1, in first-seen order (components are sorted): a knapsack of
-	// its components over leaf counts.
+	// its components over leaf counts, per layer.
+	type choice struct{ j, l int }
 	type s1Plan struct {
 		id    topology.S1ID
 		comps []int
-		g     []int   // g[k]: most pods k leaves of the S1 hold
-		f     []int64 // f[k]: free NICs of that choice (best fit: fewest)
-		pick  [][]int // pick[i][k]: leaves of comps[i] in g's best k
+		g     [][]int      // g[l][k]: most pods k leaves of the S1 hold (-1: none)
+		f     [][]int64    // f[l][k]: free NICs of that choice (best fit: fewest)
+		pick  [][][]choice // pick[i][l][k]: leaves and layer of comps[i] in g's best
 	}
 	var plans []*s1Plan
 	at := map[topology.S1ID]*s1Plan{}
@@ -91,47 +143,85 @@ func (p *planner) exactLeafSet(target int, oneS1 bool) (map[topology.S0ID]bool, 
 		c := &comps[i]
 		sp := at[c.s1]
 		if sp == nil {
-			sp = &s1Plan{id: c.s1, g: []int{0}, f: []int64{0}}
+			sp = &s1Plan{id: c.s1, g: make([][]int, top+1), f: make([][]int64, top+1)}
+			for l := range sp.g {
+				sp.g[l], sp.f[l] = []int{-1}, []int64{0}
+			}
+			sp.g[0][0] = 0
 			at[c.s1] = sp
 			plans = append(plans, sp)
 		}
 		// Every component joins its S1's knapsack, even once the S1 holds
 		// the gang: a later component may hold it with fewer leaves.
-		g := make([]int, len(sp.g)+len(c.best)-1)
-		f := make([]int64, len(g))
-		pick := make([]int, len(g))
-		for k := range g {
-			g[k] = -1
-		}
-		for a, pa := range sp.g {
-			if pa < 0 {
-				continue
+		size := len(sp.g[0]) + len(c.best[0]) - 1
+		g := make([][]int, top+1)
+		f := make([][]int64, top+1)
+		pick := make([][]choice, top+1)
+		for l := range g {
+			g[l], f[l], pick[l] = make([]int, size), make([]int64, size), make([]choice, size)
+			for k := range g[l] {
+				g[l][k] = -1
 			}
-			for j, pb := range c.best {
-				if pb < 0 {
+		}
+		for la := range sp.g {
+			for a, pa := range sp.g[la] {
+				if pa < 0 {
 					continue
 				}
-				v, fv := min(target, pa+pb), sp.f[a]+c.free[j]
-				if v > g[a+j] || v == g[a+j] && fv < f[a+j] {
-					g[a+j], f[a+j], pick[a+j] = v, fv, j
+				for lc := 0; la+lc <= top; lc++ {
+					for j, pb := range c.best[lc] {
+						if pb < 0 {
+							continue
+						}
+						l := la + lc
+						v, fv := min(target, pa+pb), sp.f[la][a]+c.free[lc][j]
+						if v > g[l][a+j] || v == g[l][a+j] && fv < f[l][a+j] {
+							g[l][a+j], f[l][a+j], pick[l][a+j] = v, fv, choice{j, lc}
+						}
+					}
 				}
 			}
 		}
-		// Keep the counts up to the first that holds the gang: more
-		// leaves of this S1 are never needed.
-		for k, v := range g {
-			if v >= target {
-				g, f, pick = g[:k+1], f[:k+1], pick[:k+1]
+		// Keep the counts up to the first that holds the gang in every
+		// layer: more leaves of this S1 are never needed.
+		cut := 0
+		for l := range g {
+			k := slices.IndexFunc(g[l], func(v int) bool { return v >= target })
+			if k < 0 {
+				cut = -1
 				break
+			}
+			cut = max(cut, k)
+		}
+		if cut >= 0 {
+			for l := range g {
+				g[l], f[l], pick[l] = g[l][:cut+1], f[l][:cut+1], pick[l][:cut+1]
 			}
 		}
 		sp.comps = append(sp.comps, i)
 		sp.g, sp.f = g, f
 		sp.pick = append(sp.pick, pick)
 	}
+	// unwind lists the leaves of one S1's choice of k leaves in layer l.
+	unwind := func(sp *s1Plan, l, k int) map[topology.S0ID]bool {
+		out := map[topology.S0ID]bool{}
+		for i := len(sp.comps) - 1; i >= 0 && k > 0; i-- {
+			k = min(k, len(sp.pick[i][l])-1)
+			ch := sp.pick[i][l][k]
+			c := &comps[sp.comps[i]]
+			for b, id := range c.leaves {
+				if c.mask[ch.l][ch.j]&(1<<uint(b)) != 0 {
+					out[id] = true
+				}
+			}
+			k -= ch.j
+			l -= ch.l
+		}
+		return out
+	}
 
 	// Over S1s: the fewest leaves, then S1s, then free NICs (best fit,
-	// as the tier searches break ties), per number of pods held.
+	// as the tier searches break ties), per number of pods held and layer.
 	type state struct {
 		leaves, s1s int
 		free        int64
@@ -146,93 +236,88 @@ func (p *planner) exactLeafSet(target int, oneS1 bool) (map[topology.S0ID]bool, 
 		}
 		return a.free < b.free
 	}
-	type back struct{ from, k int }
-	dp := make([]state, target+1)
-	for j := range dp {
-		dp[j] = state{inf, inf, 0}
-	}
-	dp[0] = state{}
-	backs := make([][]back, len(plans))
 	if oneS1 {
 		best, bestK := -1, 0
 		for i, sp := range plans {
-			k := len(sp.g) - 1
-			if sp.g[k] >= target && (best < 0 || k < bestK || k == bestK && sp.f[k] < plans[best].f[bestK]) {
+			k := slices.IndexFunc(sp.g[top], func(v int) bool { return v >= target })
+			if k >= 0 && (best < 0 || k < bestK || k == bestK && sp.f[top][k] < plans[best].f[top][bestK]) {
 				best, bestK = i, k
 			}
 		}
 		if best < 0 {
 			return nil, false
 		}
-		return p.setLeaves(comps, plans[best].comps, plans[best].pick, bestK), true
+		return unwind(plans[best], top, bestK), true
 	}
-	for i, sp := range plans {
-		next := slices.Clone(dp)
-		bk := make([]back, target+1)
-		for j := range bk {
-			bk[j] = back{-1, 0}
+	type back struct{ from, fromL, k, l int }
+	dp := make([][]state, top+1)
+	for l := range dp {
+		dp[l] = make([]state, target+1)
+		for j := range dp[l] {
+			dp[l][j] = state{inf, inf, 0}
 		}
-		for j, st := range dp {
-			if st.leaves == inf {
-				continue
+	}
+	dp[0][0] = state{}
+	backs := make([][][]back, len(plans))
+	for i, sp := range plans {
+		next := make([][]state, top+1)
+		bk := make([][]back, top+1)
+		for l := range next {
+			next[l] = slices.Clone(dp[l])
+			bk[l] = make([]back, target+1)
+			for j := range bk[l] {
+				bk[l][j] = back{from: -1}
 			}
-			for k := 1; k < len(sp.g); k++ {
-				if sp.g[k] <= 0 {
+		}
+		for la := range dp {
+			for j, st := range dp[la] {
+				if st.leaves == inf {
 					continue
 				}
-				t := min(target, j+sp.g[k])
-				if cand := (state{st.leaves + k, st.s1s + 1, st.free + sp.f[k]}); less(cand, next[t]) {
-					next[t], bk[t] = cand, back{j, k}
+				for lc := 0; la+lc <= top; lc++ {
+					for k := 1; k < len(sp.g[lc]); k++ {
+						if sp.g[lc][k] < 0 || sp.g[lc][k] == 0 && lc == 0 {
+							continue
+						}
+						l, t := la+lc, min(target, j+sp.g[lc][k])
+						if cand := (state{st.leaves + k, st.s1s + 1, st.free + sp.f[lc][k]}); less(cand, next[l][t]) {
+							next[l][t], bk[l][t] = cand, back{j, la, k, lc}
+						}
+					}
 				}
 			}
 		}
 		dp, backs[i] = next, bk
 	}
-	if dp[target].leaves == inf {
+	if dp[top][target].leaves == inf {
 		return nil, false
 	}
 	out := map[topology.S0ID]bool{}
-	for i, j := len(plans)-1, target; i >= 0; i-- {
-		b := backs[i][j]
+	for i, j, l := len(plans)-1, target, top; i >= 0; i-- {
+		b := backs[i][l][j]
 		if b.from < 0 {
 			continue // this S1 is not used
 		}
-		for id := range p.setLeaves(comps, plans[i].comps, plans[i].pick, b.k) {
+		for id := range unwind(plans[i], b.l, b.k) {
 			out[id] = true
 		}
-		j = b.from
+		j, l = b.from, b.fromL
 	}
 	return out, true
 }
 
-// setLeaves unwinds one S1's knapsack: the leaves of its components in
-// the choice of k leaves.
-func (p *planner) setLeaves(comps []setComp, idx []int, pick [][]int, k int) map[topology.S0ID]bool {
-	out := map[topology.S0ID]bool{}
-	for i := len(idx) - 1; i >= 0 && k > 0; i-- {
-		if k >= len(pick[i]) {
-			k = len(pick[i]) - 1
-		}
-		j := pick[i][k]
-		c := &comps[idx[i]]
-		for b, id := range c.leaves {
-			if c.mask[j]&(1<<uint(b)) != 0 {
-				out[id] = true
-			}
-		}
-		k -= j
-	}
-	return out
-}
-
 // setComponents builds the units of the usable nodes for the main shape,
 // joins their leaves into components and counts every subset of each.
-func (p *planner) setComponents(target int) ([]setComp, bool) {
+func (p *planner) setComponents(target int, other *setOther) ([]setComp, bool) {
 	sh, r := p.main, p.main.NICs
 	// rawUnit's leaves and NIC counts are flatLeaves[off:off+n] and
 	// flatNICs[off:off+n] (one backing array for all: the search builds
 	// a unit per zone of the cluster).
-	type rawUnit struct{ cap, off, n int }
+	type rawUnit struct {
+		cap, off, n int
+		other       bool
+		otherCap    int
+	}
 	var units []rawUnit
 	var flatLeaves []topology.S0ID
 	var flatNICs []int64
@@ -246,21 +331,39 @@ func (p *planner) setComponents(target int) ([]setComp, bool) {
 		return x
 	}
 	tooWide := false
-	add := func(v *nodeFree, zones []zoneFree) {
+	// add counts a unit: zones of node v that pool. mainOK and otherOK
+	// say whether the node takes pods of the main shape and the other pod.
+	add := func(v *nodeFree, zones []zoneFree, mainOK, otherOK bool) {
 		var gpu, cpu, total int64
 		for i := range zones {
 			gpu += zones[i].gpu
 			cpu += zones[i].cpuMilli
 			total += int64(len(zones[i].nics))
 		}
-		c := perZone(gpu, cpu, 1<<40, sh)
-		if v.cap != nil {
-			c = min(c, perZone(v.cap.GPU, v.cap.CPUMilli, v.cap.NICs, sh))
+		// capOf is what the unit holds of the main shape once free
+		// minus taken is left (the node's cap too).
+		capOf := func(taken Shape) int64 {
+			if !mainOK {
+				return 0
+			}
+			c := perZone(gpu-taken.GPU, cpu-taken.CPUMilli, 1<<40, sh)
+			if v.cap != nil {
+				c = min(c, perZone(v.cap.GPU-taken.GPU, v.cap.CPUMilli-taken.CPUMilli, v.cap.NICs-taken.NICs, sh))
+			}
+			return min(c, int64(target))
 		}
-		if c <= 0 || total < r {
+		c := capOf(Shape{})
+		u := rawUnit{cap: int(c), off: len(flatLeaves)}
+		if other != nil && otherOK {
+			o := other.shape
+			u.other = perZone(gpu, cpu, total, o) > 0 && (v.cap == nil || perZone(v.cap.GPU, v.cap.CPUMilli, v.cap.NICs, o) > 0)
+			if u.other {
+				u.otherCap = int(capOf(o))
+			}
+		}
+		if (c <= 0 || total < r) && !u.other {
 			return
 		}
-		u := rawUnit{cap: int(min(c, int64(target))), off: len(flatLeaves)}
 		for i := range zones {
 			for _, id := range zones[i].leaves {
 				if j := slices.Index(flatLeaves[u.off:], id); j >= 0 {
@@ -288,7 +391,11 @@ func (p *planner) setComponents(target int) ([]setComp, bool) {
 		units = append(units, u)
 	}
 	for _, name := range p.s.fabric.NodeNames() {
-		if !p.anyAllowed(name) {
+		mainOK, otherOK := p.anyAllowed(name), false
+		if other != nil {
+			mainOK, otherOK = p.allowedNode(name, other.mainGroup), p.allowedNode(name, other.group)
+		}
+		if !mainOK && !otherOK {
 			continue
 		}
 		v := p.s.view(name)
@@ -296,11 +403,11 @@ func (p *planner) setComponents(target int) ([]setComp, bool) {
 			continue
 		}
 		if pools(v.node, sh) {
-			add(v, v.zones)
+			add(v, v.zones, mainOK, otherOK)
 			continue
 		}
 		for i := range v.zones {
-			add(v, v.zones[i:i+1])
+			add(v, v.zones[i:i+1], mainOK, otherOK)
 		}
 	}
 	if tooWide {
@@ -351,6 +458,10 @@ func (p *planner) setComponents(target int) ([]setComp, bool) {
 		}
 		key = append(append(key[:0], root...), '|')
 		key = appendInt(key, int64(u.cap))
+		if u.other {
+			key = append(key, '+')
+			key = appendInt(key, int64(u.otherCap))
+		}
 		for j := 0; j < u.n; j++ {
 			key = append(key, '/')
 			key = appendInt(key, int64(bitsOf[j]))
@@ -362,13 +473,14 @@ func (p *planner) setComponents(target int) ([]setComp, bool) {
 			continue
 		}
 		seen[string(key)] = len(c.units)
-		c.units = append(c.units, setUnit{cap: u.cap, bits: slices.Clone(bitsOf[:u.n]), nics: slices.Clone(nics), mult: 1})
+		c.units = append(c.units, setUnit{cap: u.cap, bits: slices.Clone(bitsOf[:u.n]), nics: slices.Clone(nics),
+			other: u.other, otherCap: u.otherCap, mult: 1})
 	}
 	comps := make([]setComp, 0, len(roots))
 	sort.Slice(roots, func(i, j int) bool { return byRoot[roots[i]].leaves[0] < byRoot[roots[j]].leaves[0] })
 	for _, root := range roots {
 		c := byRoot[root]
-		c.count(r, target)
+		c.count(r, target, other)
 		comps = append(comps, *c)
 	}
 	sort.SliceStable(comps, func(i, j int) bool { return comps[i].s1 < comps[j].s1 })
@@ -390,17 +502,26 @@ func appendInt(b []byte, v int64) []byte {
 	return append(b, tmp[i:]...)
 }
 
-// count fills best and mask: for every subset of the component's leaves,
-// the pods its units hold (capped at target); per size the most, ties to
-// the fewest free NICs under the set (best fit), then the lowest mask.
-func (c *setComp) count(r int64, target int) {
+// count fills best, mask and free: for every subset of the component's
+// leaves, the pods of the main shape its units hold (capped at target),
+// and with other set, those they hold beside it (the other pod in the
+// unit where it costs the fewest); per size the most, ties to the fewest
+// free NICs under the set (best fit), then the lowest mask.
+func (c *setComp) count(r int64, target int, other *setOther) {
 	n := len(c.leaves)
-	c.best = make([]int, n+1)
-	c.mask = make([]uint32, n+1)
-	c.free = make([]int64, n+1)
-	free := c.free
-	for k := 1; k <= n; k++ {
-		c.best[k] = -1
+	layers := 1
+	if other != nil {
+		layers = 2
+	}
+	c.best, c.mask, c.free = make([][]int, layers), make([][]uint32, layers), make([][]int64, layers)
+	for l := range c.best {
+		c.best[l], c.mask[l], c.free[l] = make([]int, n+1), make([]uint32, n+1), make([]int64, n+1)
+		for k := 1; k <= n; k++ {
+			c.best[l][k] = -1
+		}
+	}
+	if other != nil {
+		c.best[1][0] = -1
 	}
 	leafNICs := make([]int64, n)
 	for _, u := range c.units {
@@ -408,8 +529,17 @@ func (c *setComp) count(r int64, target int) {
 			leafNICs[b] += u.nics[i] * int64(u.mult)
 		}
 	}
+	keep := func(l int, m uint32, pods int, nics int64) {
+		k := bits.OnesCount32(m)
+		if pods > c.best[l][k] || pods == c.best[l][k] && nics < c.free[l][k] {
+			c.best[l][k], c.mask[l][k], c.free[l][k] = pods, m, nics
+		}
+	}
 	for m := uint32(1); m < 1<<uint(n); m++ {
 		pods := 0
+		// delta is the fewest main-shape pods the other pod costs in a
+		// unit that holds it (ok: some unit does).
+		delta, ok := 0, false
 		for _, u := range c.units {
 			var a int64
 			for i, b := range u.bits {
@@ -417,10 +547,19 @@ func (c *setComp) count(r int64, target int) {
 					a += u.nics[i]
 				}
 			}
-			pods += min(u.cap, int(a/r)) * u.mult
-			if pods >= target {
-				pods = target
-				break
+			p := min(u.cap, int(a/r))
+			pods += p * u.mult
+			if other == nil {
+				if pods >= target {
+					break
+				}
+				continue
+			}
+			if u.other && a >= other.shape.NICs {
+				d := min(u.otherCap, int((a-other.shape.NICs)/r)) - p
+				if !ok || d > delta {
+					delta, ok = d, true
+				}
 			}
 		}
 		var nics int64
@@ -429,37 +568,38 @@ func (c *setComp) count(r int64, target int) {
 				nics += leafNICs[b]
 			}
 		}
-		k := bits.OnesCount32(m)
-		if pods > c.best[k] || pods == c.best[k] && nics < free[k] {
-			c.best[k], c.mask[k], free[k] = pods, m, nics
+		keep(0, m, min(pods, target), nics)
+		if ok {
+			keep(1, m, min(pods+delta, target), nics)
 		}
 	}
 }
 
 // tryLeafSets verifies the leaf-set search's choice for the gang by a
-// fill and returns it when it uses fewer leaves than c; else c, whose
-// choice among sets of as many leaves (S1s, nodes, best fit, which keep
-// large leaves whole for later gangs) stands. It applies to gangs that
-// hold no pods yet; pods of other shapes than the main one are given room
-// by asking for up to maxSetExtra more pods of the main shape.
+// fill and returns it when it uses fewer leaves than c, or as many in
+// fewer S1s; else c, whose choice among sets of as many leaves and S1s
+// (nodes, best fit, which keep large leaves whole for later gangs)
+// stands. It applies to gangs that hold no pods yet. A gang's one RDMA pod
+// of another shape than the main one (a master) is counted exactly
+// (otherPod); other pods of other shapes are given room by asking for up
+// to maxSetExtra more pods of the main shape.
 func (p *planner) tryLeafSets(pods []Pod, c *candidate, oneS1 bool) *candidate {
 	if !p.g.Occupancy.Empty() || p.main.NICs <= 0 {
 		return c
 	}
 	main := countShape(pods, p.main)
-	extra := 0
-	if main < len(pods) {
-		extra = maxSetExtra
-	}
 	stats := map[topology.S0ID]*leafStat{}
 	for _, st := range p.leafStats() {
 		stats[st.id] = st
 	}
 	need := gangNICs(pods)
-	for t := main; t <= main+extra; t++ {
-		set, ok := p.exactLeafSet(t, oneS1)
+	// try fills the gang on the search's set for t main-shape pods
+	// (beside other): the verified candidate, nil when the fill fails;
+	// stop when the search finds nothing or more leaves than c.
+	try := func(t int, other *setOther) (cand *candidate, stop bool) {
+		set, ok := p.exactLeafSet(t, other, oneS1)
 		if !ok || c != nil && len(set) > len(c.leaves) {
-			return c
+			return nil, true
 		}
 		var nodes []string
 		var free int64
@@ -471,13 +611,34 @@ func (p *planner) tryLeafSets(pods []Pod, c *candidate, oneS1 bool) *candidate {
 		}
 		assign, ok := p.fill(pods, p.dedupe(nodes), set)
 		if !ok {
-			continue
+			return nil, false
 		}
-		cand := &candidate{assign: assign, leaves: p.leavesOf(assign), leftover: max(free-need, 0), key: "leaf-set"}
-		if c == nil || len(cand.leaves) < len(c.leaves) {
+		return &candidate{assign: assign, leaves: p.leavesOf(assign), leftover: max(free-need, 0), key: "leaf-set"}, false
+	}
+	pick := func(cand *candidate) *candidate {
+		if c == nil || len(cand.leaves) < len(c.leaves) ||
+			len(cand.leaves) == len(c.leaves) && s1Count(p.s.fabric, cand.leaves) < s1Count(p.s.fabric, c.leaves) {
 			return cand
 		}
 		return c
+	}
+	if other := otherPod(pods, p.main); other != nil {
+		if cand, _ := try(main, other); cand != nil {
+			return pick(cand)
+		}
+	}
+	extra := 0
+	if main < len(pods) {
+		extra = maxSetExtra
+	}
+	for t := main; t <= main+extra; t++ {
+		cand, stop := try(t, nil)
+		if stop {
+			return c
+		}
+		if cand != nil {
+			return pick(cand)
+		}
 	}
 	return c
 }

@@ -18,7 +18,7 @@ func searchLeafSet(s *State, g Gang, oneS1 bool) (map[topology.S0ID]bool, bool) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := &planner{s: s, g: &g, main: mainShape(g.Pods), groups: groupsOf(g.Pods), classes: classesOf(g.Pods)}
-	return p.exactLeafSet(len(g.Pods), oneS1)
+	return p.exactLeafSet(len(g.Pods), nil, oneS1)
 }
 
 // TestLeafSetsOnHalfBusyClusters: on random half-busy provider clusters of
