@@ -39,19 +39,30 @@ const (
 	maxUnitLeaves = 16
 )
 
-// setUnit is one unit of a component: its capacity, and its free NICs
-// per leaf as a bit index of the component with a count.
-type setUnit struct {
+// setZone is one place of a unit where pods pool (a NUMA zone of a
+// single-NUMA node, or a node whose zones pool): its capacity, and its
+// free NICs per leaf as a bit index of the component with a count.
+type setZone struct {
 	cap  int
 	bits []uint
 	nics []int64
 	// other says whether the gang's pod of another shape (setOther) fits
-	// in the unit, and otherCap is the unit's capacity for the main shape
+	// in the zone, and otherCap is the zone's capacity for the main shape
 	// beside it.
 	other    bool
 	otherCap int
-	// mult is how many units of the component are alike (same capacity,
-	// same NICs per leaf): they are counted once, times mult.
+}
+
+// setUnit is what the search counts as one: a zone, or the zones of a
+// node whose admission (Gang.Admit: memory, host ports, the pod limit)
+// takes fewer pods of the gang than they hold, with that limit.
+type setUnit struct {
+	zones []setZone
+	// limit bounds the main-shape pods of the unit's zones together,
+	// otherLimit those beside the other pod (-1: no bound).
+	limit, otherLimit int
+	// mult is how many units of the component are alike (same
+	// capacities, same NICs per leaf): they are counted once, times mult.
 	mult int
 }
 
@@ -310,14 +321,17 @@ func (p *planner) exactLeafSet(target int, other *setOther, oneS1 bool) (map[top
 // joins their leaves into components and counts every subset of each.
 func (p *planner) setComponents(target int, other *setOther) ([]setComp, bool) {
 	sh, r := p.main, p.main.NICs
-	// rawUnit's leaves and NIC counts are flatLeaves[off:off+n] and
+	// rawZone's leaves and NIC counts are flatLeaves[off:off+n] and
 	// flatNICs[off:off+n] (one backing array for all: the search builds
-	// a unit per zone of the cluster).
-	type rawUnit struct {
+	// a zone per zone of the cluster).
+	type rawZone struct {
 		cap, off, n int
 		other       bool
 		otherCap    int
 	}
+	// rawUnit is a run of zones (zones[from:to]) counted as one unit.
+	type rawUnit struct{ from, to, limit, otherLimit int }
+	var zones []rawZone
 	var units []rawUnit
 	var flatLeaves []topology.S0ID
 	var flatNICs []int64
@@ -330,18 +344,29 @@ func (p *planner) setComponents(target int, other *setOther) ([]setComp, bool) {
 		}
 		return x
 	}
-	tooWide := false
-	// add counts a unit: zones of node v that pool. mainOK and otherOK
-	// say whether the node takes pods of the main shape and the other pod.
-	add := func(v *nodeFree, zones []zoneFree, mainOK, otherOK bool) {
-		var gpu, cpu, total int64
-		for i := range zones {
-			gpu += zones[i].gpu
-			cpu += zones[i].cpuMilli
-			total += int64(len(zones[i].nics))
+	join := func(leaves []topology.S0ID) {
+		for _, id := range leaves {
+			if _, ok := parent[id]; !ok {
+				parent[id] = id
+			}
+			if a, b := find(leaves[0]), find(id); a != b {
+				parent[a] = b
+			}
 		}
-		// capOf is what the unit holds of the main shape once free
-		// minus taken is left (the node's cap too).
+	}
+	tooWide := false
+	// add counts zones of node v that pool as one zone. mainOK and
+	// otherOK say whether the node takes pods of the main shape and the
+	// other pod.
+	add := func(v *nodeFree, zs []zoneFree, mainOK, otherOK bool) {
+		var gpu, cpu, total int64
+		for i := range zs {
+			gpu += zs[i].gpu
+			cpu += zs[i].cpuMilli
+			total += int64(len(zs[i].nics))
+		}
+		// capOf is what the zone holds of the main shape once taken is
+		// placed in it (the node's cap too).
 		capOf := func(taken Shape) int64 {
 			if !mainOK {
 				return 0
@@ -353,42 +378,33 @@ func (p *planner) setComponents(target int, other *setOther) ([]setComp, bool) {
 			return min(c, int64(target))
 		}
 		c := capOf(Shape{})
-		u := rawUnit{cap: int(c), off: len(flatLeaves)}
+		z := rawZone{cap: int(c), off: len(flatLeaves)}
 		if other != nil && otherOK {
 			o := other.shape
-			u.other = perZone(gpu, cpu, total, o) > 0 && (v.cap == nil || perZone(v.cap.GPU, v.cap.CPUMilli, v.cap.NICs, o) > 0)
-			if u.other {
-				u.otherCap = int(capOf(o))
+			z.other = perZone(gpu, cpu, total, o) > 0 && (v.cap == nil || perZone(v.cap.GPU, v.cap.CPUMilli, v.cap.NICs, o) > 0)
+			if z.other {
+				z.otherCap = int(capOf(o))
 			}
 		}
-		if (c <= 0 || total < r) && !u.other {
+		if (c <= 0 || total < r) && !z.other {
 			return
 		}
-		for i := range zones {
-			for _, id := range zones[i].leaves {
-				if j := slices.Index(flatLeaves[u.off:], id); j >= 0 {
-					flatNICs[u.off+j]++
+		for i := range zs {
+			for _, id := range zs[i].leaves {
+				if j := slices.Index(flatLeaves[z.off:], id); j >= 0 {
+					flatNICs[z.off+j]++
 					continue
 				}
-				if u.n == maxUnitLeaves {
+				if z.n == maxUnitLeaves {
 					tooWide = true
 					return
 				}
 				flatLeaves = append(flatLeaves, id)
 				flatNICs = append(flatNICs, 1)
-				u.n++
+				z.n++
 			}
 		}
-		leaves := flatLeaves[u.off : u.off+u.n]
-		for _, id := range leaves {
-			if _, ok := parent[id]; !ok {
-				parent[id] = id
-			}
-			if a, b := find(leaves[0]), find(id); a != b {
-				parent[a] = b
-			}
-		}
-		units = append(units, u)
+		zones = append(zones, z)
 	}
 	for _, name := range p.s.fabric.NodeNames() {
 		mainOK, otherOK := p.anyAllowed(name), false
@@ -402,16 +418,52 @@ func (p *planner) setComponents(target int, other *setOther) ([]setComp, bool) {
 		if v == nil {
 			continue
 		}
+		from := len(zones)
 		if pools(v.node, sh) {
 			add(v, v.zones, mainOK, otherOK)
-			continue
+		} else {
+			for i := range v.zones {
+				add(v, v.zones[i:i+1], mainOK, otherOK)
+			}
 		}
-		for i := range v.zones {
-			add(v, v.zones[i:i+1], mainOK, otherOK)
+		if tooWide {
+			return nil, false
 		}
-	}
-	if tooWide {
-		return nil, false
+		// The node's zones are one unit when its admission takes fewer
+		// pods than they hold; else each zone is one.
+		holds, otherHolds, anyOther := 0, 0, false
+		for _, z := range zones[from:] {
+			holds += z.cap
+		}
+		for _, z := range zones[from:] {
+			if z.other {
+				otherHolds = max(otherHolds, holds-z.cap+z.otherCap)
+				anyOther = true
+			}
+		}
+		limit, otherLimit := p.admitted(name, holds, false), -1
+		if anyOther {
+			if otherLimit = p.admitted(name, otherHolds, true); otherLimit < 0 {
+				for i := from; i < len(zones); i++ {
+					zones[i].other = false
+				}
+				otherLimit = -1
+			}
+		}
+		if limit < holds || otherLimit >= 0 && otherLimit < otherHolds {
+			units = append(units, rawUnit{from: from, to: len(zones), limit: limit, otherLimit: otherLimit})
+		} else {
+			for i := from; i < len(zones); i++ {
+				units = append(units, rawUnit{from: i, to: i + 1, limit: -1, otherLimit: -1})
+			}
+		}
+		var leaves []topology.S0ID
+		for _, z := range zones[from:] {
+			leaves = append(leaves, flatLeaves[z.off:z.off+z.n]...)
+		}
+		if len(leaves) > 0 {
+			join(leaves)
+		}
 	}
 	byRoot := map[topology.S0ID]*setComp{}
 	var roots []topology.S0ID
@@ -448,33 +500,48 @@ func (p *planner) setComponents(target int, other *setOther) ([]setComp, bool) {
 	seen := map[string]int{}
 	var key []byte
 	var bitsOf [maxUnitLeaves]uint
-	for i := range units {
-		u := &units[i]
-		leaves, nics := flatLeaves[u.off:u.off+u.n], flatNICs[u.off:u.off+u.n]
-		root := find(leaves[0])
+	for _, u := range units {
+		if zones[u.from].n == 0 && u.to-u.from == 1 {
+			continue
+		}
+		var root topology.S0ID
+		for _, z := range zones[u.from:u.to] {
+			if z.n > 0 {
+				root = find(flatLeaves[z.off])
+				break
+			}
+		}
 		c := byRoot[root]
-		for j, id := range leaves {
-			bitsOf[j] = uint(slices.Index(c.leaves, id))
-		}
 		key = append(append(key[:0], root...), '|')
-		key = appendInt(key, int64(u.cap))
-		if u.other {
-			key = append(key, '+')
-			key = appendInt(key, int64(u.otherCap))
-		}
-		for j := 0; j < u.n; j++ {
-			key = append(key, '/')
-			key = appendInt(key, int64(bitsOf[j]))
-			key = append(key, ':')
-			key = appendInt(key, nics[j])
+		key = appendInt(key, int64(u.limit+1))
+		key = append(key, ',')
+		key = appendInt(key, int64(u.otherLimit+1))
+		su := setUnit{limit: u.limit, otherLimit: u.otherLimit, mult: 1}
+		for _, z := range zones[u.from:u.to] {
+			leaves, nics := flatLeaves[z.off:z.off+z.n], flatNICs[z.off:z.off+z.n]
+			for j, id := range leaves {
+				bitsOf[j] = uint(slices.Index(c.leaves, id))
+			}
+			key = append(key, '|')
+			key = appendInt(key, int64(z.cap))
+			if z.other {
+				key = append(key, '+')
+				key = appendInt(key, int64(z.otherCap))
+			}
+			for j := 0; j < z.n; j++ {
+				key = append(key, '/')
+				key = appendInt(key, int64(bitsOf[j]))
+				key = append(key, ':')
+				key = appendInt(key, nics[j])
+			}
+			su.zones = append(su.zones, setZone{cap: z.cap, bits: slices.Clone(bitsOf[:z.n]), nics: slices.Clone(nics), other: z.other, otherCap: z.otherCap})
 		}
 		if at, ok := seen[string(key)]; ok {
 			c.units[at].mult++
 			continue
 		}
 		seen[string(key)] = len(c.units)
-		c.units = append(c.units, setUnit{cap: u.cap, bits: slices.Clone(bitsOf[:u.n]), nics: slices.Clone(nics),
-			other: u.other, otherCap: u.otherCap, mult: 1})
+		c.units = append(c.units, su)
 	}
 	comps := make([]setComp, 0, len(roots))
 	sort.Slice(roots, func(i, j int) bool { return byRoot[roots[i]].leaves[0] < byRoot[roots[j]].leaves[0] })
@@ -485,6 +552,45 @@ func (p *planner) setComponents(target int, other *setOther) ([]setComp, bool) {
 	}
 	sort.SliceStable(comps, func(i, j int) bool { return comps[i].s1 < comps[j].s1 })
 	return comps, true
+}
+
+// admitted is how many of the gang's main-shape pods node admits together
+// (Gang.Admit), beside its other pod when withOther, up to holds: holds
+// when the admission takes that many (or the gang has none); -1 when it
+// refuses the other pod. One probe decides most nodes (the last pod
+// beside the others); a node that refuses it is probed pod by pod.
+func (p *planner) admitted(node string, holds int, withOther bool) int {
+	if p.g.Admit == nil || p.setPods == nil {
+		return holds
+	}
+	var mains []Pod
+	var on []Pod
+	for _, pod := range p.setPods {
+		switch {
+		case pod.Shape == p.main:
+			mains = append(mains, pod)
+		case withOther && pod.Shape.NICs > 0 && len(on) == 0:
+			if !p.g.Admit(node, pod, nil) {
+				return -1
+			}
+			on = append(on, pod)
+		}
+	}
+	holds = min(holds, len(mains))
+	takes := func(k int) bool { // the k-th main pod beside the first k-1
+		return p.g.Admit(node, mains[k-1], append(on[:len(on):len(on)], mains[:k-1]...))
+	}
+	switch {
+	case holds == 0:
+		return 0
+	case takes(holds):
+		return holds
+	}
+	k := 0
+	for k < holds-1 && takes(k+1) {
+		k++
+	}
+	return k
 }
 
 // appendInt appends v (>= 0) in decimal.
@@ -505,7 +611,7 @@ func appendInt(b []byte, v int64) []byte {
 // count fills best, mask and free: for every subset of the component's
 // leaves, the pods of the main shape its units hold (capped at target),
 // and with other set, those they hold beside it (the other pod in the
-// unit where it costs the fewest); per size the most, ties to the fewest
+// zone where it costs the fewest); per size the most, ties to the fewest
 // free NICs under the set (best fit), then the lowest mask.
 func (c *setComp) count(r int64, target int, other *setOther) {
 	n := len(c.leaves)
@@ -525,8 +631,10 @@ func (c *setComp) count(r int64, target int, other *setOther) {
 	}
 	leafNICs := make([]int64, n)
 	for _, u := range c.units {
-		for i, b := range u.bits {
-			leafNICs[b] += u.nics[i] * int64(u.mult)
+		for _, z := range u.zones {
+			for i, b := range z.bits {
+				leafNICs[b] += z.nics[i] * int64(u.mult)
+			}
 		}
 	}
 	keep := func(l int, m uint32, pods int, nics int64) {
@@ -535,19 +643,33 @@ func (c *setComp) count(r int64, target int, other *setOther) {
 			c.best[l][k], c.mask[l][k], c.free[l][k] = pods, m, nics
 		}
 	}
+	bound := func(limit, v int) int {
+		if limit >= 0 {
+			return min(limit, v)
+		}
+		return v
+	}
+	var held, avail []int
 	for m := uint32(1); m < 1<<uint(n); m++ {
 		pods := 0
 		// delta is the fewest main-shape pods the other pod costs in a
-		// unit that holds it (ok: some unit does).
+		// zone that holds it (ok: some zone does).
 		delta, ok := 0, false
 		for _, u := range c.units {
-			var a int64
-			for i, b := range u.bits {
-				if m&(1<<b) != 0 {
-					a += u.nics[i]
+			held, avail = held[:0], avail[:0]
+			sum := 0
+			for _, z := range u.zones {
+				var a int
+				for i, b := range z.bits {
+					if m&(1<<b) != 0 {
+						a += int(z.nics[i])
+					}
 				}
+				h := min(z.cap, a/int(r))
+				held, avail = append(held, h), append(avail, a)
+				sum += h
 			}
-			p := min(u.cap, int(a/r))
+			p := bound(u.limit, sum)
 			pods += p * u.mult
 			if other == nil {
 				if pods >= target {
@@ -555,8 +677,12 @@ func (c *setComp) count(r int64, target int, other *setOther) {
 				}
 				continue
 			}
-			if u.other && a >= other.shape.NICs {
-				d := min(u.otherCap, int((a-other.shape.NICs)/r)) - p
+			for i, z := range u.zones {
+				if !z.other || int64(avail[i]) < other.shape.NICs {
+					continue
+				}
+				beside := min(z.otherCap, (avail[i]-int(other.shape.NICs))/int(r))
+				d := bound(u.otherLimit, sum-held[i]+beside) - p
 				if !ok || d > delta {
 					delta, ok = d, true
 				}
@@ -588,6 +714,8 @@ func (p *planner) tryLeafSets(pods []Pod, c *candidate, oneS1 bool) *candidate {
 		return c
 	}
 	main := countShape(pods, p.main)
+	p.setPods = pods
+	defer func() { p.setPods = nil }()
 	stats := map[topology.S0ID]*leafStat{}
 	for _, st := range p.leafStats() {
 		stats[st.id] = st
