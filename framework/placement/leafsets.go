@@ -713,6 +713,10 @@ func (p *planner) tryLeafSets(pods []Pod, c *candidate, oneS1 bool) *candidate {
 	if !p.g.Occupancy.Empty() || p.main.NICs <= 0 {
 		return c
 	}
+	need := gangNICs(pods)
+	if c != nil && !p.setsMayBeat(c, need, oneS1) {
+		return c
+	}
 	main := countShape(pods, p.main)
 	p.setPods = pods
 	defer func() { p.setPods = nil }()
@@ -720,7 +724,6 @@ func (p *planner) tryLeafSets(pods []Pod, c *candidate, oneS1 bool) *candidate {
 	for _, st := range p.leafStats() {
 		stats[st.id] = st
 	}
-	need := gangNICs(pods)
 	// try fills the gang on the search's set for t main-shape pods
 	// (beside other): the verified candidate, nil when the fill fails;
 	// stop when the search finds nothing or more leaves than c.
@@ -769,4 +772,85 @@ func (p *planner) tryLeafSets(pods []Pod, c *candidate, oneS1 bool) *candidate {
 		}
 	}
 	return c
+}
+
+// setsMayBeat is the leaf-set search's gate: whether a set of leaves could
+// beat c, a placement on k leaves in m S1s, by the bound that every NIC
+// the gang needs is a free NIC under its leaves: some k-1 leaves (within
+// one S1 when oneS1) have need free NICs, or, when c spans several S1s,
+// some k leaves of fewer S1s do. It reads the per-leaf statistics the
+// tier searches keep, so a gang the tiers already placed on the fewest
+// leaves and S1s the bound allows costs no node scan.
+func (p *planner) setsMayBeat(c *candidate, need int64, oneS1 bool) bool {
+	k, m := len(c.leaves), s1Count(p.s.fabric, c.leaves)
+	// Per S1, its leaves' free NICs, largest first, as prefix sums.
+	byS1 := map[topology.S1ID][]int64{}
+	var order []topology.S1ID
+	for _, st := range p.leafStats() {
+		if st.nics <= 0 {
+			continue
+		}
+		if _, ok := byS1[st.s1]; !ok {
+			order = append(order, st.s1)
+		}
+		byS1[st.s1] = append(byS1[st.s1], st.nics)
+	}
+	prefix := func(list []int64) []int64 {
+		slices.SortFunc(list, func(a, b int64) int { return int(b - a) })
+		out := make([]int64, len(list)+1)
+		for i, v := range list {
+			out[i+1] = out[i] + v
+		}
+		return out
+	}
+	top := func(pre []int64, j int) int64 { return pre[min(j, len(pre)-1)] }
+	if oneS1 {
+		for _, id := range order {
+			if top(prefix(byS1[id]), k-1) >= need {
+				return true
+			}
+		}
+		return false
+	}
+	var all []int64
+	pres := make([][]int64, 0, len(order))
+	for _, id := range order {
+		all = append(all, byS1[id]...)
+		pres = append(pres, prefix(byS1[id]))
+	}
+	if top(prefix(all), k-1) >= need {
+		return true
+	}
+	if m <= 1 {
+		return false
+	}
+	// best[s][j]: the most free NICs j leaves of s S1s have (s < m).
+	best := make([][]int64, m)
+	for s := range best {
+		best[s] = make([]int64, k+1)
+		for j := range best[s] {
+			best[s][j] = -1
+		}
+	}
+	best[0][0] = 0
+	for _, pre := range pres {
+		for s := m - 2; s >= 0; s-- {
+			for j := k; j >= 0; j-- {
+				if best[s][j] < 0 {
+					continue
+				}
+				for t := 1; j+t <= k && t < len(pre); t++ {
+					best[s+1][j+t] = max(best[s+1][j+t], best[s][j]+pre[t])
+				}
+			}
+		}
+	}
+	for s := 1; s < m; s++ {
+		for j := 1; j <= k; j++ {
+			if best[s][j] >= need {
+				return true
+			}
+		}
+	}
+	return false
 }
