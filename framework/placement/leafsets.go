@@ -732,12 +732,18 @@ func (p *planner) tryLeafSets(pods []Pod, c *candidate, oneS1 bool) *candidate {
 		if !ok || c != nil && len(set) > len(c.leaves) {
 			return nil, true
 		}
+		// The fill may use every node with a NIC under the set (the
+		// fabric's slots; the fill skips what has no room).
 		var nodes []string
 		var free int64
 		for _, id := range sortedS0s(set) {
 			if st := stats[id]; st != nil {
-				nodes = append(nodes, st.nodes...)
 				free += st.nics
+			}
+			if l, ok := p.s.fabric.Leaf(id); ok {
+				for _, slot := range l.Slots {
+					nodes = append(nodes, slot.Node.Name)
+				}
 			}
 		}
 		assign, ok := p.fill(pods, p.dedupe(nodes), set)
