@@ -249,3 +249,100 @@ func TestLeafSetsWithMastersAndPodLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestLeafSetsMastersAndLimits: the leaf-set search on the smallest
+// clusters where a master of another shape, or a node limit only the
+// gang's admission knows (memory, a host port), decides the leaves.
+// Workers are 4 GPU + 2 RDMA, the master 1 GPU + 1 RDMA.
+func TestLeafSetsMastersAndLimits(t *testing.T) {
+	// partZone leaves 1 GPU and 1 NIC of a zone free: room for the master
+	// only.
+	partZone := func(w *builders.CNRWrapper, numa int) *builders.CNRWrapper {
+		c := builders.Consumer("other", fmt.Sprintf("part-%d", numa), fmt.Sprintf("uid-part-%d", numa))
+		w.UseNIC(builders.NUMANICs[numa][0], c)
+		return w.Alloc(numa, c, corev1.ResourceList{builders.GPUResource: resource.MustParse("3")})
+	}
+	cases := map[string]struct {
+		build   func(f *fixture)
+		workers int
+		master  bool
+		// limit is the gang's pods a node admits (0: no limit).
+		limit int
+		want  []topology.S0ID
+	}{
+		// a1 holds the 3 workers and nothing more; only a2 has room for
+		// the master (a leaf of its own S1 holds it too, but in another
+		// S1): {a1, a2}.
+		"the master's room under a second leaf of the S1": {
+			build: func(f *fixture) {
+				for i := 1; i <= 3; i++ {
+					f.add(usedZone(f.node(fmt.Sprint("a1-", i), "a", "a1", "a1-busy"), 1))
+				}
+				f.add(usedZone(partZone(f.node("a2-1", "a", "a2", "a2-busy"), 0), 1))
+				f.add(usedZone(partZone(f.node("b1-1", "b", "b1", "b1-busy"), 0), 1))
+			},
+			workers: 3, master: true, want: []topology.S0ID{"a1", "a2"},
+		},
+		"workers alone on one leaf": {
+			build: func(f *fixture) {
+				for i := 1; i <= 3; i++ {
+					f.add(usedZone(f.node(fmt.Sprint("a1-", i), "a", "a1", "a1-busy"), 1))
+				}
+				f.add(usedZone(partZone(f.node("a2-1", "a", "a2", "a2-busy"), 0), 1))
+			},
+			workers: 3, want: []topology.S0ID{"a1"},
+		},
+		// x's two nodes have both zones free under x (4 workers), y's
+		// three nodes one zone each (3): 4 workers fit under x alone,
+		// but one pod per node leaves x 2, so x and y.
+		"one pod per node": {
+			build: func(f *fixture) {
+				for i := 1; i <= 2; i++ {
+					f.add(f.node(fmt.Sprint("x-", i), "a", "x", "x"))
+				}
+				for i := 1; i <= 3; i++ {
+					f.add(usedZone(f.node(fmt.Sprint("y-", i), "a", "y", "y-busy"), 1))
+				}
+			},
+			workers: 4, limit: 1, want: []topology.S0ID{"x", "y"},
+		},
+		"no limit": {
+			build: func(f *fixture) {
+				for i := 1; i <= 2; i++ {
+					f.add(f.node(fmt.Sprint("x-", i), "a", "x", "x"))
+				}
+				for i := 1; i <= 3; i++ {
+					f.add(usedZone(f.node(fmt.Sprint("y-", i), "a", "y", "y-busy"), 1))
+				}
+			},
+			workers: 4, want: []topology.S0ID{"x"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := &fixture{}
+			tc.build(f)
+			g := gang(tc.workers, worker)
+			if tc.master {
+				g = gang(tc.workers+1, worker)
+				g.Pods[0].Shape = master
+			}
+			if tc.limit > 0 {
+				g.Admit = func(_ string, _ Pod, on []Pod) bool { return len(on) < tc.limit }
+			}
+			s := NewState(f.fabric(), ledger.New())
+			set, ok := searchLeafSetOf(s, g, false)
+			if diff := cmp.Diff(tc.want, sortedS0s(set)); !ok || diff != "" {
+				t.Errorf("search (ok %v) differs (-want +got):\n%s", ok, diff)
+			}
+			plan, fail := s.Plan(g)
+			if plan == nil {
+				t.Fatalf("Plan() failed: %v", fail)
+			}
+			checkPlan(t, s, g, plan)
+			if got := planLeaves(s, plan); got != len(tc.want) {
+				t.Errorf("plan on %d leaves %v, want %d", got, plan.S0s, len(tc.want))
+			}
+		})
+	}
+}
