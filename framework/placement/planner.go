@@ -78,6 +78,9 @@ type planner struct {
 	steps int
 	// seen is dedupe's scratch set.
 	seen map[string]struct{}
+	// setPods are the pods the leaf-set search asks Gang.Admit about
+	// (leafsets.go); nil outside it.
+	setPods []Pod
 }
 
 // candidate is a verified placement of one tier.
