@@ -412,7 +412,7 @@ func TestForgedAnnotationsIgnored(t *testing.T) {
 		t.Fatalf("placement annotation: %v", err)
 	}
 	zero := 0
-	if diff := cmp.Diff(rdmatopology.PlacementAnnotation{Tier: "node", S0: []string{"B"}, S1: []string{}, RingCrossings: &zero}, pl); diff != "" {
+	if diff := cmp.Diff(rdmatopology.PlacementAnnotation{GangPlacement: ledger.GangPlacement{Tier: "node", S0: []string{"B"}, S1: []string{}}, RingCrossings: &zero}, pl); diff != "" {
 		t.Errorf("placement (-want,+got):\n%s", diff)
 	}
 	checkBinds(t, o)

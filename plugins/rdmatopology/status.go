@@ -32,9 +32,8 @@ const (
 
 // PlacementAnnotation is the JSON written to rdmatopo.io/placement.
 type PlacementAnnotation struct {
-	Tier string   `json:"tier"`
-	S0   []string `json:"s0"`
-	S1   []string `json:"s1"`
+	// GangPlacement is the placement the nodes realized.
+	ledger.GangPlacement
 	// RingCrossings counts the leaf changes along the ring over the gang's
 	// pods that hold NICs, in rank order (the last rank back to rank 0);
 	// absent when a rank annotation is invalid.
@@ -69,7 +68,7 @@ func (s *Session) close() {
 			s.setPlacement(job, "")
 		} else {
 			sum := summarize(h)
-			ann := PlacementAnnotation{Tier: sum.Tier, S0: sum.S0, S1: sum.S1, RingCrossings: s.ringCrossings(job)}
+			ann := PlacementAnnotation{GangPlacement: sum, RingCrossings: s.ringCrossings(job)}
 			ann.Planned = s.plannedFor(job, ann)
 			data, _ := json.Marshal(ann)
 			s.setPlacement(job, string(data))

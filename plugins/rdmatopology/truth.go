@@ -80,11 +80,7 @@ type truth struct {
 // PlannedPlacement is the placement the scheduler planned for a gang,
 // written as "planned" in rdmatopo.io/placement when the nodes realized
 // another one.
-type PlannedPlacement struct {
-	Tier string   `json:"tier"`
-	S0   []string `json:"s0"`
-	S1   []string `json:"s1"`
-}
+type PlannedPlacement = ledger.GangPlacement
 
 // newTruth returns an empty adoption memory.
 func newTruth() *truth {

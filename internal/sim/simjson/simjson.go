@@ -5,7 +5,10 @@
 // (docs/cli.md); lists and objects are never null.
 package simjson
 
-import "github.com/rdmatopo/rdmatopo/internal/sim"
+import (
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/internal/sim"
+)
 
 // Pod is where one simulated pod landed.
 type Pod struct {
@@ -29,15 +32,14 @@ type Pod struct {
 
 // Job is the outcome of one simulated gang.
 type Job struct {
-	Namespace string   `json:"namespace"`
-	Name      string   `json:"name"`
-	MinMember int32    `json:"minMember"`
-	Placed    bool     `json:"placed"`
-	BoundPods int      `json:"boundPods"`
-	Tier      string   `json:"tier"`
-	S0        []string `json:"s0"`
-	S1        []string `json:"s1"`
-	Reason    string   `json:"reason"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	MinMember int32  `json:"minMember"`
+	Placed    bool   `json:"placed"`
+	BoundPods int    `json:"boundPods"`
+	// GangPlacement is the tier, S0s and S1s its bound pods span.
+	ledger.GangPlacement
+	Reason string `json:"reason"`
 	// WaitedSeconds is the simulated time from the job's first failed
 	// attempt to its placement (0 when placed at once), or until the last
 	// cycle for a job still waiting.
@@ -87,7 +89,7 @@ func FromReport(rep *sim.Report) Report {
 	for _, j := range rep.Jobs {
 		out.Jobs = append(out.Jobs, Job{
 			Namespace: j.Namespace, Name: j.Name, MinMember: j.MinMember, Placed: j.Placed,
-			BoundPods: j.BoundPods, Tier: j.Tier, S0: nonNil(j.S0), S1: nonNil(j.S1), Reason: j.Reason,
+			BoundPods: j.BoundPods, GangPlacement: ledger.GangPlacement{Tier: j.Tier, S0: nonNil(j.S0), S1: nonNil(j.S1)}, Reason: j.Reason,
 			WaitedSeconds: j.WaitedSeconds, RingCrossings: j.RingCrossings, Segments: segmentsOf(j.Segments),
 		})
 	}
