@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -382,10 +381,7 @@ type busy struct {
 // consumer) and annotated as rdmatopo annotates the pods it places.
 func (c *cluster) addBusyNode(name, leaf0, leaf1 string, pods ...busy) {
 	c.addNode(name, leaf0, leaf1)
-	w := builders.MakeCNR(name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
-		Zone(0, 4, 64000).Zone(1, 4, 64000).
-		NIC(builders.NUMANICs[0][0], 0, leaf0).NIC(builders.NUMANICs[0][1], 0, leaf0).
-		NIC(builders.NUMANICs[1][0], 1, leaf1).NIC(builders.NUMANICs[1][1], 1, leaf1)
+	w := builders.ProviderCNR(name, leaf0, leaf1)
 	if len(pods) > 0 && !c.hasGroup("other") {
 		c.addRunningGroup("other", 1, nil)
 	}

@@ -44,18 +44,15 @@ type cluster struct {
 // addNode adds a provider-shaped node whose NUMA-0 NICs go to leaf0 and
 // NUMA-1 NICs to leaf1.
 func (c *cluster) addNode(name, leaf0, leaf1 string) {
-	c.nodes = append(c.nodes, builders.MakeNode(name).Shared().GPU(8).RDMA(4).CPU("128").
+	c.nodes = append(c.nodes, builders.ProviderNode(name).
 		Resource("pods", "110").Resource("memory", "512Gi").Obj())
-	c.cnrs = append(c.cnrs, builders.MakeCNR(name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
-		Zone(0, 4, 64000).Zone(1, 4, 64000).
-		NIC(builders.NUMANICs[0][0], 0, leaf0).NIC(builders.NUMANICs[0][1], 0, leaf0).
-		NIC(builders.NUMANICs[1][0], 1, leaf1).NIC(builders.NUMANICs[1][1], 1, leaf1).Obj())
+	c.cnrs = append(c.cnrs, builders.ProviderCNR(name, leaf0, leaf1).Obj())
 }
 
 // addRailNode adds a rail-cabled single-NUMA node: 2 NICs per NUMA zone,
 // NIC i cabled to leaf "rail<i>" (so each zone spans two leaves).
 func (c *cluster) addRailNode(name string) {
-	c.nodes = append(c.nodes, builders.MakeNode(name).Shared().GPU(8).RDMA(4).CPU("128").
+	c.nodes = append(c.nodes, builders.ProviderNode(name).
 		Resource("pods", "110").Resource("memory", "512Gi").Obj())
 	w := builders.MakeCNR(name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
 		Zone(0, 4, 64000).Zone(1, 4, 64000)
@@ -74,10 +71,7 @@ func (c *cluster) addUnknownNode(name string, shared bool) {
 		nw = nw.Shared()
 	}
 	c.nodes = append(c.nodes, nw.Obj())
-	c.cnrs = append(c.cnrs, builders.MakeCNR(name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
-		Zone(0, 4, 64000).Zone(1, 4, 64000).
-		NIC(builders.NUMANICs[0][0], 0, "").NIC(builders.NUMANICs[0][1], 0, "").
-		NIC(builders.NUMANICs[1][0], 1, "").NIC(builders.NUMANICs[1][1], 1, "").Obj())
+	c.cnrs = append(c.cnrs, builders.ProviderCNR(name, "", "").Obj())
 }
 
 // addJob adds a PodGroup and n pods of gpu GPUs and nics NICs each.
@@ -471,10 +465,7 @@ func TestNodeAgentChoseOtherNICs(t *testing.T) {
 			Annotation(ledger.AnnotationNICs, builders.NUMANICs[0][0]+","+builders.NUMANICs[0][1]).
 			Annotation(ledger.AnnotationNUMA, "0").SchedulerName("volcano").Obj())
 		consumer := builders.Consumer("ns", name, uid)
-		c.cnrs[i] = builders.MakeCNR(node).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
-			Zone(0, 4, 64000).Zone(1, 4, 64000).
-			NIC(builders.NUMANICs[0][0], 0, "A").NIC(builders.NUMANICs[0][1], 0, "A").
-			NIC(builders.NUMANICs[1][0], 1, "B").NIC(builders.NUMANICs[1][1], 1, "B").
+		c.cnrs[i] = builders.ProviderCNR(node, "A", "B").
 			UseNIC(builders.NUMANICs[1][0], consumer).UseNIC(builders.NUMANICs[1][1], consumer).
 			Alloc(1, consumer, corev1.ResourceList{builders.GPUResource: resource.MustParse("4")}).Obj()
 	}

@@ -61,13 +61,10 @@ type cluster struct {
 // addNode adds a provider-shaped node (2 NUMA zones of 4 GPUs and 2 NICs)
 // whose NUMA-0 NICs go to leaf0 and NUMA-1 NICs to leaf1.
 func (c *cluster) addNode(name, leaf0, leaf1 string) {
-	c.nodes = append(c.nodes, builders.MakeNode(name).Shared().GPU(8).RDMA(4).CPU("128").
+	c.nodes = append(c.nodes, builders.ProviderNode(name).
 		Resource("pods", "110").Resource("memory", "512Gi").Obj())
 	c.cnrs = append(c.cnrs, func() *builders.CNRWrapper {
-		return builders.MakeCNR(name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
-			Zone(0, 4, 64000).Zone(1, 4, 64000).
-			NIC(builders.NUMANICs[0][0], 0, leaf0).NIC(builders.NUMANICs[0][1], 0, leaf0).
-			NIC(builders.NUMANICs[1][0], 1, leaf1).NIC(builders.NUMANICs[1][1], 1, leaf1)
+		return builders.ProviderCNR(name, leaf0, leaf1)
 	})
 }
 
