@@ -61,17 +61,18 @@ func checkPodNICs(f *fabric, pod corev1.Pod, shape podShape) (podNICs, error) {
 	return out, nil
 }
 
-// checkNoNICTwice fails the test when two pods hold the same NIC of a node.
-func checkNoNICTwice(t *testing.T, placed []podNICs) {
+// checkNoNICTwice fails the test when more pods hold a NIC of a node than
+// it has RDMA units (two pods on a NIC of one unit).
+func checkNoNICTwice(t *testing.T, f *fabric, placed []podNICs) {
 	t.Helper()
-	holder := map[string]string{}
+	holders := map[string][]string{}
 	for _, p := range placed {
 		for _, nic := range p.NICs {
 			key := p.Node + "/" + nic
-			if other, ok := holder[key]; ok {
-				t.Errorf("NIC %s of node %s is given to both %s and %s", nic, p.Node, other, p.Pod)
+			holders[key] = append(holders[key], p.Pod)
+			if units := max(f.nics[p.Node][nic].Units, 1); int64(len(holders[key])) > units {
+				t.Errorf("NIC %s of node %s (%d RDMA units) is given to %s", nic, p.Node, units, strings.Join(holders[key], ", "))
 			}
-			holder[key] = p.Pod
 		}
 	}
 }
@@ -90,7 +91,7 @@ func checkGangNICs(t *testing.T, f *fabric, pods []corev1.Pod, shape podShape) [
 		}
 		placed = append(placed, pn)
 	}
-	checkNoNICTwice(t, placed)
+	checkNoNICTwice(t, f, placed)
 	return placed
 }
 

@@ -39,6 +39,8 @@ type nicInfo struct {
 	NUMA int
 	// S0 is the hash of the leaf switch it is cabled to ("" if none).
 	S0 string
+	// Units is the NIC's RDMA units: how many pods it may serve.
+	Units int64
 }
 
 // fabric is the set of Nodes and KCNRs a test created, with the truth about
@@ -90,6 +92,8 @@ type nodeSpec struct {
 	Leaves [2]int
 	// Labels are added to the Node's labels.
 	Labels map[string]string
+	// NICUnits is each NIC's RDMA units (1 if 0).
+	NICUnits int64
 }
 
 // AddNode creates a Ready Node with GPUs, CPUs, memory and the RDMA NICs of
@@ -107,9 +111,10 @@ func (f *fabric) AddNode(ctx context.Context, spec nodeSpec) string {
 		}
 		leaf := f.Leaf(spec.Leaves[zone])
 		for _, pci := range zoneNICs[zone] {
-			cnr.NIC(pci, zone, leaf)
-			f.nics[name][pci] = nicInfo{NUMA: zone, S0: leaf}
-			rdma++
+			units := max(spec.NICUnits, 1)
+			cnr.NIC(pci, zone, leaf).Units(pci, units)
+			f.nics[name][pci] = nicInfo{NUMA: zone, S0: leaf, Units: units}
+			rdma += units
 		}
 	}
 	node := builders.MakeNode(name).Shared().

@@ -174,8 +174,11 @@ func (j volcanoJob) Create(t *testing.T, e *Env, ns string) {
 			SchedulerName: schedulerName,
 			Queue:         "default",
 			MinAvailable:  1 + j.Workers,
-			Tasks:         []batchv1alpha1.TaskSpec{task("master", 1), task("worker", j.Workers)},
+			Tasks:         []batchv1alpha1.TaskSpec{task("master", 1)},
 		},
+	}
+	if j.Workers > 0 {
+		job.Spec.Tasks = append(job.Spec.Tasks, task("worker", j.Workers))
 	}
 	if _, err := e.Volcano.BatchV1alpha1().Jobs(ns).Create(context.Background(), job, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create VolcanoJob %s/%s: %v", ns, j.Name, err)

@@ -179,7 +179,7 @@ func TestSchedulerRestartKeepsReservations(t *testing.T) {
 	secondPods := waitBound(t, e, ns, second.Selector(), second.Size(), placeTimeout)
 	secondPlaced, secondLeaf := checkGangUnderOneS0(t, f, secondPods, second.Shape)
 
-	checkNoNICTwice(t, append(append([]podNICs{}, firstPlaced...), secondPlaced...))
+	checkNoNICTwice(t, f, append(append([]podNICs{}, firstPlaced...), secondPlaced...))
 	if secondLeaf == firstLeaf {
 		t.Errorf("both gangs under S0 %s, which has room for one: first %s; second %s",
 			firstLeaf, describePlacement(firstPlaced), describePlacement(secondPlaced))
@@ -272,11 +272,59 @@ func TestForgedAnnotationIgnored(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the forger's annotations after binding: %v", err)
 	}
-	checkNoNICTwice(t, []podNICs{honestNICs, forgerNICs})
+	checkNoNICTwice(t, f, []podNICs{honestNICs, forgerNICs})
 	if forger.Annotations[annNICs] == forged[annNICs] {
 		t.Errorf("pod %s/forger kept its forged %s=%q", ns, annNICs, forged[annNICs])
 	}
 	if forgerNICs.NUMA == honestNICs.NUMA {
 		t.Errorf("both pods on NUMA zone %d of %s, which has the NICs of one", forgerNICs.NUMA, forger.Spec.NodeName)
 	}
+}
+
+// TestSharedNICsServeUpToTheirUnits: a node whose NUMA zone 0 has two NICs
+// of two RDMA units each (zone 1 none) takes a gang of three one-GPU,
+// one-unit pods in that zone, no NIC serving more than two; a pod that
+// needs two units on two NICs then waits (one unit is left), and a one-unit
+// pod takes the last unit.
+func TestSharedNICsServeUpToTheirUnits(t *testing.T) {
+	e := requireEnv(t)
+	ctx := context.Background()
+	f := newFabric(t, e)
+	ns := newNamespace(t, e)
+	node := f.AddNode(ctx, nodeSpec{Index: 1, Leaves: [2]int{0, -1}, NICUnits: 2})
+	oneUnit, twoUnits := podShape{GPUs: 1, NICs: 1}, podShape{GPUs: 1, NICs: 2}
+
+	job := volcanoJob{Name: "shared", Workers: 2, Shape: oneUnit}
+	job.Create(t, e, ns)
+	pods := waitBound(t, e, ns, job.Selector(), job.Size(), placeTimeout)
+	placed := checkGangNICs(t, f, pods, oneUnit)
+	used := map[string]int{}
+	for _, p := range placed {
+		if p.Node != node || p.NUMA != 0 {
+			t.Errorf("pod %s on %s NUMA %d, want %s NUMA 0", p.Pod, p.Node, p.NUMA, node)
+		}
+		for _, nic := range p.NICs {
+			used[nic]++
+		}
+	}
+	if len(used) != 2 {
+		t.Errorf("three one-unit pods on NICs %v, want both NICs used: %s", used, describePlacement(placed))
+	}
+	f.RecordAllocations(ctx, pods)
+
+	wide := volcanoJob{Name: "wide", Shape: twoUnits}
+	wide.Create(t, e, ns)
+	waitSchedulerCycles(t, e, pendingCycles, func() {
+		for _, p := range listPods(t, e, ns, wide.Selector()) {
+			if p.Spec.NodeName != "" {
+				t.Fatalf("pod %s/%s bound to %s with two units asked and one left", p.Namespace, p.Name, p.Spec.NodeName)
+			}
+		}
+	})
+
+	last := volcanoJob{Name: "last", Shape: oneUnit}
+	last.Create(t, e, ns)
+	lastPods := waitBound(t, e, ns, last.Selector(), last.Size(), placeTimeout)
+	all := append(checkGangNICs(t, f, lastPods, oneUnit), placed...)
+	checkNoNICTwice(t, f, all)
 }

@@ -1,3 +1,5 @@
+package rdmatopology
+
 // Holds: what the topology-preempt action keeps for a preempting gang
 // between the session that evicted its victims and the session the gang
 // binds in; and what a partial gang keeps of the places its failed binds
@@ -17,8 +19,6 @@
 // hold (the gang then competes by priority like any other). The holds
 // themselves, and each session's view of them, are package
 // framework/preemption's; this file checks them against the session.
-
-package rdmatopology
 
 import (
 	"fmt"
@@ -108,39 +108,6 @@ func (s *Session) dropHold(job api.JobID, why string) {
 		klog.V(3).InfoS("Released NIC hold of a preempting gang", "job", h.Name, "reason", why)
 	}
 	s.rt.preemption.Holds.Remove(string(job))
-}
-
-func (s *Session) pipelineAllowed(job api.JobID) bool {
-	return s.holds.PipelineAllowed(string(job))
-}
-
-// holdPredicate refuses a task of another job on a node where an applied
-// hold keeps resources the task would need: what the node will have free
-// once its releasing pods are gone, less what the holds keep there and
-// what the room kept for other gangs' lost pods keeps (replace.go). It
-// holds for every pod, with RDMA or without: the free view keeps a
-// replacement's NICs from other RDMA pods, and this keeps its GPUs and
-// CPUs from every pod.
-func (s *Session) holdPredicate(task *api.TaskInfo, node *api.NodeInfo) error {
-	if task.InitResreq == nil {
-		return nil
-	}
-	kept, holder := s.keptOn(task.Job, node.Name)
-	room, gang := s.RoomKeptOn(task.Job, node.Name)
-	if kept == nil && room == nil {
-		return nil
-	}
-	need := task.InitResreq.Clone()
-	if kept != nil {
-		need.Add(kept)
-		if !need.LessEqual(node.FutureIdle(), api.Zero) {
-			return s.fitError(task, node, "resources on the node are held for preempting gang "+holder)
-		}
-	}
-	if room != nil && !need.Add(room).LessEqual(node.FutureIdle(), api.Zero) {
-		return s.fitError(task, node, ErrReasonReplacementRoom+gang)
-	}
-	return nil
 }
 
 // ErrReasonReplacementRoom is the predicate's reason on a node whose free
@@ -234,27 +201,6 @@ func resourceOf(r preemption.Resources) *api.Resource {
 		}
 	}
 	return out
-}
-
-// predicateWithHolds is the plugin's predicate: a pod with a quantity the
-// scheduler cannot count fits no node; then holds, then NIC fit.
-func (s *Session) predicateWithHolds(task *api.TaskInfo, node *api.NodeInfo) error {
-	if err := s.uncountableError(task, node); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	probing := s.probing[task.UID] > 0
-	s.mu.Unlock()
-	if probing {
-		// A walk for the other plugins only (WithoutNICCheck): what holds
-		// keep depends on the task's own job and requests, which the
-		// caller counts.
-		return nil
-	}
-	if err := s.holdPredicate(task, node); err != nil {
-		return err
-	}
-	return s.predicate(task, node)
 }
 
 // reservation returns the ledger's reservation of a pod, if any.

@@ -11,6 +11,7 @@ package rdmatopology
 
 import (
 	"errors"
+
 	"k8s.io/klog/v2"
 	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/framework"

@@ -1,13 +1,15 @@
 package rdmatopology
 
-// The plugin's filter and score: NUMA-aligned NIC fit within the gang's
-// hard tier, and node order towards the plan and the gang's leaves.
+// The plugin's predicate (Volcano's PredicateFn): NUMA-aligned NIC fit within
+// the gang's hard tier, the resources other gangs' holds keep, and counts no
+// quantity can hold.
 
 import (
 	"fmt"
 
 	"volcano.sh/volcano/pkg/scheduler/api"
 
+	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
 
@@ -84,39 +86,92 @@ func (s *Session) fitError(task *api.TaskInfo, node *api.NodeInfo, reason string
 	return api.NewFitErrWithStatus(task, node, &api.Status{Code: api.Unschedulable, Reason: reason, Plugin: PluginName})
 }
 
-// Node scores: the planned node first, then nodes the gang already uses,
-// then nodes under the gang's leaves.
-const (
-	scorePlanned  = 100
-	scoreHeldNode = 50
-	scoreHeldLeaf = 25
-)
-
-// nodeOrder prefers the job's planned nodes, then nodes close to what the
-// job already holds.
-func (s *Session) nodeOrder(task *api.TaskInfo, node *api.NodeInfo) (float64, error) {
-	if !s.wantsRDMA(task) {
-		return 0, nil
+// holdPredicate refuses a task of another job on a node where an applied
+// hold keeps resources the task would need: what the node will have free
+// once its releasing pods are gone, less what the holds keep there and
+// what the room kept for other gangs' lost pods keeps (replace.go). It
+// holds for every pod, with RDMA or without: the free view keeps a
+// replacement's NICs from other RDMA pods, and this keeps its GPUs and
+// CPUs from every pod.
+func (s *Session) holdPredicate(task *api.TaskInfo, node *api.NodeInfo) error {
+	if task.InitResreq == nil {
+		return nil
 	}
-	w := float64(s.args.Weight)
-	s.mu.Lock()
-	a, planned := s.planned[task.UID]
-	s.mu.Unlock()
-	if planned && a.Node == node.Name {
-		return scorePlanned * w, nil
+	kept, holder := s.keptOn(task.Job, node.Name)
+	room, gang := s.RoomKeptOn(task.Job, node.Name)
+	if kept == nil && room == nil {
+		return nil
 	}
-	h := s.occupancy(task.Job)
-	if h.Nodes[node.Name] {
-		return scoreHeldNode * w, nil
-	}
-	if n, ok := s.fabric.Node(node.Name); ok {
-		for _, z := range n.Zones {
-			for _, nic := range z.NICs {
-				if h.S0s[nic.S0] {
-					return scoreHeldLeaf * w, nil
-				}
-			}
+	need := task.InitResreq.Clone()
+	if kept != nil {
+		need.Add(kept)
+		if !need.LessEqual(node.FutureIdle(), api.Zero) {
+			return s.fitError(task, node, "resources on the node are held for preempting gang "+holder)
 		}
 	}
-	return 0, nil
+	if room != nil && !need.Add(room).LessEqual(node.FutureIdle(), api.Zero) {
+		return s.fitError(task, node, ErrReasonReplacementRoom+gang)
+	}
+	return nil
+}
+
+// predicateWithHolds is the plugin's predicate: a pod with a quantity the
+// scheduler cannot count fits no node; then holds, then NIC fit.
+func (s *Session) predicateWithHolds(task *api.TaskInfo, node *api.NodeInfo) error {
+	if err := s.uncountableError(task, node); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	probing := s.probing[task.UID] > 0
+	s.mu.Unlock()
+	if probing {
+		// A walk for the other plugins only (WithoutNICCheck): what holds
+		// keep depends on the task's own job and requests, which the
+		// caller counts.
+		return nil
+	}
+	if err := s.holdPredicate(task, node); err != nil {
+		return err
+	}
+	return s.predicate(task, node)
+}
+
+// uncountableError is the predicate's answer for a task with an
+// uncountable quantity; nil for any other.
+func (s *Session) uncountableError(task *api.TaskInfo, node *api.NodeInfo) error {
+	q := s.uncountable[task.UID]
+	if q == nil {
+		return nil
+	}
+	return s.fitError(task, node, ErrReasonUncountable+": "+q.Field()+": "+q.Message)
+}
+
+// tierLimit returns the leaves a task of the job may use on node under its
+// hard tier (nil: any), or false if the node itself is out of bounds.
+func (s *Session) tierLimit(job *api.JobInfo, node string) (map[topology.S0ID]bool, bool) {
+	c, _, _ := s.effectiveContract(job)
+	mode, tier := c.Mode, c.HighestTier
+	if mode != placement.ModeHard {
+		return nil, true
+	}
+	h := s.occupancy(job.UID)
+	if h.Empty() {
+		return nil, true
+	}
+	switch tier {
+	case placement.TierNode:
+		// One node, its NICs under the leaves it holds.
+		return h.S0s, h.Nodes[node]
+	case placement.TierS0:
+		return h.S0s, true
+	case placement.TierS1:
+		allowed := map[topology.S0ID]bool{}
+		for s1 := range h.S1s {
+			for _, id := range s.fabric.LeavesOf(s1) {
+				allowed[id] = true
+			}
+		}
+		return allowed, true
+	}
+	return nil, true
 }

@@ -55,16 +55,6 @@ func (s *Session) findUncountable() map[api.TaskID]*placement.QuantityIssue {
 	return out
 }
 
-// uncountableError is the predicate's answer for a task with an
-// uncountable quantity; nil for any other.
-func (s *Session) uncountableError(task *api.TaskInfo, node *api.NodeInfo) error {
-	q := s.uncountable[task.UID]
-	if q == nil {
-		return nil
-	}
-	return s.fitError(task, node, ErrReasonUncountable+": "+q.Field()+": "+q.Message)
-}
-
 // quantityWarnings remembers the pods warned about, so each gets one
 // Event however many sessions see it pending; pods no longer pending are
 // forgotten.

@@ -31,7 +31,6 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/api"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
-	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/preemption"
 )
 
@@ -42,33 +41,6 @@ type sentBind struct {
 	job     api.JobID
 	task    preemption.HoldTask
 	victims []string
-}
-
-// noteAllocated records a task of an RDMA gang allocated in this session
-// (a the NICs it reserved, for a task requesting RDMA).
-func (s *Session) noteAllocated(task *api.TaskInfo, a *placement.Assignment) {
-	job := s.ssn.Jobs[task.Job]
-	if job == nil || !s.isRDMAJob(job) || task.InitResreq == nil {
-		return
-	}
-	t := holdTaskOf(task, task.NodeName, a)
-	var victims []string
-	if h, ok := s.holds.Taken(string(task.Job)); ok {
-		victims = h.Victims
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.allocated == nil {
-		s.allocated = map[api.TaskID]sentBind{}
-	}
-	s.allocated[task.UID] = sentBind{job: task.Job, task: t, victims: victims}
-}
-
-// forgetAllocated drops a task deallocated in this session.
-func (s *Session) forgetAllocated(task *api.TaskInfo) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.allocated, task.UID)
 }
 
 // noteSent hands the runtime, when the session closes, the tasks of RDMA

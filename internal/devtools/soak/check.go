@@ -220,6 +220,9 @@ type Checker struct {
 	// highest tier is then a breach even where its plan was not, since no
 	// node widened it.
 	NodeFollowsPlan bool
+	// NICUnits is the RDMA units every NIC of the cluster was built with
+	// (1 if 0): how many live pods one NIC may serve.
+	NICUnits int64
 
 	// NICMismatches counts bound pods whose KCNR entry, once it came, listed
 	// other NICs than the pod was bound with (the node agent's choice,
@@ -397,8 +400,9 @@ func (c *Checker) checkPods(o *Observation, add addFunc) []heldPod {
 	return held
 }
 
-// checkNICs finds NICs annotated on two live pods, and NICs a pod holds
-// that the KCNR shows consumed by another consumer.
+// checkNICs finds NICs annotated on more live pods than they have RDMA
+// units (one pod each on a NIC of one unit), and NICs a pod holds that the
+// KCNR shows consumed to their last unit by other consumers.
 func (c *Checker) checkNICs(o *Observation, held []heldPod, add addFunc) {
 	holders := map[nicKey][]string{}
 	for _, h := range held {
@@ -418,9 +422,9 @@ func (c *Checker) checkNICs(o *Observation, held []heldPod, add addFunc) {
 		return keys[i].nic < keys[j].nic
 	})
 	for _, k := range keys {
-		if pods := holders[k]; len(pods) > 1 {
+		if pods, units := holders[k], max(c.NICUnits, 1); int64(len(pods)) > units {
 			sort.Strings(pods)
-			add(KindDoubleBooked, k.node+"/"+string(k.nic), "held by pods %s", strings.Join(pods, ", "))
+			add(KindDoubleBooked, k.node+"/"+string(k.nic), "held by pods %s (%d RDMA units)", strings.Join(pods, ", "), units)
 		}
 	}
 	// A pod bound in this cycle must not hold a NIC that the KCNRs the
@@ -429,27 +433,50 @@ func (c *Checker) checkNICs(o *Observation, held []heldPod, add addFunc) {
 	// scheduler has since handed to someone else: that is the lag, not a
 	// conflict, so pods are checked against the KCNRs of the session that
 	// placed them.
-	consumers := kcnrNICConsumers(o.SessionCNRs)
+	consumers := kcnrNICConsumers(o.SessionCNRs, c.Config.RDMAResource)
 	for _, h := range held {
 		if !o.JustBound[string(h.pod.UID)] {
 			continue
 		}
 		own := nodeagent.Consumer(h.pod)
 		for _, n := range h.nics {
-			for _, other := range consumers[nicKey{h.pod.Spec.NodeName, n}] {
-				if other != own && !o.EvictedConsumers[other] {
-					add(KindKCNRConflict, podKey(h.pod), "placed on NIC %s of node %s, which the session's KCNR showed consumed by %s",
-						n, h.pod.Spec.NodeName, other)
+			use := consumers[nicKey{h.pod.Spec.NodeName, n}]
+			var others []string
+			var taken int64
+			for _, a := range use.allocs {
+				if a.consumer != own && !o.EvictedConsumers[a.consumer] {
+					others = append(others, a.consumer)
+					taken += a.units
 				}
+			}
+			if len(others) > 0 && taken >= use.units {
+				add(KindKCNRConflict, podKey(h.pod), "placed on NIC %s of node %s, whose %d RDMA units the session's KCNR showed consumed by %s",
+					n, h.pod.Spec.NodeName, use.units, strings.Join(others, ", "))
 			}
 		}
 	}
 }
 
-// kcnrNICConsumers lists, per NIC, the consumers of the NIC zone's
-// allocations in the KCNRs (PCI addresses compared in lower case).
-func kcnrNICConsumers(cnrs []*v1alpha1.CustomNodeResource) map[nicKey][]string {
-	out := map[nicKey][]string{}
+// nicUse is a NIC zone as a KCNR reports it: its allocatable RDMA units and
+// its allocations.
+type nicUse struct {
+	units  int64
+	allocs []nicAlloc
+}
+
+// nicAlloc is one consumer's allocation on a NIC: the RDMA units it
+// requests (1 when it names none, as an agent that does not count units
+// reports a NIC it gave away).
+type nicAlloc struct {
+	consumer string
+	units    int64
+}
+
+// kcnrNICConsumers lists, per NIC, its allocatable units and the consumers
+// of the NIC zone's allocations in the KCNRs (PCI addresses compared in
+// lower case).
+func kcnrNICConsumers(cnrs []*v1alpha1.CustomNodeResource, rdma string) map[nicKey]nicUse {
+	out := map[nicKey]nicUse{}
 	var walk func(node string, zones []*v1alpha1.TopologyZone)
 	walk = func(node string, zones []*v1alpha1.TopologyZone) {
 		for _, z := range zones {
@@ -458,11 +485,25 @@ func kcnrNICConsumers(cnrs []*v1alpha1.CustomNodeResource) map[nicKey][]string {
 			}
 			if z.Type == v1alpha1.TopologyTypeNIC {
 				k := nicKey{node, topology.NICID(strings.ToLower(z.Name))}
-				for _, a := range z.Allocations {
-					if a != nil && a.Consumer != "" {
-						out[k] = append(out[k], a.Consumer)
+				use := nicUse{units: 1}
+				if r := z.Resources.Allocatable; r != nil {
+					if q, ok := (*r)[corev1.ResourceName(rdma)]; ok {
+						use.units = q.Value()
 					}
 				}
+				for _, a := range z.Allocations {
+					if a == nil || a.Consumer == "" {
+						continue
+					}
+					units := int64(1)
+					if a.Requests != nil {
+						if q, ok := (*a.Requests)[corev1.ResourceName(rdma)]; ok {
+							units = q.Value()
+						}
+					}
+					use.allocs = append(use.allocs, nicAlloc{a.Consumer, units})
+				}
+				out[k] = use
 			}
 			walk(node, z.Children)
 		}
@@ -1155,9 +1196,9 @@ func (c *Checker) roomUnder(o *Observation, p *corev1.Pod, leaves []topology.S0I
 	}
 	gpu, cpu, nicsNeed := c.podNeeds(p)
 	listed := kcnrListings(o.SessionCNRs)
-	// taken: node -> NIC; used: node -> zone -> [gpu, cpu] of pods the
-	// session's KCNRs did not list.
-	taken := map[nicKey]bool{}
+	// taken: node/NIC -> RDMA units; used: node -> zone -> [gpu, cpu] of
+	// pods the session's KCNRs did not list.
+	taken := map[nicKey]int64{}
 	used := map[string]map[int][2]int64{}
 	for _, q := range o.Pods {
 		if !bound(q) || q.UID == p.UID {
@@ -1173,7 +1214,7 @@ func (c *Checker) roomUnder(o *Observation, p *corev1.Pod, leaves []topology.S0I
 		}
 		qn, _ := ledger.ParseNICs(q.Annotations[ledger.AnnotationNICs])
 		for _, n := range qn {
-			taken[nicKey{q.Spec.NodeName, n}] = true
+			taken[nicKey{q.Spec.NodeName, n}]++
 		}
 		g, cp, _ := c.podNeeds(q)
 		zones := strings.Split(q.Annotations[ledger.AnnotationNUMA], ",")
@@ -1192,7 +1233,7 @@ func (c *Checker) roomUnder(o *Observation, p *corev1.Pod, leaves []topology.S0I
 	// a sibling replacement.
 	gang := p.Namespace + "/" + p.Annotations[ledger.GroupNameAnnotation]
 	for _, nn := range o.GangFailedNICs[gang] {
-		taken[nicKey{nn.Node, nn.NIC}] = true
+		taken[nicKey{nn.Node, nn.NIC}]++
 	}
 	for _, name := range f.NodeNames() {
 		if fv.FailedNodes[name] || !admits(fv.Nodes[name], p, o.Pods, corev1.ResourceName(c.Config.GPUResource)) {
@@ -1208,7 +1249,7 @@ func (c *Checker) roomUnder(o *Observation, p *corev1.Pod, leaves []topology.S0I
 				k := nicKey{name, nic.ID}
 				claimer, claimed := c.claimed[k]
 				claimed = claimed && claimer != gang
-				if slices.Contains(leaves, nic.S0) && nic.FreeUnits > 0 && !taken[k] && !fv.Down[k] && !fv.Cooling[k] && !claimed {
+				if slices.Contains(leaves, nic.S0) && nic.FreeUnits > taken[k] && !fv.Down[k] && !fv.Cooling[k] && !claimed {
 					free++
 				}
 			}

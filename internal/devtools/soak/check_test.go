@@ -724,3 +724,79 @@ func TestCheckerGradesReplacements(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckerSharedNICs: on NICs of two RDMA units, two live pods on one
+// NIC share it, a third is one too many, and a pod placed on a NIC is in
+// conflict with the session's KCNR only when other consumers held all of
+// its units.
+func TestCheckerSharedNICs(t *testing.T) {
+	const nic = "0000:1a:00.0"
+	shared := func(name string) *builders.CNRWrapper {
+		return builders.MakeCNR(name).Zone(0, 4, 64000).Zone(1, 4, 64000).
+			NIC(nic, 0, "leafA").NIC("0000:3f:00.0", 0, "leafA").
+			NIC("0000:d1:00.0", 1, "leafB").NIC("0000:e7:00.0", 1, "leafB").
+			Units(nic, 2).Units("0000:3f:00.0", 2).Units("0000:d1:00.0", 2).Units("0000:e7:00.0", 2)
+	}
+	nodes, _ := builders.TwoLeavesFourNodes()
+	var cnrs []*v1alpha1.CustomNodeResource
+	for _, n := range nodes {
+		cnrs = append(cnrs, shared(n.Name).Obj())
+	}
+	fabric := topology.Build(topology.Config{}.WithDefaults(), nodes, cnrs)
+	consumer := func(name string) string { return builders.Consumer(Namespace, name, "uid-"+name) }
+	groups := []*schedulingv1beta1.PodGroup{podGroup("a", 1, nil), podGroup("b", 1, nil), podGroup("c", 1, nil)}
+
+	cases := map[string]struct {
+		pods []*corev1.Pod
+		// sessionCNR is n1's KCNR as the session saw it (nil: none).
+		sessionCNR *v1alpha1.CustomNodeResource
+		justBound  string
+		want       []violationKey
+	}{
+		"two pods share a NIC of two units": {
+			pods: []*corev1.Pod{boundPod("a-0", "a", "n1", nic), boundPod("b-0", "b", "n1", nic)},
+		},
+		"three pods on a NIC of two units": {
+			pods: []*corev1.Pod{boundPod("a-0", "a", "n1", nic), boundPod("b-0", "b", "n1", nic), boundPod("c-0", "c", "n1", nic)},
+			// The ledger rebuilt from the pods cannot hold the third either.
+			want: []violationKey{{KindDoubleBooked, "n1/" + nic}, {KindLedgerMismatch, "rebuild"}},
+		},
+		"placed beside one consumer the session's KCNR showed": {
+			pods:       []*corev1.Pod{boundPod("a-0", "a", "n1", nic)},
+			sessionCNR: shared("n1").UseNIC(nic, consumer("x")).Obj(),
+			justBound:  "a-0",
+		},
+		"placed on a NIC whose units the session's KCNR showed consumed": {
+			pods:       []*corev1.Pod{boundPod("a-0", "a", "n1", nic)},
+			sessionCNR: shared("n1").UseNIC(nic, consumer("x")).UseNIC(nic, consumer("y")).Obj(),
+			justBound:  "a-0",
+			want:       []violationKey{{KindKCNRConflict, Namespace + "/a-0"}},
+		},
+		"one consumer holding both units": {
+			pods:       []*corev1.Pod{boundPod("a-0", "a", "n1", nic)},
+			sessionCNR: shared("n1").UseNICUnits(nic, consumer("x"), 2).Obj(),
+			justBound:  "a-0",
+			want:       []violationKey{{KindKCNRConflict, Namespace + "/a-0"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := NewChecker(topology.Config{}, 2)
+			c.NICUnits = 2
+			o := &Observation{Cycle: 1, Pods: tc.pods, PodGroups: groups, Fabric: fabric, JustBound: map[string]bool{}}
+			if tc.justBound != "" {
+				o.JustBound["uid-"+Namespace+"-"+tc.justBound] = true
+			}
+			if tc.sessionCNR != nil {
+				o.SessionCNRs = []*v1alpha1.CustomNodeResource{tc.sessionCNR}
+			}
+			// A correct rebuild keeps at most two holders of a NIC; the
+			// object-level checks are what this test is about.
+			o.Ledger = rebuiltLedger(t, tc.pods[:min(len(tc.pods), 2)], fabric)
+			got := keys(c.Check(o))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("violations (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

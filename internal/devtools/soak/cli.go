@@ -44,6 +44,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.RestartEvery, "restart-every", 100, "restart the scheduler every this many jobs (0: never)")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "random seed")
 	fs.IntVar(&cfg.Nodes, "nodes", 16, "cluster size")
+	fs.Int64Var(&cfg.NICUnits, "nic-units", 1, "RDMA units of every NIC: above 1, pods share a NIC up to its units")
 	fs.IntVar(&cfg.DrainEvery, "drain-every", 25, "drain a random node every this many cycles (0: never)")
 	fs.IntVar(&cfg.PartialGrace, "partial-grace", 2, "cycles after a failed bind a gang may stay partial")
 	fs.BoolVar(&cfg.Queues, "queues", true, "with --priorities, run the gangs in a prod queue that may not be reclaimed from and a reclaimable batch queue, so the scheduler reclaims across them")
@@ -89,6 +90,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case "off":
 	default:
 		fmt.Fprintf(stderr, "rdmatopo-dev soak: constraints: must be on or off, got %q\n", *constraints)
+		return ExitUsage
+	}
+	if cfg.NICUnits < 1 {
+		fmt.Fprintf(stderr, "rdmatopo-dev soak: nic-units: must be at least 1, got %d\n", cfg.NICUnits)
 		return ExitUsage
 	}
 	if cfg.Nodes < 1 {

@@ -9,10 +9,12 @@
 // Invariants, checked after every cycle on the objects (Checker):
 //
 //   - DoubleBookedNIC: no NIC of a node is in the rdmatopo.io/nics
-//     annotation of two live bound pods.
-//   - KCNRConflict: a pod bound in a cycle holds no NIC that the KCNRs the
-//     cycle's session saw list for another consumer. (A KCNR that later
-//     shows a pod deleted before its allocation caught up is the lag.)
+//     annotation of more live bound pods than it has RDMA units
+//     (--nic-units; one pod on a NIC of one unit).
+//   - KCNRConflict: a pod bound in a cycle holds no NIC whose units the
+//     KCNRs the cycle's session saw list consumed by other consumers. (A
+//     KCNR that later shows a pod deleted before its allocation caught up
+//     is the lag.)
 //   - PartialGang: a gang with 0 < bound < minMember pods is a violation
 //     unless one of its binds failed at most PartialGrace cycles ago, or
 //     the node of its last failed bind is drained (the freed room is gone;
@@ -108,6 +110,9 @@ type Config struct {
 	// SpanningEvery gives every n-th node a topology policy that lets a
 	// pod span NUMA zones (default 4).
 	SpanningEvery int
+	// NICUnits is each NIC's RDMA units (default 1): above 1, pods share a
+	// NIC up to its units.
+	NICUnits int64
 	// MaxLiveJobs caps the gangs alive at once (default Nodes).
 	MaxLiveJobs int
 	// DrainEvery drains a random node every so many cycles (0: never).
@@ -167,6 +172,9 @@ func (c Config) WithDefaults() Config {
 	def(&c.Nodes, 16)
 	def(&c.ZonesPerLeaf, 4)
 	def(&c.SpanningEvery, 4)
+	if c.NICUnits <= 0 {
+		c.NICUnits = 1
+	}
 	def(&c.MaxLiveJobs, c.Nodes)
 	def(&c.DrainFor, 5)
 	def(&c.PartialGrace, 2)
@@ -367,7 +375,7 @@ func Run(cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scheduler conf: %w", err)
 	}
-	nodes, cnrs := builders.ClusterShape{Nodes: cfg.Nodes, ZonesPerLeaf: cfg.ZonesPerLeaf, SpanningEvery: cfg.SpanningEvery}.Generate()
+	nodes, cnrs := builders.ClusterShape{Nodes: cfg.Nodes, ZonesPerLeaf: cfg.ZonesPerLeaf, SpanningEvery: cfg.SpanningEvery, NICUnits: cfg.NICUnits}.Generate()
 	if cfg.Constraints {
 		constrainNodes(nodes)
 	}
@@ -387,6 +395,7 @@ func Run(cfg Config) (*Result, error) {
 		marks:            queueMarks{queue: map[string]string{}, nonPreemptable: map[string]bool{}},
 	}
 	r.checker.NodeFollowsPlan = cfg.NodeAgent == nodeagent.Exact
+	r.checker.NICUnits = cfg.NICUnits
 	if len(cfg.Faults) > 0 {
 		r.faults = newFaults(cfg.Faults)
 	}

@@ -56,6 +56,9 @@ type ClusterShape struct {
 	// i%SpanningEvery == SpanningEvery-1) the policy None instead of
 	// SingleNUMANodeContainerLevel.
 	SpanningEvery int
+	// NICUnits is each NIC's RDMA units (allocatable and capacity); 1 if 0.
+	// Pods requesting RDMA units then share a NIC up to its units.
+	NICUnits int64
 }
 
 // GenerateCluster returns nodes and KCNRs in the provider's shape (see
@@ -100,6 +103,9 @@ func (s ClusterShape) Generate() ([]*corev1.Node, []*v1alpha1.CustomNodeResource
 	if s.LeavesPerS1 <= 0 {
 		s.LeavesPerS1 = 8
 	}
+	if s.NICUnits <= 0 {
+		s.NICUnits = 1
+	}
 	nodes := make([]*corev1.Node, 0, s.Nodes)
 	cnrs := make([]*v1alpha1.CustomNodeResource, 0, s.Nodes)
 	var leaves []string
@@ -109,25 +115,25 @@ func (s ClusterShape) Generate() ([]*corev1.Node, []*v1alpha1.CustomNodeResource
 			leaves = append(leaves, LeafID(len(leaves)))
 		}
 		name := NodeName(i)
-		nodes = append(nodes, generatedNode(name, S1Name(2*g/s.LeavesPerS1)))
+		nodes = append(nodes, generatedNode(name, S1Name(2*g/s.LeavesPerS1), s.NICUnits))
 		policy := v1alpha1.TopologyPolicySingleNUMANodeContainerLevel
 		if s.SpanningEvery > 0 && i%s.SpanningEvery == s.SpanningEvery-1 {
 			policy = v1alpha1.TopologyPolicyNone
 		}
-		cnrs = append(cnrs, generatedCNR(name, policy, [2]string{leaves[2*g], leaves[2*g+1]}))
+		cnrs = append(cnrs, generatedCNR(name, policy, [2]string{leaves[2*g], leaves[2*g+1]}, s.NICUnits))
 	}
 	return nodes, cnrs
 }
 
 func qty(n int64) resource.Quantity { return *resource.NewQuantity(n, resource.DecimalSI) }
 
-func generatedNode(name, s1 string) *corev1.Node {
+func generatedNode(name, s1 string, nicUnits int64) *corev1.Node {
 	res := func() corev1.ResourceList {
 		return corev1.ResourceList{
 			corev1.ResourceCPU:    qty(2 * cpuMilliPerNUMA / 1000),
 			corev1.ResourceMemory: *resource.NewQuantity(2<<40, resource.BinarySI),
 			GPUResource:           qty(2 * gpusPerNUMA),
-			RDMAResource:          qty(4),
+			RDMAResource:          qty(4 * nicUnits),
 		}
 	}
 	return &corev1.Node{
@@ -141,7 +147,7 @@ func generatedNode(name, s1 string) *corev1.Node {
 	}
 }
 
-func generatedCNR(name string, policy v1alpha1.TopologyPolicy, leaves [2]string) *v1alpha1.CustomNodeResource {
+func generatedCNR(name string, policy v1alpha1.TopologyPolicy, leaves [2]string, nicUnits int64) *v1alpha1.CustomNodeResource {
 	cnr := &v1alpha1.CustomNodeResource{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "CustomNodeResource"},
 		ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -153,7 +159,7 @@ func generatedCNR(name string, policy v1alpha1.TopologyPolicy, leaves [2]string)
 			return &corev1.ResourceList{
 				corev1.ResourceCPU: *resource.NewMilliQuantity(cpuMilliPerNUMA, resource.DecimalSI),
 				GPUResource:        qty(gpusPerNUMA),
-				RDMAResource:       qty(2),
+				RDMAResource:       qty(2 * nicUnits),
 			}
 		}
 		z := &v1alpha1.TopologyZone{
@@ -166,8 +172,8 @@ func generatedCNR(name string, policy v1alpha1.TopologyPolicy, leaves [2]string)
 				Type: v1alpha1.TopologyTypeNIC,
 				Name: pci,
 				Resources: v1alpha1.Resources{
-					Allocatable: &corev1.ResourceList{RDMAResource: qty(1)},
-					Capacity:    &corev1.ResourceList{RDMAResource: qty(1)},
+					Allocatable: &corev1.ResourceList{RDMAResource: qty(nicUnits)},
+					Capacity:    &corev1.ResourceList{RDMAResource: qty(nicUnits)},
 				},
 			})
 			cnr.Spec.NodeResourceProperties = append(cnr.Spec.NodeResourceProperties, &v1alpha1.Property{

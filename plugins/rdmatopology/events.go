@@ -1,8 +1,10 @@
 package rdmatopology
 
-// The Allocate / Deallocate event handlers: NIC reservation for each task the
-// session allocates, the annotations that bind with it, and their release
-// when a statement is discarded.
+// The Allocate / Deallocate event handlers (Volcano's EventHandler): NIC
+// reservation for each task the session allocates, the annotations that bind
+// with it, and their release when a statement is discarded; the planned
+// assignments the actions hand to the handler; the one path by which a
+// session's reservations change.
 
 import (
 	"github.com/kubewharf/katalyst-api/pkg/consts"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/framework/preemption"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 )
 
@@ -122,4 +125,91 @@ func stripAnnotations(task *api.TaskInfo) {
 		delete(pod.Annotations, k)
 	}
 	task.Pod = pod
+}
+
+// The one mutation path of NIC reservations in a session.
+//
+// The ledger is the record; the session keeps two views derived from it:
+// the free view (State) the planner and predicates read, and the by-job
+// index (byJob, with the held cache) the planner's Held and the PodGroup
+// placement read. Both views are built from the ledger when the session
+// opens, after reconcile has released, restored and adopted reservations
+// there (so adoption needs no mirror of its own); within the session every
+// change goes through reserve and release, which update the ledger and both
+// views together.
+
+// reserve records r in the ledger and mirrors it into the session's views.
+// On error (a NIC held, a malformed reservation) nothing changes.
+func (s *Session) reserve(r ledger.Reservation) error {
+	if err := s.rt.Ledger.Reserve(r); err != nil {
+		return err
+	}
+	s.state.Apply(r.UID, placement.AssignmentOf(r))
+	s.mu.Lock()
+	s.indexLocked(r)
+	s.mu.Unlock()
+	return nil
+}
+
+// release drops the pod's reservation from the ledger and the session's
+// views, and returns it.
+func (s *Session) release(uid string, job api.JobID) (ledger.Reservation, bool) {
+	s.mu.Lock()
+	delete(s.byJob[job], uid)
+	delete(s.held, job)
+	s.mu.Unlock()
+	r, held := s.rt.Ledger.Release(uid)
+	if held {
+		s.state.Unapply(r.UID, placement.AssignmentOf(r))
+		if id := api.JobID(r.Job); id != job {
+			s.mu.Lock()
+			delete(s.byJob[id], uid)
+			delete(s.held, id)
+			s.mu.Unlock()
+		}
+	}
+	return r, held
+}
+
+// noteAllocated records a task of an RDMA gang allocated in this session
+// (a the NICs it reserved, for a task requesting RDMA).
+func (s *Session) noteAllocated(task *api.TaskInfo, a *placement.Assignment) {
+	job := s.ssn.Jobs[task.Job]
+	if job == nil || !s.isRDMAJob(job) || task.InitResreq == nil {
+		return
+	}
+	t := holdTaskOf(task, task.NodeName, a)
+	var victims []string
+	if h, ok := s.holds.Taken(string(task.Job)); ok {
+		victims = h.Victims
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.allocated == nil {
+		s.allocated = map[api.TaskID]sentBind{}
+	}
+	s.allocated[task.UID] = sentBind{job: task.Job, task: t, victims: victims}
+}
+
+// forgetAllocated drops a task deallocated in this session.
+func (s *Session) forgetAllocated(task *api.TaskInfo) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.allocated, task.UID)
+}
+
+// setPlanned hands the Allocate handler the assignment chosen for a task.
+func (s *Session) setPlanned(uid api.TaskID, a placement.Assignment) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.planned[uid] = a
+}
+
+// clearPlanned forgets planned assignments and pipelined tasks (after a
+// commit or discard).
+func (s *Session) clearPlanned() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.planned = map[api.TaskID]placement.Assignment{}
+	s.pipelined = map[api.JobID][]preemption.HoldTask{}
 }
