@@ -201,10 +201,10 @@ func TestKCNRWithoutNodeDecidesNoS1(t *testing.T) {
 	c.addJob("g", 2, 4, 2, map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s1"})
 	o := runSession(t, c)
 	checkBinds(t, o)
-	if got := bound(o, "g"); got != 2 {
+	if got := o.binds.Count("ns", "g"); got != 2 {
 		t.Fatalf("%d pods bound, want 2; condition %q", got, condition(o.pgs["ns/g"]))
 	}
-	if diff := cmp.Diff([]string{"A", "B"}, leavesOf(o, "g")); diff != "" {
+	if diff := cmp.Diff([]string{"A", "B"}, o.binds.Leaves("ns", "g")); diff != "" {
 		t.Errorf("leaves (-want,+got):\n%s", diff)
 	}
 }
@@ -266,7 +266,7 @@ func TestDuplicateRanksKeepTheGangPending(t *testing.T) {
 			Req(builders.RDMAResource, "2").Annotation(placement.AnnotationRank, "0")
 	})
 	o := runSession(t, c)
-	if got := bound(o, "g"); got != 0 {
+	if got := o.binds.Count("ns", "g"); got != 0 {
 		t.Fatalf("%d pods bound, want 0", got)
 	}
 	got := condition(o.pgs["ns/g"])

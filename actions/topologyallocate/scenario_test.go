@@ -129,7 +129,7 @@ func pluginArgs(args ...string) option {
 
 // outcome is what one session produced.
 type outcome struct {
-	binds map[string]*sim.BindRecord // ns/name -> bind
+	binds simtest.Binds // ns/name -> bind
 	// pgs are the PodGroups (ns/name) as the session wrote them back.
 	pgs map[string]*schedulingv1beta1.PodGroup
 	// patched are the annotations the scheduler patched on running pods
@@ -177,35 +177,6 @@ func nicUnits(cnrs []*v1alpha1.CustomNodeResource) map[string]int64 {
 		walk(c.Name, c.Status.TopologyZone)
 	}
 	return out
-}
-
-// leavesOf returns the S0 annotations of the bound pods of a job, sorted.
-func leavesOf(o *outcome, job string) []string {
-	set := map[string]bool{}
-	for name, task := range o.binds {
-		if !strings.HasPrefix(name, "ns/"+job+"-") {
-			continue
-		}
-		for _, s := range strings.Split(task.Pod.Annotations[ledger.AnnotationS0], ",") {
-			set[s] = true
-		}
-	}
-	var out []string
-	for s := range set {
-		out = append(out, s)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func bound(o *outcome, job string) int {
-	n := 0
-	for name := range o.binds {
-		if strings.HasPrefix(name, "ns/"+job+"-") {
-			n++
-		}
-	}
-	return n
 }
 
 func TestGangScenarios(t *testing.T) {
@@ -289,12 +260,12 @@ func TestGangScenarios(t *testing.T) {
 			tc.build(c)
 			o := runSession(t, c)
 			for job, want := range tc.wantBound {
-				if got := bound(o, job); got != want {
+				if got := o.binds.Count("ns", job); got != want {
 					t.Errorf("job %s: %d pods bound, want %d", job, got, want)
 				}
 			}
 			for job, want := range tc.wantLeaves {
-				if diff := cmp.Diff(want, leavesOf(o, job)); diff != "" {
+				if diff := cmp.Diff(want, o.binds.Leaves("ns", job)); diff != "" {
 					t.Errorf("job %s leaves (-want,+got):\n%s", job, diff)
 				}
 			}
@@ -426,10 +397,10 @@ func TestRestartRebuildsLedgerFromAnnotations(t *testing.T) {
 	c.addRunningGroup("old", 2, nil)
 	c.addJob("new", 2, 4, 2, map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s0"})
 	o := runSession(t, c)
-	if got := bound(o, "new"); got != 2 {
+	if got := o.binds.Count("ns", "new"); got != 2 {
 		t.Fatalf("new gang: %d bound, want 2", got)
 	}
-	if diff := cmp.Diff([]string{"B"}, leavesOf(o, "new")); diff != "" {
+	if diff := cmp.Diff([]string{"B"}, o.binds.Leaves("ns", "new")); diff != "" {
 		t.Errorf("new gang leaves (-want,+got):\n%s", diff)
 	}
 	if got := o.ledger.Len(); got != 4 {
@@ -473,10 +444,10 @@ func TestNodeAgentChoseOtherNICs(t *testing.T) {
 	c.addJob("new", 4, 4, 2, map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s0"})
 
 	o := runSession(t, c)
-	if got := bound(o, "new"); got != 4 {
+	if got := o.binds.Count("ns", "new"); got != 4 {
 		t.Fatalf("new gang: %d bound, want 4 (leaf A is truly free)", got)
 	}
-	if diff := cmp.Diff([]string{"A"}, leavesOf(o, "new")); diff != "" {
+	if diff := cmp.Diff([]string{"A"}, o.binds.Leaves("ns", "new")); diff != "" {
 		t.Errorf("new gang leaves (-want,+got):\n%s", diff)
 	}
 	want := map[string]map[string]string{}
@@ -597,7 +568,7 @@ func TestContractScenarios(t *testing.T) {
 				}
 			}
 			o := runSession(t, c, startAt(now))
-			if got := bound(o, "big"); got != tc.wantBound {
+			if got := o.binds.Count("ns", "big"); got != tc.wantBound {
 				t.Errorf("%d pods bound, want %d", got, tc.wantBound)
 			}
 			if tc.wantReason != "" {
