@@ -12,7 +12,6 @@ import (
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
-	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
 // gpuTaint is what the NVIDIA GPU operator and most providers put on GPU
@@ -313,14 +312,13 @@ func TestKubernetesAdmission(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := &cluster{}
 			tc.build(c)
-			refused := rdmatopology.PlanRefused()
 			var opts []option
 			if tc.s1s {
 				opts = append(opts, pluginArgs("s1NodeLabel: "+builders.S1Label))
 			}
 			o := runSession(t, c, opts...)
 			checkBinds(t, o)
-			if n := rdmatopology.PlanRefused() - refused; n != 0 {
+			if n := o.refused; n != 0 {
 				t.Errorf("%v planned nodes refused when the plan was applied, want 0", n)
 			}
 			if got := o.binds.Count("ns", tc.job); got != tc.wantBound {
@@ -430,10 +428,9 @@ func TestHostPortGangsInOneSession(t *testing.T) {
 		}
 	}
 	c.addJob("free", 4, 2, 1, nil)
-	refused := rdmatopology.PlanRefused()
 	o := runSession(t, c)
 	checkBinds(t, o)
-	if n := rdmatopology.PlanRefused() - refused; n != 0 {
+	if n := o.refused; n != 0 {
 		t.Errorf("%v planned nodes refused when the plan was applied, want 0", n)
 	}
 	used := map[string]string{}

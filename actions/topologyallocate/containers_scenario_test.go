@@ -115,10 +115,9 @@ func TestContainerLevelNUMA(t *testing.T) {
 			c.addNode("n2", "A", "B")
 			setPolicy(c, tc.policy)
 			c.addContainerJob("tc", 2, tc.ann, tc.needs...)
-			refused := rdmatopology.PlanRefused()
 			o := runSession(t, c)
 			checkBinds(t, o)
-			if n := rdmatopology.PlanRefused() - refused; n != 0 {
+			if n := o.refused; n != 0 {
 				t.Errorf("%v planned nodes refused when the plan was applied, want 0", n)
 			}
 			if got := o.binds.Count("ns", "tc"); got != tc.wantBound {

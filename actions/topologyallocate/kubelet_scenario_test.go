@@ -107,10 +107,9 @@ func TestWhatKubeletAligns(t *testing.T) {
 					p.Spec.Overhead = cpuList(tc.overhead)
 				}
 			}
-			refused := rdmatopology.PlanRefused()
 			o := runSession(t, c)
 			checkBinds(t, o)
-			if n := rdmatopology.PlanRefused() - refused; n != 0 {
+			if n := o.refused; n != 0 {
 				t.Errorf("%v planned nodes refused when the plan was applied, want 0", n)
 			}
 			if got := len(o.binds); got != tc.wantBound {

@@ -139,6 +139,9 @@ type outcome struct {
 	// units are the RDMA units of each NIC ("node/nic") whose KCNR NIC
 	// zone lists more than one, read from the cluster's KCNRs.
 	units map[string]int64
+	// refused is how many planned nodes were refused when the plan was
+	// applied.
+	refused int64
 }
 
 // runSession runs one session of the project's conf over the cluster on
@@ -152,7 +155,7 @@ func runSession(t *testing.T, c *cluster, opts ...option) *outcome {
 	sc := simtest.Start(t, st.conf, simtest.Cluster{Nodes: c.nodes, CNRs: c.cnrs, HyperNodes: c.hyperNodes,
 		PodGroups: c.pgs, Pods: c.pods, VolcanoJobTasks: c.tasks, Native: c.native}, st.opts)
 	o := sc.Session()
-	return &outcome{binds: o.Binds, pgs: o.PodGroups, patched: o.Patched, ledger: sc.Sim.Ledger(), units: nicUnits(c.cnrs)}
+	return &outcome{binds: o.Binds, pgs: o.PodGroups, patched: o.Patched, ledger: sc.Sim.Ledger(), units: nicUnits(c.cnrs), refused: sc.Sim.PlanRefused()}
 }
 
 // nicUnits reads the RDMA allocatable of every NIC zone of the KCNRs

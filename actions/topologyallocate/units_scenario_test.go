@@ -11,7 +11,6 @@ import (
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
-	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
 // addUnitsNode adds a node with one NUMA zone of 8 GPUs and 2 NICs under
@@ -69,10 +68,9 @@ func TestNICUnitsScenarios(t *testing.T) {
 			c := &cluster{}
 			c.addUnitsNode("n1", tc.units)
 			c.addJob("g", tc.pods, 0, tc.rdma, nil)
-			refused := rdmatopology.PlanRefused()
 			o := runSession(t, c)
 			checkBinds(t, o)
-			if n := rdmatopology.PlanRefused() - refused; n != 0 {
+			if n := o.refused; n != 0 {
 				t.Errorf("%v planned nodes refused when the plan was applied, want 0", n)
 			}
 			if got := o.binds.Count("ns", "g"); got != tc.wantBound {

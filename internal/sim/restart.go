@@ -47,6 +47,7 @@ func (s *Simulator) Restart() {
 	s.cache = c
 	// The next cycle installs the new runtime (install), with actions of
 	// its own: a restarted scheduler carries nothing over.
+	s.refusedBefore += s.runtime.PlanRefused()
 	s.runtime, s.installed = rt, nil
 }
 
@@ -63,3 +64,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // Ledger returns the NIC ledger of the simulator's rdma-topology runtime
 // (the plugin's live record of reservations; callers must not modify it).
 func (s *Simulator) Ledger() *ledger.Ledger { return s.runtime.Ledger }
+
+// PlanRefused is how many planned nodes were refused when a plan was applied,
+// over every runtime the simulator ran (restarts included).
+func (s *Simulator) PlanRefused() int64 { return s.refusedBefore + s.runtime.PlanRefused() }

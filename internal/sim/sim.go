@@ -141,6 +141,9 @@ type Simulator struct {
 	tiers   []volcanoconf.Tier
 	cache   *cache.SchedulerCache
 	runtime *rdmatopology.Runtime
+	// refusedBefore is the planned nodes refused under the runtimes a
+	// restart replaced (PlanRefused).
+	refusedBefore int64
 	// installed is rdmatopo's plugin builder and actions over runtime,
 	// built once per runtime (so the actions carry what they keep from one
 	// cycle to the next) and installed before every cycle.

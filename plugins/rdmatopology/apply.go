@@ -46,6 +46,7 @@ func (s *Session) Apply(stmt *framework.Statement, st step.Step) error {
 		err = s.allocatePlanned(stmt, task, node, st.Planned)
 		if err != nil && st.Planned != nil {
 			observePlanRefused(refusedBy(err))
+			s.rt.planRefused.Add(1)
 		}
 		return err
 	case step.Pipeline:

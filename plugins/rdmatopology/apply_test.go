@@ -8,7 +8,9 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
+	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/step"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
 
@@ -55,5 +57,32 @@ func TestApplyNamesWhatIsMissing(t *testing.T) {
 	}
 	if err := none.Apply(nil, step.RealizeHolds{}); !errors.Is(err, ErrNoPlugin) {
 		t.Errorf("RealizeHolds on a nil Session = %v, want ErrNoPlugin", err)
+	}
+}
+
+// TestApplyCountsRefusedPlans: a planned task whose node has too few idle
+// resources is refused and counted on the runtime (Runtime.PlanRefused); a
+// refused task without a plan is not.
+func TestApplyCountsRefusedPlans(t *testing.T) {
+	job := api.NewJobInfo("j1")
+	job.Namespace, job.Name = "ns", "gang"
+	job.AddTaskInfo(api.NewTaskInfo(builders.MakePod("ns", "gang-0").UID("p0").Req("cpu", "4").Obj()))
+	node := api.NewNodeInfo(builders.MakeNode("n1").CPU("2").Obj())
+	ssn := &framework.Session{Jobs: map[api.JobID]*api.JobInfo{"j1": job}, Nodes: map[string]*api.NodeInfo{"n1": node}}
+	rt := NewRuntime(topology.Config{})
+	s := testSession(rt, ssn, nil)
+
+	if err := s.Apply(framework.NewStatement(ssn), step.Allocate{Job: "j1", Pod: "p0", Node: "n1"}); !errors.Is(err, errIdle) {
+		t.Fatalf("Apply without a plan = %v, want the idle refusal", err)
+	}
+	if n := rt.PlanRefused(); n != 0 {
+		t.Errorf("PlanRefused after an unplanned refusal = %d, want 0", n)
+	}
+	planned := &placement.Assignment{Node: "n1"}
+	if err := s.Apply(framework.NewStatement(ssn), step.Allocate{Job: "j1", Pod: "p0", Node: "n1", Planned: planned}); !errors.Is(err, errIdle) {
+		t.Fatalf("Apply with a plan = %v, want the idle refusal", err)
+	}
+	if n := rt.PlanRefused(); n != 1 {
+		t.Errorf("PlanRefused after a planned refusal = %d, want 1", n)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"volcano.sh/volcano/pkg/scheduler/api"
 
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
@@ -101,24 +100,6 @@ func init() {
 // observePlanRefused records a planned node refused when the plan was
 // applied, by the predicate that refused it.
 func observePlanRefused(predicate string) { planRefused.WithLabelValues(predicate).Inc() }
-
-// PlanRefused returns how many planned nodes were refused so far in this
-// process, whatever refused them (benchmarks report it).
-func PlanRefused() float64 {
-	ch := make(chan prometheus.Metric, 16)
-	go func() {
-		planRefused.Collect(ch)
-		close(ch)
-	}()
-	var total float64
-	for metric := range ch {
-		m := &dto.Metric{}
-		if err := metric.Write(m); err == nil {
-			total += m.GetCounter().GetValue()
-		}
-	}
-	return total
-}
 
 // observePlaced records a committed gang.
 func observePlaced(p *placement.Plan) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	nodev1alpha1 "github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
@@ -45,6 +46,10 @@ type Runtime struct {
 	Fabric *topology.Cache
 	// Ledger is the only record of NIC reservations.
 	Ledger *ledger.Ledger
+
+	// planRefused counts the planned nodes refused when a plan was applied
+	// (PlanRefused).
+	planRefused atomic.Int64
 
 	// Options, fixed when the runtime is built.
 
@@ -410,3 +415,9 @@ func (rt *Runtime) forgetDeleted(session map[string]*api.NodeInfo, lister coreli
 		klog.V(3).InfoS("Node deleted; dropped from the fabric", "node", klog.KRef("", name))
 	}
 }
+
+// PlanRefused is how many planned nodes this runtime's sessions saw refused
+// when a plan was applied (a predicate or the node's idle resources said no
+// to a node the planner chose); the rdmatopo_plan_refused_total metric
+// counts the same by predicate, for every runtime of the process.
+func (rt *Runtime) PlanRefused() int64 { return rt.planRefused.Load() }

@@ -18,7 +18,6 @@ import (
 	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"github.com/rdmatopo/rdmatopo/internal/quiet"
 	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
-	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
 // Report is the benchmark's JSON output.
@@ -225,7 +224,6 @@ func Run(o Options) (*Report, error) {
 		runtime.GC()
 		opts := replay.SimOptions(o.NodesToFindPercent)
 		opts.NodeAgent = agent
-		refusedBefore := rdmatopology.PlanRefused()
 		res, err := replay.ReplayModel(confs[name], cluster, tc, opts, o.allReduce())
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
@@ -239,7 +237,7 @@ func Run(o Options) (*Report, error) {
 			RealizedBelowOptimum: res.RealizedBelowOptimum, RealizedOneNodeGangs: res.RealizedOneNode,
 			S1OracleUnknown: res.S1OracleUnknown, HardTierWider: res.HardTierWider, OffOptimum: res.OffOptimum, OffS1Optimum: res.OffS1Optimum,
 			SessionCPUSeconds: res.CPUSeconds, PeakLiveHeapBytes: res.PeakLiveHeapBytes,
-			PlanRefused:     int(rdmatopology.PlanRefused() - refusedBefore),
+			PlanRefused:     res.PlanRefused,
 			AllReduceFaster: res.AllReduceFaster, AllReduceModel: o.allReduce().FlagValues()}
 	}
 	return rep, nil

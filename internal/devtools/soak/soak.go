@@ -358,7 +358,6 @@ func Run(cfg Config) (*Result, error) {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
-	refusedBefore := rdmatopology.PlanRefused()
 	if len(cfg.Faults) > 0 {
 		// The fault arguments the checker expects (faults.go), at one
 		// simulated second per cycle.
@@ -427,7 +426,7 @@ func Run(cfg Config) (*Result, error) {
 	r.res.MaxPartialCycles = r.checker.MaxPartialCycles
 	r.res.NICMismatches = r.checker.NICMismatches
 	r.res.RealizedWider = r.checker.RealizedWider
-	r.res.PlanRefused = int(rdmatopology.PlanRefused() - refusedBefore)
+	r.res.PlanRefused = int(r.sim.PlanRefused())
 	r.res.PlacedOnFailed = r.checker.PlacedOnFailed
 	r.res.Replacements = r.checker.Replacements
 	r.res.ReplacementsInLeaf = r.checker.ReplacementsInLeaf

@@ -25,6 +25,9 @@ import (
 // RunResult is what one replay of a trace measured. JSON names are the
 // benchmark's output contract.
 type RunResult struct {
+	// PlanRefused is how many planned nodes were refused when a plan was
+	// applied (the report shows it with the run's details).
+	PlanRefused int `json:"-"`
 	// Placed is the number of gangs whose every pod was bound.
 	Placed int `json:"placed"`
 	// Pods is the number of trace pods bound.
@@ -376,6 +379,7 @@ func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, tc *trace.Trace, opt
 	res.OneNode, res.BelowOptimum, res.OracleUnknown, res.OracleInfeasible = planGrades.OneNode, planGrades.Below, planGrades.Unknown, planGrades.Infeasible
 	res.RealizedOneNode, res.RealizedBelowOptimum, res.RealizedOracleUnknown, res.RealizedOracleInfeasible = realGrades.OneNode, realGrades.Below, realGrades.Unknown, realGrades.Infeasible
 	res.AtOptimumFrac = planGrades.AtFrac(res.RDMAGangs)
+	res.PlanRefused = int(s.PlanRefused())
 	res.AtS1OptimumFrac = s1Grades.AtFrac(res.RDMAGangs)
 	res.S1OracleUnknown = s1Grades.Unknown
 	res.RealizedAtOptimumFrac = realGrades.AtFrac(res.RDMAGangs)
