@@ -44,6 +44,7 @@ import (
 	// controlled by the PANIC_ON_ERROR environment variable).
 	_ "volcano.sh/volcano/pkg/scheduler/util/assert"
 
+	rdmatopoversion "github.com/rdmatopo/rdmatopo/internal/version"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 	"github.com/rdmatopo/rdmatopo/registry"
 )
@@ -61,6 +62,8 @@ func main() {
 // scheduler until it stops. It returns the process exit code.
 func run() int {
 	runtime.GOMAXPROCS(runtime.NumCPU())
+	v := rdmatopoversion.Get()
+	rdmatopology.SetBuildInfo(v.Version, v.GitCommit, v.Volcano)
 
 	klog.InitFlags(nil)
 

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/rdmatopo/rdmatopo/internal/schedmetrics"
-	"github.com/rdmatopo/rdmatopo/internal/version"
 )
 
 var (
@@ -37,12 +36,13 @@ func SetLeader(on bool) {
 // Informer resources reported by rdmatopo_informer_synced.
 const informerCNR = "customnoderesources"
 
-func init() {
-	v := version.Get()
-	buildInfo.WithLabelValues(v.Version, v.GitCommit, v.Volcano).Set(1)
-	// rdmatopo_informer_synced has no series until the first session starts
-	// the informer: a standby, which never does, would otherwise report a
-	// cache it does not keep as not synced.
+// SetBuildInfo sets rdmatopo_build_info{version, git_sha, volcano_version}
+// to 1: the binary that registers the plugin says what it is. (There is no
+// rdmatopo_informer_synced series until the first session starts the
+// informer: a standby, which never does, would otherwise report a cache it
+// does not keep as not synced.)
+func SetBuildInfo(version, gitSHA, volcanoVersion string) {
+	buildInfo.WithLabelValues(version, gitSHA, volcanoVersion).Set(1)
 }
 
 // observeSynced sets rdmatopo_informer_synced for resource: 1 when synced
