@@ -6,7 +6,7 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/api"
 
 	"github.com/rdmatopo/rdmatopo/framework/topology"
-	"github.com/rdmatopo/rdmatopo/internal/schedmetrics"
+	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology/schedmetrics"
 )
 
 // confValid is 1 while the scheduler conf gives topology-allocate a working

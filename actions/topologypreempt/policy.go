@@ -6,7 +6,7 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/conf"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
-	"github.com/rdmatopo/rdmatopo/internal/schedmetrics"
+	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology/schedmetrics"
 )
 
 // ReclaimActionName is the name of topology-reclaim in

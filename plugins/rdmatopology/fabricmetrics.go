@@ -3,7 +3,7 @@ package rdmatopology
 import (
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
-	"github.com/rdmatopo/rdmatopo/internal/schedmetrics"
+	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology/schedmetrics"
 )
 
 var (

@@ -9,7 +9,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
-	"github.com/rdmatopo/rdmatopo/internal/schedmetrics"
+	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology/schedmetrics"
 )
 
 // Metrics on the scheduler's existing Prometheus endpoint (schedmetrics:

@@ -3,7 +3,7 @@ package rdmatopology
 import (
 	"time"
 
-	"github.com/rdmatopo/rdmatopo/internal/schedmetrics"
+	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology/schedmetrics"
 )
 
 var (
