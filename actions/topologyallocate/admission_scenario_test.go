@@ -2,12 +2,10 @@ package topologyallocate_test
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,22 +49,6 @@ func (c *cluster) jobPods(job string) []*corev1.Pod {
 			out = append(out, p)
 		}
 	}
-	return out
-}
-
-// nodesOf returns the nodes the job's pods were bound to, sorted.
-func nodesOf(o *outcome, job string) []string {
-	set := map[string]bool{}
-	for name, task := range o.binds {
-		if strings.HasPrefix(name, "ns/"+job+"-") {
-			set[task.Node] = true
-		}
-	}
-	out := make([]string, 0, len(set))
-	for n := range set {
-		out = append(out, n)
-	}
-	sort.Strings(out)
 	return out
 }
 
@@ -339,16 +321,16 @@ func TestKubernetesAdmission(t *testing.T) {
 			if n := o.refused; n != 0 {
 				t.Errorf("%v planned nodes refused when the plan was applied, want 0", n)
 			}
-			if got := bound(o, tc.job); got != tc.wantBound {
+			if got := o.binds.Count("ns", tc.job); got != tc.wantBound {
 				t.Fatalf("%s: %d pods bound, want %d; condition %q", tc.job, got, tc.wantBound, condition(o.pgs["ns/"+tc.job]))
 			}
 			if tc.wantLeaves != nil {
-				if diff := cmp.Diff(tc.wantLeaves, leavesOf(o, tc.job)); diff != "" {
+				if diff := cmp.Diff(tc.wantLeaves, o.binds.Leaves("ns", tc.job)); diff != "" {
 					t.Errorf("leaves (-want,+got):\n%s", diff)
 				}
 			}
 			if tc.wantNodes > 0 {
-				if got := nodesOf(o, tc.job); len(got) != tc.wantNodes {
+				if got := o.binds.Nodes("ns", tc.job); len(got) != tc.wantNodes {
 					t.Errorf("nodes %v, want %d", got, tc.wantNodes)
 				}
 			}
@@ -380,10 +362,7 @@ type busy struct {
 // consumer) and annotated as rdmatopo annotates the pods it places.
 func (c *cluster) addBusyNode(name, leaf0, leaf1 string, pods ...busy) {
 	c.addNode(name, leaf0, leaf1)
-	w := builders.MakeCNR(name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
-		Zone(0, 4, 64000).Zone(1, 4, 64000).
-		NIC(builders.NUMANICs[0][0], 0, leaf0).NIC(builders.NUMANICs[0][1], 0, leaf0).
-		NIC(builders.NUMANICs[1][0], 1, leaf1).NIC(builders.NUMANICs[1][1], 1, leaf1)
+	w := builders.ProviderCNR(name, leaf0, leaf1)
 	if len(pods) > 0 && !c.hasGroup("other") {
 		c.addRunningGroup("other", 1, nil)
 	}
@@ -457,7 +436,7 @@ func TestHostPortGangsInOneSession(t *testing.T) {
 	used := map[string]string{}
 	placed := 0
 	for _, job := range []string{"p1", "p2", "p3"} {
-		switch got := bound(o, job); got {
+		switch got := o.binds.Count("ns", job); got {
 		case 0:
 			continue
 		case 2:
@@ -465,7 +444,7 @@ func TestHostPortGangsInOneSession(t *testing.T) {
 		default:
 			t.Fatalf("%s: %d pods bound, want 0 or 2", job, got)
 		}
-		for _, n := range nodesOf(o, job) {
+		for _, n := range o.binds.Nodes("ns", job) {
 			if other, ok := used[n]; ok {
 				t.Errorf("%s and %s both hold host port 29500 on %s", other, job, n)
 			}
@@ -475,7 +454,7 @@ func TestHostPortGangsInOneSession(t *testing.T) {
 	if placed != 2 {
 		t.Errorf("%d host-port gangs placed, want 2 (one pod per node on 4 nodes)", placed)
 	}
-	if got := bound(o, "free"); got != 4 {
+	if got := o.binds.Count("ns", "free"); got != 4 {
 		t.Errorf("free: %d pods bound, want 4 (ports do not limit it)", got)
 	}
 }

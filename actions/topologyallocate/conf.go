@@ -1,13 +1,12 @@
 package topologyallocate
 
 import (
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	"volcano.sh/volcano/pkg/scheduler/api"
 
 	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology/schedmetrics"
 )
 
 // confValid is 1 while the scheduler conf gives topology-allocate a working
@@ -16,11 +15,8 @@ import (
 // It has no series until the first session checks the conf (a vector
 // without labels): a standby, which runs no session, exports none rather
 // than a 0 an alert would read as a broken conf.
-var confValid = promauto.NewGaugeVec(prometheus.GaugeOpts{
-	Subsystem: "rdmatopo",
-	Name:      "conf_valid",
-	Help:      "1 when the scheduler conf enables a valid rdma-topology plugin for topology-allocate, 0 when RDMA pods are refused for want of it.",
-}, nil)
+var confValid = schedmetrics.GaugeVec("conf_valid",
+	"1 when the scheduler conf enables a valid rdma-topology plugin for topology-allocate, 0 when RDMA pods are refused for want of it.")
 
 // checkConf sets the rdmatopo_conf_valid gauge for the session and returns
 // why RDMA pods must be refused in it (nil when the plugin is there, err

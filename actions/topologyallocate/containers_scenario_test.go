@@ -120,7 +120,7 @@ func TestContainerLevelNUMA(t *testing.T) {
 			if n := o.refused; n != 0 {
 				t.Errorf("%v planned nodes refused when the plan was applied, want 0", n)
 			}
-			if got := bound(o, "tc"); got != tc.wantBound {
+			if got := o.binds.Count("ns", "tc"); got != tc.wantBound {
 				t.Fatalf("%d pods bound, want %d; condition %q", got, tc.wantBound, condition(o.pgs["ns/tc"]))
 			}
 			if tc.wantReason != "" {
@@ -129,7 +129,7 @@ func TestContainerLevelNUMA(t *testing.T) {
 				}
 			}
 			if tc.wantLeaves != nil {
-				if diff := cmp.Diff(tc.wantLeaves, leavesOf(o, "tc")); diff != "" {
+				if diff := cmp.Diff(tc.wantLeaves, o.binds.Leaves("ns", "tc")); diff != "" {
 					t.Errorf("leaves (-want,+got):\n%s", diff)
 				}
 			}

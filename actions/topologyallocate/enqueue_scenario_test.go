@@ -39,7 +39,7 @@ func TestEnqueueGatesPendingGangs(t *testing.T) {
 			c.pgs[0] = builders.MakePodGroup("ns", "g").MinMember(4).
 				MinResources(corev1.ResourceList{builders.GPUResource: *resource.NewQuantity(int64(tc.gpus), resource.DecimalSI)}).Obj()
 			o := runSession(t, c)
-			if got := bound(o, "g"); got != tc.wantBound {
+			if got := o.binds.Count("ns", "g"); got != tc.wantBound {
 				t.Errorf("%d pods bound, want %d", got, tc.wantBound)
 			}
 			if got := o.pgs["ns/g"].Status.Phase; got != tc.wantPhase {

@@ -67,13 +67,13 @@ func TestBeyondMinMember(t *testing.T) {
 			o := runSession(t, c)
 			got := map[string]int{}
 			for job := range tc.wantBound {
-				got[job] = bound(o, job)
+				got[job] = o.binds.Count("ns", job)
 			}
 			if diff := cmp.Diff(tc.wantBound, got); diff != "" {
 				t.Errorf("pods bound per job (-want,+got):\n%s", diff)
 			}
 			for job, want := range tc.wantLeaves {
-				if diff := cmp.Diff(want, leavesOf(o, job)); diff != "" {
+				if diff := cmp.Diff(want, o.binds.Leaves("ns", job)); diff != "" {
 					t.Errorf("job %s leaves (-want,+got):\n%s", job, diff)
 				}
 			}

@@ -87,7 +87,7 @@ func startFaultsWith(t *testing.T, nodes []faultNode, gangs map[string]int, ann 
 	t.Helper()
 	var c simtest.Cluster
 	for _, n := range nodes {
-		c.Nodes = append(c.Nodes, builders.MakeNode(n.name).Shared().GPU(8).RDMA(4).CPU("128").
+		c.Nodes = append(c.Nodes, builders.ProviderNode(n.name).
 			Resource("pods", "110").Resource("memory", "512Gi").Ready(corev1.ConditionTrue).Obj())
 		c.CNRs = append(c.CNRs, n.cnr())
 		for _, zp := range n.pods {
@@ -209,7 +209,7 @@ func TestNodeNotReadyScenario(t *testing.T) {
 	}
 	sc := startFaults(t, nodes, map[string]int{"g": 2, "busy": 1})
 
-	down := builders.MakeNode("n1").Shared().GPU(8).RDMA(4).CPU("128").Resource("pods", "110").Resource("memory", "512Gi").
+	down := builders.ProviderNode("n1").Resource("pods", "110").Resource("memory", "512Gi").
 		Ready(corev1.ConditionFalse).Taint(corev1.TaintNodeNotReady, corev1.TaintEffectNoExecute).Obj()
 	sc.Sim.UpsertNode(down)
 	sc.Finish("ns/g-0")
@@ -242,7 +242,7 @@ func TestNodeNotReadyScenario(t *testing.T) {
 // notReady is n1 as the node lifecycle controller leaves it when it stops
 // reporting: NotReady, tainted NoExecute.
 func notReady(name string) *corev1.Node {
-	return builders.MakeNode(name).Shared().GPU(8).RDMA(4).CPU("128").Resource("pods", "110").Resource("memory", "512Gi").
+	return builders.ProviderNode(name).Resource("pods", "110").Resource("memory", "512Gi").
 		Ready(corev1.ConditionFalse).Taint(corev1.TaintNodeNotReady, corev1.TaintEffectNoExecute).Obj()
 }
 

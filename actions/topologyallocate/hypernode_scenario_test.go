@@ -75,7 +75,7 @@ func TestS1FromHyperNodes(t *testing.T) {
 				c.addJob("gang", size, 4, 2, hardS1)
 				c.hyperNodes = tc.hyper
 				o := runSession(t, c, pluginArgs(tc.args...))
-				got[size] = placed{Bound: bound(o, "gang"), Leaves: leavesOf(o, "gang")}
+				got[size] = placed{Bound: o.binds.Count("ns", "gang"), Leaves: o.binds.Leaves("ns", "gang")}
 				checkBinds(t, o)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {

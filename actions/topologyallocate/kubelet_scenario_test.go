@@ -30,7 +30,7 @@ func cpuList(cpu string) corev1.ResourceList {
 // NUMA-1 NICs under leaf B) of two zones of cpu CPUs and 4 GPUs each,
 // with the given topology policy.
 func (c *cluster) addCPUZoneNode(name string, cpuMilli int64, policy v1alpha1.TopologyPolicy) {
-	c.nodes = append(c.nodes, builders.MakeNode(name).Shared().GPU(8).RDMA(4).CPU("128").
+	c.nodes = append(c.nodes, builders.ProviderNode(name).
 		Resource("pods", "110").Resource("memory", "512Gi").Obj())
 	c.cnrs = append(c.cnrs, builders.MakeCNR(name).Policy(policy).
 		Zone(0, 4, cpuMilli).Zone(1, 4, cpuMilli).
@@ -195,18 +195,15 @@ func TestKCNRWithoutNodeDecidesNoS1(t *testing.T) {
 	c.nodes = append(c.nodes, builders.MakeNode("n1").Shared().S1("p1").GPU(8).RDMA(4).CPU("128").
 		Resource("pods", "110").Resource("memory", "512Gi").Obj())
 	for _, n := range []struct{ name, leaf1 string }{{"n0", "Z"}, {"n1", "B"}} {
-		c.cnrs = append(c.cnrs, builders.MakeCNR(n.name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
-			Zone(0, 4, 64000).Zone(1, 4, 64000).
-			NIC(builders.NUMANICs[0][0], 0, "A").NIC(builders.NUMANICs[0][1], 0, "A").
-			NIC(builders.NUMANICs[1][0], 1, n.leaf1).NIC(builders.NUMANICs[1][1], 1, n.leaf1).Obj())
+		c.cnrs = append(c.cnrs, builders.ProviderCNR(n.name, "A", n.leaf1).Obj())
 	}
 	c.addJob("g", 2, 4, 2, map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s1"})
 	o := runSession(t, c)
 	checkBinds(t, o)
-	if got := bound(o, "g"); got != 2 {
+	if got := o.binds.Count("ns", "g"); got != 2 {
 		t.Fatalf("%d pods bound, want 2; condition %q", got, condition(o.pgs["ns/g"]))
 	}
-	if diff := cmp.Diff([]string{"A", "B"}, leavesOf(o, "g")); diff != "" {
+	if diff := cmp.Diff([]string{"A", "B"}, o.binds.Leaves("ns", "g")); diff != "" {
 		t.Errorf("leaves (-want,+got):\n%s", diff)
 	}
 }
@@ -268,7 +265,7 @@ func TestDuplicateRanksKeepTheGangPending(t *testing.T) {
 			Req(builders.RDMAResource, "2").Annotation(placement.AnnotationRank, "0")
 	})
 	o := runSession(t, c)
-	if got := bound(o, "g"); got != 0 {
+	if got := o.binds.Count("ns", "g"); got != 0 {
 		t.Fatalf("%d pods bound, want 0", got)
 	}
 	got := condition(o.pgs["ns/g"])

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -27,10 +26,7 @@ type zonePod struct {
 // leaf1) with the given running pods; their PodGroups must exist.
 func (c *cluster) addNodeHolding(name, leaf0, leaf1 string, pods ...zonePod) {
 	c.addNode(name, leaf0, leaf1)
-	w := builders.MakeCNR(name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
-		Zone(0, 4, 64000).Zone(1, 4, 64000).
-		NIC(builders.NUMANICs[0][0], 0, leaf0).NIC(builders.NUMANICs[0][1], 0, leaf0).
-		NIC(builders.NUMANICs[1][0], 1, leaf1).NIC(builders.NUMANICs[1][1], 1, leaf1)
+	w := builders.ProviderCNR(name, leaf0, leaf1)
 	for _, zp := range pods {
 		uid := "u-" + zp.name
 		consumer := builders.Consumer("ns", zp.name, uid)

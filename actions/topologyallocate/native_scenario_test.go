@@ -105,7 +105,7 @@ func TestVolcanoAllocateWithNetworkTopologies(t *testing.T) {
 			volcanoAllocateTopology(c)
 			c.nativeJob("pg1", tc.size, tc.nt)
 			o := runSession(t, c, pluginArgs("s1Source: "+string(topology.S1FromHyperNode)))
-			got := want{Bound: bound(o, "pg1"), Leaves: leavesOf(o, "pg1")}
+			got := want{Bound: o.binds.Count("ns", "pg1"), Leaves: o.binds.Leaves("ns", "pg1")}
 			if got.Bound == 0 {
 				got.Leaves = nil
 			}
@@ -125,7 +125,7 @@ func TestNativeContractUnhonoured(t *testing.T) {
 	volcanoAllocateTopology(c)
 	c.nativeJob("pg1", 2, &placement.NetworkTopology{Mode: "hard", HighestTierName: "rack"})
 	o := runSession(t, c, pluginArgs("s1Source: "+string(topology.S1FromHyperNode)))
-	if n := bound(o, "pg1"); n != 0 {
+	if n := o.binds.Count("ns", "pg1"); n != 0 {
 		t.Errorf("%d pods bound, want none", n)
 	}
 	want := `PodGroup ns/pg1: invalid job contract: field spec.networkTopology.highestTierName: "rack" is the spec.tierName of no HyperNode (known: leaf=1, spine=2)`
@@ -203,7 +203,7 @@ func TestConfinedGangsWithoutNICs(t *testing.T) {
 				c.native = map[string]*placement.NativeTopology{"ns/cpu": {NetworkTopology: tc.native}}
 			}
 			o := runSession(t, c)
-			got := want{Bound: bound(o, "cpu")}
+			got := want{Bound: o.binds.Count("ns", "cpu")}
 			for name, b := range o.binds {
 				if strings.HasPrefix(name, "ns/cpu-") {
 					got.Nodes = append(got.Nodes, b.Node)

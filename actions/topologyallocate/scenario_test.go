@@ -44,18 +44,15 @@ type cluster struct {
 // addNode adds a provider-shaped node whose NUMA-0 NICs go to leaf0 and
 // NUMA-1 NICs to leaf1.
 func (c *cluster) addNode(name, leaf0, leaf1 string) {
-	c.nodes = append(c.nodes, builders.MakeNode(name).Shared().GPU(8).RDMA(4).CPU("128").
+	c.nodes = append(c.nodes, builders.ProviderNode(name).
 		Resource("pods", "110").Resource("memory", "512Gi").Obj())
-	c.cnrs = append(c.cnrs, builders.MakeCNR(name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
-		Zone(0, 4, 64000).Zone(1, 4, 64000).
-		NIC(builders.NUMANICs[0][0], 0, leaf0).NIC(builders.NUMANICs[0][1], 0, leaf0).
-		NIC(builders.NUMANICs[1][0], 1, leaf1).NIC(builders.NUMANICs[1][1], 1, leaf1).Obj())
+	c.cnrs = append(c.cnrs, builders.ProviderCNR(name, leaf0, leaf1).Obj())
 }
 
 // addRailNode adds a rail-cabled single-NUMA node: 2 NICs per NUMA zone,
 // NIC i cabled to leaf "rail<i>" (so each zone spans two leaves).
 func (c *cluster) addRailNode(name string) {
-	c.nodes = append(c.nodes, builders.MakeNode(name).Shared().GPU(8).RDMA(4).CPU("128").
+	c.nodes = append(c.nodes, builders.ProviderNode(name).
 		Resource("pods", "110").Resource("memory", "512Gi").Obj())
 	w := builders.MakeCNR(name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
 		Zone(0, 4, 64000).Zone(1, 4, 64000)
@@ -74,10 +71,7 @@ func (c *cluster) addUnknownNode(name string, shared bool) {
 		nw = nw.Shared()
 	}
 	c.nodes = append(c.nodes, nw.Obj())
-	c.cnrs = append(c.cnrs, builders.MakeCNR(name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
-		Zone(0, 4, 64000).Zone(1, 4, 64000).
-		NIC(builders.NUMANICs[0][0], 0, "").NIC(builders.NUMANICs[0][1], 0, "").
-		NIC(builders.NUMANICs[1][0], 1, "").NIC(builders.NUMANICs[1][1], 1, "").Obj())
+	c.cnrs = append(c.cnrs, builders.ProviderCNR(name, "", "").Obj())
 }
 
 // addJob adds a PodGroup and n pods of gpu GPUs and nics NICs each.
@@ -135,7 +129,7 @@ func pluginArgs(args ...string) option {
 
 // outcome is what one session produced.
 type outcome struct {
-	binds map[string]*sim.BindRecord // ns/name -> bind
+	binds simtest.Binds // ns/name -> bind
 	// pgs are the PodGroups (ns/name) as the session wrote them back.
 	pgs map[string]*schedulingv1beta1.PodGroup
 	// patched are the annotations the scheduler patched on running pods
@@ -186,35 +180,6 @@ func nicUnits(cnrs []*v1alpha1.CustomNodeResource) map[string]int64 {
 		walk(c.Name, c.Status.TopologyZone)
 	}
 	return out
-}
-
-// leavesOf returns the S0 annotations of the bound pods of a job, sorted.
-func leavesOf(o *outcome, job string) []string {
-	set := map[string]bool{}
-	for name, task := range o.binds {
-		if !strings.HasPrefix(name, "ns/"+job+"-") {
-			continue
-		}
-		for _, s := range strings.Split(task.Pod.Annotations[ledger.AnnotationS0], ",") {
-			set[s] = true
-		}
-	}
-	var out []string
-	for s := range set {
-		out = append(out, s)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func bound(o *outcome, job string) int {
-	n := 0
-	for name := range o.binds {
-		if strings.HasPrefix(name, "ns/"+job+"-") {
-			n++
-		}
-	}
-	return n
 }
 
 func TestGangScenarios(t *testing.T) {
@@ -298,12 +263,12 @@ func TestGangScenarios(t *testing.T) {
 			tc.build(c)
 			o := runSession(t, c)
 			for job, want := range tc.wantBound {
-				if got := bound(o, job); got != want {
+				if got := o.binds.Count("ns", job); got != want {
 					t.Errorf("job %s: %d pods bound, want %d", job, got, want)
 				}
 			}
 			for job, want := range tc.wantLeaves {
-				if diff := cmp.Diff(want, leavesOf(o, job)); diff != "" {
+				if diff := cmp.Diff(want, o.binds.Leaves("ns", job)); diff != "" {
 					t.Errorf("job %s leaves (-want,+got):\n%s", job, diff)
 				}
 			}
@@ -415,7 +380,7 @@ func TestForgedAnnotationsIgnored(t *testing.T) {
 		t.Fatalf("placement annotation: %v", err)
 	}
 	zero := 0
-	if diff := cmp.Diff(rdmatopology.PlacementAnnotation{Tier: "node", S0: []string{"B"}, S1: []string{}, RingCrossings: &zero}, pl); diff != "" {
+	if diff := cmp.Diff(rdmatopology.PlacementAnnotation{GangPlacement: ledger.GangPlacement{Tier: "node", S0: []string{"B"}, S1: []string{}}, RingCrossings: &zero}, pl); diff != "" {
 		t.Errorf("placement (-want,+got):\n%s", diff)
 	}
 	checkBinds(t, o)
@@ -435,10 +400,10 @@ func TestRestartRebuildsLedgerFromAnnotations(t *testing.T) {
 	c.addRunningGroup("old", 2, nil)
 	c.addJob("new", 2, 4, 2, map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s0"})
 	o := runSession(t, c)
-	if got := bound(o, "new"); got != 2 {
+	if got := o.binds.Count("ns", "new"); got != 2 {
 		t.Fatalf("new gang: %d bound, want 2", got)
 	}
-	if diff := cmp.Diff([]string{"B"}, leavesOf(o, "new")); diff != "" {
+	if diff := cmp.Diff([]string{"B"}, o.binds.Leaves("ns", "new")); diff != "" {
 		t.Errorf("new gang leaves (-want,+got):\n%s", diff)
 	}
 	if got := o.ledger.Len(); got != 4 {
@@ -474,10 +439,7 @@ func TestNodeAgentChoseOtherNICs(t *testing.T) {
 			Annotation(ledger.AnnotationNICs, builders.NUMANICs[0][0]+","+builders.NUMANICs[0][1]).
 			Annotation(ledger.AnnotationNUMA, "0").SchedulerName("volcano").Obj())
 		consumer := builders.Consumer("ns", name, uid)
-		c.cnrs[i] = builders.MakeCNR(node).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
-			Zone(0, 4, 64000).Zone(1, 4, 64000).
-			NIC(builders.NUMANICs[0][0], 0, "A").NIC(builders.NUMANICs[0][1], 0, "A").
-			NIC(builders.NUMANICs[1][0], 1, "B").NIC(builders.NUMANICs[1][1], 1, "B").
+		c.cnrs[i] = builders.ProviderCNR(node, "A", "B").
 			UseNIC(builders.NUMANICs[1][0], consumer).UseNIC(builders.NUMANICs[1][1], consumer).
 			Alloc(1, consumer, corev1.ResourceList{builders.GPUResource: resource.MustParse("4")}).Obj()
 	}
@@ -485,10 +447,10 @@ func TestNodeAgentChoseOtherNICs(t *testing.T) {
 	c.addJob("new", 4, 4, 2, map[string]string{ledger.AnnotationMode: "hard", ledger.AnnotationHighestTier: "s0"})
 
 	o := runSession(t, c)
-	if got := bound(o, "new"); got != 4 {
+	if got := o.binds.Count("ns", "new"); got != 4 {
 		t.Fatalf("new gang: %d bound, want 4 (leaf A is truly free)", got)
 	}
-	if diff := cmp.Diff([]string{"A"}, leavesOf(o, "new")); diff != "" {
+	if diff := cmp.Diff([]string{"A"}, o.binds.Leaves("ns", "new")); diff != "" {
 		t.Errorf("new gang leaves (-want,+got):\n%s", diff)
 	}
 	want := map[string]map[string]string{}
@@ -609,7 +571,7 @@ func TestContractScenarios(t *testing.T) {
 				}
 			}
 			o := runSession(t, c, startAt(now))
-			if got := bound(o, "big"); got != tc.wantBound {
+			if got := o.binds.Count("ns", "big"); got != tc.wantBound {
 				t.Errorf("%d pods bound, want %d", got, tc.wantBound)
 			}
 			if tc.wantReason != "" {

@@ -73,7 +73,7 @@ func TestNICUnitsScenarios(t *testing.T) {
 			if n := o.refused; n != 0 {
 				t.Errorf("%v planned nodes refused when the plan was applied, want 0", n)
 			}
-			if got := bound(o, "g"); got != tc.wantBound {
+			if got := o.binds.Count("ns", "g"); got != tc.wantBound {
 				t.Fatalf("%d pods bound, want %d; condition %q", got, tc.wantBound, condition(o.pgs["ns/g"]))
 			}
 			if tc.wantReason != "" {

@@ -5,6 +5,8 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/conf"
 	"volcano.sh/volcano/pkg/scheduler/framework"
+
+	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology/schedmetrics"
 )
 
 // ReclaimActionName is the name of topology-reclaim in
@@ -47,11 +49,16 @@ type policy struct {
 	gangs, pods prometheus.Counter
 }
 
+// The two policies, each with its counters on the scheduler's Prometheus
+// endpoint (schedmetrics).
 var (
 	preemptPolicy = &policy{action: ActionName, acting: ReasonPreempting, victim: ReasonPreempted, verb: "preempted",
-		gangs: preemptions, pods: evictedPods}
+		gangs: schedmetrics.Counter("preemptions_total", "RDMA gangs for which topology-preempt evicted lower-priority pods."),
+		pods:  schedmetrics.Counter("evicted_pods_total", "Pods evicted by topology-preempt to place higher-priority RDMA gangs.")}
 	reclaimPolicy = &policy{action: ReclaimActionName, otherQueues: true, acting: ReasonReclaiming, victim: ReasonReclaimed,
-		verb: "reclaimed", gangs: reclaims, pods: reclaimedPods}
+		verb:  "reclaimed",
+		gangs: schedmetrics.Counter("reclaims_total", "RDMA gangs for which topology-reclaim evicted pods of other queues."),
+		pods:  schedmetrics.Counter("reclaimed_pods_total", "Pods of other queues evicted by topology-reclaim to place RDMA gangs.")}
 )
 
 // queueAllows reports whether the policy may take victims of job vj for

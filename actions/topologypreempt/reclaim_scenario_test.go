@@ -127,7 +127,7 @@ func TestReclaimScenarios(t *testing.T) {
 				t.Fatalf("evicted (-want,+got):\n%s", diff)
 			}
 			if len(o.evicted) == 0 {
-				if got := bound(o, "big"); got != 0 {
+				if got := o.binds.Count("ns", "big"); got != 0 {
 					t.Errorf("big bound %d pods with nothing evicted, want 0", got)
 				}
 				return
@@ -143,10 +143,10 @@ func TestReclaimScenarios(t *testing.T) {
 			if len(o.evicted) > 0 {
 				t.Errorf("second session evicted %v, want none", o.evicted)
 			}
-			if got := bound(o, "big"); got != 4 {
+			if got := o.binds.Count("ns", "big"); got != 4 {
 				t.Fatalf("big: %d pods bound, want 4", got)
 			}
-			if diff := cmp.Diff(tc.wantLeaves, leavesOf(o, "big")); diff != "" {
+			if diff := cmp.Diff(tc.wantLeaves, o.binds.Leaves("ns", "big")); diff != "" {
 				t.Errorf("big leaves (-want,+got):\n%s", diff)
 			}
 		})

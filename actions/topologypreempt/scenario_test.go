@@ -61,13 +61,10 @@ type cluster struct {
 // addNode adds a provider-shaped node (2 NUMA zones of 4 GPUs and 2 NICs)
 // whose NUMA-0 NICs go to leaf0 and NUMA-1 NICs to leaf1.
 func (c *cluster) addNode(name, leaf0, leaf1 string) {
-	c.nodes = append(c.nodes, builders.MakeNode(name).Shared().GPU(8).RDMA(4).CPU("128").
+	c.nodes = append(c.nodes, builders.ProviderNode(name).
 		Resource("pods", "110").Resource("memory", "512Gi").Obj())
 	c.cnrs = append(c.cnrs, func() *builders.CNRWrapper {
-		return builders.MakeCNR(name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
-			Zone(0, 4, 64000).Zone(1, 4, 64000).
-			NIC(builders.NUMANICs[0][0], 0, leaf0).NIC(builders.NUMANICs[0][1], 0, leaf0).
-			NIC(builders.NUMANICs[1][0], 1, leaf1).NIC(builders.NUMANICs[1][1], 1, leaf1)
+		return builders.ProviderCNR(name, leaf0, leaf1)
 	})
 }
 
@@ -258,7 +255,7 @@ func (r *run) finish(pods ...string) { r.sc.Finish(pods...) }
 
 // outcome is what one session produced.
 type outcome struct {
-	binds map[string]*sim.BindRecord // ns/name -> bind
+	binds simtest.Binds // ns/name -> bind
 	// evicted are the pods (ns/name, sorted) the session evicted; they are
 	// gone before the next one (terminating first, with an eviction
 	// grace).
@@ -273,48 +270,6 @@ func (r *run) session() *outcome {
 	r.sc.Submit(r.c.pgs, r.c.pods)
 	o := r.sc.Session()
 	return &outcome{binds: o.Binds, evicted: o.Evicted, events: o.Events}
-}
-
-// leavesOf returns the S0 annotations of the bound pods of a job, sorted.
-func leavesOf(o *outcome, job string) []string {
-	return boundSet(o, job, func(b *sim.BindRecord) []string {
-		return strings.Split(b.Pod.Annotations[ledger.AnnotationS0], ",")
-	})
-}
-
-// nodesOf returns the nodes of the bound pods of a job, sorted.
-func nodesOf(o *outcome, job string) []string {
-	return boundSet(o, job, func(b *sim.BindRecord) []string { return []string{b.Node} })
-}
-
-// boundSet returns the distinct values of of over the bound pods of a job,
-// sorted.
-func boundSet(o *outcome, job string, of func(*sim.BindRecord) []string) []string {
-	set := map[string]bool{}
-	for name, task := range o.binds {
-		if strings.HasPrefix(name, "ns/"+job+"-") {
-			for _, v := range of(task) {
-				set[v] = true
-			}
-		}
-	}
-	out := make([]string, 0, len(set))
-	for v := range set {
-		out = append(out, v)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// bound counts the bound pods of a job.
-func bound(o *outcome, job string) int {
-	n := 0
-	for name := range o.binds {
-		if strings.HasPrefix(name, "ns/"+job+"-") {
-			n++
-		}
-	}
-	return n
 }
 
 func pods(job string, n int) []string {
@@ -532,7 +487,7 @@ func TestPreemptionScenarios(t *testing.T) {
 				t.Errorf("evicted (-want,+got):\n%s", diff)
 			}
 			if len(o.evicted) > 0 {
-				if got := bound(o, tc.preemptor); got != 0 {
+				if got := o.binds.Count("ns", tc.preemptor); got != 0 {
 					t.Errorf("preemptor bound %d pods while its victims terminate, want 0", got)
 				}
 				checkEvents(t, o, tc.preemptor)
@@ -542,11 +497,11 @@ func TestPreemptionScenarios(t *testing.T) {
 					t.Errorf("second session evicted %v, want none", o.evicted)
 				}
 			}
-			if got := bound(o, tc.preemptor); got != tc.wantBound {
+			if got := o.binds.Count("ns", tc.preemptor); got != tc.wantBound {
 				t.Errorf("preemptor: %d pods bound, want %d", got, tc.wantBound)
 			}
 			if tc.wantLeaves != nil {
-				if diff := cmp.Diff(tc.wantLeaves, leavesOf(o, tc.preemptor)); diff != "" {
+				if diff := cmp.Diff(tc.wantLeaves, o.binds.Leaves("ns", tc.preemptor)); diff != "" {
 					t.Errorf("preemptor leaves (-want,+got):\n%s", diff)
 				}
 			}
@@ -609,8 +564,8 @@ func TestClaimedRoom(t *testing.T) {
 	r := start(t, c)
 
 	o := r.session()
-	if len(o.evicted) > 0 || bound(o, "old") > 0 {
-		t.Fatalf("session 1: evicted %v, old bound %d; want nothing (no eviction places it)", o.evicted, bound(o, "old"))
+	if len(o.evicted) > 0 || o.binds.Count("ns", "old") > 0 {
+		t.Fatalf("session 1: evicted %v, old bound %d; want nothing (no eviction places it)", o.evicted, o.binds.Count("ns", "old"))
 	}
 
 	// A younger gang of the same priority fits leaf A's three free slots;
@@ -620,10 +575,10 @@ func TestClaimedRoom(t *testing.T) {
 	c.addPending("lowjob", "low", 1, nil)
 	c.createdAt("lowjob", 102)
 	o = r.session()
-	if got := bound(o, "young"); got != 0 {
+	if got := o.binds.Count("ns", "young"); got != 0 {
 		t.Errorf("session 2: young bound %d pods in the leaf old claims, want 0", got)
 	}
-	if got := leavesOf(o, "lowjob"); !cmp.Equal(got, []string{"A"}) {
+	if got := o.binds.Leaves("ns", "lowjob"); !cmp.Equal(got, []string{"A"}) {
 		t.Fatalf("session 2: lowjob on leaves %v, want [A] (lower priority may use a claimed leaf)", got)
 	}
 
@@ -633,18 +588,18 @@ func TestClaimedRoom(t *testing.T) {
 	if diff := cmp.Diff(pods("lowjob", 1), o.evicted); diff != "" {
 		t.Fatalf("session 3 evicted (-want,+got):\n%s", diff)
 	}
-	if got := bound(o, "young"); got != 0 {
+	if got := o.binds.Count("ns", "young"); got != 0 {
 		t.Errorf("session 3: young bound %d pods, want 0", got)
 	}
 	// lowjob is gone.
 	o = r.session()
-	if got := bound(o, "old"); got != 4 {
+	if got := o.binds.Count("ns", "old"); got != 4 {
 		t.Fatalf("session 4: old bound %d pods, want 4", got)
 	}
-	if got := leavesOf(o, "old"); !cmp.Equal(got, []string{"A"}) {
+	if got := o.binds.Leaves("ns", "old"); !cmp.Equal(got, []string{"A"}) {
 		t.Errorf("session 4: old on leaves %v, want [A]", got)
 	}
-	if got := bound(o, "young"); got != 0 {
+	if got := o.binds.Count("ns", "young"); got != 0 {
 		t.Errorf("session 4: young bound %d pods, want 0", got)
 	}
 }
@@ -663,8 +618,8 @@ func claimedLeafA(t *testing.T) (*cluster, *run) {
 	c.addPending("old", "high", 4, hardS0)
 	c.createdAt("old", 100)
 	r := start(t, c)
-	if o := r.session(); len(o.evicted) > 0 || bound(o, "old") > 0 {
-		t.Fatalf("session 1: evicted %v, old bound %d; want nothing (no eviction places it)", o.evicted, bound(o, "old"))
+	if o := r.session(); len(o.evicted) > 0 || o.binds.Count("ns", "old") > 0 {
+		t.Fatalf("session 1: evicted %v, old bound %d; want nothing (no eviction places it)", o.evicted, o.binds.Count("ns", "old"))
 	}
 	c.addPending("young", "high", 3, hardS0)
 	c.createdAt("young", 101)
@@ -677,13 +632,13 @@ func claimedLeafA(t *testing.T) (*cluster, *run) {
 // young out too, as do the next ones.
 func TestClaimSurvivesRestart(t *testing.T) {
 	_, r := claimedLeafA(t)
-	if o := r.session(); bound(o, "young") != 0 {
-		t.Fatalf("session 2: young bound %d pods in the leaf old claims, want 0", bound(o, "young"))
+	if o := r.session(); o.binds.Count("ns", "young") != 0 {
+		t.Fatalf("session 2: young bound %d pods in the leaf old claims, want 0", o.binds.Count("ns", "young"))
 	}
 	r.sc.Sim.Restart()
 	for i := 3; i <= 5; i++ {
-		if o := r.session(); bound(o, "young") != 0 {
-			t.Fatalf("session %d, after the restart: young bound %d pods in the leaf old claims, want 0", i, bound(o, "young"))
+		if o := r.session(); o.binds.Count("ns", "young") != 0 {
+			t.Fatalf("session %d, after the restart: young bound %d pods in the leaf old claims, want 0", i, o.binds.Count("ns", "young"))
 		}
 	}
 }
@@ -695,8 +650,8 @@ func TestClaimSurvivesRestart(t *testing.T) {
 // with the KCNR still stale, the claim lapses and young may use the leaf.
 func TestClaimGraceWhileANodeAgentLags(t *testing.T) {
 	c, r := claimedLeafA(t)
-	if o := r.session(); bound(o, "young") != 0 {
-		t.Fatalf("session 2: young bound %d pods in the leaf old claims, want 0", bound(o, "young"))
+	if o := r.session(); o.binds.Count("ns", "young") != 0 {
+		t.Fatalf("session 2: young bound %d pods in the leaf old claims, want 0", o.binds.Count("ns", "young"))
 	}
 	stale := c.kcnrs()[0] // n1's, listing peera
 	r.finish("ns/peera-0")
@@ -704,15 +659,15 @@ func TestClaimGraceWhileANodeAgentLags(t *testing.T) {
 	start := r.sc.Sim.Now()
 	// At least three sessions, however short the grace.
 	for i := 0; i < 3 || r.sc.Sim.Now().Sub(start) < preemption.ClaimGrace-2*r.sc.Sim.Period(); i++ {
-		if o := r.session(); bound(o, "young") != 0 || bound(o, "old") != 0 {
+		if o := r.session(); o.binds.Count("ns", "young") != 0 || o.binds.Count("ns", "old") != 0 {
 			t.Fatalf("%v after peera finished: young bound %d, old %d; want both waiting (old's claim holds for its grace)",
-				r.sc.Sim.Now().Sub(start), bound(o, "young"), bound(o, "old"))
+				r.sc.Sim.Now().Sub(start), o.binds.Count("ns", "young"), o.binds.Count("ns", "old"))
 		}
 	}
 	placed := false
 	for i := 0; i < 10 && !placed; i++ {
 		o := r.session()
-		placed = bound(o, "young") == 3
+		placed = o.binds.Count("ns", "young") == 3
 	}
 	if !placed {
 		t.Fatalf("young not placed in the 10 sessions after old's claim outlived its grace")
@@ -739,8 +694,8 @@ func TestClaimedNodeRoom(t *testing.T) {
 	r := start(t, c)
 
 	o := r.session()
-	if len(o.evicted) > 0 || bound(o, "old") > 0 {
-		t.Fatalf("session 1: evicted %v, old bound %d; want nothing (no node has two free zones)", o.evicted, bound(o, "old"))
+	if len(o.evicted) > 0 || o.binds.Count("ns", "old") > 0 {
+		t.Fatalf("session 1: evicted %v, old bound %d; want nothing (no node has two free zones)", o.evicted, o.binds.Count("ns", "old"))
 	}
 
 	// Two younger one-pod gangs of the same priority: each fits a free
@@ -752,7 +707,7 @@ func TestClaimedNodeRoom(t *testing.T) {
 	}
 	o = r.session()
 	for _, name := range []string{"young1", "young2"} {
-		if got := nodesOf(o, name); len(got) != 1 || got[0] == "u1" {
+		if got := o.binds.Nodes("ns", name); len(got) != 1 || got[0] == "u1" {
 			t.Errorf("session 2: %s on nodes %v, want one node other than u1", name, got)
 		}
 	}
@@ -760,8 +715,8 @@ func TestClaimedNodeRoom(t *testing.T) {
 	// peera finishes: old takes u1.
 	r.finish("ns/peera-0")
 	o = r.session()
-	if got := nodesOf(o, "old"); !cmp.Equal(got, []string{"u1"}) || bound(o, "old") != 2 {
-		t.Errorf("session 3: old bound %d pods on %v, want 2 on [u1]", bound(o, "old"), got)
+	if got := o.binds.Nodes("ns", "old"); !cmp.Equal(got, []string{"u1"}) || o.binds.Count("ns", "old") != 2 {
+		t.Errorf("session 3: old bound %d pods on %v, want 2 on [u1]", o.binds.Count("ns", "old"), got)
 	}
 	if len(o.evicted) > 0 {
 		t.Errorf("session 3: evicted %v, want nothing", o.evicted)
@@ -795,10 +750,10 @@ func TestUnannotatedVictims(t *testing.T) {
 	if len(o.evicted) > 0 {
 		t.Errorf("second session evicted %v, want none", o.evicted)
 	}
-	if got := bound(o, "big"); got != 4 {
+	if got := o.binds.Count("ns", "big"); got != 4 {
 		t.Fatalf("big: %d pods bound, want 4", got)
 	}
-	if diff := cmp.Diff([]string{"B"}, leavesOf(o, "big")); diff != "" {
+	if diff := cmp.Diff([]string{"B"}, o.binds.Leaves("ns", "big")); diff != "" {
 		t.Errorf("big leaves (-want,+got):\n%s", diff)
 	}
 }
@@ -824,8 +779,8 @@ func TestClaimedNodesFollowTheJob(t *testing.T) {
 	c.addPending("old", "high", 4, hardS0)
 	c.createdAt("old", 100)
 	r := start(t, c)
-	if o := r.session(); len(o.evicted) > 0 || bound(o, "old") > 0 {
-		t.Fatalf("session 1: evicted %v, old bound %d; want nothing", o.evicted, bound(o, "old"))
+	if o := r.session(); len(o.evicted) > 0 || o.binds.Count("ns", "old") > 0 {
+		t.Fatalf("session 1: evicted %v, old bound %d; want nothing", o.evicted, o.binds.Count("ns", "old"))
 	}
 
 	// cpu-0 fits anywhere with 10 CPUs free, cpu-1 only on n1..n4.
@@ -861,17 +816,17 @@ func TestHeldGangWaitsForItsVictims(t *testing.T) {
 	}
 	r.finish(pods("old", 4)...)
 	o = r.session()
-	if got := bound(o, "soft"); got != 0 {
-		t.Errorf("soft: %d pods bound while its victims terminate, want 0 (nodes %v)", got, nodesOf(o, "soft"))
+	if got := o.binds.Count("ns", "soft"); got != 0 {
+		t.Errorf("soft: %d pods bound while its victims terminate, want 0 (nodes %v)", got, o.binds.Nodes("ns", "soft"))
 	}
 	if len(o.evicted) != 0 {
 		t.Errorf("evicted %v while the victims terminate, want none", o.evicted)
 	}
 	o = r.session()
-	if got := bound(o, "soft"); got != 2 {
+	if got := o.binds.Count("ns", "soft"); got != 2 {
 		t.Fatalf("soft: %d pods bound once its victims are gone, want 2", got)
 	}
-	if diff := cmp.Diff([]string{"n8"}, nodesOf(o, "soft")); diff != "" {
+	if diff := cmp.Diff([]string{"n8"}, o.binds.Nodes("ns", "soft")); diff != "" {
 		t.Errorf("soft's nodes (-want,+got):\n%s", diff)
 	}
 	for name, b := range o.binds {

@@ -67,10 +67,10 @@ func TestPreemptionKeepsSegments(t *testing.T) {
 			}
 			// The victims are gone.
 			o = r.session()
-			if got := bound(o, "seg"); got != 4 {
+			if got := o.binds.Count("ns", "seg"); got != 4 {
 				t.Fatalf("seg: %d pods bound, want 4", got)
 			}
-			if diff := cmp.Diff(tc.wantLeaves, leavesOf(o, "seg")); diff != "" {
+			if diff := cmp.Diff(tc.wantLeaves, o.binds.Leaves("ns", "seg")); diff != "" {
 				t.Errorf("seg leaves (-want,+got):\n%s", diff)
 			}
 			for start := 0; tc.segment > 0 && start < 4; start += tc.segment {

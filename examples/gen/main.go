@@ -23,6 +23,9 @@ import (
 	"sigs.k8s.io/yaml"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
@@ -90,22 +93,24 @@ func main() {
 			order = append(order, name)
 		}
 	}
+	byNode := map[string]*v1alpha1.CustomNodeResource{}
+	for _, name := range order {
+		cnr := cnrIndex[name].Obj()
+		byNode[name] = cnr
+		cnrs = append(cnrs, cnr)
+	}
 	var pods []any
 	for i, r := range running {
 		name := fmt.Sprintf("legacy-eval-%d", i)
 		// The pods carry no UID (an API server assigns its own); the KCNR
 		// allocations name the one the simulator gives a pod without.
 		uid := string(workload.StableUID(workload.KindPod, legacyNamespace, name))
-		consumer := builders.Consumer(legacyNamespace, name, uid)
 		nics := builders.NUMANICs[r.numa]
-		w := cnrIndex[r.node]
-		w.Alloc(r.numa, consumer, corev1.ResourceList{
-			builders.GPUResource: resource.MustParse(fmt.Sprint(gpusPerNUMA)),
-			corev1.ResourceCPU:   resource.MustParse("16"),
+		// The KCNR lists the pod as the node agent reports it (the
+		// simulator's node agent writes it).
+		nodeagent.Record(byNode[r.node], topology.Config{}, ledger.ConsumerID(legacyNamespace, name, uid), ledger.Reservation{
+			Zones: []ledger.ZoneUse{{NUMA: r.numa, GPU: gpusPerNUMA, CPUMilli: 16000, NICs: []topology.NICID{topology.NICID(nics[0]), topology.NICID(nics[1])}}},
 		})
-		for _, pci := range nics {
-			w.UseNIC(pci, consumer)
-		}
 		s1 := miniPods[0].s1
 		if strings.HasPrefix(r.node, miniPods[1].prefix) {
 			s1 = miniPods[1].s1
@@ -114,9 +119,6 @@ func main() {
 		fmt.Sscanf(r.node[len(r.node)-2:], "%d", &idx)
 		leaf := leafID(s1, 2*((idx-1)/nodesPerLeafPair)+r.numa)
 		pods = append(pods, runningPod(name, r.node, r.numa, nics, leaf))
-	}
-	for _, name := range order {
-		cnrs = append(cnrs, cnrIndex[name].Obj())
 	}
 
 	var objs []any

@@ -16,15 +16,13 @@ import (
 // adoptFabric builds node n1 (leaf A on NUMA 0, B on NUMA 1) whose KCNR
 // lists each consumer on the given NICs.
 func adoptFabric(listed map[string][]string) *topology.Fabric {
-	w := builders.MakeCNR("n1").Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
-		Zone(0, 4, 64000).Zone(1, 4, 64000).
-		NIC(nicA0, 0, "A").NIC(nicA1, 0, "A").NIC(nicB0, 1, "B").NIC(nicB1, 1, "B")
+	w := builders.ProviderCNR("n1", "A", "B")
 	for consumer, nics := range listed {
 		for _, n := range nics {
 			w.UseNIC(n, consumer)
 		}
 	}
-	node := builders.MakeNode("n1").Shared().GPU(8).RDMA(4).CPU("128").Obj()
+	node := builders.ProviderNode("n1").Obj()
 	return topology.Build(topology.Config{}.WithDefaults(), []*corev1.Node{node}, []*v1alpha1.CustomNodeResource{w.Obj()})
 }
 

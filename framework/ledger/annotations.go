@@ -40,6 +40,16 @@ const (
 	GroupNameAnnotation = "scheduling.k8s.io/group-name"
 )
 
+// GangPlacement is where a gang sits, as AnnotationPlacement says: its
+// tier and the S0 leaves and S1s its pods span. The scheduler writes it
+// (with the keys of its own beside these), and the CLI and the simulator
+// report it in the same JSON shape.
+type GangPlacement struct {
+	Tier string   `json:"tier"`
+	S0   []string `json:"s0"`
+	S1   []string `json:"s1"`
+}
+
 // ErrBadAnnotation marks a malformed annotation value.
 var ErrBadAnnotation = errors.New("malformed annotation value")
 

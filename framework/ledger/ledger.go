@@ -243,18 +243,6 @@ func (l *Ledger) Get(uid string) (Reservation, bool) {
 	return r.clone(), true
 }
 
-// Holder returns the UID of a pod holding a node's NIC: the first by UID
-// when several pods share it (Holders).
-func (l *Ledger) Holder(node string, nic topology.NICID) (string, bool) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	hs := l.holder[nicKey{node, nic}]
-	if len(hs) == 0 {
-		return "", false
-	}
-	return hs[0], true
-}
-
 // Holders returns the UIDs of the pods holding a node's NIC, sorted (a
 // fresh slice; nil when none does).
 func (l *Ledger) Holders(node string, nic topology.NICID) []string {
@@ -268,24 +256,6 @@ func (l *Ledger) HolderCount(node string, nic topology.NICID) int {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return len(l.holder[nicKey{node, nic}])
-}
-
-// HeldNICs maps every held NIC of a node to a holder's UID, the first by
-// UID when several pods share it (a fresh map).
-func (l *Ledger) HeldNICs(node string) map[topology.NICID]string {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	out := map[topology.NICID]string{}
-	for uid := range l.byNode[node] {
-		for _, z := range l.byUID[uid].Zones {
-			for _, n := range z.NICs {
-				if prev, ok := out[n]; !ok || uid < prev {
-					out[n] = uid
-				}
-			}
-		}
-	}
-	return out
 }
 
 // Confirm marks every reservation whose node's KCNR (in f) lists its consumer

@@ -128,14 +128,20 @@ func TestReleaseAndQueries(t *testing.T) {
 	if l.Len() != 3 {
 		t.Fatalf("Len = %d, want 3", l.Len())
 	}
-	if uid, ok := l.Holder("n2", nicB1); !ok || uid != "u-c" {
-		t.Errorf("Holder(n2, %s) = %q, %v; want u-c", nicB1, uid, ok)
+	if diff := cmp.Diff([]string{"u-c"}, l.Holders("n2", nicB1)); diff != "" {
+		t.Errorf("Holders(n2, %s) (-want +got):\n%s", nicB1, diff)
 	}
-	if _, ok := l.Holder("n1", nicB1); ok {
-		t.Error("Holder reports a free NIC as held")
+	if n := l.HolderCount("n1", nicB1); n != 0 {
+		t.Errorf("HolderCount of a free NIC = %d, want 0", n)
 	}
-	if diff := cmp.Diff(map[topology.NICID]string{nicA0: "u-a", nicA1: "u-a", nicB0: "u-b"}, l.HeldNICs("n1")); diff != "" {
-		t.Errorf("HeldNICs (-want +got):\n%s", diff)
+	held := map[topology.NICID][]string{}
+	for _, nic := range []topology.NICID{nicA0, nicA1, nicB0, nicB1} {
+		if hs := l.Holders("n1", nic); hs != nil {
+			held[nic] = hs
+		}
+	}
+	if diff := cmp.Diff(map[topology.NICID][]string{nicA0: {"u-a"}, nicA1: {"u-a"}, nicB0: {"u-b"}}, held); diff != "" {
+		t.Errorf("Holders on n1 (-want +got):\n%s", diff)
 	}
 	uids := func(rs []ledger.Reservation) []string {
 		var out []string
@@ -183,7 +189,7 @@ func TestReleaseAndQueries(t *testing.T) {
 		t.Error("second Release succeeded")
 	}
 	mustInvariants(t, l)
-	if _, ok := l.Holder("n1", nicA0); ok {
+	if l.HolderCount("n1", nicA0) != 0 {
 		t.Error("released NIC still held")
 	}
 	if err := l.Reserve(res("d", "n1", zone(0, 1, nicA0))); err != nil {
@@ -280,7 +286,7 @@ func TestConcurrentReaders(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 200; i++ {
 				node := builders.NodeName((g*7 + i) % 64)
-				if uid, ok := l.Holder(node, nicA0); !ok || uid != "u-"+node {
+				if hs := l.Holders(node, nicA0); len(hs) != 1 || hs[0] != "u-"+node {
 					failures <- node
 					return
 				}

@@ -26,7 +26,7 @@ func TestListed(t *testing.T) {
 		NIC(builders.NUMANICs[1][0], 1, "B").NIC(builders.NUMANICs[1][1], 1, "B").
 		UseNIC(builders.NUMANICs[0][1], consumer("span")).UseNIC(builders.NUMANICs[1][0], consumer("span")).
 		Alloc(0, consumer("zoneonly"), corev1.ResourceList{}).Obj()
-	node := builders.MakeNode("n1").Shared().GPU(8).RDMA(4).CPU("128").Obj()
+	node := builders.ProviderNode("n1").Obj()
 	f := topology.Build(topology.Config{}.WithDefaults(), []*corev1.Node{node}, []*v1alpha1.CustomNodeResource{cnr})
 	cases := map[string]struct {
 		pod    *corev1.Pod

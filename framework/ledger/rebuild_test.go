@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -208,10 +207,7 @@ func TestRebuildNilFabric(t *testing.T) {
 func TestRebuildRoundTrip(t *testing.T) {
 	nodes, cnrs := builders.ClusterShape{Nodes: 32, ZonesPerLeaf: 4, LeavesPerS1: 4, SpanningEvery: 2}.Generate()
 	// Node 0's KCNR already lists its first pod.
-	cnrs[0] = builders.MakeCNR(nodes[0].Name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
-		Zone(0, 4, 64000).Zone(1, 4, 64000).
-		NIC(nicA0, 0, builders.LeafID(0)).NIC(nicA1, 0, builders.LeafID(0)).
-		NIC(nicB0, 1, builders.LeafID(1)).NIC(nicB1, 1, builders.LeafID(1)).
+	cnrs[0] = builders.ProviderCNR(nodes[0].Name, builders.LeafID(0), builders.LeafID(1)).
 		UseNIC(nicA0, "ns/p-0-0/uid-0-0").Obj()
 	f := topology.Build(topology.Config{}, nodes, cnrs)
 

@@ -24,7 +24,7 @@ func namedNICFabric() *topology.Fabric {
 	nodes, cnrs = nodes[:1], cnrs[:1]
 	nodes = append(nodes,
 		builders.MakeNode("n3").Shared().GPU(8).RDMA(3).CPU("128").Obj(),
-		builders.MakeNode("n4").Shared().GPU(8).RDMA(4).CPU("128").Obj())
+		builders.ProviderNode("n4").Obj())
 	cnrs = append(cnrs, builders.MakeCNR("n3").Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
 		Zone(0, 4, 64000).Zone(1, 4, 64000).
 		NIC("mlx5_0", 0, "leafC").NIC("mlx5_1", 0, "leafC").NIC("1a:00.0", 1, "leafD").Obj())

@@ -17,9 +17,7 @@ import (
 // (NICs B0, B1 under leaf B); units sets a NIC's RDMA units (others have
 // one) and listed the units each consumer holds per NIC.
 func unitsFabric(units map[string]int64, listed map[string]map[string]int64) *topology.Fabric {
-	w := builders.MakeCNR("n1").Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
-		Zone(0, 4, 64000).Zone(1, 4, 64000).
-		NIC(nicA0, 0, "A").NIC(nicA1, 0, "A").NIC(nicB0, 1, "B").NIC(nicB1, 1, "B")
+	w := builders.ProviderCNR("n1", "A", "B")
 	for nic, u := range units {
 		w.Units(nic, u)
 	}

@@ -36,7 +36,7 @@ func TestListedOther(t *testing.T) {
 			if tc.consumer != "" {
 				w.UseNIC(nic, tc.consumer)
 			}
-			node := builders.MakeNode("n1").Shared().GPU(8).RDMA(4).CPU("128").Obj()
+			node := builders.ProviderNode("n1").Obj()
 			f := topology.Build(topology.Config{}.WithDefaults(), []*corev1.Node{node}, []*v1alpha1.CustomNodeResource{w.Obj()})
 			if got := hold.ListedOther(f, "n1", topology.NICID(nic)); got != tc.want {
 				t.Errorf("ListedOther = %q, want %q", got, tc.want)

@@ -149,11 +149,8 @@ func TestCostLess(t *testing.T) {
 // leaf B (zone 1).
 func viewFabric(t *testing.T) *topology.Fabric {
 	t.Helper()
-	node := builders.MakeNode("n1").Shared().GPU(8).RDMA(4).CPU("128").Obj()
-	cnr := builders.MakeCNR("n1").Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
-		Zone(0, 4, 64000).Zone(1, 4, 64000).
-		NIC(builders.NUMANICs[0][0], 0, "A").NIC(builders.NUMANICs[0][1], 0, "A").
-		NIC(builders.NUMANICs[1][0], 1, "B").NIC(builders.NUMANICs[1][1], 1, "B").Obj()
+	node := builders.ProviderNode("n1").Obj()
+	cnr := builders.ProviderCNR("n1", "A", "B").Obj()
 	return topology.Build(topology.Config{}.WithDefaults(), []*corev1.Node{node}, []*v1alpha1.CustomNodeResource{cnr})
 }
 

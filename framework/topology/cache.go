@@ -8,6 +8,7 @@ import (
 
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Cache keeps the fabric up to date from Node and KCNR events. It is meant to
@@ -51,25 +52,11 @@ func NewCache(cfg Config) *Cache {
 	}
 }
 
-// unchanged reports whether an object update carries the same resourceVersion
-// and generation as the stored one. Objects without a resourceVersion (built
-// in tests) always count as changed.
-func unchanged(oldRV, newRV string, oldGen, newGen int64) bool {
-	return newRV != "" && oldRV == newRV && oldGen == newGen
-}
-
 // UpsertNode adds or replaces a Node and rebuilds that node. Nil is ignored.
 func (c *Cache) UpsertNode(n *corev1.Node) {
-	if n == nil {
-		return
+	if n != nil {
+		upsert(c, c.nodeObjs, n)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if old, ok := c.nodeObjs[n.Name]; ok && unchanged(old.ResourceVersion, n.ResourceVersion, old.Generation, n.Generation) {
-		return
-	}
-	c.nodeObjs[n.Name] = n
-	c.rebuild(n.Name)
 }
 
 // DeleteNode forgets a Node. If its KCNR is still known the node is rebuilt
@@ -84,20 +71,27 @@ func (c *Cache) DeleteNode(name string) {
 	c.rebuild(name)
 }
 
-// UpsertCNR adds or replaces a KCNR and rebuilds its node. An update with the
-// same resourceVersion and generation as the stored KCNR is a no-op. Nil is
-// ignored.
+// UpsertCNR adds or replaces a KCNR and rebuilds its node. Nil is ignored.
 func (c *Cache) UpsertCNR(cnr *v1alpha1.CustomNodeResource) {
-	if cnr == nil {
-		return
+	if cnr != nil {
+		upsert(c, c.cnrObjs, cnr)
 	}
+}
+
+// upsert stores obj in objs, the cache's Nodes or KCNRs by name, and
+// rebuilds the node of that name. An update with the same resourceVersion
+// and generation as the stored object is a no-op; objects without a
+// resourceVersion (built in tests) always count as changed.
+func upsert[T metav1.Object](c *Cache, objs map[string]T, obj T) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.cnrObjs[cnr.Name]; ok && unchanged(old.ResourceVersion, cnr.ResourceVersion, old.Generation, cnr.Generation) {
+	name := obj.GetName()
+	if old, ok := objs[name]; ok && obj.GetResourceVersion() != "" &&
+		old.GetResourceVersion() == obj.GetResourceVersion() && old.GetGeneration() == obj.GetGeneration() {
 		return
 	}
-	c.cnrObjs[cnr.Name] = cnr
-	c.rebuild(cnr.Name)
+	objs[name] = obj
+	c.rebuild(name)
 }
 
 // SetHyperNodes replaces the HyperNodes the nodes' S1s are read from

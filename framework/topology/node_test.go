@@ -37,7 +37,7 @@ func loadProviderExample(t testing.TB) *v1alpha1.CustomNodeResource {
 
 func TestBuildNodeProviderExample(t *testing.T) {
 	cnr := loadProviderExample(t)
-	node := builders.MakeNode("10.27.0.4").Shared().GPU(8).RDMA(4).CPU("128").S1("pod-a").Obj()
+	node := builders.ProviderNode("10.27.0.4").S1("pod-a").Obj()
 	got := topology.BuildNode(topology.Config{S1NodeLabel: builders.S1Label}, node, cnr)
 
 	const leafA = "b6f73fb8fb523a512a30edf3c73b7ab********"
@@ -90,14 +90,11 @@ func TestBuildNodeProviderExample(t *testing.T) {
 
 // provider builds the provider's node shape for a node name.
 func provider(name string) *builders.CNRWrapper {
-	return builders.MakeCNR(name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
-		Zone(0, 4, 64000).Zone(1, 4, 64000).
-		NIC(nicA0, 0, "leafA").NIC(nicA1, 0, "leafA").
-		NIC(nicB0, 1, "leafB").NIC(nicB1, 1, "leafB")
+	return builders.ProviderCNR(name, "leafA", "leafB")
 }
 
 func sharedNode(name string) *builders.NodeWrapper {
-	return builders.MakeNode(name).Shared().GPU(8).RDMA(4).CPU("128")
+	return builders.ProviderNode(name)
 }
 
 // nicView is a compact, comparable view of a node's NICs.

@@ -163,9 +163,9 @@ func TestBookReserveRetriedAndExcluded(t *testing.T) {
 	calls := 0
 	choose := func(onNode []*corev1.Pod, bk Bookings) (*Booking, error) {
 		calls++
-		held := chooser.Ledger(f, "n1", onNode, bk).HeldNICs("n1")
+		l := chooser.Ledger(f, "n1", onNode, bk)
 		for _, nic := range []topology.NICID{"rdma-0", "rdma-1", "rdma-2", "rdma-3"} {
-			if _, ok := held[nic]; !ok {
+			if l.HolderCount("n1", nic) == 0 {
 				return &Booking{Zones: []ledger.ZoneUse{{NUMA: 0, NICs: []topology.NICID{nic}}}}, nil
 			}
 		}

@@ -17,11 +17,8 @@ var testConfig = topology.Config{S1NodeLabel: b.S1Label}
 
 // providerNode is a node whose NUMA-0 NICs go to leaf0 and NUMA-1 NICs to leaf1.
 func providerNode(name, s1, leaf0, leaf1 string) (*corev1.Node, *v1alpha1.CustomNodeResource) {
-	return b.MakeNode(name).Shared().GPU(8).RDMA(4).CPU("128").S1(s1).Obj(),
-		b.MakeCNR(name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
-			Zone(0, 4, 64000).Zone(1, 4, 64000).
-			NIC(b.NUMANICs[0][0], 0, leaf0).NIC(b.NUMANICs[0][1], 0, leaf0).
-			NIC(b.NUMANICs[1][0], 1, leaf1).NIC(b.NUMANICs[1][1], 1, leaf1).Obj()
+	return b.ProviderNode(name).S1(s1).Obj(),
+		b.ProviderCNR(name, leaf0, leaf1).Obj()
 }
 
 type hnSummary struct {

@@ -152,10 +152,7 @@ func TestWebhookKeepsGangUnderOneLeaf(t *testing.T) {
 	for _, name := range []string{"n1", "n2", "n3"} {
 		n, c := providerNode(name, "p", "a", "b")
 		if name == "n2" {
-			c = b.MakeCNR(name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
-				Zone(0, 4, 64000).Zone(1, 4, 64000).
-				NIC(b.NUMANICs[0][0], 0, "a").NIC(b.NUMANICs[0][1], 0, "a").
-				NIC(b.NUMANICs[1][0], 1, "b").NIC(b.NUMANICs[1][1], 1, "b").
+			c = b.ProviderCNR(name, "a", "b").
 				UseNIC(b.NUMANICs[1][0], "ns/other/x").UseNIC(b.NUMANICs[1][1], "ns/other/x").Obj()
 		}
 		nodes, cnrs = append(nodes, n), append(cnrs, c)

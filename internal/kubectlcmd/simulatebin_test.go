@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/internal/explain"
 	"github.com/rdmatopo/rdmatopo/internal/live"
 	"github.com/rdmatopo/rdmatopo/internal/sim/simjson"
@@ -40,7 +41,8 @@ func waitingExplanation() *explain.Explanation {
 // fails explain with its message.
 func TestWithNextSession(t *testing.T) {
 	report := simjson.Report{
-		Jobs: []simjson.Job{{Namespace: "ns", Name: "llm", Placed: true, Tier: "s1", S0: []string{"leaf-b", "leaf-c"}, S1: []string{"s1-0"}}},
+		Jobs: []simjson.Job{{Namespace: "ns", Name: "llm", Placed: true,
+			GangPlacement: ledger.GangPlacement{Tier: "s1", S0: []string{"leaf-b", "leaf-c"}, S1: []string{"s1-0"}}}},
 		Pods: []simjson.Pod{{Job: "ns/llm", Node: "n3"}, {Job: "ns/llm", Node: "n2"}, {Job: "ns/other", Node: "n9"}},
 	}
 	out, err := json.Marshal(report)

@@ -35,11 +35,9 @@ type Job struct {
 	Placed bool `json:"placed"`
 	// RDMA is true when a pod of the job requests the RDMA resource.
 	RDMA bool `json:"rdma"`
-	// Tier, S0 and S1 come from the scheduler's rdmatopo.io/placement
+	// GangPlacement comes from the scheduler's rdmatopo.io/placement
 	// annotation on the PodGroup.
-	Tier string   `json:"tier"`
-	S0   []string `json:"s0"`
-	S1   []string `json:"s1"`
+	ledger.GangPlacement
 	// Reason is what the scheduler last said about a job that is not
 	// placed (its PodGroup's Unschedulable condition).
 	Reason string `json:"reason"`
@@ -78,13 +76,6 @@ func (s *Snapshot) PodsOf(namespace, podGroup string) (bound, pending []*corev1.
 	return bound, pending
 }
 
-// placementAnnotation is the scheduler's rdmatopo.io/placement value.
-type placementAnnotation struct {
-	Tier string   `json:"tier"`
-	S0   []string `json:"s0"`
-	S1   []string `json:"s1"`
-}
-
 // Jobs summarises every PodGroup that has unfinished pods, by
 // namespace/name.
 func (s *Snapshot) Jobs(rdmaResource string) []Job {
@@ -97,7 +88,7 @@ func (s *Snapshot) Jobs(rdmaResource string) []Job {
 		j := Job{
 			Namespace: pg.Namespace, Name: pg.Name, UID: string(pg.UID), Created: pg.CreationTimestamp.Time, From: OwnerOf(pg), Phase: string(pg.Status.Phase),
 			MinMember: pg.Spec.MinMember, Pods: len(bound) + len(pending), Bound: len(bound),
-			S0: []string{}, S1: []string{},
+			GangPlacement: ledger.GangPlacement{S0: []string{}, S1: []string{}},
 		}
 		j.Placed = j.Bound > 0 && int32(j.Bound) >= j.MinMember
 		for _, p := range append(append([]*corev1.Pod{}, bound...), pending...) {
@@ -107,7 +98,7 @@ func (s *Snapshot) Jobs(rdmaResource string) []Job {
 			}
 		}
 		if raw := pg.Annotations[ledger.AnnotationPlacement]; raw != "" && j.Placed {
-			var pa placementAnnotation
+			var pa ledger.GangPlacement
 			if json.Unmarshal([]byte(raw), &pa) == nil {
 				j.Tier = pa.Tier
 				j.S0 = append(j.S0, pa.S0...)

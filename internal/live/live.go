@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 	katalystclient "github.com/kubewharf/katalyst-api/pkg/client/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -99,6 +98,15 @@ func each(ctx context.Context, pageSize int64, opts metav1.ListOptions, optional
 		return nil
 	}
 	return err
+}
+
+// collect lists every object of an optional API pagewise (see each) and
+// appends a copy of each, of type T, to out.
+func collect[T runtime.Object](ctx context.Context, c *Clients, list func(context.Context, metav1.ListOptions) (runtime.Object, error), out *[]T) error {
+	return each(ctx, c.pageSize(), metav1.ListOptions{}, true, list, func(o runtime.Object) error {
+		*out = append(*out, o.DeepCopyObject().(T))
+		return nil
+	})
 }
 
 // meta404 reports a "the server could not find the requested resource"
@@ -217,31 +225,19 @@ func Fetch(ctx context.Context, c *Clients) (*Snapshot, error) {
 	s := &Snapshot{Cluster: cluster, Pending: pending}
 	if c.Volcano != nil {
 		pgs := c.Volcano.SchedulingV1beta1().PodGroups(metav1.NamespaceAll)
-		if err := each(ctx, c.pageSize(), metav1.ListOptions{}, true,
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return pgs.List(ctx, o) },
-			func(o runtime.Object) error {
-				s.PodGroups = append(s.PodGroups, o.(*schedulingv1beta1.PodGroup).DeepCopy())
-				return nil
-			}); err != nil {
+		if err := collect(ctx, c, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return pgs.List(ctx, o) },
+			&s.PodGroups); err != nil {
 			return nil, fmt.Errorf("listing podgroups: %w", err)
 		}
 		qs := c.Volcano.SchedulingV1beta1().Queues()
-		if err := each(ctx, c.pageSize(), metav1.ListOptions{}, true,
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return qs.List(ctx, o) },
-			func(o runtime.Object) error {
-				s.Queues = append(s.Queues, o.(*schedulingv1beta1.Queue).DeepCopy())
-				return nil
-			}); err != nil {
+		if err := collect(ctx, c, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return qs.List(ctx, o) },
+			&s.Queues); err != nil {
 			return nil, fmt.Errorf("listing queues: %w", err)
 		}
 	}
 	pcs := c.Kube.SchedulingV1().PriorityClasses()
-	if err := each(ctx, c.pageSize(), metav1.ListOptions{}, true,
-		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return pcs.List(ctx, o) },
-		func(o runtime.Object) error {
-			s.PriorityClasses = append(s.PriorityClasses, o.(*schedulingv1.PriorityClass).DeepCopy())
-			return nil
-		}); err != nil {
+	if err := collect(ctx, c, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return pcs.List(ctx, o) },
+		&s.PriorityClasses); err != nil {
 		return nil, fmt.Errorf("listing priorityclasses: %w", err)
 	}
 	if s.Native, err = listNative(ctx, c); err != nil {
@@ -274,12 +270,8 @@ func fetch(ctx context.Context, c *Clients, podOpts metav1.ListOptions) (*worklo
 	}
 	if c.Katalyst != nil {
 		cnrs := c.Katalyst.NodeV1alpha1().CustomNodeResources()
-		if err := each(ctx, c.pageSize(), metav1.ListOptions{}, true,
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return cnrs.List(ctx, o) },
-			func(o runtime.Object) error {
-				cluster.CNRs = append(cluster.CNRs, o.(*v1alpha1.CustomNodeResource).DeepCopy())
-				return nil
-			}); err != nil {
+		if err := collect(ctx, c, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return cnrs.List(ctx, o) },
+			&cluster.CNRs); err != nil {
 			return nil, nil, fmt.Errorf("listing customnoderesources: %w", err)
 		}
 	}

@@ -72,9 +72,10 @@ func exported(t *testing.T) map[string]bool {
 	}
 	out := map[string]bool{}
 	// Only a live scheduler exports these: the simulation starts no
-	// informer. TestHAReplicasAlerts (integration) reads them from a
-	// leader.
-	for _, name := range []string{"rdmatopo_informer_synced"} {
+	// informer, and rdmatopo_build_info is set by the vc-scheduler binary
+	// (rdmatopology.SetBuildInfo). TestHAReplicasAlerts and
+	// TestBuildInfoStamped (integration) read them from a running scheduler.
+	for _, name := range []string{"rdmatopo_informer_synced", "rdmatopo_build_info"} {
 		out[name] = true
 	}
 	for _, f := range families {

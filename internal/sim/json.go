@@ -1,6 +1,9 @@
 package sim
 
-import "github.com/rdmatopo/rdmatopo/internal/sim/simjson"
+import (
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/internal/sim/simjson"
+)
 
 // JSONReport converts a report to the JSON shape (simjson).
 func JSONReport(rep *Report) simjson.Report {
@@ -16,7 +19,7 @@ func JSONReport(rep *Report) simjson.Report {
 	for _, j := range rep.Jobs {
 		out.Jobs = append(out.Jobs, simjson.Job{
 			Namespace: j.Namespace, Name: j.Name, MinMember: j.MinMember, Placed: j.Placed,
-			BoundPods: j.BoundPods, Tier: j.Tier, S0: nonNil(j.S0), S1: nonNil(j.S1), Reason: j.Reason,
+			BoundPods: j.BoundPods, GangPlacement: ledger.GangPlacement{Tier: j.Tier, S0: nonNil(j.S0), S1: nonNil(j.S1)}, Reason: j.Reason,
 			WaitedSeconds: j.WaitedSeconds, RingCrossings: j.RingCrossings, Segments: segmentsOf(j.Segments),
 		})
 	}

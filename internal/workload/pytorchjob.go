@@ -127,24 +127,12 @@ func expandPyTorchJob(r *rawObject, job *PyTorchJob, classes map[string]int32, c
 	}
 
 	owner := metav1.NewControllerRef(job, pytorchGVK)
-	pg := &schedulingv1beta1.PodGroup{
-		TypeMeta: metav1.TypeMeta{APIVersion: APIVersionScheduling, Kind: KindPodGroup},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            job.Name,
-			Namespace:       job.Namespace,
-			UID:             StableUID(KindPodGroup, job.Namespace, job.Name),
-			Annotations:     copyMap(job.Annotations),
-			OwnerReferences: []metav1.OwnerReference{*owner},
-		},
-		Spec: schedulingv1beta1.PodGroupSpec{
-			MinMember:         minMember,
-			Queue:             queue,
-			PriorityClassName: prio,
-			MinResources:      minRes,
-		},
-		Status: schedulingv1beta1.PodGroupStatus{Phase: schedulingv1beta1.PodGroupPending},
-	}
-	pg.CreationTimestamp = timeOr(job.CreationTimestamp, clk)
+	pg := controllerPodGroup(job, job.Name, nil, copyMap(job.Annotations), *owner, schedulingv1beta1.PodGroupSpec{
+		MinMember:         minMember,
+		Queue:             queue,
+		PriorityClassName: prio,
+		MinResources:      minRes,
+	}, clk)
 
 	var pods []*corev1.Pod
 	for _, rt := range types {

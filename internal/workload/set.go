@@ -195,10 +195,7 @@ func (b *setBuilder) addVolcanoJob(r *rawObject) *InputError {
 			return ierr
 		}
 	}
-	if ierr := checkContract(r, job.Namespace, job.Name, job.Annotations); ierr != nil {
-		return ierr
-	}
-	if ierr := b.reg.add(r.origin, KindVolcanoJob, job.Namespace, job.Name); ierr != nil {
+	if ierr := b.addJob(r, KindVolcanoJob, job); ierr != nil {
 		return ierr
 	}
 	pg, pods, ierr := expandVolcanoJob(r, job, b.classes, &b.clk, b.podRoom())
@@ -224,16 +221,22 @@ func (b *setBuilder) addVolcanoJob(r *rawObject) *InputError {
 	return nil
 }
 
+// addJob checks a job object's contract annotations and registers its
+// kind and name: a second object of that kind and name is an input error.
+func (b *setBuilder) addJob(r *rawObject, kind string, job metav1.Object) *InputError {
+	if ierr := checkContract(r, job.GetNamespace(), job.GetName(), job.GetAnnotations()); ierr != nil {
+		return ierr
+	}
+	return b.reg.add(r.origin, kind, job.GetNamespace(), job.GetName())
+}
+
 // addPyTorchJob adds a PyTorchJob's PodGroup and pods.
 func (b *setBuilder) addPyTorchJob(r *rawObject) *InputError {
 	job := &PyTorchJob{}
 	if ierr := decodeStrict(r, job); ierr != nil {
 		return ierr
 	}
-	if ierr := checkContract(r, job.Namespace, job.Name, job.Annotations); ierr != nil {
-		return ierr
-	}
-	if ierr := b.reg.add(r.origin, KindPyTorchJob, job.Namespace, job.Name); ierr != nil {
+	if ierr := b.addJob(r, KindPyTorchJob, job); ierr != nil {
 		return ierr
 	}
 	pg, pods, ierr := expandPyTorchJob(r, job, b.classes, &b.clk, b.podRoom())

@@ -131,23 +131,12 @@ func expandTrainJobPods(r *rawObject, job *TrainJob, entry runtimeEntry, clk *cl
 	}
 
 	owner := metav1.NewControllerRef(job, trainJobGVK)
-	pg := &schedulingv1beta1.PodGroup{
-		TypeMeta: metav1.TypeMeta{APIVersion: APIVersionScheduling, Kind: KindPodGroup},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            job.Name,
-			Namespace:       job.Namespace,
-			UID:             StableUID(KindPodGroup, job.Namespace, job.Name),
-			OwnerReferences: []metav1.OwnerReference{*owner},
-		},
-		Spec: schedulingv1beta1.PodGroupSpec{
-			MinMember:         gang.minMember,
-			Queue:             queue,
-			PriorityClassName: gang.priorityClass,
-			MinResources:      &gang.minResources,
-		},
-		Status: schedulingv1beta1.PodGroupStatus{Phase: schedulingv1beta1.PodGroupPending},
-	}
-	pg.CreationTimestamp = timeOr(job.CreationTimestamp, clk)
+	pg := controllerPodGroup(job, job.Name, nil, nil, *owner, schedulingv1beta1.PodGroupSpec{
+		MinMember:         gang.minMember,
+		Queue:             queue,
+		PriorityClassName: gang.priorityClass,
+		MinResources:      &gang.minResources,
+	}, clk)
 	return pg, jobSetPods(job, rt, rjobs, sets, clk), nil
 }
 

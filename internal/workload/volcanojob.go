@@ -71,27 +71,14 @@ func expandVolcanoJob(r *rawObject, job *batchv1alpha1.Job, classes map[string]i
 	for _, t := range job.Spec.Tasks {
 		minTask[t.Name] = *t.MinAvailable
 	}
-	pg := &schedulingv1beta1.PodGroup{
-		TypeMeta: metav1.TypeMeta{APIVersion: APIVersionScheduling, Kind: KindPodGroup},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            pgName,
-			Namespace:       job.Namespace,
-			UID:             StableUID(KindPodGroup, job.Namespace, pgName),
-			Annotations:     copyMap(job.Annotations),
-			Labels:          copyMap(job.Labels),
-			OwnerReferences: []metav1.OwnerReference{*owner},
-		},
-		Spec: schedulingv1beta1.PodGroupSpec{
-			MinMember:         job.Spec.MinAvailable,
-			MinTaskMember:     minTask,
-			Queue:             job.Spec.Queue,
-			PriorityClassName: job.Spec.PriorityClassName,
-		},
-		Status: schedulingv1beta1.PodGroupStatus{Phase: schedulingv1beta1.PodGroupPending},
-	}
 	minRes := volcanoMinResources(job, classes)
-	pg.Spec.MinResources = &minRes
-	pg.CreationTimestamp = timeOr(job.CreationTimestamp, clk)
+	pg := controllerPodGroup(job, pgName, copyMap(job.Labels), copyMap(job.Annotations), *owner, schedulingv1beta1.PodGroupSpec{
+		MinMember:         job.Spec.MinAvailable,
+		MinTaskMember:     minTask,
+		Queue:             job.Spec.Queue,
+		PriorityClassName: job.Spec.PriorityClassName,
+		MinResources:      &minRes,
+	}, clk)
 
 	var pods []*corev1.Pod
 	for ti := range job.Spec.Tasks {

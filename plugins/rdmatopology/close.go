@@ -38,7 +38,7 @@ func (s *Session) close() {
 			s.setPlacement(job, "")
 		} else {
 			sum := summarize(h)
-			ann := PlacementAnnotation{Tier: sum.Tier, S0: sum.S0, S1: sum.S1, RingCrossings: s.ringCrossings(job)}
+			ann := PlacementAnnotation{GangPlacement: sum, RingCrossings: s.ringCrossings(job)}
 			ann.Planned = s.plannedFor(job, ann)
 			data, _ := json.Marshal(ann)
 			s.setPlacement(job, string(data))

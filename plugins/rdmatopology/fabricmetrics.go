@@ -1,29 +1,21 @@
 package rdmatopology
 
 import (
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
-
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology/schedmetrics"
 )
 
 var (
 	// freeNICs is the number of free RDMA NICs per S1 after the last
 	// session: free in the KCNRs and not reserved by the scheduler.
-	freeNICs = promauto.NewGaugeVec(prometheus.GaugeOpts{
-		Subsystem: metricsSubsystem,
-		Name:      "free_nics",
-		Help:      "RDMA NICs free after the last session (free in the CustomNodeResources and not reserved), by S1 (\"\" where S1 membership is unknown).",
-	}, []string{"s1"})
+	freeNICs = schedmetrics.GaugeVec("free_nics",
+		"RDMA NICs free after the last session (free in the CustomNodeResources and not reserved), by S1 (\"\" where S1 membership is unknown).", "s1")
 	// leafFragmentation is the share of known leaves that are partly used
 	// (a vector without labels: exported from the first session on, see
 	// nicsUnconfirmed).
-	leafFragmentation = promauto.NewGaugeVec(prometheus.GaugeOpts{
-		Subsystem: metricsSubsystem,
-		Name:      "leaf_fragmentation",
-		Help:      "Share of S0 leaves of known topology that are partly used after the last session: some but not all of their NICs free.",
-	}, nil)
+	leafFragmentation = schedmetrics.GaugeVec("leaf_fragmentation",
+		"Share of S0 leaves of known topology that are partly used after the last session: some but not all of their NICs free.")
 )
 
 // fabricUse is what the fabric's NICs look like after a session.

@@ -3,32 +3,22 @@ package rdmatopology
 import (
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
+	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology/schedmetrics"
 )
 
 var (
 	// buildInfo is 1, labelled with what the scheduler binary is.
-	buildInfo = promauto.NewGaugeVec(prometheus.GaugeOpts{
-		Subsystem: metricsSubsystem,
-		Name:      "build_info",
-		Help:      "Always 1; labels: rdmatopo version, git commit and the Volcano version compiled in.",
-	}, []string{"version", "git_sha", "volcano_version"})
+	buildInfo = schedmetrics.GaugeVec("build_info",
+		"Always 1; labels: rdmatopo version, git commit and the Volcano version compiled in.", "version", "git_sha", "volcano_version")
 
 	// informerSynced is 1 once the informer's cache has synced, 0 before.
-	informerSynced = promauto.NewGaugeVec(prometheus.GaugeOpts{
-		Subsystem: metricsSubsystem,
-		Name:      "informer_synced",
-		Help:      "1 when the rdma-topology informer's cache has synced with the API server, 0 while it has not.",
-	}, []string{"resource"})
+	informerSynced = schedmetrics.GaugeVec("informer_synced",
+		"1 when the rdma-topology informer's cache has synced with the API server, 0 while it has not.", "resource")
 
 	// leader is 1 while this process schedules (it holds the leader lease,
 	// or runs without leader election), 0 while it is a standby.
-	leader = promauto.NewGauge(prometheus.GaugeOpts{
-		Subsystem: metricsSubsystem,
-		Name:      "leader",
-		Help:      "1 while this scheduler process schedules (it holds the leader lease, or leader election is off), 0 while it is a standby waiting for the lease.",
-	})
+	leader = schedmetrics.Gauge("leader",
+		"1 while this scheduler process schedules (it holds the leader lease, or leader election is off), 0 while it is a standby waiting for the lease.")
 )
 
 // SetLeader sets rdmatopo_leader. A standby runs no session, so it starts

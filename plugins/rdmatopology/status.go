@@ -30,9 +30,8 @@ const (
 
 // PlacementAnnotation is the JSON written to rdmatopo.io/placement.
 type PlacementAnnotation struct {
-	Tier string   `json:"tier"`
-	S0   []string `json:"s0"`
-	S1   []string `json:"s1"`
+	// GangPlacement is the placement the nodes realized.
+	ledger.GangPlacement
 	// RingCrossings counts the leaf changes along the ring over the gang's
 	// pods that hold NICs, in rank order (the last rank back to rank 0);
 	// absent when a rank annotation is invalid.

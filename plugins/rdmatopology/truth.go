@@ -18,8 +18,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -30,6 +28,7 @@ import (
 	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology/schedmetrics"
 )
 
 // ReasonNICMismatch is the reason of the Event on a pod the node agent gave
@@ -42,18 +41,12 @@ const patchTimeout = 10 * time.Second
 var (
 	// nicMismatches counts bound pods whose KCNR entry differed from their
 	// reservation.
-	nicMismatches = promauto.NewCounter(prometheus.CounterOpts{
-		Subsystem: metricsSubsystem,
-		Name:      "nic_mismatch_total",
-		Help:      "Bound RDMA pods the node agent gave other NICs or zones than the scheduler reserved.",
-	})
+	nicMismatches = schedmetrics.Counter("nic_mismatch_total",
+		"Bound RDMA pods the node agent gave other NICs or zones than the scheduler reserved.")
 	// gangsRealizedWider counts gangs whose realized placement is wider than
 	// planned, by planned and realized tier.
-	gangsRealizedWider = promauto.NewCounterVec(prometheus.CounterOpts{
-		Subsystem: metricsSubsystem,
-		Name:      "gangs_realized_wider_total",
-		Help:      "RDMA gangs whose placement as the nodes realized it is wider than planned, by planned and realized tier.",
-	}, []string{"planned", "realized"})
+	gangsRealizedWider = schedmetrics.CounterVec("gangs_realized_wider_total",
+		"RDMA gangs whose placement as the nodes realized it is wider than planned, by planned and realized tier.", "planned", "realized")
 )
 
 // PodPatcher writes annotations onto a live pod (a merge patch of
@@ -87,11 +80,7 @@ type truth struct {
 // PlannedPlacement is the placement the scheduler planned for a gang,
 // written as "planned" in rdmatopo.io/placement when the nodes realized
 // another one.
-type PlannedPlacement struct {
-	Tier string   `json:"tier"`
-	S0   []string `json:"s0"`
-	S1   []string `json:"s1"`
-}
+type PlannedPlacement = ledger.GangPlacement
 
 // newTruth returns an empty adoption memory.
 func newTruth() *truth {

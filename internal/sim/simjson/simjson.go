@@ -8,6 +8,8 @@
 // simulator.
 package simjson
 
+import "github.com/rdmatopo/rdmatopo/framework/ledger"
+
 // Pod is where one simulated pod landed.
 type Pod struct {
 	Namespace string   `json:"namespace"`
@@ -30,15 +32,14 @@ type Pod struct {
 
 // Job is the outcome of one simulated gang.
 type Job struct {
-	Namespace string   `json:"namespace"`
-	Name      string   `json:"name"`
-	MinMember int32    `json:"minMember"`
-	Placed    bool     `json:"placed"`
-	BoundPods int      `json:"boundPods"`
-	Tier      string   `json:"tier"`
-	S0        []string `json:"s0"`
-	S1        []string `json:"s1"`
-	Reason    string   `json:"reason"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	MinMember int32  `json:"minMember"`
+	Placed    bool   `json:"placed"`
+	BoundPods int    `json:"boundPods"`
+	// GangPlacement is the tier, S0s and S1s its bound pods span.
+	ledger.GangPlacement
+	Reason string `json:"reason"`
 	// WaitedSeconds is the simulated time from the job's first failed
 	// attempt to its placement (0 when placed at once), or until the last
 	// cycle for a job still waiting.

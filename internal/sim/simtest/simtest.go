@@ -16,6 +16,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/rdmatopo/rdmatopo/framework/ledger"
 	"github.com/rdmatopo/rdmatopo/framework/placement"
 	"github.com/rdmatopo/rdmatopo/framework/topology"
 	"github.com/rdmatopo/rdmatopo/internal/sim"
@@ -131,7 +132,7 @@ func (sc *Scenario) Finish(pods ...string) {
 // Outcome is what one session did.
 type Outcome struct {
 	// Binds are the session's binds by pod ("namespace/name").
-	Binds map[string]*sim.BindRecord
+	Binds Binds
 	// Evicted are the pods ("namespace/name", sorted) the session evicted;
 	// they are gone before the next session (terminating first, with
 	// sim.Options.EvictionGrace).
@@ -146,6 +147,52 @@ type Outcome struct {
 	Patched map[string]map[string]string
 }
 
+// Binds are binds by pod ("namespace/name"). A job's pods are those of its
+// namespace named "<job>-...", as the scenarios name them.
+type Binds map[string]*sim.BindRecord
+
+// Count is how many pods of the job bound.
+func (b Binds) Count(namespace, job string) int {
+	n := 0
+	for name := range b {
+		if strings.HasPrefix(name, namespace+"/"+job+"-") {
+			n++
+		}
+	}
+	return n
+}
+
+// Values returns the distinct values of over the binds of the job's pods,
+// sorted (nil when there are none).
+func (b Binds) Values(namespace, job string, of func(*sim.BindRecord) []string) []string {
+	set := map[string]bool{}
+	for name, r := range b {
+		if strings.HasPrefix(name, namespace+"/"+job+"-") {
+			for _, v := range of(r) {
+				set[v] = true
+			}
+		}
+	}
+	var out []string
+	for v := range set {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Leaves returns the S0s (rdmatopo.io/s0) of the job's bound pods, sorted.
+func (b Binds) Leaves(namespace, job string) []string {
+	return b.Values(namespace, job, func(r *sim.BindRecord) []string {
+		return strings.Split(r.Pod.Annotations[ledger.AnnotationS0], ",")
+	})
+}
+
+// Nodes returns the nodes of the job's bound pods, sorted.
+func (b Binds) Nodes(namespace, job string) []string {
+	return b.Values(namespace, job, func(r *sim.BindRecord) []string { return []string{r.Node} })
+}
+
 // Session runs one scheduling session (a simulator cycle) and returns what
 // it did. Failed binds (the simulator fails none unless a bind hook says
 // so) and a broken ledger invariant fail the test.
@@ -155,7 +202,7 @@ func (sc *Scenario) Session() *Outcome {
 	if err != nil {
 		sc.t.Fatal(err)
 	}
-	out := &Outcome{Binds: map[string]*sim.BindRecord{}, Evicted: append([]string(nil), rep.Evicted...),
+	out := &Outcome{Binds: Binds{}, Evicted: append([]string(nil), rep.Evicted...),
 		PodGroups: map[string]*schedulingv1beta1.PodGroup{}, Patched: map[string]map[string]string{}}
 	sort.Strings(out.Evicted)
 	for i := range rep.Binds {

@@ -24,6 +24,23 @@ const (
 	cpuMilliPerNUMA = 64000
 )
 
+// ProviderNode starts a Node of the provider's shape: shared RDMA mode,
+// katalyst deployed, 8 GPUs, 4 RDMA NICs and 128 CPUs (no S1 label).
+func ProviderNode(name string) *NodeWrapper {
+	return MakeNode(name).Shared().GPU(2 * gpusPerNUMA).RDMA(4).CPU("128")
+}
+
+// ProviderCNR starts the KCNR of a node of the provider's shape: policy
+// SingleNUMANodeContainerLevel, NUMA zones 0 and 1 of 4 GPUs and 64 CPUs,
+// the NUMA-0 NICs (NUMANICs[0]) under leaf0 and the NUMA-1 NICs under
+// leaf1, nothing allocated.
+func ProviderCNR(name, leaf0, leaf1 string) *CNRWrapper {
+	return MakeCNR(name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
+		Zone(0, gpusPerNUMA, cpuMilliPerNUMA).Zone(1, gpusPerNUMA, cpuMilliPerNUMA).
+		NIC(NUMANICs[0][0], 0, leaf0).NIC(NUMANICs[0][1], 0, leaf0).
+		NIC(NUMANICs[1][0], 1, leaf1).NIC(NUMANICs[1][1], 1, leaf1)
+}
+
 // ClusterShape describes a generated cluster in the provider's shape.
 type ClusterShape struct {
 	// Nodes is the number of nodes, named NodeName(0..Nodes-1).
@@ -59,12 +76,8 @@ func TwoLeavesFourNodes() ([]*corev1.Node, []*v1alpha1.CustomNodeResource) {
 	var cnrs []*v1alpha1.CustomNodeResource
 	for i := 1; i <= 4; i++ {
 		name := "n" + strconv.Itoa(i)
-		nodes = append(nodes, MakeNode(name).Shared().GPU(8).RDMA(4).CPU("128").S1("s1-0").Obj())
-		cnrs = append(cnrs, MakeCNR(name).Policy(v1alpha1.TopologyPolicySingleNUMANodeContainerLevel).
-			Zone(0, gpusPerNUMA, cpuMilliPerNUMA).Zone(1, gpusPerNUMA, cpuMilliPerNUMA).
-			NIC(NUMANICs[0][0], 0, "leafA").NIC(NUMANICs[0][1], 0, "leafA").
-			NIC(NUMANICs[1][0], 1, "leafB").NIC(NUMANICs[1][1], 1, "leafB").
-			Obj())
+		nodes = append(nodes, ProviderNode(name).S1("s1-0").Obj())
+		cnrs = append(cnrs, ProviderCNR(name, "leafA", "leafB").Obj())
 	}
 	return nodes, cnrs
 }

@@ -34,11 +34,14 @@ const (
 )
 
 // NodeWrapper builds a corev1.Node.
-type NodeWrapper struct{ node corev1.Node }
+type NodeWrapper struct {
+	node corev1.Node
+	meta[*NodeWrapper]
+}
 
 // MakeNode starts a Node named name with no labels and no resources.
 func MakeNode(name string) *NodeWrapper {
-	return &NodeWrapper{node: corev1.Node{
+	w := &NodeWrapper{node: corev1.Node{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}},
 		Status: corev1.NodeStatus{
@@ -46,11 +49,7 @@ func MakeNode(name string) *NodeWrapper {
 			Allocatable: corev1.ResourceList{},
 		},
 	}}
-}
-
-// Label sets a label.
-func (w *NodeWrapper) Label(key, value string) *NodeWrapper {
-	w.node.Labels[key] = value
+	w.meta = meta[*NodeWrapper]{obj: &w.node.ObjectMeta, self: w}
 	return w
 }
 

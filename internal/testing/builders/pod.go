@@ -13,12 +13,15 @@ import (
 const GroupNameAnnotation = "scheduling.k8s.io/group-name"
 
 // PodWrapper builds a corev1.Pod with one container.
-type PodWrapper struct{ pod corev1.Pod }
+type PodWrapper struct {
+	pod corev1.Pod
+	meta[*PodWrapper]
+}
 
 // MakePod starts a pending Pod with one container "main" and no requests.
 // Its UID defaults to "uid-<namespace>-<name>".
 func MakePod(namespace, name string) *PodWrapper {
-	return &PodWrapper{pod: corev1.Pod{
+	w := &PodWrapper{pod: corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: namespace,
@@ -31,11 +34,7 @@ func MakePod(namespace, name string) *PodWrapper {
 		}}},
 		Status: corev1.PodStatus{Phase: corev1.PodPending},
 	}}
-}
-
-// UID sets metadata.uid.
-func (w *PodWrapper) UID(uid string) *PodWrapper {
-	w.pod.UID = types.UID(uid)
+	w.meta = meta[*PodWrapper]{obj: &w.pod.ObjectMeta, self: w}
 	return w
 }
 
@@ -97,33 +96,9 @@ func (w *PodWrapper) Sidecar(name string, req corev1.ResourceList) *PodWrapper {
 	return w
 }
 
-// Annotation sets an annotation.
-func (w *PodWrapper) Annotation(key, value string) *PodWrapper {
-	if w.pod.Annotations == nil {
-		w.pod.Annotations = map[string]string{}
-	}
-	w.pod.Annotations[key] = value
-	return w
-}
-
 // Group puts the pod in a PodGroup of its namespace.
 func (w *PodWrapper) Group(podGroup string) *PodWrapper {
 	return w.Annotation(GroupNameAnnotation, podGroup)
-}
-
-// Label sets a label.
-func (w *PodWrapper) Label(key, value string) *PodWrapper {
-	if w.pod.Labels == nil {
-		w.pod.Labels = map[string]string{}
-	}
-	w.pod.Labels[key] = value
-	return w
-}
-
-// Created sets metadata.creationTimestamp.
-func (w *PodWrapper) Created(t time.Time) *PodWrapper {
-	w.pod.CreationTimestamp = metav1.NewTime(t)
-	return w
 }
 
 // SchedulerName sets spec.schedulerName.

@@ -1,8 +1,6 @@
 package builders
 
 import (
-	"time"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -10,12 +8,15 @@ import (
 )
 
 // PodGroupWrapper builds a Volcano PodGroup (scheduling.volcano.sh/v1beta1).
-type PodGroupWrapper struct{ pg schedulingv1beta1.PodGroup }
+type PodGroupWrapper struct {
+	pg schedulingv1beta1.PodGroup
+	meta[*PodGroupWrapper]
+}
 
 // MakePodGroup starts a PodGroup of minMember 1 in queue "default", phase
 // Pending. Its UID defaults to "pg-<namespace>-<name>".
 func MakePodGroup(namespace, name string) *PodGroupWrapper {
-	return &PodGroupWrapper{pg: schedulingv1beta1.PodGroup{
+	w := &PodGroupWrapper{pg: schedulingv1beta1.PodGroup{
 		TypeMeta: metav1.TypeMeta{APIVersion: schedulingv1beta1.SchemeGroupVersion.String(), Kind: "PodGroup"},
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: namespace,
@@ -25,11 +26,7 @@ func MakePodGroup(namespace, name string) *PodGroupWrapper {
 		Spec:   schedulingv1beta1.PodGroupSpec{MinMember: 1, Queue: "default"},
 		Status: schedulingv1beta1.PodGroupStatus{Phase: schedulingv1beta1.PodGroupPending},
 	}}
-}
-
-// UID sets metadata.uid.
-func (w *PodGroupWrapper) UID(uid string) *PodGroupWrapper {
-	w.pg.UID = types.UID(uid)
+	w.meta = meta[*PodGroupWrapper]{obj: &w.pg.ObjectMeta, self: w}
 	return w
 }
 
@@ -62,38 +59,6 @@ func (w *PodGroupWrapper) MinResources(req corev1.ResourceList) *PodGroupWrapper
 // Phase sets status.phase.
 func (w *PodGroupWrapper) Phase(p schedulingv1beta1.PodGroupPhase) *PodGroupWrapper {
 	w.pg.Status.Phase = p
-	return w
-}
-
-// Annotation sets an annotation.
-func (w *PodGroupWrapper) Annotation(key, value string) *PodGroupWrapper {
-	if w.pg.Annotations == nil {
-		w.pg.Annotations = map[string]string{}
-	}
-	w.pg.Annotations[key] = value
-	return w
-}
-
-// Annotations sets every annotation of ann (nil: none).
-func (w *PodGroupWrapper) Annotations(ann map[string]string) *PodGroupWrapper {
-	for k, v := range ann {
-		w.Annotation(k, v)
-	}
-	return w
-}
-
-// Label sets a label.
-func (w *PodGroupWrapper) Label(key, value string) *PodGroupWrapper {
-	if w.pg.Labels == nil {
-		w.pg.Labels = map[string]string{}
-	}
-	w.pg.Labels[key] = value
-	return w
-}
-
-// Created sets metadata.creationTimestamp.
-func (w *PodGroupWrapper) Created(t time.Time) *PodGroupWrapper {
-	w.pg.CreationTimestamp = metav1.NewTime(t)
 	return w
 }
 
