@@ -3,7 +3,7 @@
 
 GO        ?= go
 BIN       ?= bin
-PKGS      := ./framework/... ./plugins/... ./actions/... ./cmd/... ./internal/... ./hack/... ./registry/...
+PKGS      := ./core/... ./plugins/... ./actions/... ./cmd/... ./internal/... ./hack/... ./registry/...
 # Version stamped into the kubectl plugin and rdmatopo_build_info.
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GIT_SHA   ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
@@ -70,7 +70,7 @@ integration:
 
 ## bench: Go benchmarks (planner, fabric build, sessions)
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./framework/... ./internal/devtools/bench/...
+	$(GO) test -run '^$$' -bench . -benchmem ./core/... ./internal/devtools/bench/...
 
 ## bench-full: rdmatopo against stock Volcano at 1k, 4k and 10k nodes with
 ## Volcano's default (adaptive) nodes-to-find, and at 1k with every node
@@ -104,7 +104,7 @@ BENCH_E2E_FLAGS ?=
 bench-e2e:
 	@cd integration && ./hack/build-tools.sh etcd kube-apiserver vc-controller-manager kwok vc-scheduler vc-scheduler-stock \
 		$(if $(findstring kueue,$(RUNS)),kube-scheduler kueue) $(if $(findstring companion,$(RUNS)),rdmatopo) >&2
-	@$(GO) build -o $(BIN)/bench-e2e ./integration/benche2e
+	@$(GO) build -o $(BIN)/bench-e2e ./internal/devtools/benche2e
 	@$(BIN)/bench-e2e --nodes $(NODES) --bin integration/.bin --repo . --runs $(RUNS) $(if $(filter-out 0,$(BURST)),--burst) $(BENCH_E2E_FLAGS)
 
 ## soak-full: the full-size churn soak (exit 1 on any violation)
@@ -114,8 +114,8 @@ soak-full: build-dev
 ## fuzz: run every fuzz target for FUZZTIME each (seeds also run in unit)
 FUZZTIME ?= 10m
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzBuildNode$$' -fuzztime $(FUZZTIME) ./framework/topology
-	$(GO) test -run '^$$' -fuzz '^FuzzAnnotations$$' -fuzztime $(FUZZTIME) ./framework/ledger
+	$(GO) test -run '^$$' -fuzz '^FuzzBuildNode$$' -fuzztime $(FUZZTIME) ./core/topology
+	$(GO) test -run '^$$' -fuzz '^FuzzAnnotations$$' -fuzztime $(FUZZTIME) ./core/ledger
 	$(GO) test -run '^$$' -fuzz '^FuzzParseArgs$$' -fuzztime $(FUZZTIME) ./plugins/rdmatopology
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadWorkload$$' -fuzztime $(FUZZTIME) ./internal/workload
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadCluster$$' -fuzztime $(FUZZTIME) ./internal/workload

@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
 
-	"github.com/rdmatopo/rdmatopo/integration/internal/harness"
 	"github.com/rdmatopo/rdmatopo/internal/fabricview"
+	"github.com/rdmatopo/rdmatopo/internal/testing/harness"
 )
 
 // sampleSteps returns the shell lines of the docs' "Loading the sample

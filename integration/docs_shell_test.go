@@ -16,8 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/rdmatopo/rdmatopo/integration/internal/harness"
 	"github.com/rdmatopo/rdmatopo/internal/live"
+	"github.com/rdmatopo/rdmatopo/internal/testing/harness"
 )
 
 // docShellTimeout bounds one doc block run through bash.

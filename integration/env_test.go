@@ -14,7 +14,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/rdmatopo/rdmatopo/integration/internal/harness"
+	"github.com/rdmatopo/rdmatopo/internal/testing/harness"
 )
 
 // Deadlines for bringing components up.

@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
-	"github.com/rdmatopo/rdmatopo/integration/internal/harness"
-	"github.com/rdmatopo/rdmatopo/internal/monitoring"
+	"github.com/rdmatopo/rdmatopo/internal/testing/harness"
+	"github.com/rdmatopo/rdmatopo/internal/testing/monitoring"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 

@@ -21,7 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	"github.com/rdmatopo/rdmatopo/integration/internal/harness"
+	"github.com/rdmatopo/rdmatopo/internal/testing/harness"
 )
 
 // The Helm release config/helm/values-rdmatopo.yaml is written for.

@@ -15,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/rdmatopo/rdmatopo/framework/topology"
-	"github.com/rdmatopo/rdmatopo/integration/internal/harness"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 	"github.com/rdmatopo/rdmatopo/internal/fabricview"
+	"github.com/rdmatopo/rdmatopo/internal/testing/harness"
 )
 
 // hyperNodeCRD is Volcano's HyperNode CRD (harness.HyperNodeCRD).

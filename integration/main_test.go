@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmatopo/rdmatopo/integration/internal/harness"
+	"github.com/rdmatopo/rdmatopo/internal/testing/harness"
 )
 
 // binEnv names the directory with prebuilt binaries (set by the Makefile).

@@ -13,7 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/rdmatopo/rdmatopo/integration/internal/harness"
+	"github.com/rdmatopo/rdmatopo/internal/testing/harness"
 )
 
 // The training operator (v1.8.1) manages its webhook certificates itself:

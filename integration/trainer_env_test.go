@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
-	"github.com/rdmatopo/rdmatopo/integration/internal/harness"
-	"github.com/rdmatopo/rdmatopo/integration/internal/webhookcert"
+	"github.com/rdmatopo/rdmatopo/internal/testing/harness"
+	"github.com/rdmatopo/rdmatopo/internal/testing/webhookcert"
 )
 
 // Kubeflow Trainer v2 runs a TrainJob as a JobSet, JobSet runs each

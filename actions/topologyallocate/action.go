@@ -1,6 +1,6 @@
 // Package topologyallocate is the topology-allocate Volcano action, a
 // replacement for allocate. Jobs are taken in Volcano's queue and job order.
-// An RDMA gang is planned whole by framework/placement (tightest tier, best
+// An RDMA gang is planned whole by core/placement (tightest tier, best
 // fit), applied through one Statement with every task checked by the session
 // predicates, and committed only when the gang is ready, else discarded
 // (which releases every NIC). Other jobs get allocate's per-task behaviour,
@@ -23,8 +23,8 @@ import (
 
 	"github.com/rdmatopo/rdmatopo/actions/internal/gangfit"
 	"github.com/rdmatopo/rdmatopo/actions/internal/plugin"
-	"github.com/rdmatopo/rdmatopo/framework/placement"
-	"github.com/rdmatopo/rdmatopo/framework/step"
+	"github.com/rdmatopo/rdmatopo/core/placement"
+	"github.com/rdmatopo/rdmatopo/core/step"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 

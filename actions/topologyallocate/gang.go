@@ -15,9 +15,9 @@ import (
 
 	"github.com/rdmatopo/rdmatopo/actions/internal/gangfit"
 	"github.com/rdmatopo/rdmatopo/actions/internal/plugin"
-	"github.com/rdmatopo/rdmatopo/framework/placement"
-	"github.com/rdmatopo/rdmatopo/framework/preemption"
-	"github.com/rdmatopo/rdmatopo/framework/step"
+	"github.com/rdmatopo/rdmatopo/core/placement"
+	"github.com/rdmatopo/rdmatopo/core/preemption"
+	"github.com/rdmatopo/rdmatopo/core/step"
 )
 
 // allocateGang plans the job's pending RDMA tasks as one gang and applies

@@ -10,8 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
-	"github.com/rdmatopo/rdmatopo/framework/ledger"
-	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/core/ledger"
+	"github.com/rdmatopo/rdmatopo/core/placement"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
 

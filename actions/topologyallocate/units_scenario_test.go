@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 
-	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/core/ledger"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
 

@@ -50,7 +50,7 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/util"
 
 	"github.com/rdmatopo/rdmatopo/actions/topologyallocate"
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 	"github.com/rdmatopo/rdmatopo/registry"
 )

@@ -60,13 +60,13 @@
 // would fit were every pod gone (claims.go). Younger jobs of its priority
 // are then kept out of that room, here and in topology-allocate, until the
 // gang is placed or preempts; the runtime keeps the claims between
-// sessions (package framework/preemption, plugins/rdmatopology claims.go).
+// sessions (package core/preemption, plugins/rdmatopology claims.go).
 //
 // Holding. The gang's tasks are pipelined onto the planned nodes with their
 // planned NICs reserved (a step.Pipeline hands the plugin's allocate
 // handler each task's NICs); the plugin keeps them as a hold across
 // sessions (step.Hold; plugins/rdmatopology holds.go, package
-// framework/preemption) and this action allocates the gang there once its
+// core/preemption) and this action allocates the gang there once its
 // nodes' resources are idle, all at once (step.RealizeHolds).
 package topologypreempt
 
@@ -87,9 +87,9 @@ import (
 
 	"github.com/rdmatopo/rdmatopo/actions/internal/gangfit"
 	"github.com/rdmatopo/rdmatopo/actions/internal/plugin"
-	"github.com/rdmatopo/rdmatopo/framework/placement"
-	"github.com/rdmatopo/rdmatopo/framework/preemption"
-	"github.com/rdmatopo/rdmatopo/framework/step"
+	"github.com/rdmatopo/rdmatopo/core/placement"
+	"github.com/rdmatopo/rdmatopo/core/preemption"
+	"github.com/rdmatopo/rdmatopo/core/step"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 

@@ -7,7 +7,7 @@ import (
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/core/ledger"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
 

@@ -6,8 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/rdmatopo/rdmatopo/framework/ledger"
-	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/core/ledger"
+	"github.com/rdmatopo/rdmatopo/core/placement"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
 

@@ -19,11 +19,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/rdmatopo/rdmatopo/framework/topology"
-	"github.com/rdmatopo/rdmatopo/integration/internal/harness"
-	"github.com/rdmatopo/rdmatopo/integration/internal/webhookcert"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 	rdcompanion "github.com/rdmatopo/rdmatopo/internal/companion"
-	"github.com/rdmatopo/rdmatopo/internal/monitoring"
+	"github.com/rdmatopo/rdmatopo/internal/testing/harness"
+	"github.com/rdmatopo/rdmatopo/internal/testing/monitoring"
+	"github.com/rdmatopo/rdmatopo/internal/testing/webhookcert"
 )
 
 // companionNamespace holds the companion's owner Leases.

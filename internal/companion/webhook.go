@@ -17,9 +17,9 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	"github.com/rdmatopo/rdmatopo/framework/ledger"
-	"github.com/rdmatopo/rdmatopo/framework/placement"
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/ledger"
+	"github.com/rdmatopo/rdmatopo/core/placement"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 )
 
 // Event reasons the webhook records on pods.

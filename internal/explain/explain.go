@@ -1,5 +1,5 @@
 // Package explain says why a gang waits, or where it sits, on the live
-// state of a cluster: the planner (framework/placement) runs over the
+// state of a cluster: the planner (core/placement) runs over the
 // fabric the KCNRs describe minus every NIC bound pods hold, with the
 // gang's own contract, and each leaf is probed for how many of the gang's
 // pods it could hold alone and who holds its NICs.
@@ -14,10 +14,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
-	"github.com/rdmatopo/rdmatopo/framework/kube"
-	"github.com/rdmatopo/rdmatopo/framework/ledger"
-	"github.com/rdmatopo/rdmatopo/framework/placement"
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/kube"
+	"github.com/rdmatopo/rdmatopo/core/ledger"
+	"github.com/rdmatopo/rdmatopo/core/placement"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 	"github.com/rdmatopo/rdmatopo/internal/fabricview"
 	"github.com/rdmatopo/rdmatopo/internal/live"
 )
@@ -519,7 +519,7 @@ var tierDomain = map[string]string{
 }
 
 // confinedTier is the tier a gang whose pods request no RDMA NICs is kept
-// within as a whole (rdmatopology.Session.Confine): its hard highest tier
+// within as a whole (rdmatopology.SessionState.Confine): its hard highest tier
 // ("" when it limits nothing).
 func confinedTier(c placement.Contract) string {
 	tier := placement.TierCluster

@@ -9,8 +9,8 @@ import (
 	resourcehelper "k8s.io/kubernetes/pkg/api/v1/resource"
 	schedutil "k8s.io/kubernetes/pkg/scheduler/util"
 
-	"github.com/rdmatopo/rdmatopo/framework/kube"
-	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/core/kube"
+	"github.com/rdmatopo/rdmatopo/core/placement"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )
 

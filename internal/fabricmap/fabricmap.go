@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 )
 
 // Map colours for NIC states (jobs: ColorOf).

@@ -16,8 +16,8 @@ import (
 
 	"gopkg.in/yaml.v2"
 
-	"github.com/rdmatopo/rdmatopo/framework/pluginargs"
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/pluginargs"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 )
 
 // File is a volcano-scheduler.conf as YAML: the keys and types of Volcano

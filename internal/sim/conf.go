@@ -10,7 +10,7 @@ import (
 	_ "volcano.sh/volcano/pkg/scheduler/plugins"
 
 	"github.com/rdmatopo/rdmatopo/actions/topologyallocate"
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 	"github.com/rdmatopo/rdmatopo/internal/schedconf"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 	"github.com/rdmatopo/rdmatopo/registry"

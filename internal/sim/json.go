@@ -1,7 +1,7 @@
 package sim
 
 import (
-	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/core/ledger"
 	"github.com/rdmatopo/rdmatopo/internal/sim/simjson"
 )
 

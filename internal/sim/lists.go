@@ -3,7 +3,7 @@ package sim
 import (
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 )
 
 // maxPodLists bounds the distinct resource lists a podLists keeps.

@@ -3,7 +3,7 @@ package sim
 import (
 	"sort"
 
-	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/core/ledger"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 

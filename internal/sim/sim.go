@@ -32,7 +32,7 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/cache"
 	volcanoconf "volcano.sh/volcano/pkg/scheduler/conf"
 
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 	"github.com/rdmatopo/rdmatopo/internal/sim/nodeagent"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"

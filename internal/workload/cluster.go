@@ -6,7 +6,7 @@ import (
 
 	"github.com/kubewharf/katalyst-api/pkg/apis/node/v1alpha1"
 
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )

@@ -11,7 +11,7 @@ import (
 	resourcehelper "k8s.io/kubernetes/pkg/api/v1/resource"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
-	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/core/placement"
 )
 
 // trainJobGVK is the TrainJob's group, version and kind.

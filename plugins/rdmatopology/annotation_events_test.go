@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/rdmatopo/rdmatopo/framework/ledger"
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/ledger"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
 

@@ -14,9 +14,9 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
-	"github.com/rdmatopo/rdmatopo/framework/placement"
-	"github.com/rdmatopo/rdmatopo/framework/preemption"
-	"github.com/rdmatopo/rdmatopo/framework/step"
+	"github.com/rdmatopo/rdmatopo/core/placement"
+	"github.com/rdmatopo/rdmatopo/core/preemption"
+	"github.com/rdmatopo/rdmatopo/core/step"
 )
 
 // Apply takes one step of applying a plan through stmt (package step):
@@ -28,8 +28,8 @@ import (
 // it is counted in rdmatopo_plan_refused_total by what refused. A Hold of
 // a gang not complete with its pipelined tasks returns step.ErrIncomplete.
 // RealizeHolds makes statements of its own (stmt is not used). On a nil
-// Session (no rdma-topology plugin) only Settle is taken.
-func (s *Session) Apply(stmt *framework.Statement, st step.Step) error {
+// SessionState (no rdma-topology plugin) only Settle is taken.
+func (s *SessionState) Apply(stmt *framework.Statement, st step.Step) error {
 	if s == nil {
 		if st, ok := st.(step.Settle); ok {
 			SettleStatement(stmt, st)
@@ -87,7 +87,7 @@ func (s *Session) Apply(stmt *framework.Statement, st step.Step) error {
 
 // lookup finds the job's task, and the node when one is named, in the
 // session.
-func (s *Session) lookup(jobUID, pod, nodeName string) (*api.TaskInfo, *api.NodeInfo, error) {
+func (s *SessionState) lookup(jobUID, pod, nodeName string) (*api.TaskInfo, *api.NodeInfo, error) {
 	job := s.ssn.Jobs[api.JobID(jobUID)]
 	if job == nil {
 		return nil, nil, fmt.Errorf("job %s is not in the session", jobUID)
@@ -108,7 +108,7 @@ func (s *Session) lookup(jobUID, pod, nodeName string) (*api.TaskInfo, *api.Node
 
 // settleRooms forgets the replacement room given back to pipelined gangs
 // when their statement is kept, and keeps it again when it is discarded.
-func (s *Session) settleRooms(kept bool) {
+func (s *SessionState) settleRooms(kept bool) {
 	s.mu.Lock()
 	rooms := s.pipelinedRooms
 	s.pipelinedRooms = nil
@@ -136,7 +136,7 @@ func SettleStatement(stmt *framework.Statement, st step.Settle) {
 // resources hold it and the session's predicates admit it there, a being
 // its planned NICs (nil for a task without RDMA). Every error it returns
 // is the node's refusal.
-func (s *Session) allocatePlanned(stmt *framework.Statement, task *api.TaskInfo, node *api.NodeInfo, a *placement.Assignment) error {
+func (s *SessionState) allocatePlanned(stmt *framework.Statement, task *api.TaskInfo, node *api.NodeInfo, a *placement.Assignment) error {
 	if !task.InitResreq.LessEqual(node.Idle, api.Zero) {
 		return fmt.Errorf("node %s has too few idle resources for %s/%s: %w", node.Name, task.Namespace, task.Name, errIdle)
 	}
@@ -176,7 +176,7 @@ func refusedBy(err error) string {
 // resources its victims release) once the session's preempt predicates
 // admit it there, a being its planned NICs (nil for a task without RDMA),
 // and notes it for the gang's hold.
-func (s *Session) pipeline(stmt *framework.Statement, task *api.TaskInfo, node *api.NodeInfo, a *placement.Assignment) error {
+func (s *SessionState) pipeline(stmt *framework.Statement, task *api.TaskInfo, node *api.NodeInfo, a *placement.Assignment) error {
 	// The room kept for the gang's lost pods is the gang's: its plan (made
 	// with that room free, Plan) may put its pods there.
 	if rooms := s.releaseReplacements(task.Job); len(rooms) > 0 {
@@ -209,7 +209,7 @@ func (s *Session) pipeline(stmt *framework.Statement, task *api.TaskInfo, node *
 // is. The hold is applied from the next session on (in this one, the
 // pipelined tasks hold the NICs); one already recorded for the job is
 // replaced.
-func (s *Session) hold(job *api.JobInfo, victims []string) bool {
+func (s *SessionState) hold(job *api.JobInfo, victims []string) bool {
 	if !s.jobPipelined(job) {
 		return false
 	}
@@ -224,7 +224,7 @@ func (s *Session) hold(job *api.JobInfo, victims []string) bool {
 // jobPipelined reports whether the job is complete once its pipelined
 // tasks count (the session's JobPipelined), the plugin's veto on
 // pipelining an RDMA gang, which must be whole, lifted for it.
-func (s *Session) jobPipelined(job *api.JobInfo) bool {
+func (s *SessionState) jobPipelined(job *api.JobInfo) bool {
 	s.holds.AllowPipeline(string(job.UID), true)
 	defer s.holds.AllowPipeline(string(job.UID), false)
 	return s.ssn.JobPipelined(job)

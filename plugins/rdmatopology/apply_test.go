@@ -8,9 +8,9 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
-	"github.com/rdmatopo/rdmatopo/framework/placement"
-	"github.com/rdmatopo/rdmatopo/framework/step"
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/placement"
+	"github.com/rdmatopo/rdmatopo/core/step"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
 
@@ -19,7 +19,7 @@ type unknownStep struct{ step.Settle }
 
 // TestApplyNamesWhatIsMissing: a step naming a job, pod or node the
 // session does not have fails with an error that names it and changes
-// nothing; a nil Session (no plugin) settles a statement and refuses every
+// nothing; a nil SessionState (no plugin) settles a statement and refuses every
 // other step.
 func TestApplyNamesWhatIsMissing(t *testing.T) {
 	job := api.NewJobInfo("j1")
@@ -51,12 +51,12 @@ func TestApplyNamesWhatIsMissing(t *testing.T) {
 		})
 	}
 
-	var none *Session
+	var none *SessionState
 	if err := none.Apply(framework.NewStatement(ssn), step.Settle{Commit: true}); err != nil {
-		t.Errorf("Settle on a nil Session: %v", err)
+		t.Errorf("Settle on a nil SessionState: %v", err)
 	}
 	if err := none.Apply(nil, step.RealizeHolds{}); !errors.Is(err, ErrNoPlugin) {
-		t.Errorf("RealizeHolds on a nil Session = %v, want ErrNoPlugin", err)
+		t.Errorf("RealizeHolds on a nil SessionState = %v, want ErrNoPlugin", err)
 	}
 }
 

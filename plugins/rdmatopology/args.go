@@ -3,11 +3,11 @@ package rdmatopology
 import (
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
-	"github.com/rdmatopo/rdmatopo/framework/pluginargs"
+	"github.com/rdmatopo/rdmatopo/core/pluginargs"
 )
 
 // Args are the typed, validated arguments of the plugin
-// (framework/pluginargs, which tools that read a scheduler conf without
+// (core/pluginargs, which tools that read a scheduler conf without
 // running it share).
 type Args = pluginargs.Args
 

@@ -16,14 +16,14 @@
 // its gang is pending and the action renews it each session (or, not
 // renewed, for preemption.ClaimGrace). The claims outlive a restart or a
 // failover: the scheduler keeps them in a ConfigMap (claimstore.go). The
-// claims are package framework/preemption's (which apply to a job:
+// claims are package core/preemption's (which apply to a job:
 // preemption.Against); the runtime keeps them and the session hands them
 // out.
 
 package rdmatopology
 
 import (
-	"github.com/rdmatopo/rdmatopo/framework/preemption"
+	"github.com/rdmatopo/rdmatopo/core/preemption"
 )
 
 // WithClaims starts the runtime with claims an earlier runtime kept, as a
@@ -41,6 +41,6 @@ func (rt *Runtime) Claims() []*preemption.Claim {
 // what the holds applied in the session keep on each node, the ledger's
 // reservations and the fabric the session plans on: what the topology
 // actions read and record of preemption.
-func (s *Session) Preemption() *preemption.Access {
+func (s *SessionState) Preemption() *preemption.Access {
 	return preemption.NewAccess(s.fabric, s.rt.Ledger, s.rt.preemption, s.holds)
 }

@@ -27,7 +27,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
-	"github.com/rdmatopo/rdmatopo/framework/preemption"
+	"github.com/rdmatopo/rdmatopo/core/preemption"
 )
 
 // ClaimsConfigMap is the name of the ConfigMap the claims are kept in, in

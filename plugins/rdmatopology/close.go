@@ -10,7 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/rdmatopo/rdmatopo/framework/ledger"
+	"github.com/rdmatopo/rdmatopo/core/ledger"
 )
 
 // close writes each RDMA gang's outcome on its PodGroup: the placement
@@ -18,7 +18,7 @@ import (
 // reason while it waits. User-set placement annotations are replaced. The
 // runtime is handed the pods of RDMA gangs the session sent to bind
 // (rebind.go).
-func (s *Session) close() {
+func (s *SessionState) close() {
 	defer s.observeSession()
 	s.reportReplacements()
 	s.noteSent()

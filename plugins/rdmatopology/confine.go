@@ -20,8 +20,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"volcano.sh/volcano/pkg/scheduler/api"
 
-	"github.com/rdmatopo/rdmatopo/framework/placement"
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/placement"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 )
 
 // Domain is one domain of a tier: the nodes a confined gang may share.
@@ -64,7 +64,7 @@ type SegmentConfinement struct {
 // tighter than the gang's tier adds nothing. The error is an invalid
 // contract (wrapping placement.ErrInvalidContract); such a job is never
 // placed.
-func (s *Session) Confine(job *api.JobInfo) (*Confinement, error) {
+func (s *SessionState) Confine(job *api.JobInfo) (*Confinement, error) {
 	c, _, err := s.effectiveContract(job)
 	if err != nil {
 		s.markConfined(job)
@@ -93,13 +93,13 @@ func (s *Session) Confine(job *api.JobInfo) (*Confinement, error) {
 // Ranks returns the rank of each task's pod as the planner reads ranks
 // (Runtime.PodRanks); an invalid rank annotation is an error wrapping
 // placement.ErrInvalidContract.
-func (s *Session) Ranks(tasks []*api.TaskInfo) ([]int, error) {
+func (s *SessionState) Ranks(tasks []*api.TaskInfo) ([]int, error) {
 	return s.taskRanks(tasks)
 }
 
 // domains returns the domains of tier over the session's nodes, made once
 // per session and tier (shared: not to be modified).
-func (s *Session) domains(tier placement.Tier) []Domain {
+func (s *SessionState) domains(tier placement.Tier) []Domain {
 	s.mu.Lock()
 	d, ok := s.domainsByTier[tier]
 	s.mu.Unlock()
@@ -117,7 +117,7 @@ func (s *Session) domains(tier placement.Tier) []Domain {
 }
 
 // nodeNames lists the session's nodes, sorted.
-func (s *Session) nodeNames() []string {
+func (s *SessionState) nodeNames() []string {
 	names := make([]string, 0, len(s.ssn.NodeList))
 	for _, n := range s.ssn.NodeList {
 		names = append(names, n.Name)
@@ -173,7 +173,7 @@ func domainKeys(f *topology.Fabric, tier placement.Tier, name string) []string {
 
 // markConfined records that the job's outcome is written by
 // ConfinedPlaced and ReportConfined.
-func (s *Session) markConfined(job *api.JobInfo) {
+func (s *SessionState) markConfined(job *api.JobInfo) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.confined == nil {
@@ -187,7 +187,7 @@ func (s *Session) markConfined(job *api.JobInfo) {
 // ConfinedPlaced records that the confined job was placed within domain
 // d of its tier in this session, its blocks of consecutive ranks within
 // the segment domains named (none without a segment).
-func (s *Session) ConfinedPlaced(job *api.JobInfo, c *Confinement, d Domain, segments []string) {
+func (s *SessionState) ConfinedPlaced(job *api.JobInfo, c *Confinement, d Domain, segments []string) {
 	msg := fmt.Sprintf("pods request no RDMA NICs: placed within one %s domain (%s)", c.Tier, d.Name)
 	if c.Tier == placement.TierCluster {
 		msg = "pods request no RDMA NICs: placed"
@@ -205,7 +205,7 @@ func (s *Session) ConfinedPlaced(job *api.JobInfo, c *Confinement, d Domain, seg
 
 // closeConfined writes the outcome of a confined job without RDMA pods:
 // the contract's error, the reason it waits, or where it was placed.
-func (s *Session) closeConfined(job *api.JobInfo) {
+func (s *SessionState) closeConfined(job *api.JobInfo) {
 	s.mu.Lock()
 	placed, ok := s.confined[job.UID]
 	f := s.failures[job.UID]

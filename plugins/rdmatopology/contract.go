@@ -10,7 +10,7 @@ import (
 	"k8s.io/klog/v2"
 	"volcano.sh/volcano/pkg/scheduler/api"
 
-	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/core/placement"
 )
 
 // contractOf is a job's contract as read once in a session.
@@ -24,7 +24,7 @@ type contractOf struct {
 // error means the gang must not be placed: it wraps
 // placement.ErrInvalidContract and names the PodGroup and every bad
 // annotation (or the pods that disagree). Read once per session.
-func (s *Session) contract(job *api.JobInfo) (placement.Contract, error) {
+func (s *SessionState) contract(job *api.JobInfo) (placement.Contract, error) {
 	s.mu.Lock()
 	r, ok := s.contracts[job.UID]
 	s.mu.Unlock()
@@ -46,7 +46,7 @@ func (s *Session) contract(job *api.JobInfo) (placement.Contract, error) {
 
 // JobContract reads a job's contract from its PodGroup (annotations and,
 // from native, spec.networkTopology and spec.subGroupPolicy, with tiers
-// mapped by tiers) and its pods (see Session.contract), without a
+// mapped by tiers) and its pods (see SessionState.contract), without a
 // session's cache.
 func JobContract(job *api.JobInfo, native *placement.NativeTopology, tiers placement.VolcanoTiers) (placement.Contract, error) {
 	if job.PodGroup == nil {

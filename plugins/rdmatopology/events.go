@@ -11,17 +11,17 @@ import (
 	"k8s.io/klog/v2"
 	"volcano.sh/volcano/pkg/scheduler/api"
 
-	"github.com/rdmatopo/rdmatopo/framework/ledger"
-	"github.com/rdmatopo/rdmatopo/framework/placement"
-	"github.com/rdmatopo/rdmatopo/framework/preemption"
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/ledger"
+	"github.com/rdmatopo/rdmatopo/core/placement"
+	"github.com/rdmatopo/rdmatopo/core/preemption"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 )
 
 // allocate reserves the task's NICs in the ledger (the planned ones, or the
 // best fit on its node) and writes the rdmatopo.io/* annotations that go
 // with the bind. A task that cannot get NICs marks its job not ready, so the
 // statement is discarded.
-func (s *Session) allocate(task *api.TaskInfo) {
+func (s *SessionState) allocate(task *api.TaskInfo) {
 	if !s.wantsRDMA(task) {
 		stripAnnotations(task)
 		s.noteAllocated(task, nil)
@@ -58,7 +58,7 @@ func (s *Session) allocate(task *api.TaskInfo) {
 
 // deallocate releases what allocate reserved (a discarded statement, an
 // evicted task).
-func (s *Session) deallocate(task *api.TaskInfo) {
+func (s *SessionState) deallocate(task *api.TaskInfo) {
 	s.mu.Lock()
 	delete(s.broken, task.Job)
 	s.mu.Unlock()
@@ -67,7 +67,7 @@ func (s *Session) deallocate(task *api.TaskInfo) {
 	stripAnnotations(task)
 }
 
-func (s *Session) markBroken(task *api.TaskInfo, why string) {
+func (s *SessionState) markBroken(task *api.TaskInfo, why string) {
 	klog.ErrorS(nil, "RDMA task allocated without NICs; its gang will be discarded", "pod", klog.KRef(task.Namespace, task.Name), "reason", why)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -91,7 +91,7 @@ var schedulerKeys = []string{ledger.AnnotationNICs, ledger.AnnotationNUMA, ledge
 // every container, so a pod whose containers are in different zones gets
 // all of them (docs/node-contract.md). rdmatopo.io/containers is written
 // only for such a pod; a value the pod carried is dropped.
-func (s *Session) annotate(task *api.TaskInfo, a placement.Assignment) {
+func (s *SessionState) annotate(task *api.TaskInfo, a placement.Assignment) {
 	pod := task.Pod.DeepCopy()
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
@@ -140,7 +140,7 @@ func stripAnnotations(task *api.TaskInfo) {
 
 // reserve records r in the ledger and mirrors it into the session's views.
 // On error (a NIC held, a malformed reservation) nothing changes.
-func (s *Session) reserve(r ledger.Reservation) error {
+func (s *SessionState) reserve(r ledger.Reservation) error {
 	if err := s.rt.Ledger.Reserve(r); err != nil {
 		return err
 	}
@@ -153,7 +153,7 @@ func (s *Session) reserve(r ledger.Reservation) error {
 
 // release drops the pod's reservation from the ledger and the session's
 // views, and returns it.
-func (s *Session) release(uid string, job api.JobID) (ledger.Reservation, bool) {
+func (s *SessionState) release(uid string, job api.JobID) (ledger.Reservation, bool) {
 	s.mu.Lock()
 	delete(s.byJob[job], uid)
 	delete(s.held, job)
@@ -173,7 +173,7 @@ func (s *Session) release(uid string, job api.JobID) (ledger.Reservation, bool) 
 
 // noteAllocated records a task of an RDMA gang allocated in this session
 // (a the NICs it reserved, for a task requesting RDMA).
-func (s *Session) noteAllocated(task *api.TaskInfo, a *placement.Assignment) {
+func (s *SessionState) noteAllocated(task *api.TaskInfo, a *placement.Assignment) {
 	job := s.ssn.Jobs[task.Job]
 	if job == nil || !s.isRDMAJob(job) || task.InitResreq == nil {
 		return
@@ -192,14 +192,14 @@ func (s *Session) noteAllocated(task *api.TaskInfo, a *placement.Assignment) {
 }
 
 // forgetAllocated drops a task deallocated in this session.
-func (s *Session) forgetAllocated(task *api.TaskInfo) {
+func (s *SessionState) forgetAllocated(task *api.TaskInfo) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.allocated, task.UID)
 }
 
 // setPlanned hands the Allocate handler the assignment chosen for a task.
-func (s *Session) setPlanned(uid api.TaskID, a placement.Assignment) {
+func (s *SessionState) setPlanned(uid api.TaskID, a placement.Assignment) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.planned[uid] = a
@@ -207,7 +207,7 @@ func (s *Session) setPlanned(uid api.TaskID, a placement.Assignment) {
 
 // clearPlanned forgets planned assignments and pipelined tasks (after a
 // commit or discard).
-func (s *Session) clearPlanned() {
+func (s *SessionState) clearPlanned() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.planned = map[api.TaskID]placement.Assignment{}

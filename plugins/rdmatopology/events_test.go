@@ -9,16 +9,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"volcano.sh/volcano/pkg/scheduler/api"
 
-	"github.com/rdmatopo/rdmatopo/framework/ledger"
-	"github.com/rdmatopo/rdmatopo/framework/placement"
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/ledger"
+	"github.com/rdmatopo/rdmatopo/core/placement"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
 
 // annotateSession is a session with only a fabric: one node whose NUMA-0
 // NICs sit under leaf A and NUMA-1 NICs under leaf B, with a policy that
 // lets a pod span zones. annotate needs nothing else.
-func annotateSession() *Session {
+func annotateSession() *SessionState {
 	cfg := topology.Config{}.WithDefaults()
 	node := builders.MakeNode("n1").Shared().GPU(8).RDMA(4).CPU("128").Obj()
 	cnr := builders.MakeCNR("n1").Policy(v1alpha1.TopologyPolicyNone).

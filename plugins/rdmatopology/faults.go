@@ -35,9 +35,9 @@ import (
 	"k8s.io/klog/v2"
 	"volcano.sh/volcano/pkg/scheduler/api"
 
-	"github.com/rdmatopo/rdmatopo/framework/kube"
-	"github.com/rdmatopo/rdmatopo/framework/placement"
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/kube"
+	"github.com/rdmatopo/rdmatopo/core/placement"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 )
 
 // Event reasons of hardware faults.
@@ -265,7 +265,7 @@ func (ft *faultTracker) keepOut(now time.Time, st *placement.State) {
 // nicFailed says why a NIC of the session's fabric must not be used ("" when
 // it may): gone from its node's KCNR, listed with allocatable 0, or in its
 // cool-down. Holds kept from an earlier session check their NICs with it.
-func (s *Session) nicFailed(node string, nic topology.NICID, now time.Time) string {
+func (s *SessionState) nicFailed(node string, nic topology.NICID, now time.Time) string {
 	n, ok := s.fabric.Node(node)
 	if !ok {
 		return "node " + node + " is not in the fabric"

@@ -12,8 +12,8 @@ import (
 
 	"volcano.sh/volcano/pkg/scheduler/api"
 
-	"github.com/rdmatopo/rdmatopo/framework/ledger"
-	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/core/ledger"
+	"github.com/rdmatopo/rdmatopo/core/placement"
 )
 
 // Gang is what the actions need to know of the job in this session: its
@@ -23,7 +23,7 @@ import (
 // is the contract's (an invalid annotation), or the request's (an invalid
 // rank annotation); both wrap placement.ErrInvalidContract, and such a
 // gang is never placed under a contract it does not have.
-func (s *Session) Gang(job *api.JobInfo, pending ...*api.TaskInfo) (placement.Job, error) {
+func (s *SessionState) Gang(job *api.JobInfo, pending ...*api.TaskInfo) (placement.Job, error) {
 	j := s.RDMAOf(job)
 	if !j.IsRDMA() {
 		return j, nil
@@ -41,7 +41,7 @@ func (s *Session) Gang(job *api.JobInfo, pending ...*api.TaskInfo) (placement.Jo
 // NICs (Job.IsRDMA, Job.Requests). The actions ask it of every job in
 // every session, most of them running; a contract is read only for a gang
 // an action plans.
-func (s *Session) RDMAOf(job *api.JobInfo) placement.Job {
+func (s *SessionState) RDMAOf(job *api.JobInfo) placement.Job {
 	s.mu.Lock()
 	rdma, ok := s.rdmaPods[job.UID]
 	s.mu.Unlock()
@@ -68,7 +68,7 @@ func (s *Session) RDMAOf(job *api.JobInfo) placement.Job {
 // late pods go next to their rank neighbours and into their segments
 // (rankGang). It fails on an invalid rank annotation (an error wrapping
 // placement.ErrInvalidContract).
-func (s *Session) gangRequest(job *api.JobInfo, c placement.Contract, rdma []*api.TaskInfo) (placement.Gang, error) {
+func (s *SessionState) gangRequest(job *api.JobInfo, c placement.Contract, rdma []*api.TaskInfo) (placement.Gang, error) {
 	g := placement.Gang{Job: string(job.UID), Mode: c.Mode, HighestTier: c.HighestTier,
 		Exclude: map[string]bool{}, Segment: c.Segment}
 	for _, t := range rdma {
@@ -84,7 +84,7 @@ func (s *Session) gangRequest(job *api.JobInfo, c placement.Contract, rdma []*ap
 // for an empty slice) are gone, their NICs, GPUs and CPUs free: what
 // evicting them would let the gang do. A plan on the free view is timed
 // (rdmatopo_plan_duration_seconds); what-if plans are not.
-func (s *Session) Plan(g placement.Gang, evicted []ledger.Reservation) (*placement.Plan, *placement.Failure) {
+func (s *SessionState) Plan(g placement.Gang, evicted []ledger.Reservation) (*placement.Plan, *placement.Failure) {
 	g = s.withHome(g)
 	if evicted == nil {
 		start := time.Now()
@@ -124,7 +124,7 @@ var errIdle = errors.New("idle resources")
 // carry it where users look: the PodGroup's Unschedulable condition and
 // event ("... Origin reason is: rdma-topology: ..."), and the pending pods'
 // PodScheduled condition.
-func (s *Session) Report(job *api.JobInfo, plan *placement.Plan, f *placement.Failure) {
+func (s *SessionState) Report(job *api.JobInfo, plan *placement.Plan, f *placement.Failure) {
 	if f == nil {
 		if plan != nil {
 			observePlaced(plan)

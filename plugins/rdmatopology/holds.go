@@ -18,7 +18,7 @@ package rdmatopology
 // session, or after preemption.Timeout; a scheduler restart forgets every
 // hold (the gang then competes by priority like any other). The holds
 // themselves, and each session's view of them, are package
-// framework/preemption's; this file checks them against the session.
+// core/preemption's; this file checks them against the session.
 
 import (
 	"fmt"
@@ -28,15 +28,15 @@ import (
 	"k8s.io/klog/v2"
 	"volcano.sh/volcano/pkg/scheduler/api"
 
-	"github.com/rdmatopo/rdmatopo/framework/ledger"
-	"github.com/rdmatopo/rdmatopo/framework/placement"
-	"github.com/rdmatopo/rdmatopo/framework/preemption"
+	"github.com/rdmatopo/rdmatopo/core/ledger"
+	"github.com/rdmatopo/rdmatopo/core/placement"
+	"github.com/rdmatopo/rdmatopo/core/preemption"
 )
 
 // applyHolds checks every hold of the runtime against the session and
 // applies those that still stand to the free view. It runs when the
 // session opens, after reconcile.
-func (s *Session) applyHolds() {
+func (s *SessionState) applyHolds() {
 	now := s.rt.Now()
 	s.rt.preemption.Holds.Retain(func(_ string, h *preemption.Hold) bool {
 		if why := s.holdBroken(h, now); why != "" {
@@ -50,7 +50,7 @@ func (s *Session) applyHolds() {
 }
 
 // holdBroken says why a hold no longer stands ("" when it does).
-func (s *Session) holdBroken(h *preemption.Hold, now time.Time) string {
+func (s *SessionState) holdBroken(h *preemption.Hold, now time.Time) string {
 	job := s.ssn.Jobs[api.JobID(h.Job)]
 	if job == nil {
 		return "job is gone"
@@ -90,20 +90,20 @@ func (s *Session) holdBroken(h *preemption.Hold, now time.Time) string {
 }
 
 // appliedHolds returns the holds applied in this session, by job name.
-func (s *Session) appliedHolds() []*preemption.Hold {
+func (s *SessionState) appliedHolds() []*preemption.Hold {
 	return s.holds.Applied()
 }
 
 // takeHold removes the job's hold from the free view, so its NICs can be
 // allocated to the gang's tasks, and returns it. The hold stays recorded
 // until dropHold.
-func (s *Session) takeHold(job api.JobID) *preemption.Hold {
+func (s *SessionState) takeHold(job api.JobID) *preemption.Hold {
 	return s.holds.Take(string(job))
 }
 
 // dropHold forgets the job's hold (bound, or abandoned), releasing what it
 // keeps in this session's free view.
-func (s *Session) dropHold(job api.JobID, why string) {
+func (s *SessionState) dropHold(job api.JobID, why string) {
 	if h := s.takeHold(job); h != nil {
 		klog.V(3).InfoS("Released NIC hold of a preempting gang", "job", h.Name, "reason", why)
 	}
@@ -120,7 +120,7 @@ const ErrReasonReplacementRoom = "resources on the node are kept for the replace
 // first of those gangs by name: what a pod of job may not take there,
 // beside the node's idle resources (the free view keeps it zone by zone,
 // but not against what pods without RDMA took since the session opened).
-func (s *Session) RoomKeptOn(job api.JobID, node string) (*api.Resource, string) {
+func (s *SessionState) RoomKeptOn(job api.JobID, node string) (*api.Resource, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var kept *api.Resource
@@ -159,7 +159,7 @@ func (s *Session) RoomKeptOn(job api.JobID, node string) (*api.Resource, string)
 // the task's host ports are free beside the host ports they keep there
 // (preemption.HostPortsFree): what a pod of the job may not take there,
 // beside the node's future idle resources.
-func (s *Session) keptOn(task *api.TaskInfo, node string) (*api.Resource, string, bool) {
+func (s *SessionState) keptOn(task *api.TaskInfo, node string) (*api.Resource, string, bool) {
 	tasks, first := s.holds.KeptOn(string(task.Job), node)
 	if len(tasks) == 0 {
 		return nil, "", true
@@ -207,11 +207,11 @@ func resourceOf(r preemption.Resources) *api.Resource {
 }
 
 // reservation returns the ledger's reservation of a pod, if any.
-func (s *Session) reservation(uid api.TaskID) (ledger.Reservation, bool) {
+func (s *SessionState) reservation(uid api.TaskID) (ledger.Reservation, bool) {
 	return s.rt.Ledger.Get(string(uid))
 }
 
 // Now is the runtime's current time (the simulator's clock in simulate).
-func (s *Session) Now() time.Time {
+func (s *SessionState) Now() time.Time {
 	return s.rt.Now()
 }

@@ -6,13 +6,13 @@ package rdmatopology
 import "volcano.sh/volcano/pkg/scheduler/api"
 
 // jobReady vetoes a job with an RDMA task allocated without NICs.
-func (s *Session) jobReady(job *api.JobInfo) bool {
+func (s *SessionState) jobReady(job *api.JobInfo) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, broken := s.broken[job.UID]
 	return !broken
 }
 
-func (s *Session) pipelineAllowed(job api.JobID) bool {
+func (s *SessionState) pipelineAllowed(job api.JobID) bool {
 	return s.holds.PipelineAllowed(string(job))
 }

@@ -6,9 +6,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"volcano.sh/volcano/pkg/scheduler/api"
 
-	"github.com/rdmatopo/rdmatopo/framework/ledger"
-	"github.com/rdmatopo/rdmatopo/framework/placement"
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/ledger"
+	"github.com/rdmatopo/rdmatopo/core/placement"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology/schedmetrics"
 )
 
@@ -108,7 +108,7 @@ func observePlaced(p *placement.Plan) {
 }
 
 // observeSession refreshes the per-session gauges.
-func (s *Session) observeSession() {
+func (s *SessionState) observeSession() {
 	var unconfirmed int
 	s.rt.Ledger.Each(func(r ledger.Reservation) {
 		if !r.Confirmed {

@@ -15,7 +15,7 @@ const (
 
 // nodeOrder prefers the job's planned nodes, then nodes close to what the
 // job already holds.
-func (s *Session) nodeOrder(task *api.TaskInfo, node *api.NodeInfo) (float64, error) {
+func (s *SessionState) nodeOrder(task *api.TaskInfo, node *api.NodeInfo) (float64, error) {
 	if !s.wantsRDMA(task) {
 		return 0, nil
 	}

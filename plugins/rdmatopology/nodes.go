@@ -4,8 +4,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"volcano.sh/volcano/pkg/scheduler/api"
 
-	"github.com/rdmatopo/rdmatopo/framework/kube"
-	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/core/kube"
+	"github.com/rdmatopo/rdmatopo/core/placement"
 )
 
 // LimitNodes bounds the planner's state by a session's nodes: each node

@@ -12,16 +12,16 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
-	"github.com/rdmatopo/rdmatopo/framework/ledger"
-	"github.com/rdmatopo/rdmatopo/framework/placement"
-	"github.com/rdmatopo/rdmatopo/framework/preemption"
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/ledger"
+	"github.com/rdmatopo/rdmatopo/core/placement"
+	"github.com/rdmatopo/rdmatopo/core/preemption"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 )
 
 // openSession builds the session state: the runtime (started on first use),
 // nodes synced into the fabric, the ledger reconciled with the session's
 // pods, and the free view.
-func openSession(rt *Runtime, ssn *framework.Session, args *Args) *Session {
+func openSession(rt *Runtime, ssn *framework.Session, args *Args) *SessionState {
 	rt.ensure(ssn, args)
 	rt.syncNodes(ssn)
 	f := rt.Fabric.Snapshot()
@@ -49,8 +49,8 @@ func openSession(rt *Runtime, ssn *framework.Session, args *Args) *Session {
 
 // newSession returns the plugin's state in ssn over the fabric snapshot f,
 // before the ledger is reconciled and indexed (State is nil until then).
-func newSession(rt *Runtime, ssn *framework.Session, args *Args, f *topology.Fabric) *Session {
-	return &Session{
+func newSession(rt *Runtime, ssn *framework.Session, args *Args, f *topology.Fabric) *SessionState {
+	return &SessionState{
 		ssn: ssn, args: args, rt: rt, fabric: f,
 		planned:   map[api.TaskID]placement.Assignment{},
 		pipelined: map[api.JobID][]preemption.HoldTask{},
@@ -72,7 +72,7 @@ func newSession(rt *Runtime, ssn *framework.Session, args *Args, f *topology.Fab
 // ledger, however it was placed); reservations the KCNRs list are
 // confirmed, and where a KCNR lists a pod on other NICs than reserved, its
 // NICs are adopted (truth.go).
-func (s *Session) reconcile() {
+func (s *SessionState) reconcile() {
 	// Pods of the session's jobs, plus every pod on a node (pods of other
 	// schedulers or without a group are only there).
 	tasks := map[string]*api.TaskInfo{}
@@ -146,7 +146,7 @@ func (s *Session) reconcile() {
 // restore gives bound pods that carry the scheduler's annotations but have
 // no reservation (after a restart) their reservation back from the
 // annotations (ledger.Rebuild). tasks are the session's pods by UID.
-func (s *Session) restore(tasks map[string]*api.TaskInfo, bound []*api.TaskInfo) {
+func (s *SessionState) restore(tasks map[string]*api.TaskInfo, bound []*api.TaskInfo) {
 	if len(bound) == 0 {
 		return
 	}
@@ -172,7 +172,7 @@ func (s *Session) restore(tasks map[string]*api.TaskInfo, bound []*api.TaskInfo)
 // like the pods rdmatopo placed. A pod no KCNR lists yet holds nothing the
 // ledger could name: the KCNR's free figures and the session's idle
 // resources still count it.
-func (s *Session) restoreListed(bound []*api.TaskInfo) {
+func (s *SessionState) restoreListed(bound []*api.TaskInfo) {
 	sort.Slice(bound, func(i, j int) bool { return bound[i].UID < bound[j].UID })
 	for _, t := range bound {
 		r, ok := ledger.Listed(s.args.TopologyConfig(), t.Pod, s.fabric)
@@ -187,7 +187,7 @@ func (s *Session) restoreListed(bound []*api.TaskInfo) {
 // reserveRestored reserves a bound pod's restored reservation. A NIC
 // another pod already holds stays with it; the pod keeps every other NIC,
 // so none is handed out twice.
-func (s *Session) reserveRestored(r ledger.Reservation, from string) {
+func (s *SessionState) reserveRestored(r ledger.Reservation, from string) {
 	contested, err := s.rt.Ledger.ReserveUncontested(r)
 	switch {
 	case err != nil:

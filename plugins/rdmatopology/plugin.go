@@ -5,8 +5,8 @@
 // plan chose, vetoes partial gangs, writes the rdmatopo.io/* annotations that
 // bind with each pod, and reports why a gang waits on its PodGroup.
 //
-// The gang planner itself is framework/placement; the topology-allocate
-// action drives it through Session (see ForSession).
+// The gang planner itself is core/placement; the topology-allocate
+// action drives it through SessionState (see ForSession).
 package rdmatopology
 
 import (
@@ -17,8 +17,8 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/framework"
 	"volcano.sh/volcano/pkg/scheduler/plugins/util"
 
-	"github.com/rdmatopo/rdmatopo/framework/pluginargs"
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/pluginargs"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 )
 
 // PluginName is the name of the plugin in volcano-scheduler.conf.
@@ -72,7 +72,7 @@ var (
 // ForSession returns the plugin's state in ssn, or nil and why it has none:
 // ErrNoPlugin when the session's tiers do not enable the plugin,
 // ErrInvalidArgs when they do but its arguments are invalid.
-func (rt *Runtime) ForSession(ssn *framework.Session) (*Session, error) {
+func (rt *Runtime) ForSession(ssn *framework.Session) (*SessionState, error) {
 	if s := rt.session(string(ssn.UID)); s != nil {
 		return s, nil
 	}

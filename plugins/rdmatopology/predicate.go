@@ -9,13 +9,13 @@ import (
 
 	"volcano.sh/volcano/pkg/scheduler/api"
 
-	"github.com/rdmatopo/rdmatopo/framework/placement"
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/placement"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 )
 
 // predicate admits an RDMA task on a node when a NUMA zone there has the
 // free GPUs and NICs (after the ledger), within the job's hard tier.
-func (s *Session) predicate(task *api.TaskInfo, node *api.NodeInfo) error {
+func (s *SessionState) predicate(task *api.TaskInfo, node *api.NodeInfo) error {
 	if !s.wantsRDMA(task) {
 		return nil
 	}
@@ -60,8 +60,8 @@ func (s *Session) predicate(task *api.TaskInfo, node *api.NodeInfo) error {
 // volumes) admit is then known apart from what the planner and the
 // caller's own count of holds decide, and the same for every pod the
 // other plugins cannot tell apart. Calls may nest; other tasks are checked
-// as usual. On a nil Session (no rdma-topology plugin) it runs fn.
-func (s *Session) WithoutNICCheck(task *api.TaskInfo, fn func()) {
+// as usual. On a nil SessionState (no rdma-topology plugin) it runs fn.
+func (s *SessionState) WithoutNICCheck(task *api.TaskInfo, fn func()) {
 	if s == nil {
 		fn()
 		return
@@ -82,7 +82,7 @@ func (s *Session) WithoutNICCheck(task *api.TaskInfo, fn func()) {
 	fn()
 }
 
-func (s *Session) fitError(task *api.TaskInfo, node *api.NodeInfo, reason string) error {
+func (s *SessionState) fitError(task *api.TaskInfo, node *api.NodeInfo, reason string) error {
 	return api.NewFitErrWithStatus(task, node, &api.Status{Code: api.Unschedulable, Reason: reason, Plugin: PluginName})
 }
 
@@ -93,7 +93,7 @@ func (s *Session) fitError(task *api.TaskInfo, node *api.NodeInfo, reason string
 // holds for every pod, with RDMA or without: the free view keeps a
 // replacement's NICs from other RDMA pods, and this keeps its GPUs and
 // CPUs from every pod.
-func (s *Session) holdPredicate(task *api.TaskInfo, node *api.NodeInfo) error {
+func (s *SessionState) holdPredicate(task *api.TaskInfo, node *api.NodeInfo) error {
 	if task.InitResreq == nil {
 		return nil
 	}
@@ -120,7 +120,7 @@ func (s *Session) holdPredicate(task *api.TaskInfo, node *api.NodeInfo) error {
 
 // predicateWithHolds is the plugin's predicate: a pod with a quantity the
 // scheduler cannot count fits no node; then holds, then NIC fit.
-func (s *Session) predicateWithHolds(task *api.TaskInfo, node *api.NodeInfo) error {
+func (s *SessionState) predicateWithHolds(task *api.TaskInfo, node *api.NodeInfo) error {
 	if err := s.uncountableError(task, node); err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func (s *Session) predicateWithHolds(task *api.TaskInfo, node *api.NodeInfo) err
 
 // uncountableError is the predicate's answer for a task with an
 // uncountable quantity; nil for any other.
-func (s *Session) uncountableError(task *api.TaskInfo, node *api.NodeInfo) error {
+func (s *SessionState) uncountableError(task *api.TaskInfo, node *api.NodeInfo) error {
 	q := s.uncountable[task.UID]
 	if q == nil {
 		return nil
@@ -151,7 +151,7 @@ func (s *Session) uncountableError(task *api.TaskInfo, node *api.NodeInfo) error
 
 // tierLimit returns the leaves a task of the job may use on node under its
 // hard tier (nil: any), or false if the node itself is out of bounds.
-func (s *Session) tierLimit(job *api.JobInfo, node string) (map[topology.S0ID]bool, bool) {
+func (s *SessionState) tierLimit(job *api.JobInfo, node string) (map[topology.S0ID]bool, bool) {
 	c, _, _ := s.effectiveContract(job)
 	mode, tier := c.Mode, c.HighestTier
 	if mode != placement.ModeHard {

@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"volcano.sh/volcano/pkg/scheduler/api"
 
-	"github.com/rdmatopo/rdmatopo/framework/preemption"
+	"github.com/rdmatopo/rdmatopo/core/preemption"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
 

@@ -9,7 +9,7 @@ import (
 	"k8s.io/klog/v2"
 	"volcano.sh/volcano/pkg/scheduler/api"
 
-	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/core/placement"
 )
 
 // ReasonUncountableQuantity is the Event reason on a pod with a resource
@@ -25,7 +25,7 @@ const ErrReasonUncountable = "resource quantity the scheduler cannot count"
 // only read after, by the predicate on every node: such a pod fits no node
 // and stays pending with the field named, whatever its job. Each pod gets
 // one Warning Event per runtime.
-func (s *Session) findUncountable() map[api.TaskID]*placement.QuantityIssue {
+func (s *SessionState) findUncountable() map[api.TaskID]*placement.QuantityIssue {
 	var out map[api.TaskID]*placement.QuantityIssue
 	seen := map[types.UID]bool{}
 	for _, job := range s.ssn.Jobs {

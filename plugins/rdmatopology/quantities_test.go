@@ -10,7 +10,7 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
 
@@ -24,12 +24,12 @@ func TestFindUncountable(t *testing.T) {
 		p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse(cpu)
 		return p
 	}
-	session := func(rt *Runtime, pods ...*corev1.Pod) *Session {
+	session := func(rt *Runtime, pods ...*corev1.Pod) *SessionState {
 		job := api.NewJobInfo("ns/g")
 		for _, p := range pods {
 			job.AddTaskInfo(api.NewTaskInfo(p))
 		}
-		return &Session{rt: rt, ssn: &framework.Session{Jobs: map[api.JobID]*api.JobInfo{job.UID: job}}}
+		return &SessionState{rt: rt, ssn: &framework.Session{Jobs: map[api.JobID]*api.JobInfo{job.UID: job}}}
 	}
 	rec := &capturingRecorder{}
 	rt := NewRuntime(topology.Config{}, WithRecorder(rec))

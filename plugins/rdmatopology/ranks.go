@@ -15,9 +15,9 @@ import (
 	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
 	"volcano.sh/volcano/pkg/scheduler/api"
 
-	"github.com/rdmatopo/rdmatopo/framework/kube"
-	"github.com/rdmatopo/rdmatopo/framework/ledger"
-	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/core/kube"
+	"github.com/rdmatopo/rdmatopo/core/ledger"
+	"github.com/rdmatopo/rdmatopo/core/placement"
 )
 
 // taskOrders remembers the order of each Volcano Job's spec.tasks, which a
@@ -123,7 +123,7 @@ func taskNames(job *batchv1alpha1.Job) []string {
 
 // taskRanks returns the rank of each task's pod (Runtime.PodRanks); a task
 // without its pod object is ranked by its name.
-func (s *Session) taskRanks(tasks []*api.TaskInfo) ([]int, error) {
+func (s *SessionState) taskRanks(tasks []*api.TaskInfo) ([]int, error) {
 	pods := make([]*v1.Pod, len(tasks))
 	for i, t := range tasks {
 		pods[i] = t.Pod
@@ -143,7 +143,7 @@ func (s *Session) taskRanks(tasks []*api.TaskInfo) ([]int, error) {
 // whose task the session does not list is left out of the ranks. An
 // invalid rdmatopo.io/rank is an error wrapping
 // placement.ErrInvalidContract.
-func (s *Session) rankGang(job *api.JobInfo, tasks []*api.TaskInfo, pods []placement.Pod) (*placement.Occupancy, int, error) {
+func (s *SessionState) rankGang(job *api.JobInfo, tasks []*api.TaskInfo, pods []placement.Pod) (*placement.Occupancy, int, error) {
 	h := s.occupancy(job.UID)
 	all := append([]*api.TaskInfo(nil), tasks...)
 	given := make(map[api.TaskID]bool, len(tasks))

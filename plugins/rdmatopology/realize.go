@@ -1,7 +1,7 @@
 // Realizing holds: the pods a hold keeps resources for are allocated where
 // the hold keeps them, a preempting gang where its victims were
 // (topology-preempt), the pods of a partial gang where their binds failed
-// (topology-allocate). Both actions realize holds through Session.Apply
+// (topology-allocate). Both actions realize holds through SessionState.Apply
 // (step.RealizeHolds), so a gang is allocated from a hold in one way only.
 
 package rdmatopology
@@ -13,12 +13,12 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
-	"github.com/rdmatopo/rdmatopo/framework/preemption"
+	"github.com/rdmatopo/rdmatopo/core/preemption"
 )
 
 // realizeHolds realizes the holds applied in this session (realizeHold),
 // by job name; only rebind holds when rebindOnly (step.RealizeHolds).
-func (s *Session) realizeHolds(rebindOnly bool) {
+func (s *SessionState) realizeHolds(rebindOnly bool) {
 	for _, h := range s.appliedHolds() {
 		if rebindOnly && !h.Rebind {
 			continue
@@ -45,7 +45,7 @@ func (s *Session) realizeHolds(rebindOnly bool) {
 // rest of their gang is running and waits for them. Proportion recomputes
 // deserved shares every session; refusing the pods now would make the
 // evictions futile, or leave a gang partial.
-func (s *Session) realizeHold(h *preemption.Hold) []*api.TaskInfo {
+func (s *SessionState) realizeHold(h *preemption.Hold) []*api.TaskInfo {
 	ssn := s.ssn
 	jobID := api.JobID(h.Job)
 	job := ssn.Jobs[jobID]
@@ -82,7 +82,7 @@ func (s *Session) realizeHold(h *preemption.Hold) []*api.TaskInfo {
 // a rebind hold, their KCNRs list no pod gone). It drops a hold that can
 // never be realized: a task placed elsewhere, or a rebind hold's node
 // without the resources even once its releasing pods are gone.
-func (s *Session) holdReady(h *preemption.Hold, job *api.JobInfo) bool {
+func (s *SessionState) holdReady(h *preemption.Hold, job *api.JobInfo) bool {
 	jobID := api.JobID(h.Job)
 	for _, t := range h.Tasks {
 		if task := job.Tasks[api.TaskID(t.UID)]; task != nil && task.Status != api.Pending {
@@ -129,7 +129,7 @@ func (s *Session) holdReady(h *preemption.Hold, job *api.JobInfo) bool {
 
 // allocateHeld allocates the hold's tasks where it holds them, through
 // stmt, their NICs as held; it stops at the first the session refuses.
-func (s *Session) allocateHeld(stmt *framework.Statement, h *preemption.Hold, job *api.JobInfo) ([]*api.TaskInfo, error) {
+func (s *SessionState) allocateHeld(stmt *framework.Statement, h *preemption.Hold, job *api.JobInfo) ([]*api.TaskInfo, error) {
 	var placed []*api.TaskInfo
 	for _, t := range h.Tasks {
 		task, node := job.Tasks[api.TaskID(t.UID)], s.ssn.Nodes[t.Node]

@@ -30,8 +30,8 @@ import (
 	"k8s.io/klog/v2"
 	"volcano.sh/volcano/pkg/scheduler/api"
 
-	"github.com/rdmatopo/rdmatopo/framework/ledger"
-	"github.com/rdmatopo/rdmatopo/framework/preemption"
+	"github.com/rdmatopo/rdmatopo/core/ledger"
+	"github.com/rdmatopo/rdmatopo/core/preemption"
 )
 
 // sentBind is a pod of an RDMA gang allocated in a session: where it goes,
@@ -47,7 +47,7 @@ type sentBind struct {
 // gangs it sent to bind: those allocated and committed (Binding), not
 // those pipelined or left allocated by a statement neither committed nor
 // discarded.
-func (s *Session) noteSent() {
+func (s *SessionState) noteSent() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var sent []sentBind
@@ -67,7 +67,7 @@ func (s *Session) noteSent() {
 // holdFailedBinds turns the failed binds of the last session's partial
 // gangs into rebind holds. It runs when the session opens, after
 // reconcile and before the holds are applied.
-func (s *Session) holdFailedBinds() {
+func (s *SessionState) holdFailedBinds() {
 	sent := s.rt.sent
 	s.rt.sent = nil
 	failed := map[api.JobID][]preemption.HoldTask{}
@@ -115,7 +115,7 @@ func (s *Session) holdFailedBinds() {
 
 // livePod reports whether a KCNR consumer ("namespace/name/uid") is a pod
 // of the session that has not finished.
-func (s *Session) livePod(consumer string) bool {
+func (s *SessionState) livePod(consumer string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.live == nil {
@@ -144,6 +144,6 @@ func (s *Session) livePod(consumer string) bool {
 // none): a rebind hold's pods wait until the node agent has dropped such a
 // listing (a pod gone, which the KCNR still shows for its lag) before they
 // are bound there.
-func (s *Session) Listed(h *preemption.Hold) string {
+func (s *SessionState) Listed(h *preemption.Hold) string {
 	return h.Listed(s.fabric)
 }

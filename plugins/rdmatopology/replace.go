@@ -21,7 +21,7 @@ package rdmatopology
 // re-creates it under the same name, with the same rank) is then planned
 // like every late pod of a gang, next to its rank neighbours, and back
 // under the leaves its gang held when it lost it (withHome; see
-// framework/placement/neighbours.go); partial gangs are placed before any
+// core/placement/neighbours.go); partial gangs are placed before any
 // other job (topology-allocate). When it is sent to bind, the gang's
 // PodGroup gets a ReplacementPlaced Event naming what failed and where the
 // replacement went, and rdmatopo_replacements_total counts it by where it
@@ -38,9 +38,9 @@ import (
 	"k8s.io/klog/v2"
 	"volcano.sh/volcano/pkg/scheduler/api"
 
-	"github.com/rdmatopo/rdmatopo/framework/ledger"
-	"github.com/rdmatopo/rdmatopo/framework/placement"
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/ledger"
+	"github.com/rdmatopo/rdmatopo/core/placement"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 )
 
 // replacePrefix prefixes the holder of a replacement's room.
@@ -70,7 +70,7 @@ type heldRoom struct {
 // noteLost records the pods lost since the last session: reservations
 // reconcile released for a pod gone, Failed or being deleted whose gang
 // has pods bound still (a pod that Succeeded is owed no replacement).
-func (s *Session) noteLost(released []ledger.Reservation) {
+func (s *SessionState) noteLost(released []ledger.Reservation) {
 	ft := s.rt.faults
 	now := s.rt.Now()
 	for _, r := range released {
@@ -110,7 +110,7 @@ func (s *Session) noteLost(released []ledger.Reservation) {
 
 // leavesOf returns the leaves of a node's NICs: from the fabric, else from
 // what the fault tracker last saw of a NIC gone.
-func (s *Session) leavesOf(node string, nics []topology.NICID) []topology.S0ID {
+func (s *SessionState) leavesOf(node string, nics []topology.NICID) []topology.S0ID {
 	var out []topology.S0ID
 	for _, nic := range nics {
 		id, ok := s.fabric.NICLeaf(node, nic)
@@ -131,7 +131,7 @@ func (s *Session) leavesOf(node string, nics []topology.NICID) []topology.S0ID {
 // holdReplacements keeps, in the planner's state, room for each pod lost
 // within ReplacementHold; it drops the losses of gangs that are gone. It
 // runs when the session opens, after the preemption and rebind holds.
-func (s *Session) holdReplacements() {
+func (s *SessionState) holdReplacements() {
 	ft := s.rt.faults
 	now := s.rt.Now()
 	for _, key := range sortedLostJobs(ft.lost) {
@@ -162,7 +162,7 @@ func (s *Session) holdReplacements() {
 // gang holds, then under the gang's leaves, then under the leaves of its
 // S1s, as far as the gang's hard tier allows; never on a failed node or
 // leaf.
-func (s *Session) roomFor(job *api.JobInfo, lp lostPod) (placement.Assignment, bool) {
+func (s *SessionState) roomFor(job *api.JobInfo, lp lostPod) (placement.Assignment, bool) {
 	failed := map[topology.S0ID]bool{}
 	for _, id := range s.rt.faults.failedLeafIDs() {
 		failed[id] = true
@@ -221,9 +221,9 @@ func (s *Session) roomFor(job *api.JobInfo, lp lostPod) (placement.Assignment, b
 // withHome returns g with the leaves its gang held when it lost the pods
 // it now replaces (every lost pod recorded for it, failed leaves left
 // out) as its occupancy's Home, so the planner puts the replacements back
-// there first (framework/placement neighbours.go). A gang that holds no
+// there first (core/placement neighbours.go). A gang that holds no
 // pod or lost none is returned as it is; g's occupancy is not changed.
-func (s *Session) withHome(g placement.Gang) placement.Gang {
+func (s *SessionState) withHome(g placement.Gang) placement.Gang {
 	if g.Occupancy == nil || len(g.Occupancy.Ranks) == 0 {
 		return g
 	}
@@ -253,7 +253,7 @@ func (s *Session) withHome(g placement.Gang) placement.Gang {
 }
 
 // nodesUnder lists the nodes with a NIC under the leaves, sorted.
-func (s *Session) nodesUnder(leaves map[topology.S0ID]bool) []string {
+func (s *SessionState) nodesUnder(leaves map[topology.S0ID]bool) []string {
 	seen := map[string]bool{}
 	var out []string
 	for id := range leaves {
@@ -274,7 +274,7 @@ func (s *Session) nodesUnder(leaves map[topology.S0ID]bool) []string {
 
 // releaseReplacements gives the room kept for the job's lost pods back to
 // its planning; keepReplacements keeps it again (nothing was planned).
-func (s *Session) releaseReplacements(job api.JobID) []heldRoom {
+func (s *SessionState) releaseReplacements(job api.JobID) []heldRoom {
 	s.mu.Lock()
 	rooms := s.replaceHeld[job]
 	delete(s.replaceHeld, job)
@@ -285,7 +285,7 @@ func (s *Session) releaseReplacements(job api.JobID) []heldRoom {
 	return rooms
 }
 
-func (s *Session) keepReplacements(job api.JobID, rooms []heldRoom) {
+func (s *SessionState) keepReplacements(job api.JobID, rooms []heldRoom) {
 	if len(rooms) == 0 {
 		return
 	}
@@ -302,7 +302,7 @@ func (s *Session) keepReplacements(job api.JobID, rooms []heldRoom) {
 // as job controllers re-create them, else in the order lost), records a
 // ReplacementPlaced Event on each gang's PodGroup and counts the
 // replacement by where it went.
-func (s *Session) reportReplacements() {
+func (s *SessionState) reportReplacements() {
 	ft := s.rt.faults
 	for _, key := range sortedLostJobs(ft.lost) {
 		job := s.ssn.Jobs[api.JobID(key)]
@@ -346,7 +346,7 @@ func (s *Session) reportReplacements() {
 }
 
 // reportReplacement records one replacement.
-func (s *Session) reportReplacement(job *api.JobInfo, lp lostPod, t *api.TaskInfo) {
+func (s *SessionState) reportReplacement(job *api.JobInfo, lp lostPod, t *api.TaskInfo) {
 	r, _ := s.rt.Ledger.Get(string(t.UID))
 	leaves := s.leavesOf(r.Node, r.NICs())
 	within := "wider"

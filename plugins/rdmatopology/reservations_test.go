@@ -8,15 +8,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"volcano.sh/volcano/pkg/scheduler/api"
 
-	"github.com/rdmatopo/rdmatopo/framework/ledger"
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/ledger"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
 
 // reservationSession is a session over two provider-shaped nodes (leaf A on
 // NUMA 0, B on NUMA 1) without a Volcano session: reserve and release touch
 // only the ledger and the session's views.
-func reservationSession(t *testing.T) *Session {
+func reservationSession(t *testing.T) *SessionState {
 	t.Helper()
 	cfg := topology.Config{}.WithDefaults()
 	var nodes []*corev1.Node
@@ -46,7 +46,7 @@ type views struct {
 	Occupancy map[string][]string
 }
 
-func viewsOf(s *Session, jobs ...string) views {
+func viewsOf(s *SessionState, jobs ...string) views {
 	v := views{Holders: map[string]string{}, Occupancy: map[string][]string{}}
 	for _, n := range s.fabric.NodeNames() {
 		node, _ := s.fabric.Node(n)
@@ -84,7 +84,7 @@ func sortedStrings(in []string) []string {
 
 // rebuiltViews derives the views afresh from the ledger, as the next
 // session would: the session's views must always equal them.
-func rebuiltViews(s *Session, jobs ...string) views {
+func rebuiltViews(s *SessionState, jobs ...string) views {
 	fresh := testSession(s.rt, nil, s.fabric)
 	return viewsOf(fresh, jobs...)
 }

@@ -22,10 +22,10 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
-	"github.com/rdmatopo/rdmatopo/framework/ledger"
-	"github.com/rdmatopo/rdmatopo/framework/placement"
-	"github.com/rdmatopo/rdmatopo/framework/preemption"
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/ledger"
+	"github.com/rdmatopo/rdmatopo/core/placement"
+	"github.com/rdmatopo/rdmatopo/core/preemption"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 )
 
 // Runtime is the state that outlives sessions: the fabric cache (fed by
@@ -131,7 +131,7 @@ type Runtime struct {
 	// sessions maps an open scheduling session's UID to the plugin's state
 	// in it (ForSession); guarded by sessionsMu.
 	sessionsMu sync.Mutex
-	sessions   map[string]*Session
+	sessions   map[string]*SessionState
 }
 
 // Option sets a Runtime's option when it is built.
@@ -197,26 +197,26 @@ func (rt *Runtime) reset(cfg topology.Config) {
 	rt.topology = &topologyReporter{}
 	rt.lastState = nil
 	rt.sessionsMu.Lock()
-	rt.sessions = map[string]*Session{}
+	rt.sessions = map[string]*SessionState{}
 	rt.sessionsMu.Unlock()
 }
 
 // addSession registers the plugin's state of an open session.
-func (rt *Runtime) addSession(uid string, s *Session) {
+func (rt *Runtime) addSession(uid string, s *SessionState) {
 	rt.sessionsMu.Lock()
 	defer rt.sessionsMu.Unlock()
 	rt.sessions[uid] = s
 }
 
 // session returns the plugin's state in the session, or nil.
-func (rt *Runtime) session(uid string) *Session {
+func (rt *Runtime) session(uid string) *SessionState {
 	rt.sessionsMu.Lock()
 	defer rt.sessionsMu.Unlock()
 	return rt.sessions[uid]
 }
 
 // removeSession forgets a closed session and returns its state.
-func (rt *Runtime) removeSession(uid string) *Session {
+func (rt *Runtime) removeSession(uid string) *SessionState {
 	rt.sessionsMu.Lock()
 	defer rt.sessionsMu.Unlock()
 	s := rt.sessions[uid]

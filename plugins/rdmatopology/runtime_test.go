@@ -6,8 +6,8 @@ import (
 
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
-	"github.com/rdmatopo/rdmatopo/framework/preemption"
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/preemption"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 )
 
 // TestClusterRuntimeRebuild: the cluster runtime is built by the first

@@ -8,20 +8,20 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/api"
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
-	"github.com/rdmatopo/rdmatopo/framework/ledger"
-	"github.com/rdmatopo/rdmatopo/framework/placement"
-	"github.com/rdmatopo/rdmatopo/framework/preemption"
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/ledger"
+	"github.com/rdmatopo/rdmatopo/core/placement"
+	"github.com/rdmatopo/rdmatopo/core/preemption"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 )
 
-// Session is the plugin's state in one scheduling session. The
+// SessionState is the plugin's state in one scheduling session. The
 // topology-allocate action reads it through ForSession to plan gangs and to
 // hand each task its planned NICs before allocating it.
 //
 // Invariant: every RDMA task allocated in the session holds exactly one
 // ledger reservation, indexed in byJob, and the State reflects it;
 // Deallocate undoes all three.
-type Session struct {
+type SessionState struct {
 	ssn  *framework.Session
 	args *Args
 	rt   *Runtime
@@ -51,7 +51,7 @@ type Session struct {
 	// placed); made on first use.
 	confined map[api.JobID]string
 	// domainsByTier caches the domains of confined gangs per tier over
-	// the session's nodes (Session.domains); made on first use.
+	// the session's nodes (SessionState.domains); made on first use.
 	domainsByTier map[placement.Tier][]Domain
 	// held caches each job's current placement; dropped on change.
 	held map[api.JobID]*placement.Occupancy
@@ -107,12 +107,12 @@ func requestsRDMA(task *api.TaskInfo, rdma string) bool {
 }
 
 // wantsRDMA reports whether the task asks for RDMA NICs.
-func (s *Session) wantsRDMA(task *api.TaskInfo) bool {
+func (s *SessionState) wantsRDMA(task *api.TaskInfo) bool {
 	return requestsRDMA(task, s.args.RDMAResource)
 }
 
 // isRDMAJob reports whether any task of the job asks for RDMA NICs.
-func (s *Session) isRDMAJob(job *api.JobInfo) bool {
+func (s *SessionState) isRDMAJob(job *api.JobInfo) bool {
 	for _, t := range job.Tasks {
 		if s.wantsRDMA(t) {
 			return true
@@ -122,7 +122,7 @@ func (s *Session) isRDMAJob(job *api.JobInfo) bool {
 }
 
 // Shape is the task's per-pod need.
-func (s *Session) Shape(task *api.TaskInfo) placement.Shape {
+func (s *SessionState) Shape(task *api.TaskInfo) placement.Shape {
 	return ShapeOf(task.Pod, task.InitResreq, v1.ResourceName(s.args.GPUResource), v1.ResourceName(s.args.RDMAResource))
 }
 
@@ -132,7 +132,7 @@ func (s *Session) Shape(task *api.TaskInfo) placement.Shape {
 // the scheduler plans, not what the nodes did: the leaves a node added
 // are its doing, and counting them would leave no leaf that holds the
 // gang's remaining pods within its tier.
-func (s *Session) occupancy(jobID api.JobID) *placement.Occupancy {
+func (s *SessionState) occupancy(jobID api.JobID) *placement.Occupancy {
 	h := s.realized(jobID)
 	if s.ssn == nil || h.Empty() {
 		return h
@@ -162,13 +162,13 @@ func (s *Session) occupancy(jobID api.JobID) *placement.Occupancy {
 // realized returns the placement the job currently holds: its reservations
 // in the ledger (bound pods, as their KCNRs list them once they do, and
 // pods allocated in this session).
-func (s *Session) realized(jobID api.JobID) *placement.Occupancy {
+func (s *SessionState) realized(jobID api.JobID) *placement.Occupancy {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.occupancyLocked(jobID)
 }
 
-func (s *Session) occupancyLocked(jobID api.JobID) *placement.Occupancy {
+func (s *SessionState) occupancyLocked(jobID api.JobID) *placement.Occupancy {
 	if h, ok := s.held[jobID]; ok {
 		return h
 	}
@@ -213,7 +213,7 @@ func summarize(h *placement.Occupancy) PlannedPlacement {
 
 // indexLocked adds a reservation to the by-job index. Callers hold s.mu (or
 // own s exclusively).
-func (s *Session) indexLocked(r ledger.Reservation) {
+func (s *SessionState) indexLocked(r ledger.Reservation) {
 	id := api.JobID(r.Job)
 	m := s.byJob[id]
 	if m == nil {

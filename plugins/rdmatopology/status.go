@@ -14,8 +14,8 @@ import (
 	"volcano.sh/apis/pkg/apis/scheduling"
 	"volcano.sh/volcano/pkg/scheduler/api"
 
-	"github.com/rdmatopo/rdmatopo/framework/ledger"
-	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/core/ledger"
+	"github.com/rdmatopo/rdmatopo/core/placement"
 )
 
 // ConditionType is the PodGroup condition the plugin maintains: True with
@@ -43,7 +43,7 @@ type PlacementAnnotation struct {
 
 // overrideNote is the condition's remark on the job's contract settings
 // that a layer of higher precedence overrode ("" when none).
-func (s *Session) overrideNote(job *api.JobInfo) string {
+func (s *SessionState) overrideNote(job *api.JobInfo) string {
 	c, err := s.contract(job)
 	if err != nil || len(c.Overridden) == 0 {
 		return ""
@@ -54,7 +54,7 @@ func (s *Session) overrideNote(job *api.JobInfo) string {
 // ringCrossings counts the leaf changes along the rank ring of the job's
 // pods that hold NICs (placement.RingCrossings over each pod's sorted
 // leaves), or nil when the pods' ranks are invalid.
-func (s *Session) ringCrossings(job *api.JobInfo) *int {
+func (s *SessionState) ringCrossings(job *api.JobInfo) *int {
 	tasks := make([]*api.TaskInfo, 0, len(job.Tasks))
 	for _, t := range job.Tasks {
 		tasks = append(tasks, t)
@@ -104,13 +104,13 @@ func boundTasks(job *api.JobInfo) int {
 }
 
 // setPlacement sets (or, with "", removes) the placement annotation.
-func (s *Session) setPlacement(job *api.JobInfo, value string) {
+func (s *SessionState) setPlacement(job *api.JobInfo, value string) {
 	s.setAnnotation(job, ledger.AnnotationPlacement, value)
 }
 
 // setAnnotation sets (or, with "", removes) a scheduler-written PodGroup
 // annotation; Volcano writes the PodGroup back when the session closes.
-func (s *Session) setAnnotation(job *api.JobInfo, key, value string) {
+func (s *SessionState) setAnnotation(job *api.JobInfo, key, value string) {
 	cur, ok := job.PodGroup.Annotations[key]
 	if (value == "" && !ok) || (value != "" && cur == value) {
 		return
@@ -128,7 +128,7 @@ func (s *Session) setAnnotation(job *api.JobInfo, key, value string) {
 }
 
 // setCondition records the plugin's condition on the job's PodGroup.
-func (s *Session) setCondition(job *api.JobInfo, status v1.ConditionStatus, reason, msg string) {
+func (s *SessionState) setCondition(job *api.JobInfo, status v1.ConditionStatus, reason, msg string) {
 	for _, c := range job.PodGroup.Status.Conditions {
 		if c.Type == ConditionType && c.Status == status && c.Reason == reason && c.Message == msg {
 			return // unchanged: no update, no repeated Event

@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 )
 
 // maxTopologyEventMessage bounds an Event message; the problems beyond it

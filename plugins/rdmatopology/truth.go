@@ -25,9 +25,9 @@ import (
 	"k8s.io/klog/v2"
 	"volcano.sh/volcano/pkg/scheduler/api"
 
-	"github.com/rdmatopo/rdmatopo/framework/ledger"
-	"github.com/rdmatopo/rdmatopo/framework/placement"
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/ledger"
+	"github.com/rdmatopo/rdmatopo/core/placement"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology/schedmetrics"
 )
 
@@ -89,7 +89,7 @@ func newTruth() *truth {
 
 // adopt is reconcile's last step: confirm reservations the KCNRs list and
 // adopt what they list where it differs from the reservation.
-func (s *Session) adopt(tasks map[string]*api.TaskInfo) {
+func (s *SessionState) adopt(tasks map[string]*api.TaskInfo) {
 	// A consumer no pod of the session has is a deleted pod whose
 	// allocation the KCNR has not dropped yet. The consumers are indexed on
 	// first use: Adopt asks only when a pod lost a NIC to another.
@@ -132,7 +132,7 @@ func (s *Session) adopt(tasks map[string]*api.TaskInfo) {
 // noteRealized records, for each gang a pod of which the KCNRs placed
 // otherwise (byJob), the placement it was planned with (the first time)
 // and whether the nodes realized it at a wider tier.
-func (s *Session) noteRealized(t *truth, byJob map[api.JobID][]ledger.Mismatch) {
+func (s *SessionState) noteRealized(t *truth, byJob map[api.JobID][]ledger.Mismatch) {
 	if len(byJob) == 0 {
 		return
 	}
@@ -185,7 +185,7 @@ func (s *Session) noteRealized(t *truth, byJob map[api.JobID][]ledger.Mismatch) 
 // patchPod writes the realized reservation's annotations on its pod. A
 // container split the plan had and r lost is overwritten with "" (a merge
 // patch of string values cannot remove a key; "" reads as no split).
-func (s *Session) patchPod(t *truth, planned, r ledger.Reservation) {
+func (s *SessionState) patchPod(t *truth, planned, r ledger.Reservation) {
 	patch := s.rt.patch
 	if patch == nil {
 		kc := s.ssn.KubeClient()
@@ -206,7 +206,7 @@ func (s *Session) patchPod(t *truth, planned, r ledger.Reservation) {
 }
 
 // mismatchEvent records the NICMismatch Event on the pod, once per pod.
-func (s *Session) mismatchEvent(t *truth, m ledger.Mismatch, task *api.TaskInfo) {
+func (s *SessionState) mismatchEvent(t *truth, m ledger.Mismatch, task *api.TaskInfo) {
 	t.mu.Lock()
 	done := t.evented[m.Planned.UID]
 	t.evented[m.Planned.UID] = true
@@ -244,7 +244,7 @@ func (t *truth) forget(live map[string]*api.TaskInfo, jobs map[api.JobID]*api.Jo
 // plannedFor returns the planned placement to write beside the realized
 // one, or nil when they agree: the runtime's record, else (after a restart)
 // the one the PodGroup already carries.
-func (s *Session) plannedFor(job *api.JobInfo, realized PlacementAnnotation) *PlannedPlacement {
+func (s *SessionState) plannedFor(job *api.JobInfo, realized PlacementAnnotation) *PlannedPlacement {
 	p, ok := s.plannedOf(job)
 	if !ok || (p.Tier == realized.Tier && equalStrings(p.S0, realized.S0) && equalStrings(p.S1, realized.S1)) {
 		return nil
@@ -255,7 +255,7 @@ func (s *Session) plannedFor(job *api.JobInfo, realized PlacementAnnotation) *Pl
 // plannedOf returns the placement the gang was planned at, if the nodes
 // ever placed one of its pods otherwise: the runtime's record, else (after
 // a restart) the one the PodGroup carries.
-func (s *Session) plannedOf(job *api.JobInfo) (PlannedPlacement, bool) {
+func (s *SessionState) plannedOf(job *api.JobInfo) (PlannedPlacement, bool) {
 	t := s.rt.truth
 	t.mu.Lock()
 	p, ok := t.planned[job.UID]

@@ -12,8 +12,8 @@ import (
 	"k8s.io/klog/v2"
 	"volcano.sh/volcano/pkg/scheduler/api"
 
-	"github.com/rdmatopo/rdmatopo/framework/ledger"
-	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/core/ledger"
+	"github.com/rdmatopo/rdmatopo/core/placement"
 )
 
 // Now is the runtime's current time (WithClock's, else the wall clock).
@@ -46,7 +46,7 @@ func waitingSince(job *api.JobInfo) (time.Time, bool) {
 // effectiveContract is the contract the gang is planned with now: its own,
 // or, once a hard gang's max-wait has passed since it started waiting, the
 // same as soft (relaxed true). The error is Contract's.
-func (s *Session) effectiveContract(job *api.JobInfo) (c placement.Contract, relaxed bool, err error) {
+func (s *SessionState) effectiveContract(job *api.JobInfo) (c placement.Contract, relaxed bool, err error) {
 	c, err = s.contract(job)
 	if err != nil || c.Mode != placement.ModeHard || c.MaxWait <= 0 {
 		return c, false, err
@@ -66,7 +66,7 @@ func (s *Session) effectiveContract(job *api.JobInfo) (c placement.Contract, rel
 // goes) only once minMember pods are bound (whole): a gang placed in this
 // session whose binds then fail keeps its wait, so a relaxed gang completes
 // as soft instead of waiting max-wait again for its last pods.
-func (s *Session) waitNote(job *api.JobInfo, waiting, whole bool) string {
+func (s *SessionState) waitNote(job *api.JobInfo, waiting, whole bool) string {
 	since, ok := waitingSince(job)
 	if !waiting {
 		if ok && whole {

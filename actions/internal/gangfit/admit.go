@@ -10,8 +10,8 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodeports"
 	"volcano.sh/volcano/pkg/scheduler/api"
 
-	"github.com/rdmatopo/rdmatopo/framework/placement"
-	"github.com/rdmatopo/rdmatopo/framework/preemption"
+	"github.com/rdmatopo/rdmatopo/core/placement"
+	"github.com/rdmatopo/rdmatopo/core/preemption"
 )
 
 // Admit returns the planner's per-node admission for the given tasks of

@@ -32,8 +32,8 @@ import (
 	"volcano.sh/volcano/pkg/scheduler/framework"
 
 	"github.com/rdmatopo/rdmatopo/actions/internal/plugin"
-	"github.com/rdmatopo/rdmatopo/framework/placement"
-	"github.com/rdmatopo/rdmatopo/framework/preemption"
+	"github.com/rdmatopo/rdmatopo/core/placement"
+	"github.com/rdmatopo/rdmatopo/core/preemption"
 )
 
 // Mode says which of Volcano's readings of a predicate failure applies.
@@ -41,10 +41,10 @@ type Mode int
 
 const (
 	// ForAllocate refuses a node on any failure
-	// (Session.PredicateForAllocateAction): the gang goes on what is free.
+	// (SessionState.PredicateForAllocateAction): the gang goes on what is free.
 	ForAllocate Mode = iota
 	// ForPreempt refuses a node only on failures evictions cannot resolve
-	// (Session.PredicateForPreemptAction): taints, selectors, affinity.
+	// (SessionState.PredicateForPreemptAction): taints, selectors, affinity.
 	ForPreempt
 )
 

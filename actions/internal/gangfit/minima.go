@@ -3,7 +3,7 @@ package gangfit
 import (
 	"volcano.sh/volcano/pkg/scheduler/api"
 
-	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/core/placement"
 )
 
 // GangMet reports whether the job has its minMember, and each task role

@@ -8,7 +8,7 @@
 // simulator.
 package simjson
 
-import "github.com/rdmatopo/rdmatopo/framework/ledger"
+import "github.com/rdmatopo/rdmatopo/core/ledger"
 
 // Pod is where one simulated pod landed.
 type Pod struct {

@@ -16,9 +16,9 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
-	"github.com/rdmatopo/rdmatopo/framework/ledger"
-	"github.com/rdmatopo/rdmatopo/framework/placement"
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/ledger"
+	"github.com/rdmatopo/rdmatopo/core/placement"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 	"github.com/rdmatopo/rdmatopo/internal/sim"
 	"github.com/rdmatopo/rdmatopo/internal/workload"
 )

@@ -9,7 +9,7 @@
 //
 // The package deliberately does not import the framework packages, so tests
 // inside those packages can use it without an import cycle; the label and
-// resource names below mirror framework/topology.
+// resource names below mirror core/topology.
 package builders
 
 import (
@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Names shared with framework/topology.
+// Names shared with core/topology.
 const (
 	// RDMAResource is the RDMA NIC extended resource.
 	RDMAResource corev1.ResourceName = "vke.volcengine.com/rdma"

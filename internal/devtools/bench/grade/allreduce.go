@@ -6,8 +6,8 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/rdmatopo/rdmatopo/framework/placement"
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/placement"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 )
 
 // This file models what a placement costs a training job: the time of one

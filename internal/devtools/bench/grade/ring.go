@@ -4,8 +4,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/rdmatopo/rdmatopo/framework/placement"
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/placement"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 )
 
 // RingLeaves grades a gang's rank order the way a ring all-reduce sees it:
@@ -18,7 +18,7 @@ import (
 // the number of distinct sets (each visited once).
 //
 // It reads the leaves from the benchmark's own fabric, independently of the
-// planner's rank order (framework/placement/rankorder.go), which it grades.
+// planner's rank order (core/placement/rankorder.go), which it grades.
 func RingLeaves(f *topology.Fabric, byRank []placement.Assignment) (crossings, minimum int) {
 	keys := make([]string, len(byRank))
 	distinct := map[string]bool{}

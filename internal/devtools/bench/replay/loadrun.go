@@ -12,7 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/rdmatopo/rdmatopo/actions/topologypreempt"
-	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/core/placement"
 	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/grade"
 	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/trace"
 	"github.com/rdmatopo/rdmatopo/internal/sim"

@@ -6,7 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/rdmatopo/rdmatopo/framework/placement"
+	"github.com/rdmatopo/rdmatopo/core/placement"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
 

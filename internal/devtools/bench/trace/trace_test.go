@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/rdmatopo/rdmatopo/framework/placement"
-	"github.com/rdmatopo/rdmatopo/framework/topology"
+	"github.com/rdmatopo/rdmatopo/core/placement"
+	"github.com/rdmatopo/rdmatopo/core/topology"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
 
