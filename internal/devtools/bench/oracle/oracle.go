@@ -222,7 +222,7 @@ func MinLeaves(nodes []OracleNode, pods []OracleShape, limit int) OracleResult {
 	}
 	s := &oracleSearch{r: sh.NICs, n: n, limit: limit}
 	var bests [][]int
-	comps := components(units)
+	comps := componentsOf(units, func(u unit) []string { return u.leaves })
 	for _, c := range comps {
 		best, ok := s.componentBest(c)
 		if !ok {
@@ -238,7 +238,7 @@ func MinLeaves(nodes []OracleNode, pods []OracleShape, limit int) OracleResult {
 	res := OracleResult{Status: OracleExact, Leaves: k, Visited: s.visited}
 	s1s := make([]string, len(comps))
 	for i, c := range comps {
-		for j, u := range c.units {
+		for j, u := range c.items {
 			if j > 0 && u.s1 != s1s[i] {
 				res.S1Reason = fmt.Sprintf("leaf %s is reached from nodes of S1s %q and %q", c.leaves[0], s1s[i], u.s1)
 				return res
@@ -370,26 +370,31 @@ func buildUnits(nodes []OracleNode, sh OracleShape, n int, sc *unitScratch) []un
 	return out
 }
 
-// component is a set of leaves joined by shared units, with those units.
-type component struct {
+// leafComponent is a set of leaves joined by shared items (units, nodes),
+// with those items.
+type leafComponent[T any] struct {
 	leaves []string
-	units  []unit
+	items  []T
 }
 
-// components splits the units' leaves into connected components (sorted by
-// their first leaf, leaves sorted within), so the search is deterministic.
-func components(units []unit) []component {
-	groups := joinLeaves(len(units), func(i int) []string { return units[i].leaves })
-	out := make([]component, len(groups))
+// componentsOf splits the items' leaves into connected components (sorted
+// by their first leaf, leaves sorted within), so the search is
+// deterministic; items without leaves are left out.
+func componentsOf[T any](items []T, leavesOf func(T) []string) []leafComponent[T] {
+	groups := joinLeaves(len(items), func(i int) []string { return leavesOf(items[i]) })
+	out := make([]leafComponent[T], len(groups))
 	for i, g := range groups {
 		out[i].leaves = g.leaves
-		out[i].units = make([]unit, 0, len(g.items))
-		for _, u := range g.items {
-			out[i].units = append(out[i].units, units[u])
+		out[i].items = make([]T, 0, len(g.items))
+		for _, it := range g.items {
+			out[i].items = append(out[i].items, items[it])
 		}
 	}
 	return out
 }
+
+// component is a set of leaves joined by shared units, with those units.
+type component = leafComponent[unit]
 
 // leafGroup is one connected component of joinLeaves: its leaves, sorted,
 // and the items joining them, in index order.
@@ -478,8 +483,8 @@ func (s *oracleSearch) componentBest(c component) (best []int, ok bool) {
 		index[l] = i
 	}
 	info := make([]leafInfo, len(c.leaves))
-	single := make([]bool, len(c.units))
-	for ui, u := range c.units {
+	single := make([]bool, len(c.items))
+	for ui, u := range c.items {
 		single[ui] = len(u.leaves) == 1
 		for j, l := range u.leaves {
 			k := u.nics[j]
@@ -525,7 +530,7 @@ func (s *oracleSearch) componentBest(c component) (best []int, ok bool) {
 
 	// What the whole component holds.
 	full := 0
-	for _, u := range c.units {
+	for _, u := range c.items {
 		if u.units != nil {
 			full += unitPods(u.units, u.cap, s.r)
 			continue
@@ -538,17 +543,17 @@ func (s *oracleSearch) componentBest(c component) (best []int, ok bool) {
 	}
 	full = min(full, s.n)
 
-	have := make([]int64, len(c.units)) // NICs of each unit under the chosen leaves
+	have := make([]int64, len(c.items)) // NICs of each unit under the chosen leaves
 	// For units with NICs of several units: the free units of their NICs
 	// under the chosen leaves, one list per leaf (a stack: the walk adds
 	// and removes leaves last in, first out).
-	stack := make([][][]int64, len(c.units))
+	stack := make([][][]int64, len(c.items))
 	// exact and bound track, for the chosen leaves, the pods they hold and
 	// the scaled upper bound Σ_u (single: r·p_u, else min(r·C_u, a_u)).
 	var exact int
 	var bound int64
 	contrib := func(ui int) (int, int64) {
-		u := c.units[ui]
+		u := c.items[ui]
 		if u.units != nil {
 			p := unitPods(stack[ui], u.cap, s.r)
 			if single[ui] {

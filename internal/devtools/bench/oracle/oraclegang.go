@@ -86,7 +86,7 @@ func MinLeavesGang(nodes []OracleNode, g OracleGang, limit int) OracleResult {
 	dp[0] = 0
 	s1 := &s1Search{sp: sp, reach: map[string][]int{}}
 	s1Reason := ""
-	for _, comp := range gangComponents(ns) {
+	for _, comp := range componentsOf(ns, func(n gangNode) []string { return n.leaves }) {
 		if len(comp.leaves) > maxComponentLeaves {
 			return OracleResult{Status: OracleUnknown, Visited: search.visited,
 				Reason: fmt.Sprintf("a component of %d leaves: more than the %d whose subsets the search enumerates", len(comp.leaves), maxComponentLeaves)}
@@ -98,7 +98,7 @@ func MinLeavesGang(nodes []OracleNode, g OracleGang, limit int) OracleResult {
 		}
 		dp = sp.combine(dp, bySize)
 		if s1Reason == "" {
-			if id, ok := comp.s1(); ok {
+			if id, ok := componentS1(comp); ok {
 				s1.add(id, bySize)
 			} else {
 				s1Reason = fmt.Sprintf("leaf %s is reached from nodes of two S1s", comp.leaves[0])
@@ -311,34 +311,16 @@ type gangScratch struct {
 var gangPool = sync.Pool{New: func() any { return new(gangScratch) }}
 
 // gangComponent is a set of leaves joined by nodes, with those nodes.
-type gangComponent struct {
-	leaves []string
-	nodes  []gangNode
-}
+type gangComponent = leafComponent[gangNode]
 
-// gangComponents splits the nodes' leaves into connected components,
-// sorted by first leaf.
-func gangComponents(nodes []gangNode) []gangComponent {
-	groups := joinLeaves(len(nodes), func(i int) []string { return nodes[i].leaves })
-	out := make([]gangComponent, len(groups))
-	for i, g := range groups {
-		out[i].leaves = g.leaves
-		out[i].nodes = make([]gangNode, 0, len(g.items))
-		for _, n := range g.items {
-			out[i].nodes = append(out[i].nodes, nodes[n])
-		}
-	}
-	return out
-}
-
-// s1 returns the S1 of the component's nodes; false when they name two.
-func (c gangComponent) s1() (string, bool) {
-	for _, n := range c.nodes[1:] {
-		if n.s1 != c.nodes[0].s1 {
+// componentS1 returns the S1 of the component's nodes; false when they name two.
+func componentS1(c gangComponent) (string, bool) {
+	for _, n := range c.items[1:] {
+		if n.s1 != c.items[0].s1 {
 			return "", false
 		}
 	}
-	return c.nodes[0].s1, true
+	return c.items[0].s1, true
 }
 
 // gangSearch holds what the component searches share.
@@ -367,7 +349,7 @@ func (s *gangSearch) componentReach(c gangComponent) (bySize [][]int, ok bool) {
 		}
 		reach := make([]bool, s.sp.size)
 		reach[0] = true
-		for _, n := range c.nodes {
+		for _, n := range c.items {
 			reach = s.sp.sumSets(reach, states(s.nodeStates(n, mask, index)))
 		}
 		j := popcount(mask)
