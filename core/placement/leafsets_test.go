@@ -105,7 +105,10 @@ func TestLeafSets(t *testing.T) {
 		leaves []leaf
 		pods   int
 		oneS1  bool
-		want   []topology.S0ID
+		// exclude is the gang's ExcludeS0s (a claim's room, a segment's
+		// outside): the search counts no NIC under them.
+		exclude []topology.S0ID
+		want    []topology.S0ID
 	}{
 		"fewest leaves, then S1s":                   {leaves: spread, pods: 10, want: []topology.S0ID{"a1", "c1", "c2"}},
 		"among sets of one size, the best fit":      {leaves: spread, pods: 9, want: []topology.S0ID{"a1", "c1", "c2"}},
@@ -113,6 +116,8 @@ func TestLeafSets(t *testing.T) {
 		"within one S1: the S1 that holds the gang": {leaves: spread, pods: 6, oneS1: true, want: []topology.S0ID{"c1", "c2"}},
 		"within one S1: none holds the gang":        {leaves: spread, pods: 7, oneS1: true},
 		"more than the cluster holds":               {leaves: spread, pods: 15},
+		"an excluded leaf counts no NIC":            {leaves: spread, pods: 10, exclude: []topology.S0ID{"c1"}, want: []topology.S0ID{"a1", "b1", "c2"}},
+		"excluded leaves leave too little":          {leaves: spread, pods: 10, exclude: []topology.S0ID{"c1", "c2"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -123,7 +128,14 @@ func TestLeafSets(t *testing.T) {
 				}
 			}
 			s := NewState(f.fabric(), ledger.New())
-			set, ok := searchLeafSet(s, gang(tc.pods, worker), tc.oneS1)
+			g := gang(tc.pods, worker)
+			if len(tc.exclude) > 0 {
+				g.ExcludeS0s = map[topology.S0ID]bool{}
+				for _, id := range tc.exclude {
+					g.ExcludeS0s[id] = true
+				}
+			}
+			set, ok := searchLeafSet(s, g, tc.oneS1)
 			got := sortedS0s(set)
 			if tc.want == nil {
 				if ok {

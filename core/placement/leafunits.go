@@ -88,11 +88,20 @@ func (b *setBuilder) join(leaves []topology.S0ID) {
 // pod.
 func (b *setBuilder) addZones(v *nodeFree, zs []zoneFree, mainOK, otherOK bool) {
 	sh, r, other := b.p.main, b.p.main.NICs, b.other
+	// NICs under leaves the gang may not use (Gang.ExcludeS0s: rooms
+	// other gangs claim, a segment's outside) are no NICs of the zone, as
+	// for the fill (planner.leafOK): a set the search counts on them is
+	// one the fill refuses.
+	excluded := b.p.g.ExcludeS0s
 	var gpu, cpu, total int64
 	for i := range zs {
 		gpu += zs[i].gpu
 		cpu += zs[i].cpuMilli
-		total += int64(len(zs[i].nics))
+		for _, id := range zs[i].leaves {
+			if !excluded[id] {
+				total++
+			}
+		}
 	}
 	// capOf is what the zone holds of the main shape once taken is placed
 	// in it (the node's cap too).
@@ -120,6 +129,9 @@ func (b *setBuilder) addZones(v *nodeFree, zs []zoneFree, mainOK, otherOK bool) 
 	}
 	for i := range zs {
 		for _, id := range zs[i].leaves {
+			if excluded[id] {
+				continue
+			}
 			if j := slices.Index(b.flatLeaves[z.off:], id); j >= 0 {
 				b.flatNICs[z.off+j]++
 				continue
