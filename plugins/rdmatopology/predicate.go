@@ -92,14 +92,15 @@ func (s *SessionState) fitError(task *api.TaskInfo, node *api.NodeInfo, reason s
 // what the room kept for other gangs' lost pods keeps (replace.go). It
 // holds for every pod, with RDMA or without: the free view keeps a
 // replacement's NICs from other RDMA pods, and this keeps its GPUs and
-// CPUs from every pod.
+// CPUs from every pod. A hold also keeps its pods' host ports: a pod that
+// declares one of them is refused on the node.
 func (s *SessionState) holdPredicate(task *api.TaskInfo, node *api.NodeInfo) error {
 	if task.InitResreq == nil {
 		return nil
 	}
 	kept, holder, ports := s.keptOn(task, node.Name)
 	if !ports {
-		return s.fitError(task, node, "host ports on the node are held for preempting gang "+holder)
+		return s.fitError(task, node, "host ports on the node are held for gang "+holder)
 	}
 	room, gang := s.RoomKeptOn(task.Job, node.Name)
 	if kept == nil && room == nil {
