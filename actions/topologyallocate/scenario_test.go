@@ -295,6 +295,16 @@ func condition(pg *schedulingv1beta1.PodGroup) string {
 	return ""
 }
 
+// checkBindsPlanned is checkBinds for a session whose plans were applied as
+// planned: no planned node was refused when its plan was applied.
+func checkBindsPlanned(t *testing.T, o *outcome) {
+	t.Helper()
+	checkBinds(t, o)
+	if o.refused != 0 {
+		t.Errorf("%v planned nodes refused when the plan was applied, want 0", o.refused)
+	}
+}
+
 // checkBinds checks every bound RDMA pod: its annotations match its ledger
 // reservation, NICs are on one NUMA zone, and no NIC is given to more pods
 // than its KCNR lists RDMA units.
