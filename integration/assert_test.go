@@ -61,9 +61,9 @@ func checkPodNICs(f *fabric, pod corev1.Pod, shape podShape) (podNICs, error) {
 	return out, nil
 }
 
-// checkNoNICTwice fails the test when more pods hold a NIC of a node than
+// checkNICsWithinUnits fails the test when more pods hold a NIC of a node than
 // it has RDMA units (two pods on a NIC of one unit).
-func checkNoNICTwice(t *testing.T, f *fabric, placed []podNICs) {
+func checkNICsWithinUnits(t *testing.T, f *fabric, placed []podNICs) {
 	t.Helper()
 	holders := map[string][]string{}
 	for _, p := range placed {
@@ -78,7 +78,7 @@ func checkNoNICTwice(t *testing.T, f *fabric, placed []podNICs) {
 }
 
 // checkGangNICs checks a bound gang's pods one by one (checkPodNICs, each
-// failure an error) and that no NIC is given twice; it returns the NICs of
+// failure an error) and that no NIC serves more pods than its units; it returns the NICs of
 // the pods that passed.
 func checkGangNICs(t *testing.T, f *fabric, pods []corev1.Pod, shape podShape) []podNICs {
 	t.Helper()
@@ -91,12 +91,12 @@ func checkGangNICs(t *testing.T, f *fabric, pods []corev1.Pod, shape podShape) [
 		}
 		placed = append(placed, pn)
 	}
-	checkNoNICTwice(t, f, placed)
+	checkNICsWithinUnits(t, f, placed)
 	return placed
 }
 
 // checkGangUnderOneS0 checks a bound gang: every pod's NICs agree with the
-// fabric and are NUMA-aligned, no NIC is given twice, all NICs hang off one
+// fabric and are NUMA-aligned, no NIC serves more pods than its units, all NICs hang off one
 // S0, the PodGroup's placement annotation says tier s0 with that S0, and its
 // placed condition is True. It returns the pods' NICs and the S0.
 func checkGangUnderOneS0(t *testing.T, f *fabric, pods []corev1.Pod, shape podShape) ([]podNICs, string) {

@@ -179,7 +179,7 @@ func TestSchedulerRestartKeepsReservations(t *testing.T) {
 	secondPods := waitBound(t, e, ns, second.Selector(), second.Size(), placeTimeout)
 	secondPlaced, secondLeaf := checkGangUnderOneS0(t, f, secondPods, second.Shape)
 
-	checkNoNICTwice(t, f, append(append([]podNICs{}, firstPlaced...), secondPlaced...))
+	checkNICsWithinUnits(t, f, append(append([]podNICs{}, firstPlaced...), secondPlaced...))
 	if secondLeaf == firstLeaf {
 		t.Errorf("both gangs under S0 %s, which has room for one: first %s; second %s",
 			firstLeaf, describePlacement(firstPlaced), describePlacement(secondPlaced))
@@ -272,7 +272,7 @@ func TestForgedAnnotationIgnored(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the forger's annotations after binding: %v", err)
 	}
-	checkNoNICTwice(t, f, []podNICs{honestNICs, forgerNICs})
+	checkNICsWithinUnits(t, f, []podNICs{honestNICs, forgerNICs})
 	if forger.Annotations[annNICs] == forged[annNICs] {
 		t.Errorf("pod %s/forger kept its forged %s=%q", ns, annNICs, forged[annNICs])
 	}
@@ -326,5 +326,5 @@ func TestSharedNICsServeUpToTheirUnits(t *testing.T) {
 	last.Create(t, e, ns)
 	lastPods := waitBound(t, e, ns, last.Selector(), last.Size(), placeTimeout)
 	all := append(checkGangNICs(t, f, lastPods, oneUnit), placed...)
-	checkNoNICTwice(t, f, all)
+	checkNICsWithinUnits(t, f, all)
 }
