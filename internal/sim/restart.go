@@ -1,9 +1,11 @@
 package sim
 
 import (
+	"maps"
 	"sort"
 
 	"github.com/rdmatopo/rdmatopo/core/ledger"
+	"github.com/rdmatopo/rdmatopo/core/preemption"
 	"github.com/rdmatopo/rdmatopo/plugins/rdmatopology"
 )
 
@@ -68,3 +70,15 @@ func (s *Simulator) Ledger() *ledger.Ledger { return s.runtime.Ledger }
 // PlanRefused is how many planned nodes were refused when a plan was applied,
 // over every runtime the simulator ran (restarts included).
 func (s *Simulator) PlanRefused() int64 { return s.refusedBefore + s.runtime.PlanRefused() }
+
+// Claims returns copies of the claims the runtime keeps (preemption.Claim):
+// what the next session's topology-allocate keeps younger gangs off.
+func (s *Simulator) Claims() []preemption.Claim {
+	kept := s.runtime.Claims()
+	out := make([]preemption.Claim, len(kept))
+	for i, c := range kept {
+		out[i] = *c
+		out[i].S0s, out[i].Nodes = maps.Clone(c.S0s), maps.Clone(c.Nodes)
+	}
+	return out
+}

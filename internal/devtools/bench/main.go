@@ -83,6 +83,10 @@ type RunDetails struct {
 	// HardTierWider counts the hard gangs held to one S1 graded against
 	// the fewest leaves within one S1 where more S1s would give fewer.
 	HardTierWider int `json:"hardTierWider"`
+	// ClaimWider counts the gangs graded against the fewest leaves outside
+	// the rooms older waiting hard gangs claim, where those rooms held
+	// fewer (or as many in fewer S1s).
+	ClaimWider int `json:"claimWider"`
 	// OffOptimum lists the gangs graded off the fewest S0s, OffS1Optimum
 	// those on the fewest S0s but off the fewest S1s, in trace order.
 	OffOptimum   []replay.GangMiss `json:"offOptimum,omitempty"`
@@ -235,7 +239,7 @@ func Run(o Options) (*Report, error) {
 			OneNodeGangs: res.OneNode, NodeAgent: string(agent),
 			RealizedOracleUnknown: res.RealizedOracleUnknown, RealizedOracleInfeasible: res.RealizedOracleInfeasible,
 			RealizedBelowOptimum: res.RealizedBelowOptimum, RealizedOneNodeGangs: res.RealizedOneNode,
-			S1OracleUnknown: res.S1OracleUnknown, HardTierWider: res.HardTierWider, OffOptimum: res.OffOptimum, OffS1Optimum: res.OffS1Optimum,
+			S1OracleUnknown: res.S1OracleUnknown, HardTierWider: res.HardTierWider, ClaimWider: res.ClaimWider, OffOptimum: res.OffOptimum, OffS1Optimum: res.OffS1Optimum,
 			SessionCPUSeconds: res.CPUSeconds, PeakLiveHeapBytes: res.PeakLiveHeapBytes,
 			PlanRefused:     res.PlanRefused,
 			AllReduceFaster: res.AllReduceFaster, AllReduceModel: o.allReduce().FlagValues()}

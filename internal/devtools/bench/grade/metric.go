@@ -156,7 +156,8 @@ func (t *Tracker) Release(uid string) {
 
 // FromAnnotations turns the rdmatopo.io/nics annotation of a pod bound to
 // node into an assignment: each NIC in the zone the fabric lists it under,
-// the pod's GPUs split evenly over those zones. ok is false when the pod
+// the pod's GPUs split over those zones and, where they lack free GPUs,
+// taken from the node's other zones (placeGPUs). ok is false when the pod
 // carries no NIC annotation.
 func (t *Tracker) FromAnnotations(node string, annotations map[string]string, sh placement.Shape) (placement.Assignment, bool, error) {
 	raw := annotations[ledger.AnnotationNICs]
@@ -191,14 +192,59 @@ func (t *Tracker) FromAnnotations(node string, annotations map[string]string, sh
 		ids = append(ids, id)
 	}
 	sort.Ints(ids)
-	gpus := ledger.SplitEvenly(sh.GPU, len(ids))
 	a := placement.Assignment{Node: node}
-	for i, id := range ids {
+	for _, id := range ids {
 		list := byZone[id]
 		sort.Slice(list, func(x, y int) bool { return list[x] < list[y] })
-		a.Zones = append(a.Zones, ledger.ZoneUse{NUMA: id, GPU: gpus[i], NICs: list})
+		a.Zones = append(a.Zones, ledger.ZoneUse{NUMA: id, NICs: list})
 	}
+	t.placeGPUs(&a, sh.GPU)
 	return a, true, nil
+}
+
+// placeGPUs gives assignment a (its zones those of its NICs) gpu GPUs:
+// split evenly over its zones as far as each zone has them free, what a
+// zone lacks from the other zones of a with GPUs left, then from the
+// node's other zones in id order (a pod on a node whose policy spans
+// zones takes its GPUs where they are free). What no zone has left is
+// counted on a's first zone, so the node's total stays what its pods
+// hold. A zone never shows fewer free GPUs than none because of one pod's
+// split.
+func (t *Tracker) placeGPUs(a *placement.Assignment, gpu int64) {
+	if gpu <= 0 || len(a.Zones) == 0 {
+		return
+	}
+	zones, _, _ := t.freeZones(a.Node)
+	free := map[int]int64{}
+	for _, z := range zones {
+		free[z.id] = max(z.gpu, 0)
+	}
+	left := int64(0)
+	for i, want := range ledger.SplitEvenly(gpu, len(a.Zones)) {
+		got := min(want, free[a.Zones[i].NUMA])
+		a.Zones[i].GPU = got
+		free[a.Zones[i].NUMA] -= got
+		left += want - got
+	}
+	for i := range a.Zones {
+		got := min(left, free[a.Zones[i].NUMA])
+		a.Zones[i].GPU += got
+		free[a.Zones[i].NUMA] -= got
+		left -= got
+	}
+	for _, z := range zones {
+		if left == 0 {
+			break
+		}
+		if slices.ContainsFunc(a.Zones, func(u ledger.ZoneUse) bool { return u.NUMA == z.id }) {
+			continue
+		}
+		if got := min(left, free[z.id]); got > 0 {
+			a.Zones = append(a.Zones, ledger.ZoneUse{NUMA: z.id, GPU: got})
+			left -= got
+		}
+	}
+	a.Zones[0].GPU += left
 }
 
 // zoneFree is what one NUMA zone of a node has left in the tracker.
@@ -402,13 +448,66 @@ func (t *Tracker) OptimumOf(g trace.GangSpec) oracle.OracleResult {
 // difference: fewer leaves over several S1s would hold the gang, or
 // nothing holds it within one S1.
 func (t *Tracker) OptimumWithinTier(g trace.GangSpec) (within oracle.OracleResult, wider bool) {
-	all := t.OptimumOf(g)
+	return t.withinTierOn(t.OracleState(), g)
+}
+
+// OptimumWithinTierOff is OptimumWithinTier with the NICs under leaves and
+// the nodes in nodes taken away: the placements left to a gang that is
+// kept off them (rooms that waiting gangs claim).
+func (t *Tracker) OptimumWithinTierOff(g trace.GangSpec, leaves, nodes map[string]bool) oracle.OracleResult {
+	within, _ := t.withinTierOn(Without(t.OracleState(), leaves, nodes), g)
+	return within
+}
+
+// Wider reports whether answer a is a wider optimum than b, both exact:
+// more leaves, or as many over more S1s (both decided). An answer that is not exact is
+// never wider (a gang is not graded against what the oracle could not
+// decide).
+func Wider(a, b oracle.OracleResult) bool {
+	if a.Status != oracle.OracleExact || b.Status != oracle.OracleExact {
+		return false
+	}
+	return a.Leaves > b.Leaves || a.Leaves == b.Leaves && a.S1Reason == "" && b.S1Reason == "" && a.S1s > b.S1s
+}
+
+// Without returns a copy of state without the nodes in nodes and without
+// the free NICs under leaves (their units with them); state is unchanged.
+func Without(state []oracle.OracleNode, leaves, nodes map[string]bool) []oracle.OracleNode {
+	out := make([]oracle.OracleNode, 0, len(state))
+	for _, on := range state {
+		if nodes[on.Name] {
+			continue
+		}
+		zones := make([]oracle.OracleZone, len(on.Zones))
+		for i, z := range on.Zones {
+			oz := z
+			oz.FreeNICLeaves, oz.FreeNICUnits = nil, nil
+			for j, leaf := range z.FreeNICLeaves {
+				if leaves[leaf] {
+					continue
+				}
+				oz.FreeNICLeaves = append(oz.FreeNICLeaves, leaf)
+				if z.FreeNICUnits != nil {
+					oz.FreeNICUnits = append(oz.FreeNICUnits, z.FreeNICUnits[j])
+				}
+			}
+			zones[i] = oz
+		}
+		on.Zones = zones
+		out = append(out, on)
+	}
+	return out
+}
+
+// withinTierOn is OptimumWithinTier on the nodes of state only.
+func (t *Tracker) withinTierOn(state []oracle.OracleNode, g trace.GangSpec) (within oracle.OracleResult, wider bool) {
+	all := t.optimumOn(state, g)
 	if g.Mode != placement.ModeHard || g.HighestTier != placement.TierS1 || all.Status != oracle.OracleExact || all.S1s <= 1 && all.S1Reason == "" {
 		return all, false
 	}
 	byS1 := map[topology.S1ID][]oracle.OracleNode{}
 	var ids []topology.S1ID
-	for _, on := range t.OracleState() {
+	for _, on := range state {
 		id := topology.S1ID(on.S1)
 		if _, ok := byS1[id]; !ok {
 			ids = append(ids, id)

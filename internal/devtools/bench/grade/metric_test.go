@@ -240,6 +240,18 @@ func TestFromAnnotations(t *testing.T) {
 			}},
 			wantOK: true,
 		},
+		{
+			// A zone has 4 GPUs: a pod of 8 with the NICs of one zone takes
+			// the other zone's GPUs too (a node whose policy spans zones).
+			name:  "GPUs beyond the NICs' zone come from the other zone",
+			ann:   map[string]string{ledger.AnnotationNICs: builders.NUMANICs[1][0]},
+			shape: placement.Shape{GPU: 8, NICs: 1},
+			want: placement.Assignment{Node: node, Zones: []ledger.ZoneUse{
+				{NUMA: 1, GPU: 4, NICs: []topology.NICID{topology.NICID(builders.NUMANICs[1][0])}},
+				{NUMA: 0, GPU: 4},
+			}},
+			wantOK: true,
+		},
 		{name: "unknown NIC", ann: map[string]string{ledger.AnnotationNICs: "0000:99:00.0"}, shape: trace.KindSmall.Shape(), wantErr: true},
 		{name: "malformed", ann: map[string]string{ledger.AnnotationNICs: "eth0"}, shape: trace.KindSmall.Shape(), wantErr: true},
 	}
@@ -254,6 +266,56 @@ func TestFromAnnotations(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("FromAnnotations() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestFromAnnotationsKeepsZonesWithinTheirGPUs checks that a pod's GPUs go
+// where GPUs are free, so that no zone shows free GPUs the node does not
+// have: a zone over its GPUs would leave another zone counted free.
+func TestFromAnnotationsKeepsZonesWithinTheirGPUs(t *testing.T) {
+	node := builders.NodeName(3)
+	nic := func(numa, i int) topology.NICID { return topology.NICID(builders.NUMANICs[numa][i]) }
+	tests := []struct {
+		name  string
+		held  []placement.Assignment
+		nics  string
+		shape placement.Shape
+		want  []ledger.ZoneUse
+	}{
+		{
+			name:  "zone 1 half taken: 2 GPUs there, the rest from zone 0",
+			held:  []placement.Assignment{{Node: node, Zones: []ledger.ZoneUse{{NUMA: 1, GPU: 2}}}},
+			nics:  builders.NUMANICs[1][0],
+			shape: placement.Shape{GPU: 6, NICs: 1},
+			want:  []ledger.ZoneUse{{NUMA: 1, GPU: 2, NICs: []topology.NICID{nic(1, 0)}}, {NUMA: 0, GPU: 4}},
+		},
+		{
+			name:  "NICs in both zones, zone 0 taken: zone 1 gives all it has",
+			held:  []placement.Assignment{{Node: node, Zones: []ledger.ZoneUse{{NUMA: 0, GPU: 4}}}},
+			nics:  builders.NUMANICs[0][0] + "," + builders.NUMANICs[1][0],
+			shape: placement.Shape{GPU: 4, NICs: 2},
+			want:  []ledger.ZoneUse{{NUMA: 0, GPU: 0, NICs: []topology.NICID{nic(0, 0)}}, {NUMA: 1, GPU: 4, NICs: []topology.NICID{nic(1, 0)}}},
+		},
+		{
+			name:  "more GPUs than the node has free: the excess stays on the NICs' zone",
+			held:  []placement.Assignment{{Node: node, Zones: []ledger.ZoneUse{{NUMA: 0, GPU: 4}}}},
+			nics:  builders.NUMANICs[1][0],
+			shape: placement.Shape{GPU: 8, NICs: 1},
+			want:  []ledger.ZoneUse{{NUMA: 1, GPU: 8, NICs: []topology.NICID{nic(1, 0)}}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := smallTracker(t)
+			reserveAll(t, tr, tc.held)
+			got, ok, err := tr.FromAnnotations(node, map[string]string{ledger.AnnotationNICs: tc.nics}, tc.shape)
+			if err != nil || !ok {
+				t.Fatalf("FromAnnotations() = ok %v, error %v", ok, err)
+			}
+			if diff := cmp.Diff(tc.want, got.Zones); diff != "" {
+				t.Errorf("FromAnnotations() zones differ (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -473,5 +535,97 @@ func TestOptimumWithinTier(t *testing.T) {
 				t.Errorf("OptimumWithinTier(%d pods, %s %s) wider = %v, want %v", tc.pods, tc.mode, tc.tier, wider, tc.wantWider)
 			}
 		})
+	}
+}
+
+// TestOptimumWithinTierOff checks the optimum of a gang kept off some
+// leaves or nodes (rooms that waiting gangs claim) on the cluster of
+// TestOptimumWithinTier's kind: S1 0 has 12 free zones under its first
+// leaf, S1 1 six under each of its four leaves.
+func TestOptimumWithinTierOff(t *testing.T) {
+	nodes, cnrs := builders.ClusterShape{Nodes: 64, ZonesPerLeaf: 16, LeavesPerS1: 4, SpanningEvery: 4}.Generate()
+	tr := NewTracker(nodes, cnrs)
+	var held []placement.Assignment
+	for i := 0; i < 32; i++ {
+		for numa := 0; numa < 2; numa++ {
+			if numa == 0 && i < 12 {
+				continue
+			}
+			held = append(held, zoneUse(i, numa))
+		}
+	}
+	for i := 32; i < 64; i++ {
+		if i%16 < 6 {
+			continue
+		}
+		held = append(held, zoneUse(i, 0), zoneUse(i, 1))
+	}
+	reserveAll(t, tr, held)
+	// The leaf of node 0's NUMA 0 NICs: the first leaf of S1 0.
+	first, ok := tr.Fabric().NICLeaf(builders.NodeName(0), topology.NICID(builders.NUMANICs[0][0]))
+	if !ok {
+		t.Fatal("node 0 has no leaf")
+	}
+	exact := func(leaves, s1s int) oracle.OracleResult {
+		return oracle.OracleResult{Status: oracle.OracleExact, Leaves: leaves, S1s: s1s}
+	}
+	s1Nodes := map[string]bool{}
+	for i := 32; i < 64; i++ {
+		s1Nodes[builders.NodeName(i)] = true
+	}
+	tests := []struct {
+		name   string
+		pods   int
+		leaves map[string]bool
+		nodes  map[string]bool
+		want   oracle.OracleResult
+	}{
+		{name: "nothing kept off", pods: 12, want: exact(1, 1)},
+		{name: "kept off S1 0's free leaf: two leaves of S1 1", pods: 12, leaves: map[string]bool{string(first): true}, want: exact(2, 1)},
+		{name: "kept off S1 0's free leaf, 16 pods", pods: 16, leaves: map[string]bool{string(first): true}, want: exact(3, 1)},
+		{name: "16 pods: two leaves over both S1s", pods: 16, want: exact(2, 2)},
+		{name: "16 pods kept off S1 1's nodes: S1 0 holds 12", pods: 16, nodes: s1Nodes, want: oracle.OracleResult{Status: oracle.OracleInfeasible}},
+		{name: "kept off both", pods: 2, leaves: map[string]bool{string(first): true}, nodes: s1Nodes,
+			want: oracle.OracleResult{Status: oracle.OracleInfeasible}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := trace.GangSpec{Name: "g", Pods: tc.pods, Kind: trace.KindHalf, Mode: placement.ModeSoft, HighestTier: placement.TierS1, Tolerates: true}
+			got := tr.OptimumWithinTierOff(g, tc.leaves, tc.nodes)
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(oracle.OracleResult{}, "Visited")); diff != "" {
+				t.Errorf("OptimumWithinTierOff() differs (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// The tracker's own state is unchanged by what a gang is kept off.
+	g := trace.GangSpec{Name: "g", Pods: 12, Kind: trace.KindHalf, Mode: placement.ModeSoft, HighestTier: placement.TierS1, Tolerates: true}
+	if got, _ := tr.OptimumWithinTier(g); got.Leaves != 1 {
+		t.Errorf("OptimumWithinTier() after OptimumWithinTierOff = %d leaves, want 1", got.Leaves)
+	}
+}
+
+func TestWider(t *testing.T) {
+	exact := func(leaves, s1s int) oracle.OracleResult {
+		return oracle.OracleResult{Status: oracle.OracleExact, Leaves: leaves, S1s: s1s}
+	}
+	undecided := exact(2, 0)
+	undecided.S1Reason = "a leaf reached from two S1s"
+	tests := []struct {
+		name string
+		a, b oracle.OracleResult
+		want bool
+	}{
+		{name: "more leaves", a: exact(3, 1), b: exact(2, 2), want: true},
+		{name: "fewer leaves", a: exact(2, 2), b: exact(3, 1)},
+		{name: "as many leaves, more S1s", a: exact(2, 2), b: exact(2, 1), want: true},
+		{name: "the same", a: exact(2, 1), b: exact(2, 1)},
+		{name: "S1s undecided", a: exact(2, 2), b: undecided},
+		{name: "infeasible is not wider", a: oracle.OracleResult{Status: oracle.OracleInfeasible}, b: exact(2, 1)},
+		{name: "unknown is not wider", a: oracle.OracleResult{Status: oracle.OracleUnknown}, b: exact(2, 1)},
+	}
+	for _, tc := range tests {
+		if got := Wider(tc.a, tc.b); got != tc.want {
+			t.Errorf("%s: Wider(%+v, %+v) = %v, want %v", tc.name, tc.a, tc.b, got, tc.want)
+		}
 	}
 }

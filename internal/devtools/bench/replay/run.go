@@ -13,6 +13,7 @@ import (
 
 	"github.com/rdmatopo/rdmatopo/core/ledger"
 	"github.com/rdmatopo/rdmatopo/core/placement"
+	"github.com/rdmatopo/rdmatopo/core/preemption"
 	"github.com/rdmatopo/rdmatopo/core/topology"
 	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/grade"
 	"github.com/rdmatopo/rdmatopo/internal/devtools/bench/oracle"
@@ -119,6 +120,10 @@ type RunResult struct {
 	// over several S1s would hold: they are graded against the fewest
 	// leaves within one S1 (grade.Tracker.OptimumWithinTier).
 	HardTierWider int `json:"-"`
+	// ClaimWider counts the gangs that rooms claimed by older waiting hard
+	// gangs kept off fewer leaves (or as many in fewer S1s): they are
+	// graded against the optimum outside those rooms (keptOff).
+	ClaimWider int `json:"-"`
 	// OneNode counts those gangs that sit on one node (at the optimum
 	// whatever the oracle says).
 	OneNode int `json:"-"`
@@ -180,6 +185,12 @@ type gangState struct {
 	// wider is true when the gang's hard tier made its optimum wider than
 	// the oracle's answer without it (grade.Tracker.OptimumWithinTier).
 	wider bool
+	// claimWider is true when rooms older waiting gangs claimed made its
+	// optimum wider (keptOff); optimum is then the one outside them.
+	claimWider bool
+	// index is the gang's place in the trace: an earlier gang was created
+	// earlier.
+	index int
 	// real holds what the node agent gave each bound pod (RDMA and GPU
 	// pods), realOptimum the oracle's answer on the realized state at the
 	// gang's first bind.
@@ -270,7 +281,7 @@ func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, tc *trace.Trace, opt
 	gangs := make([]*gangState, len(tc.Gangs))
 	byName := map[string]*gangState{}
 	for i, g := range tc.Gangs {
-		gangs[i] = &gangState{spec: g}
+		gangs[i] = &gangState{spec: g, index: i}
 		byName[workload.DefaultNamespace+"/"+g.Name] = gangs[i]
 	}
 	// ends maps a cycle to the gangs deleted before it runs.
@@ -297,13 +308,18 @@ func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, tc *trace.Trace, opt
 				return nil, err
 			}
 		}
+		// The claims this cycle's topology-allocate keeps gangs off.
+		claims := s.Claims()
+		if err := checkClaims(tr.Fabric(), claims, byName); err != nil {
+			return nil, fmt.Errorf("cycle %d: %w", cycle, err)
+		}
 		rep, err := s.RunCycle()
 		if err != nil {
 			return nil, err
 		}
 		session += rep.Duration
 		sessionCPU += rep.CPU
-		if err := record(s, tr, rz, byName, rep, cycle, ends, res); err != nil {
+		if err := record(s, tr, rz, byName, rep, cycle, ends, claims, res); err != nil {
 			return nil, err
 		}
 		fragSum += tr.Fragmentation()
@@ -360,6 +376,9 @@ func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, tc *trace.Trace, opt
 			if g.wider {
 				res.HardTierWider++
 			}
+			if g.claimWider {
+				res.ClaimWider++
+			}
 		}
 		if gr := planGrades.Add(grade.GradeGang(n, grade.OneNode(g.assign), opt)); gr == grade.GradeInfeasible || gr == grade.GradeOff {
 			res.OffOptimum = append(res.OffOptimum, missOf(g, n, tr.S1Count(g.assign)))
@@ -410,7 +429,7 @@ func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, tc *trace.Trace, opt
 // annotations, which no KCNR lists, what nodeagent.Allot gives). Gangs are
 // handled in the order Volcano bound them.
 func record(s *sim.Simulator, tr *grade.Tracker, rz *realized, byName map[string]*gangState, rep *sim.CycleReport, cycle int,
-	ends map[int][]*gangState, res *RunResult) error {
+	ends map[int][]*gangState, claims []preemption.Claim, res *RunResult) error {
 	// The KCNRs of the nodes the cycle bound annotated pods to, as the node
 	// agent left them.
 	listed := map[string]*v1alpha1.CustomNodeResource{}
@@ -438,11 +457,22 @@ func record(s *sim.Simulator, tr *grade.Tracker, rz *realized, byName map[string
 	}
 	for _, g := range order {
 		if g.spec.RDMA() && g.bound == 0 {
+			k := keptOffBy(claims, byName, g)
 			g.optimum, g.wider = tr.OptimumWithinTier(g.spec)
+			if !k.empty() {
+				if off := tr.OptimumWithinTierOff(g.spec, k.leaves, k.nodes); grade.Wider(off, g.optimum) {
+					g.optimum, g.claimWider = off, true
+				}
+			}
 			g.computed = true
 			g.realOptimum = g.optimum
 			if rz.diverged {
 				g.realOptimum, _ = rz.tr.OptimumWithinTier(g.spec)
+				if !k.empty() {
+					if off := rz.tr.OptimumWithinTierOff(g.spec, k.leaves, k.nodes); grade.Wider(off, g.realOptimum) {
+						g.realOptimum = off
+					}
+				}
 			}
 		}
 		for _, b := range binds[g] {
