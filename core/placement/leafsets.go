@@ -6,7 +6,9 @@
 // or a whole node whose zones pool (spanning policies, split shapes on
 // container-level nodes). Restricted to the NICs of a leaf set S, unit u
 // holds min(C_u, floor(a_u(S)/r)) pods of r NICs: C_u is what its GPUs,
-// CPU and the node's cap allow, a_u(S) its free NICs under S. Units only
+// CPU and the node's cap allow, a_u(S) its free NICs under S (with NICs
+// of several RDMA units, the largest k with Σ min(f_i, k) ≥ k·r over its
+// NICs' free units f_i under S, since a pod takes distinct NICs). Units only
 // interact through the leaves they share, so the leaves split into
 // components (the two leaves of a provider node pair, the rails of a
 // scalable unit, the NICs of a topology-unknown node). Every subset of a
@@ -50,6 +52,32 @@ type setZone struct {
 	// beside it.
 	other    bool
 	otherCap int
+	// units and unitBits, set when a NIC of the zone has more than one
+	// free unit, give each NIC's free units and the bit of its leaf: the
+	// zone then holds the largest k pods of r NICs with Σ min(units, k)
+	// ≥ k·r over its NICs under the set (unitPods), fewer than its units
+	// divided by r when pods would need one NIC twice.
+	units    []int64
+	unitBits []uint
+}
+
+// unitPods is the most pods of r distinct NICs each, up to limit, that NICs
+// with the given free units hold together: the largest k with
+// Σ min(units_i, k) ≥ k·r (each pod takes one unit of r different NICs).
+func unitPods(units []int64, r int64, limit int) int {
+	k := 0
+	for k < limit {
+		var sum int64
+		next := int64(k + 1)
+		for _, u := range units {
+			sum += min(u, next)
+		}
+		if sum < next*r {
+			break
+		}
+		k++
+	}
+	return k
 }
 
 // setUnit is what the search counts as one: a zone, or the zones of a
@@ -186,6 +214,7 @@ func (c *setComp) count(r int64, target int, other *setOther) {
 		return v
 	}
 	var held, avail []int
+	var inSet []int64
 	for m := uint32(1); m < 1<<uint(n); m++ {
 		pods := 0
 		// delta is the fewest main-shape pods the other pod costs in a
@@ -202,6 +231,15 @@ func (c *setComp) count(r int64, target int, other *setOther) {
 					}
 				}
 				h := min(z.cap, a/int(r))
+				if z.units != nil && h > 0 {
+					inSet = inSet[:0]
+					for i, b := range z.unitBits {
+						if m&(1<<b) != 0 {
+							inSet = append(inSet, z.units[i])
+						}
+					}
+					h = unitPods(inSet, r, h)
+				}
 				held, avail = append(held, h), append(avail, a)
 				sum += h
 			}

@@ -157,6 +157,81 @@ func TestLeafSets(t *testing.T) {
 	}
 }
 
+// TestLeafSetsSharedNICs: a pod of r NICs takes r distinct NICs, so a
+// zone whose free units sit on fewer NICs holds fewer pods than its units
+// divided by r. Leaf a1's one node has, in each zone, one NIC of 2 units
+// free (the other taken): 4 units, no pod of 2 NICs. Leaf b1's three nodes
+// have plain NICs (6 free). Counted by units alone a1 (the best fit) holds
+// two pods; the search must take b1.
+func TestLeafSetsSharedNICs(t *testing.T) {
+	tests := []struct {
+		name string
+		// units of NIC 0 of each zone on a1's node; NIC 1 is taken.
+		units int64
+		want  []topology.S0ID
+	}{
+		{name: "one NIC of 2 units per zone holds no 2-NIC pod", units: 2, want: []topology.S0ID{"b1"}},
+		// With NIC 1 of 2 units and one taken, each a1 zone has 1 + 1
+		// units on two NICs: one pod per zone, and a1 is the best fit.
+		{name: "units on two NICs hold a pod", units: 0, want: []topology.S0ID{"a1"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fixture{}
+			a := f.node("a-1", "a", "a1", "a1")
+			c := builders.Consumer("other", "busy", "uid-busy")
+			for numa := 0; numa < 2; numa++ {
+				if tc.units > 0 {
+					a.Units(builders.NUMANICs[numa][0], tc.units).UseNIC(builders.NUMANICs[numa][1], c)
+				} else {
+					a.Units(builders.NUMANICs[numa][1], 2).UseNIC(builders.NUMANICs[numa][1], c)
+				}
+			}
+			f.add(a)
+			for i := 1; i <= 3; i++ {
+				f.add(usedZone(f.node(fmt.Sprintf("b-%d", i), "b", "b1", "b1-busy"), 1))
+			}
+			s := NewState(f.fabric(), ledger.New())
+			g := gang(2, worker)
+			set, ok := searchLeafSet(s, g, false)
+			if diff := cmp.Diff(tc.want, sortedS0s(set)); !ok || diff != "" {
+				t.Errorf("search (ok %v) differs (-want +got):\n%s", ok, diff)
+			}
+			plan, fail := s.Plan(g)
+			if plan == nil {
+				t.Fatalf("Plan() failed: %v", fail)
+			}
+			checkPlan(t, s, g, plan)
+			if got := planLeaves(s, plan); got != 1 {
+				t.Errorf("plan on %d leaves %v, want 1", got, plan.S0s)
+			}
+		})
+	}
+}
+
+func TestUnitPods(t *testing.T) {
+	tests := []struct {
+		units []int64
+		r     int64
+		limit int
+		want  int
+	}{
+		{units: []int64{4}, r: 1, limit: 10, want: 4},
+		{units: []int64{4}, r: 2, limit: 10, want: 0},
+		{units: []int64{4, 4}, r: 2, limit: 10, want: 4},
+		{units: []int64{4, 1}, r: 2, limit: 10, want: 1},
+		{units: []int64{3, 3, 3}, r: 2, limit: 10, want: 4},
+		{units: []int64{4, 4, 1, 1}, r: 4, limit: 10, want: 1},
+		{units: []int64{4, 4}, r: 2, limit: 3, want: 3},
+		{units: nil, r: 1, limit: 3, want: 0},
+	}
+	for _, tc := range tests {
+		if got := unitPods(tc.units, tc.r, tc.limit); got != tc.want {
+			t.Errorf("unitPods(%v, %d, %d) = %d, want %d", tc.units, tc.r, tc.limit, got, tc.want)
+		}
+	}
+}
+
 // searchLeafSetOf runs the leaf-set search as tryLeafSets does for gang
 // g: its main-shape pods beside its one RDMA pod of another shape, with
 // the gang's admission (Gang.Admit) asked about each node's pod limit.

@@ -45,6 +45,12 @@ type rawZone struct {
 	cap, off, n int
 	other       bool
 	otherCap    int
+	// shared says a NIC of the zone has more than one free unit: its
+	// NICs are then also listed one by one, flatUnitLeaf[uoff:uoff+un]
+	// (the index of each NIC's leaf among the zone's) and
+	// flatUnits[uoff:uoff+un] (its free units).
+	shared   bool
+	uoff, un int
 }
 
 // rawUnit is a run of zones (zones[from:to]) counted as one unit.
@@ -60,8 +66,12 @@ type setBuilder struct {
 	units      []rawUnit
 	flatLeaves []topology.S0ID
 	flatNICs   []int64
-	parent     map[topology.S0ID]topology.S0ID
-	tooWide    bool
+	// flatUnitLeaf and flatUnits list the NICs of zones with shared NICs
+	// (rawZone.shared).
+	flatUnitLeaf []int
+	flatUnits    []int64
+	parent       map[topology.S0ID]topology.S0ID
+	tooWide      bool
 }
 
 func (b *setBuilder) find(x topology.S0ID) topology.S0ID {
@@ -145,7 +155,39 @@ func (b *setBuilder) addZones(v *nodeFree, zs []zoneFree, mainOK, otherOK bool) 
 			z.n++
 		}
 	}
+	b.addUnitsOfNICs(&z, zs)
 	b.zones = append(b.zones, z)
+}
+
+// addUnitsOfNICs lists the zone's NICs one by one with their free units
+// when one has more than one (zoneFree lists a NIC once per free unit, in
+// NIC order): k pods of r NICs each then fit iff Σ min(units, k) ≥ k·r
+// over the NICs under the set, which the count of units alone
+// overestimates (a pod takes distinct NICs).
+func (b *setBuilder) addUnitsOfNICs(z *rawZone, zs []zoneFree) {
+	excluded := b.p.g.ExcludeS0s
+	z.uoff = len(b.flatUnits)
+	for i := range zs {
+		nics, leaves := zs[i].nics, zs[i].leaves
+		for j := 0; j < len(nics); {
+			k := j + 1
+			for k < len(nics) && nics[k] == nics[j] {
+				k++
+			}
+			if !excluded[leaves[j]] {
+				at := slices.Index(b.flatLeaves[z.off:z.off+z.n], leaves[j])
+				b.flatUnitLeaf = append(b.flatUnitLeaf, at)
+				b.flatUnits = append(b.flatUnits, int64(k-j))
+				z.shared = z.shared || k-j > 1
+			}
+			j = k
+		}
+	}
+	z.un = len(b.flatUnits) - z.uoff
+	if !z.shared {
+		b.flatUnitLeaf, b.flatUnits = b.flatUnitLeaf[:z.uoff], b.flatUnits[:z.uoff]
+		z.un = 0
+	}
 }
 
 // addNode adds the zones and units of one node; false when a zone has
@@ -295,7 +337,20 @@ func (b *setBuilder) unitsByComponent(byRoot map[topology.S0ID]*setComp) {
 				key = append(key, ':')
 				key = appendInt(key, nics[j])
 			}
-			su.zones = append(su.zones, setZone{cap: z.cap, bits: slices.Clone(bitsOf[:z.n]), nics: slices.Clone(nics), other: z.other, otherCap: z.otherCap})
+			sz := setZone{cap: z.cap, bits: slices.Clone(bitsOf[:z.n]), nics: slices.Clone(nics), other: z.other, otherCap: z.otherCap}
+			if z.shared {
+				key = append(key, '#')
+				for j := z.uoff; j < z.uoff+z.un; j++ {
+					bit := bitsOf[b.flatUnitLeaf[j]]
+					sz.unitBits = append(sz.unitBits, bit)
+					sz.units = append(sz.units, b.flatUnits[j])
+					key = append(key, '/')
+					key = appendInt(key, int64(bit))
+					key = append(key, ':')
+					key = appendInt(key, b.flatUnits[j])
+				}
+			}
+			su.zones = append(su.zones, sz)
 		}
 		if at, ok := seen[string(key)]; ok {
 			c.units[at].mult++
