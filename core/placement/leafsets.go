@@ -288,7 +288,13 @@ func (p *planner) tryLeafSets(pods []Pod, c *candidate, oneS1 bool) *candidate {
 		return c
 	}
 	need := gangNICs(pods)
-	if c != nil && !p.setsMayBeat(c, need, oneS1) {
+	// The tier searches' candidate is judged by the leaves its pods'
+	// NICs use, not the set it was filled on (which may be wider).
+	var used map[topology.S0ID]bool
+	if c != nil {
+		used = p.leavesOf(c.assign)
+	}
+	if c != nil && !p.setsMayBeat(used, need, oneS1) {
 		return c
 	}
 	main := countShape(pods, p.main)
@@ -303,7 +309,7 @@ func (p *planner) tryLeafSets(pods []Pod, c *candidate, oneS1 bool) *candidate {
 	// stop when the search finds nothing or more leaves than c.
 	try := func(t int, other *setOther) (cand *candidate, stop bool) {
 		set, ok := p.exactLeafSet(t, other, oneS1)
-		if !ok || c != nil && len(set) > len(c.leaves) {
+		if !ok || c != nil && len(set) > len(used) {
 			return nil, true
 		}
 		// The fill may use every node with a NIC under the set (the
@@ -327,8 +333,8 @@ func (p *planner) tryLeafSets(pods []Pod, c *candidate, oneS1 bool) *candidate {
 		return &candidate{assign: assign, leaves: p.leavesOf(assign), leftover: max(free-need, 0), key: "leaf-set"}, false
 	}
 	pick := func(cand *candidate) *candidate {
-		if c == nil || len(cand.leaves) < len(c.leaves) ||
-			len(cand.leaves) == len(c.leaves) && s1Count(p.s.fabric, cand.leaves) < s1Count(p.s.fabric, c.leaves) {
+		if c == nil || len(cand.leaves) < len(used) ||
+			len(cand.leaves) == len(used) && s1Count(p.s.fabric, cand.leaves) < s1Count(p.s.fabric, used) {
 			return cand
 		}
 		return c
@@ -355,14 +361,14 @@ func (p *planner) tryLeafSets(pods []Pod, c *candidate, oneS1 bool) *candidate {
 }
 
 // setsMayBeat is the leaf-set search's gate: whether a set of leaves could
-// beat c, a placement on k leaves in m S1s, by the bound that every NIC
+// beat a placement on leaves (k of them, in m S1s), by the bound that every NIC
 // the gang needs is a free NIC under its leaves: some k-1 leaves (within
 // one S1 when oneS1) have need free NICs, or, when c spans several S1s,
 // some k leaves of fewer S1s do. It reads the per-leaf statistics the
 // tier searches keep, so a gang the tiers already placed on the fewest
 // leaves and S1s the bound allows costs no node scan.
-func (p *planner) setsMayBeat(c *candidate, need int64, oneS1 bool) bool {
-	k, m := len(c.leaves), s1Count(p.s.fabric, c.leaves)
+func (p *planner) setsMayBeat(leaves map[topology.S0ID]bool, need int64, oneS1 bool) bool {
+	k, m := len(leaves), s1Count(p.s.fabric, leaves)
 	// Per S1, its leaves' free NICs, largest first, as prefix sums.
 	byS1 := map[topology.S1ID][]int64{}
 	var order []topology.S1ID

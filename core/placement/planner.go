@@ -137,14 +137,16 @@ func (p *planner) run(pods []Pod) (*Plan, *Failure) {
 		case TierCluster:
 			c = p.tryGroups(pods, false)
 		}
-		if tier >= TierS1 && c != nil && len(c.leaves) > 1 {
-			// The exact choice of leaves, then S1s (leafsets.go): within
-			// one S1 when that is the limit, else anywhere (fewer leaves
-			// beat fewer S1s).
-			c = p.tryLeafSets(pods, c, limit == TierS1)
-		}
 		if c != nil {
-			return p.finish(p.nextToRanks(pods, p.refine(pods, c, limit), limit)), nil
+			c = p.refine(pods, c, limit)
+			if tier >= TierS1 && len(c.leaves) > 1 {
+				// The exact choice of leaves, then S1s (leafsets.go):
+				// within one S1 when that is the limit, else anywhere
+				// (fewer leaves beat fewer S1s). It replaces the refined
+				// choice only when it uses fewer leaves or S1s.
+				c = p.tryLeafSets(pods, c, limit == TierS1)
+			}
+			return p.finish(p.nextToRanks(pods, c, limit)), nil
 		}
 	}
 	fail := p.failure(pods, limit)
