@@ -85,8 +85,10 @@ type RunDetails struct {
 	HardTierWider int `json:"hardTierWider"`
 	// ClaimWider counts the gangs graded against the fewest leaves outside
 	// the rooms older waiting hard gangs claim, where those rooms held
-	// fewer (or as many in fewer S1s).
-	ClaimWider int `json:"claimWider"`
+	// fewer (or as many in fewer S1s); ClaimWiderGangs lists them, each
+	// with the optimum the rooms would have given.
+	ClaimWider      int               `json:"claimWider"`
+	ClaimWiderGangs []replay.GangMiss `json:"claimWiderGangs,omitempty"`
 	// OffOptimum lists the gangs graded off the fewest S0s, OffS1Optimum
 	// those on the fewest S0s but off the fewest S1s, in trace order.
 	OffOptimum   []replay.GangMiss `json:"offOptimum,omitempty"`
@@ -239,7 +241,7 @@ func Run(o Options) (*Report, error) {
 			OneNodeGangs: res.OneNode, NodeAgent: string(agent),
 			RealizedOracleUnknown: res.RealizedOracleUnknown, RealizedOracleInfeasible: res.RealizedOracleInfeasible,
 			RealizedBelowOptimum: res.RealizedBelowOptimum, RealizedOneNodeGangs: res.RealizedOneNode,
-			S1OracleUnknown: res.S1OracleUnknown, HardTierWider: res.HardTierWider, ClaimWider: res.ClaimWider, OffOptimum: res.OffOptimum, OffS1Optimum: res.OffS1Optimum,
+			S1OracleUnknown: res.S1OracleUnknown, HardTierWider: res.HardTierWider, ClaimWider: len(res.ClaimWider), ClaimWiderGangs: res.ClaimWider, OffOptimum: res.OffOptimum, OffS1Optimum: res.OffS1Optimum,
 			SessionCPUSeconds: res.CPUSeconds, PeakLiveHeapBytes: res.PeakLiveHeapBytes,
 			PlanRefused:     res.PlanRefused,
 			AllReduceFaster: res.AllReduceFaster, AllReduceModel: o.allReduce().FlagValues()}

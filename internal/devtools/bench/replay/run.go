@@ -120,10 +120,11 @@ type RunResult struct {
 	// over several S1s would hold: they are graded against the fewest
 	// leaves within one S1 (grade.Tracker.OptimumWithinTier).
 	HardTierWider int `json:"-"`
-	// ClaimWider counts the gangs that rooms claimed by older waiting hard
-	// gangs kept off fewer leaves (or as many in fewer S1s): they are
-	// graded against the optimum outside those rooms (keptOff).
-	ClaimWider int `json:"-"`
+	// ClaimWider lists the gangs that rooms claimed by older waiting hard
+	// gangs kept off fewer leaves (or as many in fewer S1s), in trace
+	// order, each with the optimum those rooms would have given: they are
+	// graded against the optimum outside the rooms (keptOff).
+	ClaimWider []GangMiss `json:"-"`
 	// OneNode counts those gangs that sit on one node (at the optimum
 	// whatever the oracle says).
 	OneNode int `json:"-"`
@@ -186,8 +187,10 @@ type gangState struct {
 	// the oracle's answer without it (grade.Tracker.OptimumWithinTier).
 	wider bool
 	// claimWider is true when rooms older waiting gangs claimed made its
-	// optimum wider (keptOff); optimum is then the one outside them.
+	// optimum wider (keptOff); optimum is then the one outside them and
+	// unclaimed the one with them.
 	claimWider bool
+	unclaimed  oracle.OracleResult
 	// index is the gang's place in the trace: an earlier gang was created
 	// earlier.
 	index int
@@ -377,7 +380,9 @@ func ReplayModel(conf *sim.Conf, cluster *workload.Cluster, tc *trace.Trace, opt
 				res.HardTierWider++
 			}
 			if g.claimWider {
-				res.ClaimWider++
+				miss := missOf(g, n, tr.S1Count(g.assign))
+				miss.Optimum = g.unclaimed
+				res.ClaimWider = append(res.ClaimWider, miss)
 			}
 		}
 		if gr := planGrades.Add(grade.GradeGang(n, grade.OneNode(g.assign), opt)); gr == grade.GradeInfeasible || gr == grade.GradeOff {
@@ -461,7 +466,7 @@ func record(s *sim.Simulator, tr *grade.Tracker, rz *realized, byName map[string
 			g.optimum, g.wider = tr.OptimumWithinTier(g.spec)
 			if !k.empty() {
 				if off := tr.OptimumWithinTierOff(g.spec, k.leaves, k.nodes); grade.Wider(off, g.optimum) {
-					g.optimum, g.claimWider = off, true
+					g.unclaimed, g.optimum, g.claimWider = g.optimum, off, true
 				}
 			}
 			g.computed = true
