@@ -270,3 +270,30 @@ func TestDuplicateRanksKeepTheGangPending(t *testing.T) {
 		t.Errorf("condition %q, want it to name both pods of rank 0", got)
 	}
 }
+
+// TestFewestS1sOnAFragmentedCluster: each node has its NUMA-0 zone free
+// (one 4 GPU + 2 RDMA pod) under its leaf, NUMA 1 busy. No S1 holds 10
+// pods; the largest leaves first are a1, b1 and c1 (three S1s), while a1
+// with c1 and c2 hold them in two. The gang takes three leaves in two
+// S1s.
+func TestFewestS1sOnAFragmentedCluster(t *testing.T) {
+	c := &cluster{}
+	for _, l := range []struct {
+		s1, leaf string
+		nodes    int
+	}{{"a", "a1", 4}, {"b", "b1", 4}, {"c", "c1", 3}, {"c", "c2", 3}} {
+		for i := 1; i <= l.nodes; i++ {
+			c.addBusyNode(fmt.Sprintf("%s-%d", l.leaf, i), l.leaf, l.leaf+"-busy", busy{numa: 1, gpu: 4, nics: []int{0, 1}})
+			c.nodes[len(c.nodes)-1].Labels[builders.S1Label] = l.s1
+		}
+	}
+	c.addJob("g", 10, 4, 2, nil)
+	o := runSession(t, c)
+	checkBinds(t, o)
+	if got := o.binds.Count("ns", "g"); got != 10 {
+		t.Fatalf("%d pods bound, want 10; condition %q", got, condition(o.pgs["ns/g"]))
+	}
+	if diff := cmp.Diff([]string{"a1", "c1", "c2"}, o.binds.Leaves("ns", "g")); diff != "" {
+		t.Errorf("leaves (-want,+got):\n%s", diff)
+	}
+}
