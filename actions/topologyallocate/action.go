@@ -119,8 +119,13 @@ func (a *Action) Execute(ssn *framework.Session) {
 		st.jobs[job.Queue].Push(job)
 	}
 	for !partial.Empty() {
+		// A partial gang was admitted whole within its queue's share and
+		// its bound pods wait for the rest: the pods it lacks (failed
+		// binds a restart forgot, replacements of lost pods) complete it
+		// whatever the share proportion computes this session, as a
+		// rebind hold's do (the share is not asked: applyAssignment).
 		job := partial.Pop().(*api.JobInfo)
-		if queue := ssn.Queues[job.Queue]; queue != nil && !ssn.Overused(queue) {
+		if queue := ssn.Queues[job.Queue]; queue != nil {
 			st.allocateJob(queue, job)
 		}
 	}

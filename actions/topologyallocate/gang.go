@@ -161,13 +161,14 @@ func applyPlan(ssn *framework.Session, topo plugin.Topology, queue *api.QueueInf
 }
 
 // applyAssignment allocates one planned task on its node, checked by the
-// session predicates. It returns the node to exclude when the node refuses.
+// session predicates and, unless its gang is partial (partialGang: it was
+// admitted whole), the queue's share. It returns the node to exclude when the node refuses.
 func applyAssignment(ssn *framework.Session, topo plugin.Topology, queue *api.QueueInfo, stmt *framework.Statement, task *api.TaskInfo, a placement.Assignment) (string, error) {
 	node := ssn.Nodes[a.Node]
 	if node == nil {
 		return a.Node, fmt.Errorf("plan names unknown node %s", a.Node)
 	}
-	if !ssn.Allocatable(queue, task) {
+	if job := ssn.Jobs[task.Job]; (job == nil || !partialGang(topo, job)) && !ssn.Allocatable(queue, task) {
 		return "", fmt.Errorf("queue %s cannot take task %s/%s", queue.Name, task.Namespace, task.Name)
 	}
 	if err := ssn.PrePredicateFn(task); err != nil {
