@@ -361,10 +361,10 @@ func (p *planner) tryLeafSets(pods []Pod, c *candidate, oneS1 bool) *candidate {
 }
 
 // setsMayBeat is the leaf-set search's gate: whether a set of leaves could
-// beat a placement on leaves (k of them, in m S1s), by the bound that every NIC
-// the gang needs is a free NIC under its leaves: some k-1 leaves (within
-// one S1 when oneS1) have need free NICs, or, when c spans several S1s,
-// some k leaves of fewer S1s do. It reads the per-leaf statistics the
+// beat a placement on leaves (k of them, in m S1s), by the bound that
+// every NIC the gang needs is a free NIC under its leaves: some k-1 leaves
+// (within one S1 when oneS1) have need free NICs, or, when the placement
+// spans several S1s, some k leaves of fewer S1s do. It reads the per-leaf statistics the
 // tier searches keep, so a gang the tiers already placed on the fewest
 // leaves and S1s the bound allows costs no node scan.
 func (p *planner) setsMayBeat(leaves map[topology.S0ID]bool, need int64, oneS1 bool) bool {

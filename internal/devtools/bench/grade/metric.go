@@ -460,9 +460,9 @@ func (t *Tracker) OptimumWithinTierOff(g trace.GangSpec, leaves, nodes map[strin
 }
 
 // Wider reports whether answer a is a wider optimum than b, both exact:
-// more leaves, or as many over more S1s (both decided). An answer that is not exact is
-// never wider (a gang is not graded against what the oracle could not
-// decide).
+// more leaves, or as many over more S1s (both decided). An answer that is
+// not exact is never wider (a gang is not graded against what the oracle
+// could not decide).
 func Wider(a, b oracle.OracleResult) bool {
 	if a.Status != oracle.OracleExact || b.Status != oracle.OracleExact {
 		return false
