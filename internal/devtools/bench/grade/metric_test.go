@@ -481,13 +481,11 @@ func TestGradeTally(t *testing.T) {
 	}
 }
 
-// TestOptimumWithinTier: a hard gang held to one S1 is graded against
-// the fewest leaves one S1 gives it, not against fewer leaves over two
-// S1s it must not take; every other gang against the oracle's answer.
-func TestOptimumWithinTier(t *testing.T) {
-	// Two S1s of two groups of 16 nodes each (four leaves per S1). S1 0
-	// keeps 12 free zones under its first leaf; S1 1 keeps 6 under each
-	// of its four leaves.
+// busyS1sTracker is a tracker over two S1s of two groups of 16 nodes each
+// (four leaves per S1): S1 0 keeps 12 free zones under its first leaf,
+// S1 1 six under each of its four leaves.
+func busyS1sTracker(t *testing.T) *Tracker {
+	t.Helper()
 	nodes, cnrs := builders.ClusterShape{Nodes: 64, ZonesPerLeaf: 16, LeavesPerS1: 4, SpanningEvery: 4}.Generate()
 	tr := NewTracker(nodes, cnrs)
 	var held []placement.Assignment
@@ -506,6 +504,15 @@ func TestOptimumWithinTier(t *testing.T) {
 		held = append(held, zoneUse(i, 0), zoneUse(i, 1))
 	}
 	reserveAll(t, tr, held)
+	return tr
+}
+
+// TestOptimumWithinTier: a hard gang held to one S1 is graded against
+// the fewest leaves one S1 gives it, not against fewer leaves over two
+// S1s it must not take; every other gang against the oracle's answer
+// (busyS1sTracker).
+func TestOptimumWithinTier(t *testing.T) {
+	tr := busyS1sTracker(t)
 	exact := func(leaves, s1s int) oracle.OracleResult {
 		return oracle.OracleResult{Status: oracle.OracleExact, Leaves: leaves, S1s: s1s}
 	}
@@ -539,28 +546,10 @@ func TestOptimumWithinTier(t *testing.T) {
 }
 
 // TestOptimumWithinTierOff checks the optimum of a gang kept off some
-// leaves or nodes (rooms that waiting gangs claim) on the cluster of
-// TestOptimumWithinTier's kind: S1 0 has 12 free zones under its first
-// leaf, S1 1 six under each of its four leaves.
+// leaves or nodes (rooms that waiting gangs claim) on busyS1sTracker's
+// cluster.
 func TestOptimumWithinTierOff(t *testing.T) {
-	nodes, cnrs := builders.ClusterShape{Nodes: 64, ZonesPerLeaf: 16, LeavesPerS1: 4, SpanningEvery: 4}.Generate()
-	tr := NewTracker(nodes, cnrs)
-	var held []placement.Assignment
-	for i := 0; i < 32; i++ {
-		for numa := 0; numa < 2; numa++ {
-			if numa == 0 && i < 12 {
-				continue
-			}
-			held = append(held, zoneUse(i, numa))
-		}
-	}
-	for i := 32; i < 64; i++ {
-		if i%16 < 6 {
-			continue
-		}
-		held = append(held, zoneUse(i, 0), zoneUse(i, 1))
-	}
-	reserveAll(t, tr, held)
+	tr := busyS1sTracker(t)
 	// The leaf of node 0's NUMA 0 NICs: the first leaf of S1 0.
 	first, ok := tr.Fabric().NICLeaf(builders.NodeName(0), topology.NICID(builders.NUMANICs[0][0]))
 	if !ok {
