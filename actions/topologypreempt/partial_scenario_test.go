@@ -3,6 +3,9 @@ package topologypreempt_test
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rdmatopo/rdmatopo/internal/sim"
 	"github.com/rdmatopo/rdmatopo/internal/testing/builders"
 )
 
@@ -41,5 +44,41 @@ func TestPartialGangCompletesBeyondItsQueueShare(t *testing.T) {
 	}
 	if len(o.evicted) != 0 {
 		t.Errorf("evicted %v, want none", o.evicted)
+	}
+}
+
+// TestHeldGangWaitsForVictimsInItsZone: hard-s0 gang "g" (2 pods) fits
+// only under leaf B, on n1's NUMA 1 (held by low "v") and n2's NUMA 1.
+// It evicts v. While v terminates, n1's other zone is idle, so the node
+// holds g's pod by its count; but the node agent would find the held zone
+// taken and put the pod elsewhere (out of leaf B). The gang is bound only
+// once v is gone, under leaf B.
+func TestHeldGangWaitsForVictimsInItsZone(t *testing.T) {
+	c := &cluster{}
+	c.addNode("n1", "A", "B")
+	c.addNode("n2", "X", "B")
+	c.addRunning("v", "low", 1, slot{"n1", 1})
+	c.addPending("g", "high", 2, hardS0)
+	r := startWith(t, c, sim.Options{EvictionGrace: 2})
+	o := r.session()
+	if diff := cmp.Diff([]string{"ns/v-0"}, o.evicted); diff != "" {
+		t.Fatalf("evicted (-want,+got):\n%s", diff)
+	}
+	for i := 0; i < 2; i++ {
+		o = r.session()
+		if got := o.binds.Count("ns", "g"); got != 0 {
+			t.Fatalf("session %d: g bound %d pods on leaves %v while its victim terminates, want none", i+2, got, o.binds.Leaves("ns", "g"))
+		}
+	}
+	bound := 0
+	for i := 0; i < 3 && bound == 0; i++ {
+		o = r.session()
+		bound = o.binds.Count("ns", "g")
+	}
+	if bound != 2 {
+		t.Fatalf("g bound %d pods once its victim is gone, want 2", bound)
+	}
+	if diff := cmp.Diff([]string{"B"}, o.binds.Leaves("ns", "g")); diff != "" {
+		t.Errorf("g's leaves (-want,+got):\n%s", diff)
 	}
 }

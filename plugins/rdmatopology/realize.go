@@ -8,6 +8,7 @@ package rdmatopology
 
 import (
 	"fmt"
+	"slices"
 
 	"k8s.io/klog/v2"
 	"volcano.sh/volcano/pkg/scheduler/api"
@@ -32,7 +33,8 @@ func (s *SessionState) realizeHolds(rebindOnly bool) {
 // returns the tasks allocated (nil when none was).
 //
 // It waits, keeping the hold, while a node lacks the idle resources its
-// held tasks need (their releasing pods are still terminating). It drops
+// held tasks need (their releasing pods are still terminating) and, for a
+// preemption hold, while a victim is still on a held node (victimOn). It drops
 // the hold when a held task was placed otherwise in the session, when the
 // predicates refuse a task or the gang is not ready once allocated (the
 // gang then competes again), and, for a rebind hold, when a node will not
@@ -123,8 +125,34 @@ func (s *SessionState) holdReady(h *preemption.Hold, job *api.JobInfo) bool {
 			klog.V(4).InfoS("Held pods wait for the node's KCNR to drop a pod gone", "job", h.Name, "listed", c)
 			return false
 		}
+	} else if v := s.victimOn(h, nodes); v != "" {
+		klog.V(4).InfoS("Held gang waits for a victim to terminate", "job", h.Name, "victim", v)
+		return false
 	}
 	return true
+}
+
+// victimOn returns a victim of the hold still on one of nodes (terminating)
+// as "namespace/name", "" when none is. A node's idle count can cover the
+// held pods while a victim still holds their zone (the node's other zones
+// are free): bound then, a pod would find its zone taken, and the node
+// agent would place it by its own choice, off the held NICs.
+func (s *SessionState) victimOn(h *preemption.Hold, nodes []string) string {
+	if len(h.Victims) == 0 {
+		return ""
+	}
+	for _, name := range nodes {
+		node := s.ssn.Nodes[name]
+		if node == nil {
+			continue
+		}
+		for _, t := range node.Tasks {
+			if key := t.Namespace + "/" + t.Name; slices.Contains(h.Victims, key) {
+				return key
+			}
+		}
+	}
+	return ""
 }
 
 // allocateHeld allocates the hold's tasks where it holds them, through
