@@ -162,7 +162,8 @@ func applyPlan(ssn *framework.Session, topo plugin.Topology, queue *api.QueueInf
 
 // applyAssignment allocates one planned task on its node, checked by the
 // session predicates and, unless its gang is partial (partialGang: it was
-// admitted whole), the queue's share. It returns the node to exclude when the node refuses.
+// admitted whole), the queue's share. It returns the node to exclude when
+// the node refuses.
 func applyAssignment(ssn *framework.Session, topo plugin.Topology, queue *api.QueueInfo, stmt *framework.Statement, task *api.TaskInfo, a placement.Assignment) (string, error) {
 	node := ssn.Nodes[a.Node]
 	if node == nil {
