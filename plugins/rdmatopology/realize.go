@@ -132,7 +132,7 @@ func (s *SessionState) holdReady(h *preemption.Hold, job *api.JobInfo) bool {
 	return true
 }
 
-// victimOn returns a victim of the hold still on one of nodes (terminating)
+// victimOn returns a victim of the hold still terminating on one of nodes
 // as "namespace/name", "" when none is. A node's idle count can cover the
 // held pods while a victim still holds their zone (the node's other zones
 // are free): bound then, a pod would find its zone taken, and the node
@@ -147,7 +147,9 @@ func (s *SessionState) victimOn(h *preemption.Hold, nodes []string) string {
 			continue
 		}
 		for _, t := range node.Tasks {
-			if key := t.Namespace + "/" + t.Name; slices.Contains(h.Victims, key) {
+			// Releasing: a pod of the same name re-created by its job's
+			// controller and placed again is not the victim.
+			if key := t.Namespace + "/" + t.Name; t.Status == api.Releasing && slices.Contains(h.Victims, key) {
 				return key
 			}
 		}
